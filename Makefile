@@ -1,0 +1,38 @@
+# Coppice — `make help` lists the targets.
+GO        ?= go
+DATA      ?= ./data
+ADDR      ?= 127.0.0.1:8080
+N         ?= 100000
+# Pebble compresses with klauspost's pure-Go zstd (no cgo zstd needed).
+GOTAGS    ?= pebblegozstd
+FUZZTIME  ?= 30s
+
+.PHONY: help build run test test-long bench fuzz vet lint
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/coppice
+	$(GO) build -tags $(GOTAGS) -o bin/coppice ./cmd/coppice
+
+run: build ## start the server on $(ADDR) with data in $(DATA)
+	./bin/coppice serve --addr $(ADDR) --data $(DATA)
+
+test: vet ## run the test suite (what CI runs): unit, model and fuzz-seed tests
+	$(GO) test -tags $(GOTAGS) -short -count=1 ./...
+
+test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
+	$(GO) test -tags $(GOTAGS) -count=1 -timeout 60m ./...
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test -tags $(GOTAGS) -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench: ## run the Go benchmarks (sizes up to 1e6)
+	COPPICE_BENCH_MAX=1000000 $(GO) test -tags $(GOTAGS) -run '^$$' -bench . -benchtime 1x -timeout 120m ./engine/
+
+vet: ## go vet and gofmt check
+	$(GO) vet -tags $(GOTAGS) ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }

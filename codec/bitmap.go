@@ -1,0 +1,273 @@
+package codec
+
+// Bitmap values: posting lists written blind as deltas and folded together by
+// a Pebble merge operator, so indexing a row never reads a bitmap.
+//
+// A stored value is one of
+//
+//	delta: 0x01 | uvarint len(A) | A | uvarint len(D) | D
+//	full:  0x02 | uvarint len(A) | A
+//
+// where A (adds) and D (dels) are roaring bitmaps in the portable
+// serialization format (https://github.com/RoaringBitmap/RoaringFormatSpec),
+// run-optimized before writing, and a length of 0 stands for the empty set (no
+// roaring bytes follow). Nothing may follow the last bitmap. A delta never has
+// a row in both A and D; a full value is the whole set and has no D. These
+// rules make the encoding canonical: the same (adds, dels, full) always gives
+// the same bytes, whatever operations built the bitmaps.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Leading byte of a bitmap value; it doubles as the format version, so a new
+// layout takes a new byte.
+const (
+	deltaTagDelta byte = 0x01
+	deltaTagFull  byte = 0x02
+)
+
+// errBadDelta is wrapped by every DecodeDelta and DecodeBitmap error.
+var errBadDelta = errors.New("codec: malformed bitmap value")
+
+// Delta is a change to a set of row ids, or (Full) the set itself.
+//
+// Applying a delta removes Dels and then adds Adds, so a row in both ends up
+// in the set; the constructors, Then and DecodeDelta keep the two disjoint
+// (Then only if its inputs are).
+// The zero Delta (nil bitmaps) is a valid empty change. A Delta owns its
+// bitmaps and is not safe for concurrent use.
+type Delta struct {
+	Adds *roaring.Bitmap // never nil after Decode
+	Dels *roaring.Bitmap // never nil after Decode; empty when Full
+	Full bool            // Adds is the complete set: the merge reached the base
+}
+
+// NewDelta returns a change that adds and removes nothing, with both bitmaps
+// allocated so callers can add rows to them directly.
+func NewDelta() Delta {
+	return Delta{Adds: roaring.New(), Dels: roaring.New()}
+}
+
+// AddDelta returns the change that inserts row into a set.
+func AddDelta(row uint32) Delta {
+	return Delta{Adds: roaring.BitmapOf(row), Dels: roaring.New()}
+}
+
+// DelDelta returns the change that removes row from a set.
+func DelDelta(row uint32) Delta {
+	return Delta{Adds: roaring.New(), Dels: roaring.BitmapOf(row)}
+}
+
+// AppendDelta appends the canonical encoding of d to dst and returns the
+// extended slice. Rows in both Adds and Dels are encoded as adds only, and a
+// Full delta's Dels are ignored.
+//
+// AppendDelta run-optimizes d's bitmaps in place: their contents are unchanged
+// but their representation is not, so it must not run concurrently with any
+// other use of d.
+func AppendDelta(dst []byte, d Delta) []byte {
+	if d.Full {
+		dst = append(dst, deltaTagFull)
+		return deltaAppendBitmap(dst, d.Adds)
+	}
+	dst = append(dst, deltaTagDelta)
+	dst = deltaAppendBitmap(dst, d.Adds)
+	dels := d.Dels
+	if dels != nil && d.Adds != nil && dels.Intersects(d.Adds) {
+		dels = roaring.AndNot(dels, d.Adds)
+	}
+	return deltaAppendBitmap(dst, dels)
+}
+
+// DecodeDelta decodes a value written by AppendDelta. Malformed input of any
+// kind gives an error, never a panic. The result has non-nil, disjoint
+// bitmaps and shares no memory with src, which may be reused at once.
+//
+// Everything AppendDelta rules out is rejected (unknown tag, trailing bytes,
+// a row in both adds and dels, an empty set not written as length 0) except
+// the choice of roaring containers: that follows roaring's heuristics, which
+// may change between library versions, and values already stored must stay
+// readable. Re-encoding a decoded value always gives canonical bytes.
+func DecodeDelta(src []byte) (Delta, error) {
+	if len(src) == 0 {
+		return Delta{}, fmt.Errorf("%w: empty", errBadDelta)
+	}
+	tag, rest := src[0], src[1:]
+	if tag != deltaTagDelta && tag != deltaTagFull {
+		return Delta{}, fmt.Errorf("%w: unknown tag %#x", errBadDelta, tag)
+	}
+	adds, rest, err := deltaReadBitmap(rest)
+	if err != nil {
+		return Delta{}, fmt.Errorf("%w: adds: %v", errBadDelta, err)
+	}
+	d := Delta{Adds: adds, Full: tag == deltaTagFull}
+	if d.Full {
+		d.Dels = roaring.New()
+	} else {
+		if d.Dels, rest, err = deltaReadBitmap(rest); err != nil {
+			return Delta{}, fmt.Errorf("%w: dels: %v", errBadDelta, err)
+		}
+		if d.Dels.Intersects(d.Adds) {
+			return Delta{}, fmt.Errorf("%w: a row is both added and deleted", errBadDelta)
+		}
+	}
+	if len(rest) != 0 {
+		return Delta{}, fmt.Errorf("%w: %d trailing bytes", errBadDelta, len(rest))
+	}
+	return d, nil
+}
+
+// DecodeBitmap returns the set a stored value stands for when it is the whole
+// history of its key: a full value's set, or a delta's adds (a delta at the
+// bottom of a key's history applies to the empty set). Errors are as for
+// DecodeDelta, and the result does not alias src.
+func DecodeBitmap(src []byte) (*roaring.Bitmap, error) {
+	d, err := DecodeDelta(src)
+	if err != nil {
+		return nil, err
+	}
+	return d.Adds, nil
+}
+
+// Then composes d (the older change) with newer in place, so that applying d
+// afterwards equals applying the old d and then newer. Composition is
+// associative. If d is Full the result stays Full; if newer is Full the result
+// is a copy of newer. newer is only read and must not share bitmaps with d.
+func (d *Delta) Then(newer Delta) {
+	d.ensure()
+	if newer.Full {
+		d.Adds = deltaClone(newer.Adds)
+		d.Dels = roaring.New()
+		d.Full = true
+		return
+	}
+	// adds = (a1 − d2) ∪ a2, dels = (d1 − a2) ∪ d2: each row keeps the
+	// verdict of the newest change that mentions it.
+	if newer.Dels != nil {
+		d.Adds.AndNot(newer.Dels)
+	}
+	if newer.Adds != nil {
+		d.Adds.Or(newer.Adds)
+	}
+	if d.Full {
+		return
+	}
+	if newer.Adds != nil {
+		d.Dels.AndNot(newer.Adds)
+	}
+	if newer.Dels != nil {
+		d.Dels.Or(newer.Dels)
+	}
+}
+
+// ApplyTo applies d to set in place: set = set − Dels ∪ Adds, or set = Adds
+// when d is Full. set must not be nil.
+func (d Delta) ApplyTo(set *roaring.Bitmap) {
+	if d.Full {
+		set.Clear()
+	} else if d.Dels != nil {
+		set.AndNot(d.Dels)
+	}
+	if d.Adds != nil {
+		set.Or(d.Adds)
+	}
+}
+
+// UndoFrom reverses d on set in place: set = set − Adds ∪ Dels. The result is
+// the set before d only if d was exact, that is its Adds were all absent and
+// its Dels all present when it was applied; deltas logged next to a bitmap's
+// writes are exact, so undoing them newest first walks the bitmap back in
+// time. A Full delta is undone as if it had been applied to the empty set.
+func (d Delta) UndoFrom(set *roaring.Bitmap) {
+	if d.Adds != nil {
+		set.AndNot(d.Adds)
+	}
+	if !d.Full && d.Dels != nil {
+		set.Or(d.Dels)
+	}
+}
+
+// ensure allocates nil bitmaps so the zero Delta can be composed.
+func (d *Delta) ensure() {
+	if d.Adds == nil {
+		d.Adds = roaring.New()
+	}
+	if d.Dels == nil {
+		d.Dels = roaring.New()
+	}
+}
+
+func deltaClone(b *roaring.Bitmap) *roaring.Bitmap {
+	if b == nil {
+		return roaring.New()
+	}
+	return b.Clone()
+}
+
+// deltaAppendBitmap appends uvarint length + portable serialization of b, or
+// a single 0 for an empty (or nil) b.
+func deltaAppendBitmap(dst []byte, b *roaring.Bitmap) []byte {
+	if b == nil || b.IsEmpty() {
+		return append(dst, 0)
+	}
+	b.RunOptimize()
+	n := b.GetSerializedSizeInBytes()
+	dst = binary.AppendUvarint(dst, n)
+	w := deltaAppender{buf: dst}
+	written, err := b.WriteTo(&w)
+	if err != nil || uint64(written) != n {
+		// deltaAppender cannot fail, and roaring computes the size from the
+		// same containers it writes.
+		panic(fmt.Sprintf("codec: roaring wrote %d bytes, announced %d (err %v)", written, n, err))
+	}
+	return w.buf
+}
+
+// deltaReadBitmap reads one length-prefixed bitmap from the front of src and
+// returns it with the rest of src. The bitmap is copied out of src and
+// validated, so a corrupt value cannot yield an inconsistent bitmap.
+func deltaReadBitmap(src []byte) (*roaring.Bitmap, []byte, error) {
+	n, k := binary.Uvarint(src)
+	if k <= 0 {
+		return nil, nil, errors.New("bad length")
+	}
+	src = src[k:]
+	if n > uint64(len(src)) {
+		return nil, nil, fmt.Errorf("length %d exceeds the %d bytes left", n, len(src))
+	}
+	body, rest := src[:n], src[n:]
+	b := roaring.New()
+	if n == 0 {
+		return b, rest, nil
+	}
+	// A bytes.Reader (unlike FromBuffer) makes roaring copy every container,
+	// so the bitmap does not alias src.
+	read, err := b.ReadFrom(bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	if read != int64(n) {
+		return nil, nil, fmt.Errorf("roaring used %d of %d bytes", read, n)
+	}
+	if err := b.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if b.IsEmpty() {
+		return nil, nil, errors.New("empty set not written as length 0")
+	}
+	return b, rest, nil
+}
+
+// deltaAppender is an io.Writer that appends to a byte slice and never fails.
+type deltaAppender struct{ buf []byte }
+
+func (w *deltaAppender) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"sort"
+	"time"
+)
+
+// BranchDetails is a branch with its schema (spec §2.6).
+type BranchDetails struct {
+	DatabaseName    string
+	BranchName      string
+	CreatedAt       time.Time
+	ID              string
+	Version         uint64
+	LastMigrationID string
+	Metadata        BranchMetadata
+	StartedFrom     *StartedFrom
+	Schema          SchemaDef
+}
+
+// BranchInfo is one entry of a database's branch list.
+type BranchInfo struct {
+	Name      string
+	CreatedAt time.Time
+}
+
+// CreateBranchRequest forks From (default main) into a new branch.
+type CreateBranchRequest struct {
+	From     string
+	Metadata *BranchMetadata
+}
+
+// GitMapping is one git branch → service branch entry.
+type GitMapping struct {
+	GitBranch     string
+	ServiceBranch string
+}
+
+// Resolution reason codes of ResolveBranch (compat-api.md §6).
+const (
+	ReasonFoundInMapping = "FOUND_IN_MAPPING"
+	ReasonBranchExists   = "BRANCH_EXISTS"
+	ReasonFallback       = "FALLBACK_BRANCH"
+	ReasonDefault        = "DEFAULT_BRANCH"
+)
+
+// Resolution is the answer of ResolveBranch.
+type Resolution struct {
+	Branch  string
+	Code    string
+	Message string
+}
+
+// BranchDetails returns a branch and its schema.
+func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return BranchDetails{}, err
+	}
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return BranchDetails{}, err
+	}
+	return BranchDetails{
+		DatabaseName: ref.Database, BranchName: b.Name, CreatedAt: b.CreatedAt, ID: b.PublicID,
+		Version: b.Version, LastMigrationID: b.LastMigrationID, Metadata: b.Metadata,
+		StartedFrom: b.StartedFrom, Schema: b.Schema.public(),
+	}, nil
+}
+
+// ListBranches returns a database's branches, oldest first.
+func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
+	_, d, err := e.database(ws, db)
+	if err != nil {
+		return nil, err
+	}
+	st := d.state.Load()
+	out := make([]BranchInfo, 0, len(st.branches))
+	ids := make([]uint32, 0, len(st.byID))
+	for id := range st.byID {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		b := st.byID[id]
+		out = append(out, BranchInfo{Name: b.Name, CreatedAt: b.CreatedAt})
+	}
+	return out, nil
+}
+
+// CreateBranch forks a branch in constant time: the new branch reads the
+// source's data as of now through its lineage and writes into its own layer.
+func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
+	if err := checkName("branch", ref.Branch); err != nil {
+		return err
+	}
+	if req.From == "" {
+		req.From = "main"
+	}
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return err
+	}
+	now := e.now()
+	publicID := e.ids.next("bb_", now)
+	return e.run(d, func(tx *dbTx) error {
+		if tx.st.branches[ref.Branch] != nil {
+			return Errorf(CodeAlreadyExists, "branch [%s] already exists", ref.Branch)
+		}
+		src := tx.st.branches[req.From]
+		if src == nil {
+			return invalidf("source branch [%s] not found", req.From)
+		}
+		lin := make(lineage, 0, len(src.Lineage)+1)
+		lin = append(lin, layerRef{Layer: tx.allocLayer(), Seq: maxSeq})
+		lin = append(lin, layerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
+		lin = append(lin, src.Lineage[1:]...)
+		b := &branch{
+			ID: tx.allocBranch(), PublicID: publicID, Name: ref.Branch, CreatedAt: now,
+			Version: src.Version, LastMigrationID: src.LastMigrationID,
+			StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
+			Lineage:     lin, Schema: src.Schema,
+		}
+		if req.Metadata != nil {
+			b.Metadata = *req.Metadata
+		}
+		return tx.putBranch(b)
+	})
+}
+
+// DeleteBranch deletes a branch; the layers no other branch reads are
+// dropped with it. The last branch of a database cannot be deleted.
+func (e *Engine) DeleteBranch(ref Ref) error {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return err
+	}
+	return e.run(d, func(tx *dbTx) error {
+		b, err := tx.st.branch(ref.Branch)
+		if err != nil {
+			return err
+		}
+		if len(tx.st.branches) == 1 {
+			return Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", ref.Branch)
+		}
+		if err := tx.removeBranch(b); err != nil {
+			return err
+		}
+		for g, to := range tx.st.git {
+			if to == b.Name {
+				if err := tx.setGit(g, ""); err != nil {
+					return err
+				}
+			}
+		}
+		refs := tx.state().refs
+		for _, lr := range b.Lineage {
+			if refs[lr.Layer] == 0 {
+				tx.dropLayers = append(tx.dropLayers, lr.Layer)
+			}
+		}
+		return nil
+	})
+}
+
+// BranchMetadata returns a branch's metadata.
+func (e *Engine) BranchMetadata(ref Ref) (BranchMetadata, error) {
+	det, err := e.BranchDetails(ref)
+	return det.Metadata, err
+}
+
+// SetBranchMetadata replaces a branch's metadata.
+func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return err
+	}
+	return e.run(d, func(tx *dbTx) error {
+		b, err := tx.st.branch(ref.Branch)
+		if err != nil {
+			return err
+		}
+		nb := *b
+		nb.Metadata = md
+		return tx.putBranch(&nb)
+	})
+}
+
+// GitMappings lists a database's git branch mapping by git branch name.
+func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
+	_, d, err := e.database(ws, db)
+	if err != nil {
+		return nil, err
+	}
+	st := d.state.Load()
+	out := make([]GitMapping, 0, len(st.git))
+	for _, g := range sortedKeys(st.git) {
+		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.git[g]})
+	}
+	return out, nil
+}
+
+// AddGitMapping maps a git branch to an existing branch, replacing an
+// existing entry; replaced tells whether one was replaced.
+func (e *Engine) AddGitMapping(ws, db, gitBranch, serviceBranch string) (replaced bool, err error) {
+	if gitBranch == "" {
+		return false, invalidf("gitBranch is required")
+	}
+	if serviceBranch == "" {
+		return false, invalidf("xataBranch is required")
+	}
+	_, d, err := e.database(ws, db)
+	if err != nil {
+		return false, err
+	}
+	err = e.run(d, func(tx *dbTx) error {
+		if tx.st.branches[serviceBranch] == nil {
+			return invalidf("branch [%s] not found", serviceBranch)
+		}
+		_, replaced = tx.st.git[gitBranch]
+		return tx.setGit(gitBranch, serviceBranch)
+	})
+	return replaced, err
+}
+
+// RemoveGitMapping removes the entry of a git branch.
+func (e *Engine) RemoveGitMapping(ws, db, gitBranch string) error {
+	if gitBranch == "" {
+		return invalidf("gitBranch is required")
+	}
+	_, d, err := e.database(ws, db)
+	if err != nil {
+		return err
+	}
+	return e.run(d, func(tx *dbTx) error {
+		if _, ok := tx.st.git[gitBranch]; !ok {
+			return notFoundf("git branch [%s] not found in the mapping", gitBranch)
+		}
+		return tx.setGit(gitBranch, "")
+	})
+}
+
+// ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).
+func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, error) {
+	_, d, err := e.database(ws, db)
+	if err != nil {
+		return Resolution{}, err
+	}
+	st := d.state.Load()
+	if gitBranch != "" {
+		if to, ok := st.git[gitBranch]; ok {
+			return Resolution{Branch: to, Code: ReasonFoundInMapping, Message: "found in git branch mapping"}, nil
+		}
+		if st.branches[gitBranch] != nil {
+			return Resolution{Branch: gitBranch, Code: ReasonBranchExists, Message: "branch with the same name exists"}, nil
+		}
+	}
+	if fallback != "" && st.branches[fallback] != nil {
+		return Resolution{Branch: fallback, Code: ReasonFallback, Message: "using fallback branch"}, nil
+	}
+	def := "main"
+	if st.branches[def] == nil {
+		var oldest *branch
+		for _, b := range st.branches {
+			if oldest == nil || b.ID < oldest.ID {
+				oldest = b
+			}
+		}
+		if oldest != nil {
+			def = oldest.Name
+		}
+	}
+	return Resolution{Branch: def, Code: ReasonDefault, Message: "using default branch"}, nil
+}

@@ -1,0 +1,422 @@
+package engine
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// BranchMetadata is the free-form metadata of a branch (spec §2.7).
+type BranchMetadata struct {
+	Repository string   `json:"repository,omitempty"`
+	Branch     string   `json:"branch,omitempty"`
+	Stage      string   `json:"stage,omitempty"`
+	Labels     []string `json:"labels,omitempty"`
+}
+
+// StartedFrom tells which branch, and at which migration, a branch was
+// created from.
+type StartedFrom struct {
+	BranchName  string `json:"branchName"`
+	DBBranchID  string `json:"dbBranchID"`
+	MigrationID string `json:"migrationID"`
+}
+
+// branch is a stored branch: its identity, lineage of layers and schema.
+type branch struct {
+	ID              uint32         `json:"id"`
+	PublicID        string         `json:"publicID"`
+	Name            string         `json:"name"`
+	CreatedAt       time.Time      `json:"createdAt"`
+	Version         uint64         `json:"version"`
+	LastMigrationID string         `json:"lastMigrationID"`
+	Metadata        BranchMetadata `json:"metadata"`
+	StartedFrom     *StartedFrom   `json:"startedFrom,omitempty"`
+	Lineage         lineage        `json:"lineage"`
+	Schema          *schema        `json:"schema"`
+}
+
+// dbState is the immutable in-memory view of a database's metadata that
+// readers load without locks; changes publish a new one.
+type dbState struct {
+	branches map[string]*branch
+	byID     map[uint32]*branch
+	git      map[string]string // git branch → service branch
+	// forks holds, for every layer some live branch reads as a frozen view,
+	// the newest seq it is read at: versions written at or before it must be
+	// kept when replaced.
+	forks map[uint32]uint64
+	// refs counts the live branches whose lineage contains each layer.
+	refs map[uint32]int
+}
+
+// database is one open database: its published state and, under mu, the
+// counters only writers touch.
+type database struct {
+	id    uint32
+	state atomic.Pointer[dbState]
+
+	mu         sync.Mutex // serializes commands on this database
+	dropped    bool       // the database was deleted; guarded by mu
+	seq        uint64     // last commit sequence number
+	nextLayer  uint32
+	nextTable  uint32
+	nextBranch uint32
+	rows       map[uint32]uint32 // table id → last row id allocated
+}
+
+// counter names in the metadata layer.
+const (
+	ctrSeq    = "seq"
+	ctrLayer  = "layer"
+	ctrTable  = "table"
+	ctrBranch = "branch"
+	ctrRows   = "rows/" // + table id u32
+)
+
+func counterKey(db uint32, name string) []byte {
+	return codec.MetaKey(db, codec.MetaCounter, []byte(name))
+}
+
+func rowsCounterKey(db, tableID uint32) []byte {
+	return counterKey(db, ctrRows+string(codec.AppendU32(nil, tableID)))
+}
+
+func u64(v uint64) []byte { return codec.AppendU64(nil, v) }
+
+// newDBState builds the derived maps of a state from its branches.
+func newDBState(branches map[string]*branch, git map[string]string) *dbState {
+	st := &dbState{branches: branches, byID: map[uint32]*branch{}, git: git, forks: map[uint32]uint64{}, refs: map[uint32]int{}}
+	for _, b := range branches {
+		st.byID[b.ID] = b
+		for i, lr := range b.Lineage {
+			st.refs[lr.Layer]++
+			if i > 0 && lr.Seq > st.forks[lr.Layer] {
+				st.forks[lr.Layer] = lr.Seq
+			}
+		}
+	}
+	return st
+}
+
+// branch returns the named branch or a not-found error.
+func (st *dbState) branch(name string) (*branch, error) {
+	b := st.branches[name]
+	if b == nil {
+		return nil, notFoundf("branch [%s] not found", name)
+	}
+	return b, nil
+}
+
+// loadDatabase reads a database's counters, branches and git mapping.
+func loadDatabase(r pebble.Reader, id uint32) (*database, error) {
+	d := &database{id: id, rows: map[uint32]uint32{}}
+	prefix := codec.LayerPrefix(id, codec.MetaLayer)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	branches := map[string]*branch{}
+	git := map[string]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()[len(prefix):]
+		v := it.Value()
+		switch k[0] {
+		case codec.MetaCounter:
+			name := string(k[1:])
+			if len(v) != 8 {
+				return nil, errors.New("engine: malformed counter")
+			}
+			n := binary.BigEndian.Uint64(v)
+			switch {
+			case name == ctrSeq:
+				d.seq = n
+			case name == ctrLayer:
+				d.nextLayer = uint32(n)
+			case name == ctrTable:
+				d.nextTable = uint32(n)
+			case name == ctrBranch:
+				d.nextBranch = uint32(n)
+			case len(name) == len(ctrRows)+4 && name[:len(ctrRows)] == ctrRows:
+				d.rows[binary.BigEndian.Uint32([]byte(name[len(ctrRows):]))] = uint32(n)
+			}
+		case codec.MetaBranch:
+			b := &branch{}
+			if err := json.Unmarshal(v, b); err != nil {
+				return nil, err
+			}
+			if b.Schema == nil {
+				b.Schema = &schema{}
+			}
+			b.Schema.index()
+			branches[b.Name] = b
+		case codec.MetaGitBranch:
+			git[string(k[1:])] = string(v)
+		}
+	}
+	d.state.Store(newDBState(branches, git))
+	return d, it.Error()
+}
+
+// dbTx is one command being applied to a database: a Pebble batch plus the
+// in-memory changes to publish if it commits. It is used under database.mu.
+type dbTx struct {
+	e     *Engine
+	d     *database
+	batch *pebble.Batch
+	st    *dbState // state the command started from
+	seq   uint64   // this command's commit sequence number
+
+	// staged changes
+	branches   map[string]*branch // nil until a branch changes
+	git        map[string]string
+	nextLayer  uint32
+	nextTable  uint32
+	nextBranch uint32
+	rows       map[uint32]uint32
+	pending    map[string]*codec.Delta // bitmap deltas by current chunk key
+	pendingLay map[string]uint32       // layer of each pending key (for hist)
+	dropLayers []uint32
+}
+
+// beginTx starts a command on d; the caller holds d.mu.
+func (e *Engine) beginTx(d *database) *dbTx {
+	return &dbTx{
+		e: e, d: d, batch: e.pdb.NewIndexedBatch(), st: d.state.Load(), seq: d.seq + 1,
+		nextLayer: d.nextLayer, nextTable: d.nextTable, nextBranch: d.nextBranch,
+		rows: map[uint32]uint32{},
+	}
+}
+
+// state returns the state as this command sees it: staged branches included.
+func (tx *dbTx) state() *dbState {
+	if tx.branches == nil && tx.git == nil {
+		return tx.st
+	}
+	b, g := tx.branches, tx.git
+	if b == nil {
+		b = tx.st.branches
+	}
+	if g == nil {
+		g = tx.st.git
+	}
+	return newDBState(b, g)
+}
+
+// putBranch stages a new or changed branch (and persists it).
+func (tx *dbTx) putBranch(b *branch) error {
+	if tx.branches == nil {
+		tx.branches = make(map[string]*branch, len(tx.st.branches)+1)
+		for k, v := range tx.st.branches {
+			tx.branches[k] = v
+		}
+	}
+	for name, old := range tx.branches {
+		if old.ID == b.ID && name != b.Name {
+			delete(tx.branches, name)
+		}
+	}
+	tx.branches[b.Name] = b
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	return tx.batch.Set(codec.MetaKey(tx.d.id, codec.MetaBranch, codec.AppendU32(nil, b.ID)), v, nil)
+}
+
+// removeBranch stages the removal of a branch.
+func (tx *dbTx) removeBranch(b *branch) error {
+	if tx.branches == nil {
+		tx.branches = make(map[string]*branch, len(tx.st.branches))
+		for k, v := range tx.st.branches {
+			tx.branches[k] = v
+		}
+	}
+	delete(tx.branches, b.Name)
+	return tx.batch.Delete(codec.MetaKey(tx.d.id, codec.MetaBranch, codec.AppendU32(nil, b.ID)), nil)
+}
+
+// setGit stages a git mapping change; to == "" removes the entry.
+func (tx *dbTx) setGit(gitBranch, to string) error {
+	if tx.git == nil {
+		tx.git = make(map[string]string, len(tx.st.git)+1)
+		for k, v := range tx.st.git {
+			tx.git[k] = v
+		}
+	}
+	k := codec.MetaKey(tx.d.id, codec.MetaGitBranch, []byte(gitBranch))
+	if to == "" {
+		delete(tx.git, gitBranch)
+		return tx.batch.Delete(k, nil)
+	}
+	tx.git[gitBranch] = to
+	return tx.batch.Set(k, []byte(to), nil)
+}
+
+// allocRow returns a new row id of a table; row ids are never reused in a
+// database, so no two branches of a lineage ever mean different rows by one id.
+func (tx *dbTx) allocRow(tableID uint32) (uint32, error) {
+	n, ok := tx.rows[tableID]
+	if !ok {
+		n = tx.d.rows[tableID]
+	}
+	if n == ^uint32(0) {
+		return 0, invalidf("table has exhausted its row ids")
+	}
+	n++
+	tx.rows[tableID] = n
+	return n, nil
+}
+
+// allocLayer returns a new layer id.
+func (tx *dbTx) allocLayer() uint32 {
+	tx.nextLayer++
+	return tx.nextLayer
+}
+
+// allocTable returns a new table id.
+func (tx *dbTx) allocTable() uint32 {
+	tx.nextTable++
+	return tx.nextTable
+}
+
+// allocBranch returns a new branch id.
+func (tx *dbTx) allocBranch() uint32 {
+	tx.nextBranch++
+	return tx.nextBranch
+}
+
+// addBitmap stages a change of one row in a bitmap of the top layer. Each
+// call must be exact: add only a row not in the set, remove only one in it.
+func (tx *dbTx) addBitmap(layer, tableID uint32, bitmapID []byte, row uint32, add bool) {
+	key := string(codec.BitmapKey(nil, tx.d.id, layer, tableID, bitmapID, uint16(row>>16)))
+	if tx.pending == nil {
+		tx.pending = map[string]*codec.Delta{}
+		tx.pendingLay = map[string]uint32{}
+	}
+	d := tx.pending[key]
+	if d == nil {
+		nd := codec.NewDelta()
+		d = &nd
+		tx.pending[key] = d
+		tx.pendingLay[key] = layer
+	}
+	// Compose exactly: an add cancels a pending delete of the same row and
+	// the other way round, so the logged delta of a commit stays exact.
+	if add {
+		if !d.Dels.CheckedRemove(row) {
+			d.Adds.Add(row)
+		}
+	} else if !d.Adds.CheckedRemove(row) {
+		d.Dels.Add(row)
+	}
+}
+
+// finish writes staged counters and bitmap deltas into the batch, in sorted
+// key order so the batch bytes are deterministic.
+func (tx *dbTx) finish() error {
+	b, id := tx.batch, tx.d.id
+	if err := b.Set(counterKey(id, ctrSeq), u64(tx.seq), nil); err != nil {
+		return err
+	}
+	if tx.nextLayer != tx.d.nextLayer {
+		if err := b.Set(counterKey(id, ctrLayer), u64(uint64(tx.nextLayer)), nil); err != nil {
+			return err
+		}
+	}
+	if tx.nextTable != tx.d.nextTable {
+		if err := b.Set(counterKey(id, ctrTable), u64(uint64(tx.nextTable)), nil); err != nil {
+			return err
+		}
+	}
+	if tx.nextBranch != tx.d.nextBranch {
+		if err := b.Set(counterKey(id, ctrBranch), u64(uint64(tx.nextBranch)), nil); err != nil {
+			return err
+		}
+	}
+	tables := make([]uint32, 0, len(tx.rows))
+	for t := range tx.rows {
+		tables = append(tables, t)
+	}
+	sort.Slice(tables, func(i, j int) bool { return tables[i] < tables[j] })
+	for _, t := range tables {
+		if err := b.Set(rowsCounterKey(id, t), u64(uint64(tx.rows[t])), nil); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, 0, len(tx.pending))
+	for k := range tx.pending {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	st := tx.state()
+	var buf []byte
+	for _, k := range keys {
+		d := tx.pending[k]
+		if d.Adds.IsEmpty() && d.Dels.IsEmpty() {
+			continue
+		}
+		buf = codec.AppendDelta(buf[:0], *d)
+		if err := b.Merge([]byte(k), buf, nil); err != nil {
+			return err
+		}
+		if _, forked := st.forks[tx.pendingLay[k]]; forked {
+			hk := codec.AppendU64([]byte(k), tx.seq)
+			if err := b.Set(hk, buf, nil); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range tx.dropLayers {
+		p := codec.LayerPrefix(id, l)
+		if err := b.DeleteRange(p, codec.PrefixEnd(p), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run applies fn as one command on database d: under d.mu, in one batch,
+// published and synced before it returns.
+func (e *Engine) run(d *database, fn func(tx *dbTx) error) error {
+	d.mu.Lock()
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			d.mu.Unlock()
+		}
+	}
+	defer unlock()
+	if d.dropped {
+		return notFoundf("database not found")
+	}
+	tx := e.beginTx(d)
+	if err := fn(tx); err != nil {
+		tx.batch.Close()
+		return err
+	}
+	if err := tx.finish(); err != nil {
+		tx.batch.Close()
+		return err
+	}
+	return e.commit(tx.batch, func() {
+		d.seq = tx.seq
+		d.nextLayer, d.nextTable, d.nextBranch = tx.nextLayer, tx.nextTable, tx.nextBranch
+		for t, n := range tx.rows {
+			d.rows[t] = n
+		}
+		if tx.branches != nil || tx.git != nil {
+			d.state.Store(tx.state())
+		}
+	}, unlock)
+}

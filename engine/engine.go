@@ -1,0 +1,170 @@
+// Package engine is the embeddable Coppice database: workspaces, databases,
+// copy-on-write branches, tables and records stored as encoded keys in
+// Pebble. The HTTP service is a thin translation of JSON to the calls of this
+// package, and other Go programs can call them directly.
+//
+// Every state change is a command applied through one path (apply.go):
+// identifiers, timestamps and `now` defaults are resolved before a command is
+// applied, and applying it reads no clock and no randomness, so the same
+// commands on the same state write the same bytes. A command is one Pebble
+// batch, synced before the call returns; concurrent writers share fsyncs.
+//
+// An Engine is safe for concurrent use.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+)
+
+// Options configure an Engine. The zero value is the production default.
+type Options struct {
+	// NoSync acknowledges writes before they reach the disk. Only benchmarks
+	// of ceilings set it; a crash may lose acknowledged writes.
+	NoSync bool
+	// CacheSize is Pebble's block cache in bytes; 0 means 256 MiB.
+	CacheSize int64
+	// Clock returns the current time; nil means time.Now. Tests fix it.
+	Clock func() time.Time
+	// FlattenDepth is the lineage depth above which a branch's frozen
+	// ancestors are flattened in the background; 0 means 4.
+	FlattenDepth int
+}
+
+// Engine is an open data directory.
+type Engine struct {
+	pdb     *pebble.DB
+	opts    Options
+	writeOp *pebble.WriteOptions
+	ids     *idGen
+
+	catMu sync.Mutex // serializes catalog commands
+	cat   *catalog   // guarded by its own RWMutex for readers
+
+	dbMu sync.RWMutex
+	dbs  map[uint32]*database
+
+	bg      sync.WaitGroup
+	closing chan struct{}
+}
+
+// Open opens (creating if needed) the data directory dir.
+func Open(dir string, opts Options) (*Engine, error) {
+	if opts.CacheSize == 0 {
+		opts.CacheSize = 256 << 20
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.FlattenDepth == 0 {
+		opts.FlattenDepth = 4
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		Cache:                       cache,
+		Merger:                      bitmapMerger,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		LBaseMaxBytes:               256 << 20,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
+		Logger:                      quietLogger{},
+	}
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		popts.Levels[i].BlockSize = 16 << 10
+	}
+	pdb, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
+	}
+	e := &Engine{
+		pdb:     pdb,
+		opts:    opts,
+		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
+		ids:     newIDGen(),
+		dbs:     map[uint32]*database{},
+		closing: make(chan struct{}),
+	}
+	if err := e.load(); err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close waits for background work, then closes the data directory. Calls
+// after Close fail.
+func (e *Engine) Close() error {
+	select {
+	case <-e.closing:
+		return errors.New("engine: already closed")
+	default:
+	}
+	close(e.closing)
+	e.bg.Wait()
+	return e.pdb.Close()
+}
+
+// now returns the engine clock's time, truncated to microseconds so that a
+// timestamp survives a round trip through RFC 3339 output unchanged.
+func (e *Engine) now() time.Time {
+	return e.opts.Clock().UTC().Truncate(time.Microsecond)
+}
+
+// load reads the catalog and every database's metadata into memory.
+func (e *Engine) load() error {
+	cat, err := loadCatalog(e.pdb)
+	if err != nil {
+		return err
+	}
+	e.cat = cat
+	for _, d := range cat.databases {
+		db, err := loadDatabase(e.pdb, d.ID)
+		if err != nil {
+			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
+		}
+		e.dbs[d.ID] = db
+	}
+	return nil
+}
+
+// commit applies a batch durably. The batch becomes visible when applied;
+// then applied runs (publishing in-memory state) and unlock releases the
+// writer's lock, so the next writer proceeds while this one waits for the WAL
+// sync, which concurrent commits share. On failure applied does not run.
+func (e *Engine) commit(b *pebble.Batch, applied, unlock func()) error {
+	defer b.Close()
+	var err error
+	if e.opts.NoSync {
+		err = e.pdb.Apply(b, e.writeOp)
+	} else {
+		err = e.pdb.ApplyNoSyncWait(b, e.writeOp)
+	}
+	if err == nil && applied != nil {
+		applied()
+	}
+	if unlock != nil {
+		unlock()
+	}
+	if err != nil || e.opts.NoSync {
+		return err
+	}
+	return b.SyncWait()
+}
+
+// quietLogger drops Pebble's informational logs and keeps fatal ones fatal.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}

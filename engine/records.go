@@ -1,0 +1,774 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Ref addresses a branch: a workspace (core id), a database name and a
+// branch name.
+type Ref struct {
+	Workspace string
+	Database  string
+	Branch    string
+}
+
+// Record is a record as callers see it.
+type Record struct {
+	ID        string
+	Version   uint64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Values holds the non-null columns by name; object columns are nested
+	// map[string]any. Value types are those fromValue documents.
+	Values map[string]any
+}
+
+// OpKind is the kind of one write operation.
+type OpKind uint8
+
+// Operation kinds. Every record write of the API is one of these.
+const (
+	// OpInsert inserts a record; with an ID that exists it replaces it,
+	// unless CreateOnly.
+	OpInsert OpKind = iota + 1
+	// OpUpdate changes the named columns of an existing record; with Upsert
+	// it inserts a missing one.
+	OpUpdate
+	// OpDelete deletes a record.
+	OpDelete
+	// OpGet reads a record inside a transaction.
+	OpGet
+)
+
+// Op is one operation of a transaction, bulk insert or single write.
+type Op struct {
+	Kind  OpKind
+	Table string
+	// ID is the record id; empty on an insert means a generated one (the
+	// record may also carry "id" in Values).
+	ID     string
+	Values map[string]any
+	// CreateOnly makes an insert of an existing id fail.
+	CreateOnly bool
+	// IfVersion makes the write conditional on the current version.
+	IfVersion *uint64
+	// Upsert makes an update of a missing record an insert.
+	Upsert bool
+	// FailIfMissing makes a delete of a missing record fail.
+	FailIfMissing bool
+	// MissingNotFound makes an update or delete of a missing record a
+	// not-found error (single-record endpoints) rather than an operation
+	// failure (transactions).
+	MissingNotFound bool
+}
+
+// OpResult is the outcome of one operation.
+type OpResult struct {
+	Kind OpKind
+	ID   string
+	// Rows is 1 when the operation wrote or found a record, else 0.
+	Rows int
+	// Created is true when an insert or upsert created the record.
+	Created bool
+	// Record is the record after the write; for a delete, before it; for a
+	// get, the record read (nil when missing).
+	Record *Record
+}
+
+// Limits of one request.
+const (
+	MaxBulkRecords   = 1000
+	MaxTransactionOp = 1000
+)
+
+// resolveOps fixes the non-deterministic parts of a write before it is
+// applied: generated ids and the time.
+func (e *Engine) resolveOps(ops []Op) (time.Time, error) {
+	now := e.now()
+	for i := range ops {
+		op := &ops[i]
+		if op.Values != nil {
+			if v, ok := op.Values["id"]; ok {
+				s, isStr := v.(string)
+				if !isStr {
+					return now, invalidf("id must be a string")
+				}
+				if op.ID == "" && op.Kind == OpInsert {
+					op.ID = s
+				} else if s != op.ID {
+					return now, invalidf("id [%s] in the body does not match the record id [%s]", s, op.ID)
+				}
+			}
+		}
+		if op.ID == "" {
+			if op.Kind != OpInsert {
+				return now, invalidf("record id is required")
+			}
+			op.ID = e.ids.next("rec_", now)
+		} else if err := CheckRecordID(op.ID); err != nil {
+			return now, err
+		}
+	}
+	return now, nil
+}
+
+// Write applies ops as one transaction on a branch: all of them or none.
+// Later operations see earlier ones. A failing operation returns *OpErrors
+// naming it; unless single is set, messages are prefixed with the table.
+func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
+	if len(ops) > MaxTransactionOp {
+		return nil, invalidf("a transaction holds at most %d operations, got %d", MaxTransactionOp, len(ops))
+	}
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, err
+	}
+	ops = append([]Op(nil), ops...)
+	now, err := e.resolveOps(ops)
+	if err != nil {
+		return nil, err
+	}
+	var results []OpResult
+	err = e.run(d, func(tx *dbTx) error {
+		b, err := tx.st.branch(ref.Branch)
+		if err != nil {
+			return err
+		}
+		w := &writer{tx: tx, br: b, now: now}
+		results = make([]OpResult, len(ops))
+		for i := range ops {
+			r, err := w.apply(&ops[i])
+			if err != nil {
+				var ee *Error
+				if !errors.As(err, &ee) {
+					return err
+				}
+				return &OpErrors{Errors: []OpError{{Index: i, Err: ee}}}
+			}
+			results[i] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// WriteOne applies a single operation and returns its result; failures are
+// plain *Error values.
+func (e *Engine) WriteOne(ref Ref, op Op) (OpResult, error) {
+	op.MissingNotFound = true
+	res, err := e.Write(ref, []Op{op})
+	var oe *OpErrors
+	if errors.As(err, &oe) && len(oe.Errors) == 1 {
+		return OpResult{}, oe.Errors[0].Err
+	}
+	if err != nil {
+		return OpResult{}, err
+	}
+	return res[0], nil
+}
+
+// BulkInsert inserts up to MaxBulkRecords records in one batch: all or
+// nothing. Invalid records are all reported in *OpErrors.
+func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any) ([]OpResult, error) {
+	if len(records) > MaxBulkRecords {
+		return nil, invalidf("bulk insert takes at most %d records, got %d", MaxBulkRecords, len(records))
+	}
+	ops := make([]Op, len(records))
+	for i, r := range records {
+		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true}
+	}
+	res, err := e.Write(ref, ops)
+	var oe *OpErrors
+	if errors.As(err, &oe) {
+		// Report every invalid record, not only the first: validate the
+		// rest against the schema alone.
+		oe.Errors = e.validateBulk(ref, tableName, records, oe.Errors)
+	}
+	return res, err
+}
+
+// validateBulk adds to errs the records that fail validation on their own.
+func (e *Engine) validateBulk(ref Ref, tableName string, records []map[string]any, errs []OpError) []OpError {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return errs
+	}
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return errs
+	}
+	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return errs
+	}
+	seen := map[int]bool{}
+	for _, oe := range errs {
+		seen[oe.Index] = true
+	}
+	for i, r := range records {
+		if seen[i] {
+			continue
+		}
+		var rec codec.Record
+		if err := (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true); err != nil {
+			var ee *Error
+			if errors.As(err, &ee) {
+				errs = append(errs, OpError{Index: i, Err: ee})
+			}
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Index < errs[j].Index })
+	return errs
+}
+
+// Get reads one record of a branch.
+func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return nil, err
+	}
+	ent, _, ok, err := lookupID(e.pdb, d.id, b.Lineage, t.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFoundf("record [%s] not found", id)
+	}
+	var rec codec.Record
+	_, ok, err = readRow(e.pdb, d.id, b.Lineage, t.ID, ent.Row, &rec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFoundf("record [%s] not found", id)
+	}
+	return publicRecord(t, &rec), nil
+}
+
+// publicRecord converts a stored record to its public form.
+func publicRecord(t *table, rec *codec.Record) *Record {
+	out := &Record{
+		ID: rec.ID, Version: rec.Version,
+		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
+		Values: make(map[string]any, len(rec.Fields)),
+	}
+	for _, f := range rec.Fields {
+		c := t.byID[f.Col]
+		if c == nil {
+			continue // a deleted column
+		}
+		setPath(out.Values, c.path, fromValue(c, f.Val))
+	}
+	return out
+}
+
+// setPath sets a dotted path in nested maps.
+func setPath(m map[string]any, path string, v any) {
+	for {
+		i := strings.IndexByte(path, '.')
+		if i < 0 {
+			m[path] = v
+			return
+		}
+		sub, _ := m[path[:i]].(map[string]any)
+		if sub == nil {
+			sub = map[string]any{}
+			m[path[:i]] = sub
+		}
+		m, path = sub, path[i+1:]
+	}
+}
+
+// writer applies operations inside one command.
+type writer struct {
+	tx  *dbTx
+	br  *branch
+	now time.Time
+}
+
+func (w *writer) apply(op *Op) (OpResult, error) {
+	t, err := w.br.Schema.table(op.Table)
+	if err != nil {
+		return OpResult{}, err
+	}
+	res, err := w.applyTable(t, op)
+	if err != nil && !op.MissingNotFound {
+		var ee *Error
+		if errors.As(err, &ee) && !strings.HasPrefix(ee.Message, "table [") {
+			return res, &Error{Code: ee.Code, Message: "table [" + t.Name + "]: " + ee.Message}
+		}
+	}
+	return res, err
+}
+
+func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
+	tx := w.tx
+	lin := w.br.Lineage
+	ent, idLevel, exists, err := lookupID(tx.batch, tx.d.id, lin, t.ID, op.ID)
+	if err != nil {
+		return OpResult{}, err
+	}
+	var old codec.Record
+	oldLevel := -1
+	if exists {
+		lvl, ok, err := readRow(tx.batch, tx.d.id, lin, t.ID, ent.Row, &old)
+		if err != nil {
+			return OpResult{}, err
+		}
+		if !ok {
+			return OpResult{}, errors.New("engine: id map names a deleted row")
+		}
+		oldLevel = lvl
+	}
+	res := OpResult{Kind: op.Kind, ID: op.ID}
+	checkVersion := func() error {
+		if op.IfVersion != nil && (!exists || old.Version != *op.IfVersion) {
+			return Errorf(CodePrecondition, "version condition not met")
+		}
+		return nil
+	}
+	switch op.Kind {
+	case OpGet:
+		if exists {
+			res.Rows = 1
+			res.Record = publicRecord(t, &old)
+		}
+		return res, nil
+	case OpDelete:
+		if !exists {
+			switch {
+			case op.MissingNotFound:
+				return res, notFoundf("record [%s] not found", op.ID)
+			case op.FailIfMissing:
+				return res, invalidf("no rows deleted")
+			}
+			return res, nil
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		res.Rows = 1
+		res.Record = publicRecord(t, &old)
+		if err := w.writeRow(t, ent.Row, &old, oldLevel, nil); err != nil {
+			return res, err
+		}
+		return res, w.writeID(t, op.ID, ent.Row, idLevel, true)
+	case OpInsert:
+		if exists && op.CreateOnly {
+			return res, Errorf(CodeAlreadyExists, "record [%s] already exists", op.ID)
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
+		if err := w.fill(t, rec, op.Values, true); err != nil {
+			return res, err
+		}
+		if exists {
+			rec.Version = old.Version + 1
+			rec.CreatedAt = old.CreatedAt
+			return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
+		}
+		res.Created = true
+		return w.insertNew(t, res, rec)
+	case OpUpdate:
+		if !exists {
+			if !op.Upsert {
+				if op.MissingNotFound {
+					return res, notFoundf("record [%s] not found", op.ID)
+				}
+				return res, notFoundf("record [%s] not found", op.ID)
+			}
+			rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
+			if err := w.fill(t, rec, op.Values, true); err != nil {
+				return res, err
+			}
+			res.Created = true
+			return w.insertNew(t, res, rec)
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		rec := old.Clone()
+		rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, w.now.UnixNano()
+		if err := w.fill(t, rec, op.Values, false); err != nil {
+			return res, err
+		}
+		return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
+	}
+	return res, invalidf("unknown operation")
+}
+
+func (w *writer) insertNew(t *table, res OpResult, rec *codec.Record) (OpResult, error) {
+	row, err := w.tx.allocRow(t.ID)
+	if err != nil {
+		return res, err
+	}
+	if err := w.check(t, row, nil, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeRow(t, row, nil, -1, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeID(t, rec.ID, row, -1, false); err != nil {
+		return res, err
+	}
+	res.Rows = 1
+	res.Record = publicRecord(t, rec)
+	return res, nil
+}
+
+func (w *writer) finishWrite(t *table, res OpResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (OpResult, error) {
+	if err := w.check(t, row, old, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeRow(t, row, old, oldLevel, rec); err != nil {
+		return res, err
+	}
+	res.Rows = 1
+	res.Record = publicRecord(t, rec)
+	return res, nil
+}
+
+// fill sets the columns of rec from input values. full means the input
+// replaces the record (insert, replace): absent columns get their default.
+// Otherwise only the named columns change (update).
+func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full bool) error {
+	if full {
+		rec.Fields = rec.Fields[:0]
+	} else {
+		// Drop values of columns the schema no longer has.
+		kept := rec.Fields[:0]
+		for _, f := range rec.Fields {
+			if t.byID[f.Col] != nil {
+				kept = append(kept, f)
+			}
+		}
+		rec.Fields = kept
+	}
+	given := map[uint32]bool{}
+	var walk func(prefix string, m map[string]any) error
+	walk = func(prefix string, m map[string]any) error {
+		keys := sortedKeys(m)
+		for _, k := range keys {
+			v := m[k]
+			if prefix == "" && (k == "id" || k == "svc" || k == "xata") {
+				continue
+			}
+			path := prefix + k
+			c := t.byPath[path]
+			if c == nil {
+				return invalidf("column [%s]: column not found", path)
+			}
+			if c.Type == TypeObject {
+				if v == nil {
+					for _, leaf := range t.leaves {
+						if strings.HasPrefix(leaf.path, path+".") {
+							rec.Set(leaf.ID, codec.Null())
+							given[leaf.ID] = true
+						}
+					}
+					continue
+				}
+				sub, ok := v.(map[string]any)
+				if !ok {
+					return invalidf("column [%s]: invalid value: expected an object", path)
+				}
+				if err := walk(path+".", sub); err != nil {
+					return err
+				}
+				continue
+			}
+			given[c.ID] = true
+			if ops, ok := v.(map[string]any); ok && (c.Type == TypeInt || c.Type == TypeFloat) {
+				nv, err := w.numericOp(c, rec, ops, full)
+				if err != nil {
+					return err
+				}
+				rec.Set(c.ID, nv)
+				continue
+			}
+			val, err := toValue(c, v)
+			if err != nil {
+				return err
+			}
+			if val.IsNull() && c.NotNull {
+				return invalidf("column [%s]: null value on a notNull column", path)
+			}
+			if c.Type == TypeLink && !val.IsNull() && w.tx != nil {
+				if err := w.checkLink(c, val.Str); err != nil {
+					return err
+				}
+			}
+			rec.Set(c.ID, val)
+		}
+		return nil
+	}
+	if err := walk("", values); err != nil {
+		return err
+	}
+	if !full {
+		return nil
+	}
+	for _, c := range t.leaves {
+		if given[c.ID] {
+			continue
+		}
+		switch {
+		case c.defaultNow:
+			rec.Set(c.ID, codec.Datetime(w.now))
+		case c.defaultVal != nil:
+			v, err := toValue(c, c.defaultVal)
+			if err != nil {
+				return err
+			}
+			rec.Set(c.ID, v)
+		case c.NotNull:
+			return invalidf("column [%s]: a value is required on a notNull column", c.path)
+		}
+	}
+	return nil
+}
+
+// numericOp applies $increment, $decrement, $multiply or $divide to the
+// current value of a number column; a null counts as 0.
+func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, full bool) (codec.Value, error) {
+	if len(ops) != 1 || full {
+		return codec.Value{}, invalidf("column [%s]: invalid value: expected a number or one of $increment, $decrement, $multiply, $divide", c.path)
+	}
+	var name string
+	var arg any
+	for name, arg = range ops {
+	}
+	operand, err := toValue(&column{path: c.path, Type: TypeFloat}, arg)
+	if err != nil || operand.IsNull() {
+		return codec.Value{}, invalidf("column [%s]: %s needs a number", c.path, name)
+	}
+	cur, _ := rec.Get(c.ID)
+	x := operand.Float
+	if c.Type == TypeInt {
+		iv, err := toValue(c, arg)
+		if err != nil {
+			return codec.Value{}, invalidf("column [%s]: %s needs an integer on an int column", c.path, name)
+		}
+		a, b := cur.Int, iv.Int
+		var r int64
+		switch name {
+		case "$increment":
+			r = a + b
+		case "$decrement":
+			r = a - b
+		case "$multiply":
+			r = a * b
+		case "$divide":
+			if b == 0 {
+				return codec.Value{}, invalidf("column [%s]: division by zero", c.path)
+			}
+			r = a / b
+		default:
+			return codec.Value{}, invalidf("column [%s]: unknown operator %s", c.path, name)
+		}
+		return codec.Int(r), nil
+	}
+	a := cur.Float
+	var r float64
+	switch name {
+	case "$increment":
+		r = a + x
+	case "$decrement":
+		r = a - x
+	case "$multiply":
+		r = a * x
+	case "$divide":
+		if x == 0 {
+			return codec.Value{}, invalidf("column [%s]: division by zero", c.path)
+		}
+		r = a / x
+	default:
+		return codec.Value{}, invalidf("column [%s]: unknown operator %s", c.path, name)
+	}
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return codec.Value{}, invalidf("column [%s]: result is not a finite number", c.path)
+	}
+	return codec.Float(r), nil
+}
+
+// checkLink verifies that a link names an existing record of its target.
+func (w *writer) checkLink(c *column, id string) error {
+	target := w.br.Schema.byID[c.LinkTable]
+	if target == nil {
+		return invalidf("column [%s]: link target table not found", c.path)
+	}
+	_, _, ok, err := lookupID(w.tx.batch, w.tx.d.id, w.br.Lineage, target.ID, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return invalidf("column [%s]: linked record [%s] not found in table [%s]", c.path, id, target.Name)
+	}
+	return nil
+}
+
+// check enforces unique columns for a row about to hold rec.
+func (w *writer) check(t *table, row uint32, old, rec *codec.Record) error {
+	for _, c := range t.leaves {
+		if !c.Unique {
+			continue
+		}
+		v, ok := rec.Get(c.ID)
+		if !ok {
+			continue
+		}
+		if old != nil {
+			if ov, had := old.Get(c.ID); had && codec.Equal(ov, v) {
+				continue
+			}
+		}
+		id, err := codec.PostingBitmapID(nil, c.ID, v)
+		if err != nil {
+			return err
+		}
+		rows, err := readBitmap(w.tx.batch, w.tx.d.id, w.br.Lineage, t.ID, id, w.tx.pending)
+		if err != nil {
+			return err
+		}
+		rows.Remove(row)
+		if !rows.IsEmpty() {
+			return invalidf("column [%s]: value is not unique", c.path)
+		}
+	}
+	return nil
+}
+
+// memberships lists the bitmap ids a record's row belongs to.
+func memberships(t *table, rec *codec.Record) map[string]struct{} {
+	out := map[string]struct{}{string(codec.LiveBitmapID()): {}}
+	for _, f := range rec.Fields {
+		c := t.byID[f.Col]
+		if c == nil {
+			continue
+		}
+		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
+		if !c.Type.Indexed() {
+			continue
+		}
+		if f.Val.Kind == codec.KindStrings {
+			for _, s := range f.Val.Strs {
+				id, _ := codec.PostingBitmapID(nil, c.ID, codec.String(s))
+				out[string(id)] = struct{}{}
+			}
+			continue
+		}
+		id, err := codec.PostingBitmapID(nil, c.ID, f.Val)
+		if err == nil {
+			out[string(id)] = struct{}{}
+		}
+	}
+	return out
+}
+
+// writeRow stores a new version of a row (rec nil: a delete) in the branch's
+// top layer and stages its bitmap changes. old is the visible version (nil
+// for a new row) and oldLevel the lineage index it was read from.
+func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) error {
+	tx := w.tx
+	top := w.br.Lineage[0].Layer
+	hasParent := len(w.br.Lineage) > 1
+	forkSeq, forked := tx.state().forks[top]
+	key := codec.RecordKey(nil, tx.d.id, top, t.ID, row)
+	if old != nil && oldLevel == 0 && forked && old.Seq <= forkSeq {
+		hk := codec.RecordHistKey(nil, tx.d.id, top, t.ID, row, old.Seq)
+		if err := tx.batch.Set(hk, codec.AppendRecord(nil, old), nil); err != nil {
+			return err
+		}
+	}
+	switch {
+	case rec != nil:
+		rec.Seq = tx.seq
+		if err := tx.batch.Set(key, codec.AppendRecord(nil, rec), nil); err != nil {
+			return err
+		}
+	case hasParent || forked:
+		tomb := &codec.Record{ID: old.ID, Seq: tx.seq, Deleted: true}
+		if err := tx.batch.Set(key, codec.AppendRecord(nil, tomb), nil); err != nil {
+			return err
+		}
+	default:
+		if err := tx.batch.Delete(key, nil); err != nil {
+			return err
+		}
+	}
+	// Bitmaps of the top layer.
+	var before, after map[string]struct{}
+	if old != nil && oldLevel == 0 {
+		before = memberships(t, old)
+	}
+	if old != nil && oldLevel > 0 {
+		tx.addBitmap(top, t.ID, codec.MaskBitmapID(), row, true)
+	}
+	if rec != nil {
+		after = memberships(t, rec)
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok {
+			tx.addBitmap(top, t.ID, []byte(id), row, false)
+		}
+	}
+	for id := range after {
+		if _, ok := before[id]; !ok {
+			tx.addBitmap(top, t.ID, []byte(id), row, true)
+		}
+	}
+	return nil
+}
+
+// writeID stores (or, deleted, removes) the id map entry of a record in the
+// branch's top layer. level is the lineage index of the visible entry, -1
+// for none.
+func (w *writer) writeID(t *table, id string, row uint32, level int, deleted bool) error {
+	tx := w.tx
+	top := w.br.Lineage[0].Layer
+	key := codec.IDMapKey(nil, tx.d.id, top, t.ID, id)
+	forkSeq, forked := tx.state().forks[top]
+	if v, closer, err := tx.batch.Get(key); err == nil {
+		cur, derr := decodeIDEntry(v)
+		raw := append([]byte(nil), v...)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		if forked && cur.Seq <= forkSeq {
+			hk := codec.IDMapHistKey(nil, tx.d.id, top, t.ID, id, cur.Seq)
+			if err := tx.batch.Set(hk, raw, nil); err != nil {
+				return err
+			}
+		}
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	// A tombstone is kept while the layer has forks or lower layers: a
+	// missing current key means "absent at every seq" to readers.
+	if deleted && len(w.br.Lineage) == 1 && !forked {
+		return tx.batch.Delete(key, nil)
+	}
+	return tx.batch.Set(key, encodeIDEntry(idEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// This file holds the two versioned structures every layer is made of, and
+// how a branch composes them across its lineage (DESIGN.md §4).
+//
+// A branch is a lineage of layers: its own writable top layer, then frozen
+// views of its ancestors' layers, each at the commit sequence number at which
+// the fork happened. A parent keeps writing into its own single layer; for the
+// rows it changes after a fork it keeps the versions its children still see:
+//
+//   - Versioned keys (records, id map): the current version sits under a
+//     "cur" key; when a write replaces a version that some live fork may see
+//     (its seq ≤ the layer's newest fork point), that version moves to a
+//     "hist" key suffixed by its inverted seq. Reading a layer at seq s takes
+//     the current version if it was written at or before s, else the newest
+//     hist version at or before s, else nothing (fall through to the next
+//     layer down).
+//   - Bitmaps (live rows, mask, not-null, postings): the current set is
+//     maintained with blind deltas through the bitmap merger; while a layer
+//     has forks, every commit also logs its exact delta under a hist key.
+//     Reading at s takes the current set and undoes the logged deltas newer
+//     than s.
+//
+// Main therefore reads one key per record and one bitmap per posting however
+// many children it has; children pay for the parent's churn since their fork.
+
+// maxSeq reads the newest state of a layer: the top layer of a branch.
+const maxSeq = math.MaxUint64
+
+// layerRef is one element of a branch's lineage: a layer, read as of Seq.
+type layerRef struct {
+	Layer uint32 `json:"layer"`
+	Seq   uint64 `json:"seq"`
+}
+
+// lineage is a branch's stack of layers, top first.
+type lineage []layerRef
+
+// getVersion reads the version of a versioned key visible in a layer at seq
+// s. found is false when the layer holds no version at s. The returned slice
+// is a copy.
+func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
+	v, closer, err := r.Get(curKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	cur := bytes.Clone(v)
+	closer.Close()
+	if s == maxSeq {
+		return cur, true, nil
+	}
+	seq, err := seqOf(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	if seq <= s {
+		return cur, true, nil
+	}
+	seek := codec.AppendU64(bytes.Clone(histPrefix), ^s)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: seek, UpperBound: codec.PrefixEnd(histPrefix)})
+	if err != nil {
+		return nil, false, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return nil, false, it.Error()
+	}
+	return bytes.Clone(it.Value()), true, nil
+}
+
+// idEntry is the value of an id-map key: the row a record id names, the
+// commit that wrote the mapping, and whether it is a tombstone.
+type idEntry struct {
+	Row     uint32
+	Seq     uint64
+	Deleted bool
+}
+
+func encodeIDEntry(e idEntry) []byte {
+	b := make([]byte, 13)
+	binary.BigEndian.PutUint32(b, e.Row)
+	binary.BigEndian.PutUint64(b[4:], e.Seq)
+	if e.Deleted {
+		b[12] = 1
+	}
+	return b
+}
+
+func decodeIDEntry(b []byte) (idEntry, error) {
+	if len(b) != 13 || b[12] > 1 {
+		return idEntry{}, errors.New("engine: malformed id map entry")
+	}
+	return idEntry{Row: binary.BigEndian.Uint32(b), Seq: binary.BigEndian.Uint64(b[4:]), Deleted: b[12] == 1}, nil
+}
+
+func idEntrySeq(b []byte) (uint64, error) {
+	e, err := decodeIDEntry(b)
+	return e.Seq, err
+}
+
+func recordSeq(b []byte) (uint64, error) {
+	var r codec.Record
+	if err := codec.DecodeRecord(b, &r); err != nil {
+		return 0, err
+	}
+	return r.Seq, nil
+}
+
+// lookupID resolves a record id to its row in a branch. level is the lineage
+// index of the layer holding the mapping. ok is false when the record does
+// not exist (never written, or deleted).
+func lookupID(r pebble.Reader, db uint32, lin lineage, tableID uint32, id string) (e idEntry, level int, ok bool, err error) {
+	var kb []byte
+	for i, lr := range lin {
+		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
+		hp := codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
+		hp = hp[:len(hp)-8]
+		v, found, err := getVersion(r, kb, hp, lr.Seq, idEntrySeq)
+		if err != nil {
+			return idEntry{}, 0, false, err
+		}
+		if !found {
+			continue
+		}
+		e, err := decodeIDEntry(v)
+		if err != nil {
+			return idEntry{}, 0, false, err
+		}
+		if e.Deleted {
+			return idEntry{}, i, false, nil
+		}
+		return e, i, true, nil
+	}
+	return idEntry{}, 0, false, nil
+}
+
+// readRow reads the visible version of a row in a branch. level is the
+// lineage index of the layer it came from. ok is false for a deleted or
+// unknown row.
+func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+	var kb []byte
+	for i, lr := range lin {
+		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
+		hp := codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
+		hp = hp[:len(hp)-8]
+		v, found, err := getVersion(r, kb, hp, lr.Seq, recordSeq)
+		if err != nil {
+			return 0, false, err
+		}
+		if !found {
+			continue
+		}
+		if err := codec.DecodeRecord(v, rec); err != nil {
+			return 0, false, err
+		}
+		return i, !rec.Deleted, nil
+	}
+	return 0, false, nil
+}
+
+// readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
+// not nil, holds deltas of the current write not yet in r, by current chunk
+// key; they apply to the top layer only (s == maxSeq).
+func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bitmapID []byte, pending map[string]*codec.Delta) (*roaring.Bitmap, error) {
+	set := roaring.New()
+	prefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID, bitmapID)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(it.Key()) != len(prefix)+2 {
+			continue // a longer bitmap id sharing this prefix
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		b, err := codec.DecodeBitmap(v)
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		set.Or(b)
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	if pending != nil && lr.Seq == maxSeq {
+		for _, k := range pendingKeysWithPrefix(pending, prefix) {
+			pending[k].ApplyTo(set)
+		}
+	}
+	if lr.Seq == maxSeq {
+		return set, nil
+	}
+	// Undo the logged deltas newer than s, newest first.
+	hprefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapHist, tableID, bitmapID)
+	it, err = r.NewIter(&pebble.IterOptions{LowerBound: hprefix, UpperBound: codec.PrefixEnd(hprefix)})
+	if err != nil {
+		return nil, err
+	}
+	type logged struct {
+		seq uint64
+		d   codec.Delta
+	}
+	var log []logged
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != len(hprefix)+10 {
+			continue
+		}
+		_, seq, err := codec.ParseHistSeq(k)
+		if err != nil || seq <= lr.Seq {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		d, err := codec.DecodeDelta(v)
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		log = append(log, logged{seq, d})
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	// Undo newest first. Deltas of one commit touch disjoint chunks, so only
+	// the order across commits matters.
+	sort.SliceStable(log, func(i, j int) bool { return log[i].seq < log[j].seq })
+	for i := len(log) - 1; i >= 0; i-- {
+		log[i].d.UndoFrom(set)
+	}
+	return set, nil
+}
+
+func pendingKeysWithPrefix(pending map[string]*codec.Delta, prefix []byte) []string {
+	var keys []string
+	for k := range pending {
+		if len(k) == len(prefix)+2 && k[:len(prefix)] == string(prefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// readBitmap composes one bitmap of a table across a branch's lineage:
+// bottom-up, acc = (acc − mask_i) ∪ own_i.
+func readBitmap(r pebble.Reader, db uint32, lin lineage, tableID uint32, bitmapID []byte, pending map[string]*codec.Delta) (*roaring.Bitmap, error) {
+	acc, err := readLayerBitmap(r, db, lin[len(lin)-1], tableID, bitmapID, pending)
+	if err != nil {
+		return nil, err
+	}
+	mask := codec.MaskBitmapID()
+	for i := len(lin) - 2; i >= 0; i-- {
+		m, err := readLayerBitmap(r, db, lin[i], tableID, mask, pending)
+		if err != nil {
+			return nil, err
+		}
+		own, err := readLayerBitmap(r, db, lin[i], tableID, bitmapID, pending)
+		if err != nil {
+			return nil, err
+		}
+		acc.AndNot(m)
+		acc.Or(own)
+	}
+	return acc, nil
+}

@@ -1,0 +1,3 @@
+// Package fts holds full-text search: analysis, postings, the term
+// dictionary (exact, prefix and fuzzy lookups), scoring and highlighting.
+package fts
