@@ -103,7 +103,7 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 	}
 	now := e.now()
 	publicID := e.ids.next("bb_", now)
-	return e.run(d, func(tx *dbTx) error {
+	err = e.run(d, func(tx *dbTx) error {
 		if tx.st.branches[ref.Branch] != nil {
 			return Errorf(CodeAlreadyExists, "branch [%s] already exists", ref.Branch)
 		}
@@ -126,6 +126,10 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 		}
 		return tx.putBranch(b)
 	})
+	if err == nil {
+		e.maybeFlatten(d, ref.Branch)
+	}
+	return err
 }
 
 // DeleteBranch deletes a branch; the layers no other branch reads are

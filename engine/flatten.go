@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Flattening keeps lineages short. Forks of forks stack frozen views; every
+// read of a deep branch walks them all. A branch whose lineage is deeper than
+// Options.FlattenDepth gets its frozen part (every layer below its own)
+// copied into one new layer in the background, then its lineage becomes
+// [own layer, new layer]. The frozen views never change, so the copy needs
+// no lock; only the final swap is a command, and it is skipped when the
+// branch changed meanwhile. Layers nobody reads any more are dropped.
+
+// maybeFlatten starts a background flatten of the named branch if it is too
+// deep.
+func (e *Engine) maybeFlatten(d *database, name string) {
+	b := d.state.Load().branches[name]
+	if b == nil || len(b.Lineage) <= e.opts.FlattenDepth {
+		return
+	}
+	select {
+	case <-e.closing:
+		return
+	default:
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		// A failed flatten leaves the branch as it was; the next fork retries.
+		_ = e.flatten(d, b.ID)
+	}()
+}
+
+// flatten copies the frozen part of a branch's lineage into one layer and
+// swaps it in.
+func (e *Engine) flatten(d *database, branchID uint32) error {
+	var layer uint32
+	if err := e.run(d, func(tx *dbTx) error {
+		layer = tx.allocLayer()
+		return nil
+	}); err != nil {
+		return err
+	}
+	b := d.state.Load().byID[branchID]
+	if b == nil || len(b.Lineage) <= 2 {
+		return nil
+	}
+	frozen := slices.Clone(b.Lineage[1:])
+	if err := e.materialize(d.id, b.Schema, frozen, layer); err != nil {
+		return err
+	}
+	return e.run(d, func(tx *dbTx) error {
+		cur := tx.st.byID[branchID]
+		if cur == nil || !slices.Equal(cur.Lineage[1:], frozen) {
+			tx.dropLayers = append(tx.dropLayers, layer)
+			return nil
+		}
+		nb := *cur
+		nb.Lineage = lineage{cur.Lineage[0], {Layer: layer, Seq: maxSeq}}
+		if err := tx.putBranch(&nb); err != nil {
+			return err
+		}
+		refs := tx.state().refs
+		for _, lr := range frozen {
+			if refs[lr.Layer] == 0 {
+				tx.dropLayers = append(tx.dropLayers, lr.Layer)
+			}
+		}
+		return nil
+	})
+}
+
+// materialize writes the content of a (frozen) lineage, as the tables of s
+// see it, into layer as a root layer: records, id map and full bitmaps.
+func (e *Engine) materialize(db uint32, s *schema, lin lineage, layer uint32) error {
+	snap := e.pdb.NewSnapshot()
+	defer snap.Close()
+	batch := e.pdb.NewBatch()
+	flush := func() error {
+		if batch.Empty() {
+			return nil
+		}
+		err := e.pdb.Apply(batch, pebble.NoSync) // the swap command's sync covers it
+		batch.Close()
+		batch = e.pdb.NewBatch()
+		return err
+	}
+	defer func() { batch.Close() }()
+	var kb []byte
+	for _, t := range s.Tables {
+		live, err := readBitmap(snap, db, lin, t.ID, codec.LiveBitmapID(), nil)
+		if err != nil {
+			return err
+		}
+		sets := map[string]*roaring.Bitmap{}
+		var rec codec.Record
+		it := live.Iterator()
+		for it.HasNext() {
+			row := it.Next()
+			_, ok, err := readRow(snap, db, lin, t.ID, row, &rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			kb = codec.RecordKey(kb[:0], db, layer, t.ID, row)
+			if err := batch.Set(kb, codec.AppendRecord(nil, &rec), nil); err != nil {
+				return err
+			}
+			kb = codec.IDMapKey(kb[:0], db, layer, t.ID, rec.ID)
+			if err := batch.Set(kb, encodeIDEntry(idEntry{Row: row, Seq: rec.Seq}), nil); err != nil {
+				return err
+			}
+			for id := range memberships(t, &rec) {
+				set := sets[id]
+				if set == nil {
+					set = roaring.New()
+					sets[id] = set
+				}
+				set.Add(row)
+			}
+			if batch.Len() > 4<<20 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range sortedKeys(sets) {
+			if err := writeFullBitmap(batch, db, layer, t.ID, []byte(id), sets[id]); err != nil {
+				return err
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFullBitmap writes a whole set as full chunk values.
+func writeFullBitmap(batch *pebble.Batch, db, layer, tableID uint32, bitmapID []byte, set *roaring.Bitmap) error {
+	chunks := map[uint16]*roaring.Bitmap{}
+	it := set.Iterator()
+	for it.HasNext() {
+		r := it.Next()
+		c := chunks[uint16(r>>16)]
+		if c == nil {
+			c = roaring.New()
+			chunks[uint16(r>>16)] = c
+		}
+		c.Add(r)
+	}
+	keys := make([]int, 0, len(chunks))
+	for c := range chunks {
+		keys = append(keys, int(c))
+	}
+	sort.Ints(keys)
+	for _, c := range keys {
+		d := codec.Delta{Adds: chunks[uint16(c)], Dels: roaring.New(), Full: true}
+		if err := batch.Merge(codec.BitmapKey(nil, db, layer, tableID, bitmapID, uint16(c)), codec.AppendDelta(nil, d), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
