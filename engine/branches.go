@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 	"time"
+
+	"github.com/coppice-db/coppice/codec"
 )
 
 // BranchDetails is a branch with its schema (spec §2.6).
@@ -148,6 +150,10 @@ func (e *Engine) DeleteBranch(ref Ref) error {
 			return Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", ref.Branch)
 		}
 		if err := tx.removeBranch(b); err != nil {
+			return err
+		}
+		migs := codec.MetaKey(d.id, codec.MetaMigration, codec.AppendU32(nil, b.ID))
+		if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
 			return err
 		}
 		for g, to := range tx.st.git {
