@@ -153,7 +153,9 @@ func BitmapKey(dst []byte, db, layer, table uint32, bitmapID []byte, chunk uint1
 // BitmapHistKey returns the key of the exact delta that commit seq applied to
 // one chunk of a bitmap.
 func BitmapHistKey(dst []byte, db, layer, table uint32, bitmapID []byte, chunk uint16, seq uint64) []byte {
-	dst = BitmapKey(dst, db, layer, table, bitmapID, chunk)
+	dst = TablePrefix(dst, db, layer, KindBitmapHist, table)
+	dst = append(dst, bitmapID...)
+	dst = binary.BigEndian.AppendUint16(dst, chunk)
 	return AppendU64(dst, seq)
 }
 
