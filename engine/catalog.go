@@ -93,10 +93,11 @@ type catalog struct {
 	users      map[string]*User
 	emails     map[string]string // lower(email) → user id
 	keys       map[[32]byte]*APIKey
-	workspaces map[string]*Workspace         // by core
-	members    map[string]map[string]*Member // core → user id → member
-	invites    map[string]map[string]*Invite // core → invite id → invite
-	inviteKeys map[[32]byte]string           // hash of invite key → core/id
+	userKeys   map[string]map[string][32]byte // user id → key name → hash
+	workspaces map[string]*Workspace          // by core
+	members    map[string]map[string]*Member  // core → user id → member
+	invites    map[string]map[string]*Invite  // core → invite id → invite
+	inviteKeys map[[32]byte]string            // hash of invite key → core/id
 	databases  map[uint32]*Database
 	dbCounter  uint32
 	state      map[string][]byte // server-wide settings
@@ -105,6 +106,7 @@ type catalog struct {
 func newCatalog() *catalog {
 	return &catalog{
 		users: map[string]*User{}, emails: map[string]string{}, keys: map[[32]byte]*APIKey{},
+		userKeys:   map[string]map[string][32]byte{},
 		workspaces: map[string]*Workspace{}, members: map[string]map[string]*Member{},
 		invites: map[string]map[string]*Invite{}, inviteKeys: map[[32]byte]string{},
 		databases: map[uint32]*Database{}, state: map[string][]byte{},
@@ -136,7 +138,7 @@ func loadCatalog(r pebble.Reader) (*catalog, error) {
 		case codec.CatKey:
 			a := &APIKey{}
 			if err = json.Unmarshal(v, a); err == nil {
-				c.keys[a.Hash] = a
+				c.addKey(a)
 			}
 		case codec.CatWorkspace:
 			w := &Workspace{}
@@ -184,6 +186,37 @@ func (c *catalog) member(core string) map[string]*Member {
 	return m
 }
 
+// addKey records an API key in the key map and the per-user name index.
+func (c *catalog) addKey(k *APIKey) {
+	c.keys[k.Hash] = k
+	m := c.userKeys[k.UserID]
+	if m == nil {
+		m = map[string][32]byte{}
+		c.userKeys[k.UserID] = m
+	}
+	m[k.Name] = k.Hash
+}
+
+// removeKey forgets an API key: Authenticate rejects it from now on.
+func (c *catalog) removeKey(k *APIKey) {
+	delete(c.keys, k.Hash)
+	if m := c.userKeys[k.UserID]; m != nil {
+		delete(m, k.Name)
+		if len(m) == 0 {
+			delete(c.userKeys, k.UserID)
+		}
+	}
+}
+
+// keyByName returns a user's API key by name, or nil.
+func (c *catalog) keyByName(userID, name string) *APIKey {
+	h, ok := c.userKeys[userID][name]
+	if !ok {
+		return nil
+	}
+	return c.keys[h]
+}
+
 func (c *catalog) invite(core string) map[string]*Invite {
 	m := c.invites[core]
 	if m == nil {
@@ -198,6 +231,20 @@ func (c *catalog) invite(core string) map[string]*Invite {
 type catTx struct {
 	batch *pebble.Batch
 	after []func(c *catalog)
+	// release runs when the command ends, whether or not it was applied,
+	// after the in-memory changes: it drops locks the command took on
+	// databases it changes.
+	release []func()
+}
+
+// delete stages the deletion of keys.
+func (t *catTx) delete(keys ...[]byte) error {
+	for _, k := range keys {
+		if err := t.batch.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *catTx) putJSON(key []byte, v any) error {
@@ -214,6 +261,11 @@ func (e *Engine) runCatalog(fn func(c *catalog, t *catTx) error) error {
 	e.catMu.Lock()
 	defer e.catMu.Unlock()
 	t := &catTx{batch: e.pdb.NewBatch()}
+	defer func() {
+		for _, f := range t.release {
+			f()
+		}
+	}()
 	if err := fn(e.cat, t); err != nil {
 		t.batch.Close()
 		return err
@@ -245,6 +297,7 @@ func memberKey(core, user string) []byte {
 func inviteKey(core, id string) []byte {
 	return codec.CatalogKey(codec.CatInvite, []byte(core), []byte(id))
 }
+func inviteSecretKey(h [32]byte) []byte { return codec.CatalogKey(codec.CatInviteKey, h[:]) }
 func databaseKey(id uint32) []byte {
 	return codec.CatalogKey(codec.CatDatabase, codec.AppendU32(nil, id))
 }
@@ -257,4 +310,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// dropDatabase stages the deletion of database p with all its branches and
+// data into a catalog command. It waits for the database's in-flight command
+// and keeps new ones out until the catalog command ends; once the deletion is
+// durable, commands on the database fail with CodeNotFound.
+func (e *Engine) dropDatabase(t *catTx, p *Database) error {
+	e.dbMu.RLock()
+	d := e.dbs[p.ID]
+	e.dbMu.RUnlock()
+	if d != nil {
+		d.mu.Lock()
+		t.release = append(t.release, d.mu.Unlock)
+	}
+	if err := t.delete(databaseKey(p.ID)); err != nil {
+		return err
+	}
+	pre := codec.DatabasePrefix(p.ID)
+	if err := t.batch.DeleteRange(pre, codec.PrefixEnd(pre), nil); err != nil {
+		return err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		if d != nil {
+			d.dropped = true
+		}
+		delete(c.databases, p.ID)
+		e.dbMu.Lock()
+		delete(e.dbs, p.ID)
+		e.dbMu.Unlock()
+	})
+	return nil
 }

@@ -370,7 +370,18 @@ func (tx *dbTx) finish() error {
 			return err
 		}
 		if _, forked := st.forks[tx.pendingLay[k]]; forked {
-			hk := codec.AppendU64([]byte(k), tx.seq)
+			// The log goes under KindBitmapHist, where readLayerBitmap
+			// looks for it: the current key with its kind byte swapped,
+			// then the seq. (Appending the seq to k, as before, or
+			// codec.BitmapHistKey, which builds on BitmapKey, keeps the
+			// kind KindBitmapCur: readers never found the log, so forks
+			// saw their parent's later bitmap changes.)
+			dk, err := codec.ParseDataKey([]byte(k))
+			if err != nil {
+				return err
+			}
+			hk := codec.TablePrefix(nil, dk.DB, dk.Layer, codec.KindBitmapHist, dk.Table)
+			hk = codec.AppendU64(append(hk, dk.Rest...), tx.seq)
 			if err := b.Set(hk, buf, nil); err != nil {
 				return err
 			}

@@ -126,31 +126,7 @@ func (e *Engine) DeleteDatabase(ws, name string) error {
 		if p == nil {
 			return notFoundf("database [%s] not found", name)
 		}
-		e.dbMu.RLock()
-		d := e.dbs[p.ID]
-		e.dbMu.RUnlock()
-		if d != nil {
-			// Wait for in-flight commands of the database.
-			d.mu.Lock()
-			defer d.mu.Unlock()
-		}
-		if err := t.batch.Delete(databaseKey(p.ID), nil); err != nil {
-			return err
-		}
-		pre := codec.DatabasePrefix(p.ID)
-		if err := t.batch.DeleteRange(pre, codec.PrefixEnd(pre), nil); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) {
-			if d != nil {
-				d.dropped = true
-			}
-			delete(c.databases, p.ID)
-			e.dbMu.Lock()
-			delete(e.dbs, p.ID)
-			e.dbMu.Unlock()
-		})
-		return nil
+		return e.dropDatabase(t, p)
 	})
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"regexp"
 	"strings"
+	"time"
 )
 
 // NewUser describes a user to create.
@@ -73,10 +74,8 @@ func (e *Engine) CreateAPIKey(userID, name, workspace, secret string) (Credentia
 		if _, dup := c.keys[key.Hash]; dup {
 			return Errorf(CodeConflict, "this key already exists")
 		}
-		for _, k := range c.keys {
-			if k.UserID == userID && k.Name == name {
-				return Errorf(CodeConflict, "API key [%s] already exists", name)
-			}
+		if c.keyByName(userID, name) != nil {
+			return Errorf(CodeConflict, "API key [%s] already exists", name)
 		}
 		if err := t.putJSON(apiKeyKey(key.Hash), key); err != nil {
 			return err
@@ -84,7 +83,7 @@ func (e *Engine) CreateAPIKey(userID, name, workspace, secret string) (Credentia
 		if err := t.batch.Set(userAPIKeyKey(userID, name), key.Hash[:], nil); err != nil {
 			return err
 		}
-		t.after = append(t.after, func(c *catalog) { c.keys[key.Hash] = key })
+		t.after = append(t.after, func(c *catalog) { c.addKey(key) })
 		return nil
 	})
 	if err != nil {
@@ -108,6 +107,163 @@ func (e *Engine) Authenticate(secret string) (*User, *APIKey, error) {
 		return nil, nil, Errorf(CodeUnauthenticated, "invalid API key")
 	}
 	return u, k, nil
+}
+
+// APIKeyInfo describes an API key without its secret.
+type APIKeyInfo struct {
+	Name      string
+	CreatedAt time.Time
+	// Workspace is the core id the key is scoped to; "" means every
+	// workspace the user belongs to.
+	Workspace string
+}
+
+// GetUser returns a user by id, or CodeNotFound.
+func (e *Engine) GetUser(id string) (User, error) {
+	e.cat.mu.RLock()
+	defer e.cat.mu.RUnlock()
+	u := e.cat.users[id]
+	if u == nil {
+		return User{}, notFoundf("user [%s] not found", id)
+	}
+	return *u, nil
+}
+
+// UpdateUser replaces a user's email, full name and image. The email must be
+// a valid address not used by another user; fullname and image are free
+// text. Whether each field was sent at all is the caller's check.
+func (e *Engine) UpdateUser(id, email, fullname, image string) (User, error) {
+	if !validEmail(email) {
+		return User{}, invalidf("invalid email address [%s]", email)
+	}
+	var out User
+	err := e.runCatalog(func(c *catalog, t *catTx) error {
+		old := c.users[id]
+		if old == nil {
+			return notFoundf("user [%s] not found", id)
+		}
+		oldLower, newLower := strings.ToLower(old.Email), strings.ToLower(email)
+		if other, ok := c.emails[newLower]; ok && other != id {
+			return Errorf(CodeConflict, "a user with email [%s] already exists", email)
+		}
+		u := *old
+		u.Email, u.Fullname, u.Image = email, fullname, image
+		if err := t.putJSON(userKey(id), &u); err != nil {
+			return err
+		}
+		if oldLower != newLower {
+			if err := t.delete(emailKey(old.Email)); err != nil {
+				return err
+			}
+		}
+		if err := t.batch.Set(emailKey(email), []byte(id), nil); err != nil {
+			return err
+		}
+		out = u
+		t.after = append(t.after, func(c *catalog) {
+			delete(c.emails, oldLower)
+			c.emails[newLower] = id
+			c.users[id] = &u
+		})
+		return nil
+	})
+	return out, err
+}
+
+// DeleteUser deletes a user with all their API keys and memberships. It fails
+// with CodeConflict while the user is the last owner of a workspace, even one
+// they are alone in: a workspace always keeps an owner, and deleting an
+// account never deletes data implicitly. Promote another owner or delete the
+// workspace first. Invites addressed to the user's email stay: they belong to
+// the address, not the account.
+func (e *Engine) DeleteUser(id string) error {
+	return e.runCatalog(func(c *catalog, t *catTx) error {
+		u := c.users[id]
+		if u == nil {
+			return notFoundf("user [%s] not found", id)
+		}
+		var cores, sole []string
+		for _, core := range sortedKeys(c.members) {
+			m := c.members[core][id]
+			if m == nil {
+				continue
+			}
+			cores = append(cores, core)
+			if m.Role == RoleOwner && c.owners(core) == 1 {
+				sole = append(sole, c.workspaces[core].ID())
+			}
+		}
+		if len(sole) > 0 {
+			return Errorf(CodeConflict, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
+				strings.Join(sole, "], ["))
+		}
+		keys := c.userKeysSorted(id)
+		for _, k := range keys {
+			if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(id, k.Name)); err != nil {
+				return err
+			}
+		}
+		for _, core := range cores {
+			if err := t.delete(memberKey(core, id)); err != nil {
+				return err
+			}
+		}
+		if err := t.delete(userKey(id), emailKey(u.Email)); err != nil {
+			return err
+		}
+		t.after = append(t.after, func(c *catalog) {
+			for _, k := range keys {
+				c.removeKey(k)
+			}
+			for _, core := range cores {
+				delete(c.members[core], id)
+			}
+			delete(c.emails, strings.ToLower(u.Email))
+			delete(c.users, id)
+		})
+		return nil
+	})
+}
+
+// ListAPIKeys returns a user's API keys by name.
+func (e *Engine) ListAPIKeys(userID string) []APIKeyInfo {
+	e.cat.mu.RLock()
+	defer e.cat.mu.RUnlock()
+	keys := e.cat.userKeysSorted(userID)
+	out := make([]APIKeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = APIKeyInfo{Name: k.Name, CreatedAt: k.CreatedAt, Workspace: k.Workspace}
+	}
+	return out
+}
+
+// DeleteAPIKey revokes a user's API key by name, or fails with CodeNotFound.
+// Authenticate rejects the key as soon as this returns.
+func (e *Engine) DeleteAPIKey(userID, name string) error {
+	return e.runCatalog(func(c *catalog, t *catTx) error {
+		k := c.keyByName(userID, name)
+		if k == nil {
+			return notFoundf("API key [%s] not found", name)
+		}
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(userID, name)); err != nil {
+			return err
+		}
+		t.after = append(t.after, func(c *catalog) { c.removeKey(k) })
+		return nil
+	})
+}
+
+// userKeysSorted returns a user's API keys by name. The caller holds cat.mu
+// or catMu.
+func (c *catalog) userKeysSorted(userID string) []*APIKey {
+	names := sortedKeys(c.userKeys[userID])
+	out := make([]*APIKey, 0, len(names))
+	for _, n := range names {
+		if k := c.keys[c.userKeys[userID][n]]; k != nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // CreateWorkspace creates a workspace whose single owner is userID. An empty
