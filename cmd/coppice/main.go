@@ -1,12 +1,149 @@
 // Command coppice runs the Coppice database service.
+//
+//	coppice serve [flags]
+//
+// Every flag has an environment variable; a flag given on the command line
+// wins over its variable. See `coppice --help`.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/coppice-db/coppice/api"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "coppice: the HTTP service is not built yet; use the engine package")
-	os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	case "serve":
+	default:
+		fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	opts, err := serveOptions(args[1:], getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "coppice serve: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := api.Run(ctx, opts, stdout, nil); err != nil {
+		fmt.Fprintf(stderr, "coppice serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serveFlags declares the flags of `coppice serve`, each defaulting to its
+// environment variable, else to the built-in default.
+func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, func() error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	o := &api.Options{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
+	var regions, domains, maxBody string
+	fs.StringVar(&o.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
+	fs.StringVar(&o.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
+	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
+		"wire compatibility: none, or xata for the legacy Xata SDKs (metadata key \"xata\", Xata page limits) (env COPPICE_COMPAT)")
+	fs.StringVar(&regions, "regions", env("COPPICE_REGIONS", ""),
+		"comma-separated region ids databases may be created in; default \"local\", or the five legacy Xata regions with --compat xata (env COPPICE_REGIONS)")
+	fs.StringVar(&domains, "domains", env("COPPICE_DOMAINS", "localhost"),
+		"comma-separated domains of the workspace host form {workspace}.{region}.{domain} (env COPPICE_DOMAINS)")
+	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", strconv.Itoa(api.DefaultMaxBody)),
+		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
+	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
+	finish := func() error {
+		o.Regions = splitList(regions)
+		o.Domains = splitList(domains)
+		n, err := strconv.Atoi(strings.TrimSpace(maxBody))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--max-body must be a positive number of bytes, got %q", maxBody)
+		}
+		o.MaxBody = n
+		return nil
+	}
+	return o, finish
+}
+
+// serveOptions parses the arguments of `coppice serve`.
+func serveOptions(args []string, getenv func(string) string, stderr io.Writer) (api.Options, error) {
+	fs := flag.NewFlagSet("coppice serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o, finish := serveFlags(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return api.Options{}, err
+	}
+	if fs.NArg() > 0 {
+		return api.Options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := finish(); err != nil {
+		return api.Options{}, err
+	}
+	return *o, nil
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// usage documents the commands and every flag.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: coppice <command> [flags]
+
+Commands:
+  serve    run the HTTP service (both API planes on one listener)
+  help     show this help
+
+Flags of serve (a flag wins over its environment variable):
+`)
+	fs := flag.NewFlagSet("coppice serve", flag.ContinueOnError)
+	serveFlags(fs, func(string) string { return "" })
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, `
+Environment only:
+  COPPICE_BOOTSTRAP_KEY
+    	on the first start (empty data directory) the server creates an admin
+    	user, a workspace and an API key and prints them once; when set, this
+    	is the API key instead of a generated one
+
+Health check: GET /healthz answers 200 without authentication.
+SIGINT or SIGTERM drains the requests in flight, then closes the data directory.
+`)
 }

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Bootstrap identities: the first user is an administrator with a fixed
+// email; the workspace and the key carry fixed names.
+const (
+	BootstrapEmail     = "admin@localhost"
+	BootstrapWorkspace = "coppice"
+	BootstrapKeyName   = "bootstrap"
+)
+
+// BootstrapInfo is what a first start creates. Key is the API key secret,
+// shown only once.
+type BootstrapInfo struct {
+	UserID      string
+	Email       string
+	WorkspaceID string // public id: {slug}-{core}
+	Workspace   string // core id
+	Key         string
+}
+
+// Bootstrap creates the first user, a workspace it owns and an API key. A
+// non-empty key is used as the secret (COPPICE_BOOTSTRAP_KEY), else one is
+// generated. The key is not scoped to the workspace: while the user belongs
+// to that one workspace only, the plain base URL form resolves to it
+// (compat-api.md §2.2).
+func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
+	u, err := eng.CreateUser(engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true})
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: create user: %w", err)
+	}
+	ws, err := eng.CreateWorkspace(u.ID, BootstrapWorkspace, "")
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: create workspace: %w", err)
+	}
+	cred, err := eng.CreateAPIKey(u.ID, BootstrapKeyName, "", key)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: create API key: %w", err)
+	}
+	return &BootstrapInfo{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID(), Workspace: ws.Core, Key: cred.Secret}, nil
+}
+
+// Print writes the bootstrap credentials for the operator.
+func (b *BootstrapInfo) Print(w io.Writer) {
+	fmt.Fprintf(w, "coppice: first start, created:\n")
+	fmt.Fprintf(w, "  user       %s (%s)\n", b.Email, b.UserID)
+	fmt.Fprintf(w, "  workspace  %s\n", b.WorkspaceID)
+	fmt.Fprintf(w, "  API key    %s\n", b.Key)
+	fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
+	fmt.Fprintf(w, "Data-plane base URL: http://HOST:PORT/ws/%s\n", b.WorkspaceID)
+}
+
+// isFirstStart reports whether dir holds no data yet: missing or empty.
+func isFirstStart(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read data directory: %w", err)
+	}
+	return len(entries) == 0, nil
+}

@@ -1,0 +1,38 @@
+// Package api is the HTTP front end of Coppice: a thin translation of the
+// JSON API of spec/service-interface.md and spec/compat-api.md to calls of
+// the engine package. It is the only importer of fasthttp and
+// fasthttp/router.
+//
+// One file per endpoint family (databases.go, branches.go, git.go,
+// tables.go, records.go, transactions.go); errors.go holds the one table from
+// engine error codes to HTTP statuses. Handlers return errors; the adapter in
+// server.go authenticates the caller and writes every error as JSON
+// {id, message}, id being the request id that every response also carries in
+// x-request-id.
+//
+// Decisions the specs leave open:
+//
+//   - Routing matches the raw path. Runs of '/' collapse to one, a leading
+//     /ws/{id} is stripped and names the workspace, and every path parameter
+//     is percent-decoded on its own, so an encoded '/' or ':' stays inside
+//     its segment. {db}:{branch} splits on the first colon.
+//   - Data-plane workspace: the /ws/{id} prefix, else a Host header
+//     {label}.{region}[.upload].{domain} for a configured domain (default
+//     "localhost"; the port is ignored), else the workspace the API key is
+//     scoped to, else the only workspace of the key's user. Unknown
+//     workspaces and workspaces the caller may not use are the same 401.
+//   - A key scoped to a workspace reaches only that workspace, and only while
+//     its user is a member. The bootstrap key is not scoped: it is the
+//     administrator's key and reaches every workspace the administrator
+//     joins; create a scoped key for clients that use the plain base URL.
+//   - Request bodies: unknown keys are a 400 (except in record bodies, whose
+//     keys are column names, and there the engine rejects unknown columns);
+//     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
+//   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
+//     3339 UTC with milliseconds, json columns are JSON text. The `columns`
+//     parameter selects `*`, columns, dotted object sub-keys, and expands
+//     links named explicitly or through `link.*` / `link.col`. It is checked
+//     against the schema before any write, so a bad list writes nothing.
+//   - Bulk failures answer 400 with {"errors":[{message, status}]} unless
+//     every failure has the same status (e.g. all 422 for existing ids).
+package api

@@ -1,0 +1,288 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// recordCall is the common part of the single-record endpoints: the
+// resolved table, the parsed `columns` selection and the renderer.
+type recordCall struct {
+	ref   dbRef
+	table string
+	cols  []string
+	sel   *selection
+	rd    *renderer
+}
+
+// recordCall resolves the table and parses `columns` before anything is
+// written, so a bad column list changes nothing.
+func (r *request) recordCall() (*recordCall, error) {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return nil, err
+	}
+	c := &recordCall{ref: ref, table: table, cols: r.columns(), rd: r.s.newRenderer(ref.Ref)}
+	if c.cols != nil {
+		if c.sel, err = c.rd.selection(table, c.cols); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// recordID returns the {id} path parameter.
+func (r *request) recordID() (string, error) { return r.param("id") }
+
+// writeResult answers a write: {id, meta} without `columns`, else the
+// projected record after the write (compat-api.md §3.3).
+func (r *request) writeResult(c *recordCall, status int, res engine.OpResult) error {
+	if c.sel == nil || res.Record == nil {
+		rec := res.Record
+		if rec == nil {
+			return errors.New("api: write returned no record")
+		}
+		writeJSON(r.ctx, status, map[string]any{"id": rec.ID, r.s.meta: metaJSON(rec)})
+		return nil
+	}
+	out, err := c.rd.record(c.table, res.Record, c.sel, true, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.ctx, status, out)
+	return nil
+}
+
+// insertRecord: POST T/data, a record with a generated id.
+func (s *Server) insertRecord(r *request) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	values, err := r.recordBody()
+	if err != nil {
+		return err
+	}
+	if _, ok := values["id"]; ok {
+		return invalid("id must not be set in the body of POST data; use PUT data/{id}")
+	}
+	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{Kind: engine.OpInsert, Table: c.table, Values: values, CreateOnly: true})
+	if err != nil {
+		return err
+	}
+	return r.writeResult(c, http.StatusCreated, res)
+}
+
+// putRecord: PUT T/data/{id}, insert (201) or full replace (200);
+// createOnly=true refuses to replace, ifVersion conditions the write.
+func (s *Server) putRecord(r *request) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	id, err := r.recordID()
+	if err != nil {
+		return err
+	}
+	createOnly, err := r.queryBool("createOnly")
+	if err != nil {
+		return err
+	}
+	ifVersion, err := r.queryVersion()
+	if err != nil {
+		return err
+	}
+	values, err := r.recordBody()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{
+		Kind: engine.OpInsert, Table: c.table, ID: id, Values: values, CreateOnly: createOnly, IfVersion: ifVersion,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return r.writeResult(c, status, res)
+}
+
+// updateRecord: PATCH T/data/{id}, a partial update of an existing record.
+func (s *Server) updateRecord(r *request) error {
+	return s.update(r, false)
+}
+
+// upsertRecord: POST T/data/{id}, insert (201) or partial update (200).
+func (s *Server) upsertRecord(r *request) error {
+	return s.update(r, true)
+}
+
+// update is PATCH data/{id} and, with upsert, POST data/{id}.
+func (s *Server) update(r *request, upsert bool) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	id, err := r.recordID()
+	if err != nil {
+		return err
+	}
+	ifVersion, err := r.queryVersion()
+	if err != nil {
+		return err
+	}
+	values, err := r.recordBody()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{
+		Kind: engine.OpUpdate, Table: c.table, ID: id, Values: values, IfVersion: ifVersion, Upsert: upsert,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return r.writeResult(c, status, res)
+}
+
+// getRecord: GET T/data/{id}.
+func (s *Server) getRecord(r *request) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	id, err := r.recordID()
+	if err != nil {
+		return err
+	}
+	rec, err := s.eng.Get(c.ref.Ref, c.table, id)
+	if err != nil {
+		return err
+	}
+	out, err := c.rd.record(c.table, rec, c.sel, true, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.ctx, http.StatusOK, out)
+	return nil
+}
+
+// deleteRecord: DELETE T/data/{id}; 204, or with `columns` 200 and the
+// record as it was before the delete.
+func (s *Server) deleteRecord(r *request) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	id, err := r.recordID()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{Kind: engine.OpDelete, Table: c.table, ID: id})
+	if err != nil {
+		return err
+	}
+	if c.sel == nil || res.Record == nil {
+		writeJSON(r.ctx, http.StatusNoContent, nil)
+		return nil
+	}
+	out, err := c.rd.record(c.table, res.Record, c.sel, true, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.ctx, http.StatusOK, out)
+	return nil
+}
+
+// bulkInsert: POST T/bulk, up to engine.MaxBulkRecords records in one batch,
+// all or nothing. Failures list every failing record as {message, status}.
+func (s *Server) bulkInsert(r *request) error {
+	c, err := r.recordCall()
+	if err != nil {
+		return err
+	}
+	if c.sel == nil {
+		// Without columns the table is not checked yet: a missing table or
+		// branch is a plain 404, not a per-record error.
+		if _, err := c.rd.table(c.table); err != nil {
+			return err
+		}
+	}
+	var body struct {
+		Records *[]map[string]any `json:"records"`
+	}
+	if err := r.decode(&body, false); err != nil {
+		return err
+	}
+	if body.Records == nil {
+		return invalid("records is required")
+	}
+	records := *body.Records
+	if len(records) > engine.MaxBulkRecords {
+		return invalid("bulk insert takes at most %d records, got %d", engine.MaxBulkRecords, len(records))
+	}
+	var nullErrs []any
+	for i, rec := range records {
+		dropNullID(rec)
+		if rec == nil {
+			nullErrs = append(nullErrs, map[string]any{
+				"message": "record " + strconv.Itoa(i) + ": expected an object of column values", "status": http.StatusBadRequest,
+			})
+		}
+	}
+	if nullErrs != nil {
+		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
+	}
+	res, err := s.eng.BulkInsert(c.ref.Ref, c.table, records)
+	var oe *engine.OpErrors
+	if errors.As(err, &oe) {
+		return bulkError(oe)
+	}
+	if err != nil {
+		return err
+	}
+	if c.sel == nil {
+		ids := make([]string, len(res))
+		for i, x := range res {
+			ids[i] = x.ID
+		}
+		writeJSON(r.ctx, http.StatusOK, map[string]any{"recordIDs": ids})
+		return nil
+	}
+	out := make([]map[string]any, len(res))
+	for i, x := range res {
+		if out[i], err = c.rd.record(c.table, x.Record, c.sel, true, true); err != nil {
+			return err
+		}
+	}
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"records": out})
+	return nil
+}
+
+// bulkError is the bulk failure body. The status is the one all failures
+// share, else 400.
+func bulkError(oe *engine.OpErrors) error {
+	status := 0
+	list := make([]any, 0, len(oe.Errors))
+	for _, e := range oe.Errors {
+		st := statusOf(e.Err.Code)
+		if status == 0 {
+			status = st
+		} else if status != st {
+			status = http.StatusBadRequest
+		}
+		list = append(list, map[string]any{"message": e.Err.Message, "status": st})
+	}
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	return &bodyError{status: status, body: map[string]any{"errors": list}}
+}

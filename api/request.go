@@ -1,0 +1,341 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// request is one API call in flight. It lives only as long as the handler:
+// ctx must not escape it.
+type request struct {
+	ctx     *fasthttp.RequestCtx
+	s       *Server
+	id      string
+	wsLabel string // workspace label of a /ws/{id} path prefix
+	user    *engine.User
+	key     *engine.APIKey
+}
+
+// authenticate resolves the Bearer key to a user and key.
+func (r *request) authenticate() error {
+	auth := string(r.ctx.Request.Header.Peek("Authorization"))
+	scheme, secret, ok := strings.Cut(strings.TrimSpace(auth), " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return errInvalidKey
+	}
+	u, k, err := r.s.eng.Authenticate(secret)
+	if err != nil {
+		if engine.CodeOf(err) == engine.CodeUnauthenticated {
+			return errInvalidKey
+		}
+		return err
+	}
+	r.user, r.key = u, k
+	return nil
+}
+
+// canAccess reports whether the caller may use a workspace (core id): the
+// user is a member, and a key scoped to a workspace reaches only that one.
+func (r *request) canAccess(core string) bool {
+	if r.key.Workspace != "" && r.key.Workspace != core {
+		return false
+	}
+	_, ok := r.s.eng.MemberRole(core, r.user.ID)
+	return ok
+}
+
+// workspaceByLabel checks access to the workspace a public id or host label
+// names and returns its core id.
+func (r *request) workspaceByLabel(label string) (string, error) {
+	core, ok := engine.WorkspaceCore(label)
+	if !ok || !r.canAccess(core) {
+		return "", noAccess(label)
+	}
+	return core, nil
+}
+
+// dataWorkspace resolves the workspace of a data-plane request (compat-api.md
+// §2.2): the /ws/{id} prefix, else the Host header, else the key's scope or
+// the user's only workspace.
+func (r *request) dataWorkspace() (string, error) {
+	if r.wsLabel != "" {
+		return r.workspaceByLabel(r.wsLabel)
+	}
+	if label := r.s.hostLabel(string(r.ctx.Host())); label != "" {
+		return r.workspaceByLabel(label)
+	}
+	if r.key.Workspace != "" {
+		return r.workspaceByLabel(r.key.Workspace)
+	}
+	if ws := r.s.eng.UserWorkspaces(r.user.ID); len(ws) == 1 {
+		return ws[0], nil
+	}
+	return "", invalid("workspace cannot be determined; use /ws/{id} or a workspace host name")
+}
+
+// hostLabel returns the workspace label of a host name of the form
+// {label}.{region}.{domain} or {label}.{region}.upload.{domain}, or "".
+func (s *Server) hostLabel(host string) string {
+	host = strings.ToLower(host)
+	cands := []string{host}
+	if h, _, err := splitHostPort(host); err == nil && h != host {
+		cands = append(cands, h)
+	}
+	for _, d := range s.domains {
+		for _, h := range cands {
+			rest, ok := strings.CutSuffix(h, "."+d)
+			if !ok {
+				continue
+			}
+			parts := strings.Split(rest, ".")
+			if len(parts) == 2 || len(parts) == 3 && parts[2] == "upload" {
+				if parts[0] != "" && parts[1] != "" {
+					return parts[0]
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// splitHostPort splits "host:port" without the bracket rules of net for the
+// plain host names used here.
+func splitHostPort(h string) (string, string, error) {
+	i := strings.LastIndexByte(h, ':')
+	if i < 0 || strings.Contains(h[i:], "]") {
+		return h, "", errors.New("no port")
+	}
+	return h[:i], h[i+1:], nil
+}
+
+// param returns a path parameter, percent-decoded.
+func (r *request) param(name string) (string, error) {
+	raw, _ := r.ctx.UserValue(name).(string)
+	v, err := decodeSegment(raw)
+	if err != nil {
+		return "", invalid("invalid path segment [%s]: %s", raw, err.Error())
+	}
+	return v, nil
+}
+
+// decodeSegment percent-decodes one path segment; '+' stays '+'.
+func decodeSegment(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	return url.PathUnescape(s)
+}
+
+// dbRef is a resolved {db}:{branch} path segment of the data plane.
+type dbRef struct {
+	engine.Ref
+	// Raw is the decoded {db}:{branch} text, as responses echo it.
+	Raw string
+}
+
+// branchRef resolves the workspace and the {dbb} parameter.
+func (r *request) branchRef() (dbRef, error) {
+	ws, err := r.dataWorkspace()
+	if err != nil {
+		return dbRef{}, err
+	}
+	raw, err := r.param("dbb")
+	if err != nil {
+		return dbRef{}, err
+	}
+	db, branch, ok := strings.Cut(raw, ":")
+	if !ok {
+		return dbRef{}, invalid("invalid database branch [%s]: expected {db}:{branch}", raw)
+	}
+	if db == "" || branch == "" {
+		return dbRef{}, invalid("invalid database branch [%s]: database and branch names must not be empty", raw)
+	}
+	return dbRef{Ref: engine.Ref{Workspace: ws, Database: db, Branch: branch}, Raw: raw}, nil
+}
+
+// tableRef resolves the workspace, {dbb} and {table} parameters.
+func (r *request) tableRef() (dbRef, string, error) {
+	ref, err := r.branchRef()
+	if err != nil {
+		return ref, "", err
+	}
+	table, err := r.param("table")
+	return ref, table, err
+}
+
+// dataDB resolves the workspace and the {db} parameter of /dbs/{db} paths.
+func (r *request) dataDB() (ws, db string, err error) {
+	if ws, err = r.dataWorkspace(); err != nil {
+		return "", "", err
+	}
+	db, err = r.param("db")
+	return ws, db, err
+}
+
+// controlWorkspace resolves the {ws} parameter of /workspaces/{ws} paths for
+// database operations: a workspace the caller cannot use is a 401.
+func (r *request) controlWorkspace() (string, error) {
+	label, err := r.param("ws")
+	if err != nil {
+		return "", err
+	}
+	return r.workspaceByLabel(label)
+}
+
+// query returns a query argument and whether it was present.
+func (r *request) query(name string) (string, bool) {
+	args := r.ctx.QueryArgs()
+	if !args.Has(name) {
+		return "", false
+	}
+	return string(args.Peek(name)), true
+}
+
+// queryBool parses a true/false query argument.
+func (r *request) queryBool(name string) (bool, error) {
+	v, ok := r.query(name)
+	if !ok || v == "" {
+		return false, nil
+	}
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, invalid("query parameter %s must be true or false, got [%s]", name, v)
+}
+
+// queryVersion parses the ifVersion query argument.
+func (r *request) queryVersion() (*uint64, error) {
+	v, ok := r.query("ifVersion")
+	if !ok || v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return nil, invalid("query parameter ifVersion must be a non-negative integer, got [%s]", v)
+	}
+	return &n, nil
+}
+
+// columns returns the `columns` query parameter: comma-separated, repeated
+// or both, joined in order; nil when absent or empty.
+func (r *request) columns() []string {
+	var out []string
+	for _, v := range r.ctx.QueryArgs().PeekMulti("columns") {
+		for _, c := range strings.Split(string(v), ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// body returns the request body with surrounding whitespace removed.
+func (r *request) body() []byte { return bytes.TrimSpace(r.ctx.PostBody()) }
+
+// decode reads the JSON body into v, rejecting unknown keys and trailing
+// data. An empty body is {} when optional, else an error.
+func (r *request) decode(v any, optional bool) error {
+	b := r.body()
+	if len(b) == 0 {
+		if optional {
+			return nil
+		}
+		return invalid("a JSON request body is required")
+	}
+	return decodeStrict(b, v)
+}
+
+// decodeStrict decodes one JSON value into v: numbers inside interface
+// values stay json.Number, unknown object keys are an error.
+func decodeStrict(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return invalid("invalid JSON body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a 400 that names the problem.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return invalid("invalid JSON body: field [%s] must be %s, got %s", te.Field, jsonKind(te.Type), te.Value)
+		}
+		return invalid("invalid JSON body: expected %s, got %s", jsonKind(te.Type), te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return invalid("invalid JSON body: unknown field [%s]", strings.Trim(f, `"`))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return invalid("invalid JSON body: unexpected end of input")
+	}
+	return invalid("invalid JSON body: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a " + t.String()
+}
+
+// recordBody decodes the body of a record write: a JSON object of column
+// values, numbers kept as json.Number.
+func (r *request) recordBody() (map[string]any, error) {
+	b := r.body()
+	if len(b) == 0 {
+		return map[string]any{}, nil
+	}
+	var v map[string]any
+	if err := decodeStrict(b, &v); err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, invalid("invalid JSON body: expected an object of column values")
+	}
+	dropNullID(v)
+	return v, nil
+}
+
+// dropNullID removes an "id": null from record values: null is the same as
+// absent.
+func dropNullID(values map[string]any) {
+	if v, ok := values["id"]; ok && v == nil {
+		delete(values, "id")
+	}
+}

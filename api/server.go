@@ -1,0 +1,366 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Compatibility modes of Options.Compat.
+const (
+	CompatNone = "none"
+	CompatXata = "xata"
+)
+
+// DefaultMaxBody is the default request body limit in bytes.
+const DefaultMaxBody = 32 << 20
+
+// Options configure a Server. cmd/coppice fills them from flags and the
+// environment; tests fill them directly.
+type Options struct {
+	// Addr is the listen address of Run.
+	Addr string
+	// DataDir is the data directory Run opens.
+	DataDir string
+	// Compat is CompatNone ("" means the same) or CompatXata: the record
+	// metadata key becomes "xata" and page limits follow the legacy API.
+	Compat string
+	// Regions are the region ids databases may be created in; empty means
+	// the default of the compatibility mode (compat-api.md §6).
+	Regions []string
+	// Domains are the host-name suffixes of the workspace host form
+	// {workspace}.{region}.{domain}; empty means "localhost".
+	Domains []string
+	// MaxBody is the request body limit in bytes; 0 means DefaultMaxBody.
+	MaxBody int
+	// LogLevel is debug, info, warn or error; "" means info.
+	LogLevel string
+	// BootstrapKey, when set, is the API key that Run creates on a first
+	// start instead of a generated one.
+	BootstrapKey string
+	// Logger receives the server's logs; nil means a text logger on stderr
+	// at LogLevel.
+	Logger *slog.Logger
+}
+
+// Server is the HTTP front end: both planes of the API on one handler. It is
+// safe for concurrent use; a RequestCtx is never kept after its handler
+// returns.
+type Server struct {
+	eng     *engine.Engine
+	opts    Options
+	log     *slog.Logger
+	meta    string // record metadata key: "svc" or "xata"
+	regions []region
+	domains []string
+
+	router *router.Router
+	http   *fasthttp.Server
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+}
+
+// New returns a Server that serves eng. The caller keeps ownership of eng
+// and closes it after Shutdown.
+func New(eng *engine.Engine, opts Options) (*Server, error) {
+	switch opts.Compat {
+	case "", CompatNone:
+		opts.Compat = CompatNone
+	case CompatXata:
+	default:
+		return nil, fmt.Errorf("api: unknown compatibility mode %q (want none or xata)", opts.Compat)
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	log := opts.Logger
+	if log == nil {
+		var err error
+		if log, err = NewLogger(opts.LogLevel); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	if opts.Compat == CompatXata {
+		s.meta = "xata"
+	}
+	s.regions = configuredRegions(opts.Compat, opts.Regions)
+	s.domains = []string{"localhost"}
+	if len(opts.Domains) > 0 {
+		s.domains = s.domains[:0]
+		for _, d := range opts.Domains {
+			if d = strings.ToLower(strings.TrimSpace(d)); d != "" {
+				s.domains = append(s.domains, d)
+			}
+		}
+	}
+	s.router = router.New()
+	s.routes()
+	s.http = &fasthttp.Server{
+		Handler:                      s.serve,
+		ErrorHandler:                 s.transportError,
+		Name:                         "coppice",
+		MaxRequestBodySize:           opts.MaxBody,
+		IdleTimeout:                  2 * time.Minute,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		Logger:                       fasthttpLogger{log},
+	}
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+
+// Shutdown stops accepting connections and waits for the requests in flight
+// to finish, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+
+// Handler returns the request handler, for callers that run their own
+// fasthttp server.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
+
+// routes registers every endpoint. Patterns match the raw (still
+// percent-encoded) path; handlers decode each parameter.
+func (s *Server) routes() {
+	r := s.router
+	const (
+		ws  = "/workspaces/{ws}"
+		dbb = "/db/{dbb}"
+		t   = dbb + "/tables/{table}"
+	)
+	// Databases (control plane).
+	r.GET(ws+"/dbs", s.handle(s.listDatabases))
+	r.PUT(ws+"/dbs/{db}", s.handle(s.createDatabase))
+	r.GET(ws+"/dbs/{db}", s.handle(s.getDatabase))
+	r.PATCH(ws+"/dbs/{db}", s.handle(s.updateDatabase))
+	r.DELETE(ws+"/dbs/{db}", s.handle(s.deleteDatabase))
+	r.POST(ws+"/dbs/{db}/rename", s.handle(s.renameDatabase))
+	r.GET(ws+"/regions", s.handle(s.listRegions))
+
+	// Branches.
+	r.GET("/dbs/{db}", s.handle(s.listBranches))
+	r.GET(dbb, s.handle(s.getBranch))
+	r.PUT(dbb, s.handle(s.createBranch))
+	r.DELETE(dbb, s.handle(s.deleteBranch))
+	r.GET(dbb+"/metadata", s.handle(s.getBranchMetadata))
+	r.PUT(dbb+"/metadata", s.handle(s.setBranchMetadata))
+
+	// Git branch mapping.
+	r.GET("/dbs/{db}/gitBranches", s.handle(s.listGitBranches))
+	r.POST("/dbs/{db}/gitBranches", s.handle(s.addGitBranch))
+	r.DELETE("/dbs/{db}/gitBranches", s.handle(s.removeGitBranch))
+	r.GET("/dbs/{db}/resolveBranch", s.handle(s.resolveBranch))
+
+	// Tables and columns.
+	r.PUT(t, s.handle(s.createTable))
+	r.DELETE(t, s.handle(s.deleteTable))
+	r.PATCH(t, s.handle(s.updateTable))
+	r.GET(t+"/schema", s.handle(s.getTableSchema))
+	r.PUT(t+"/schema", s.handle(s.setTableSchema))
+	r.GET(t+"/columns", s.handle(s.listColumns))
+	r.POST(t+"/columns", s.handle(s.addColumn))
+	r.GET(t+"/columns/{column}", s.handle(s.getColumn))
+	r.PATCH(t+"/columns/{column}", s.handle(s.renameColumn))
+	r.DELETE(t+"/columns/{column}", s.handle(s.deleteColumn))
+
+	// Records.
+	r.POST(t+"/data", s.handle(s.insertRecord))
+	r.PUT(t+"/data/{id}", s.handle(s.putRecord))
+	r.PATCH(t+"/data/{id}", s.handle(s.updateRecord))
+	r.POST(t+"/data/{id}", s.handle(s.upsertRecord))
+	r.GET(t+"/data/{id}", s.handle(s.getRecord))
+	r.DELETE(t+"/data/{id}", s.handle(s.deleteRecord))
+	r.POST(t+"/bulk", s.handle(s.bulkInsert))
+	r.POST(dbb+"/transaction", s.handle(s.transaction))
+}
+
+// routeMethods are the methods tried when a path matches no route of the
+// request's method, to tell 405 from 404.
+var routeMethods = []string{"GET", "PUT", "POST", "PATCH", "DELETE"}
+
+// User value keys set by serve for the handlers.
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyWorkspaceLabel
+)
+
+// serve is the entry point of every request: request id, path
+// normalization, the /ws/{id} prefix, health, then routing.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	id := s.requestID()
+	ctx.Response.Header.Set("x-request-id", id)
+	ctx.SetUserValue(keyRequestID, id)
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic", slog.String("request", id), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			ctx.Response.ResetBody()
+			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
+		}
+	}()
+	start := time.Now()
+	defer func() {
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("request", slog.String("request", id), slog.String("method", string(ctx.Method())),
+				slog.String("path", string(ctx.URI().PathOriginal())), slog.Int("status", ctx.Response.StatusCode()),
+				slog.Duration("took", time.Since(start)))
+		}
+	}()
+
+	path := collapseSlashes(string(ctx.URI().PathOriginal()))
+	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
+		seg, tail, _ := strings.Cut(rest, "/")
+		label, err := decodeSegment(seg)
+		if err != nil || label == "" {
+			s.writeError(ctx, id, invalid("invalid workspace path segment [%s]", seg))
+			return
+		}
+		ctx.SetUserValue(keyWorkspaceLabel, label)
+		path = "/" + tail
+	}
+	method := string(ctx.Method())
+	if path == "/healthz" && (method == "GET" || method == "HEAD") {
+		writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
+		return
+	}
+	if h, _ := s.router.Lookup(method, path, ctx); h != nil {
+		h(ctx)
+		return
+	}
+	for _, m := range routeMethods {
+		if m == method {
+			continue
+		}
+		if h, _ := s.router.Lookup(m, path, nil); h != nil {
+			s.writeError(ctx, id, &statusError{http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", method, path)})
+			return
+		}
+	}
+	s.writeError(ctx, id, &statusError{http.StatusNotFound, "no endpoint at " + path})
+}
+
+// handle adapts an endpoint to a fasthttp handler: it authenticates the
+// caller and writes the endpoint's error, if any.
+func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		r := &request{ctx: ctx, s: s}
+		r.id, _ = ctx.UserValue(keyRequestID).(string)
+		r.wsLabel, _ = ctx.UserValue(keyWorkspaceLabel).(string)
+		err := r.authenticate()
+		if err == nil {
+			err = fn(r)
+		}
+		if err != nil {
+			s.writeError(ctx, r.id, err)
+		}
+	}
+}
+
+// transportError answers requests fasthttp rejects before a handler runs.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	id := s.requestID()
+	ctx.Response.Header.Set("x-request-id", id)
+	status, msg := http.StatusBadRequest, "malformed request: "+err.Error()
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status, msg = http.StatusRequestEntityTooLarge, "request body exceeds the limit of "+strconv.Itoa(s.opts.MaxBody)+" bytes"
+	case errors.As(err, &small):
+		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers are too large"
+	case errors.Is(err, fasthttp.ErrTimeout):
+		status, msg = http.StatusRequestTimeout, "request timed out"
+	}
+	writeJSON(ctx, status, errorBody(id, msg))
+}
+
+// requestID returns a new id, unique within this process run: a random
+// per-server prefix and a counter.
+func (s *Server) requestID() string {
+	return "req_" + s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 36)
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
+// writeJSON writes v as the JSON body of a response with the given status;
+// a 204 gets no body.
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	ctx.SetStatusCode(status)
+	if status == http.StatusNoContent {
+		ctx.Response.ResetBody()
+		return
+	}
+	ctx.SetContentType("application/json")
+	enc := json.NewEncoder(ctx)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only unencodable values get here, which is a bug.
+		ctx.Response.ResetBody()
+		ctx.SetStatusCode(http.StatusInternalServerError)
+		ctx.SetBodyString(`{"message":"internal error: response encoding failed"}`)
+	}
+}
+
+// collapseSlashes replaces every run of '/' with one.
+func collapseSlashes(p string) string {
+	if !strings.Contains(p, "//") {
+		return p
+	}
+	var b strings.Builder
+	b.Grow(len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// NewLogger returns a text logger on stderr at a level named debug, info,
+// warn or error ("" means info).
+func NewLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if level == "" {
+		level = "info"
+	}
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("api: unknown log level %q (want debug, info, warn or error)", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// fasthttpLogger sends fasthttp's own messages to the server log.
+type fasthttpLogger struct{ log *slog.Logger }
+
+// Printf logs one fasthttp message as a warning.
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,408 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// testKey is the fixed bootstrap key of test servers.
+const testKey = "cpk_test_0123456789abcdefghijklmnop"
+
+// testServer is a real server on a loopback port over a temporary data
+// directory, bootstrapped with testKey.
+type testServer struct {
+	t    *testing.T
+	eng  *engine.Engine
+	info *BootstrapInfo
+	addr string // host:port
+	url  string // http://host:port
+	base string // data-plane base: url + /ws/{workspace id}
+	key  string // the key requests carry; "" sends none
+}
+
+func startServer(t *testing.T, opts Options) *testServer {
+	t.Helper()
+	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := Bootstrap(eng, testKey)
+	if err != nil {
+		eng.Close()
+		t.Fatal(err)
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := New(eng, opts)
+	if err != nil {
+		eng.Close()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		eng.Close()
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		ln.Close()
+		<-served
+		if err := eng.Close(); err != nil {
+			t.Errorf("close engine: %v", err)
+		}
+	})
+	ts := &testServer{t: t, eng: eng, info: info, addr: ln.Addr().String(), key: testKey}
+	ts.url = "http://" + ts.addr
+	ts.base = ts.url + "/ws/" + info.WorkspaceID
+	return ts
+}
+
+// response is a received response; JSON bodies are decoded into body.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   any
+}
+
+// obj returns the body as a JSON object.
+func (r *response) obj() map[string]any {
+	m, _ := r.body.(map[string]any)
+	return m
+}
+
+// reqOpt adjusts a request before it is sent.
+type reqOpt func(*http.Request)
+
+func withHost(h string) reqOpt      { return func(r *http.Request) { r.Host = h } }
+func withKey(k string) reqOpt       { return func(r *http.Request) { setKey(r, k) } }
+func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
+
+func setKey(r *http.Request, k string) {
+	if k == "" {
+		r.Header.Del("Authorization")
+		return
+	}
+	r.Header.Set("Authorization", "Bearer "+k)
+}
+
+// do sends a request; body is sent as is when it is a string, else as
+// JSON. Every response must carry x-request-id, and every non-204 response
+// a JSON body.
+func (ts *testServer) do(method, url string, body any, opts ...reqOpt) *response {
+	ts.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			ts.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	if !strings.HasPrefix(url, "http") {
+		url = ts.base + url
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	setKey(req, ts.key)
+	for _, o := range opts {
+		o(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	out := &response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if resp.Header.Get("x-request-id") == "" {
+		ts.t.Errorf("%s %s: no x-request-id header", method, url)
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		if len(raw) != 0 {
+			ts.t.Errorf("%s %s: 204 with a body %q", method, url, raw)
+		}
+		return out
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		ts.t.Errorf("%s %s: content type %q, body %s", method, url, ct, raw)
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&out.body); err != nil {
+		ts.t.Errorf("%s %s: body is not JSON: %q", method, url, raw)
+	}
+	if resp.StatusCode >= 400 {
+		m := out.obj()
+		if _, ok := m["errors"]; !ok {
+			if msg, _ := m["message"].(string); msg == "" {
+				ts.t.Errorf("%s %s: error without message: %s", method, url, raw)
+			}
+		}
+	}
+	return out
+}
+
+// expect sends a request and fails the test unless the status is want.
+func (ts *testServer) expect(want int, method, url string, body any, opts ...reqOpt) *response {
+	ts.t.Helper()
+	r := ts.do(method, url, body, opts...)
+	if r.status != want {
+		ts.t.Fatalf("%s %s: status %d, want %d; body %s", method, url, r.status, want, r.raw)
+	}
+	return r
+}
+
+// createDB creates a database in the bootstrap workspace.
+func (ts *testServer) createDB(name string) {
+	ts.t.Helper()
+	ts.expect(201, "PUT", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/"+name, map[string]any{"region": ts.region()})
+}
+
+func (ts *testServer) region() string {
+	r := ts.do("GET", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/regions", nil)
+	return r.obj()["regions"].([]any)[0].(map[string]any)["id"].(string)
+}
+
+// createTable creates a table with columns in db:main.
+func (ts *testServer) createTable(db, table string, cols ...map[string]any) {
+	ts.t.Helper()
+	ts.expect(201, "PUT", "/db/"+db+":main/tables/"+table, nil)
+	for _, c := range cols {
+		ts.expect(200, "POST", "/db/"+db+":main/tables/"+table+"/columns", c)
+	}
+}
+
+// keys returns the sorted keys of a JSON object, joined by commas.
+func keys(v any) string {
+	m, _ := v.(map[string]any)
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sortStrings(ks)
+	return strings.Join(ks, ",")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// jsonEq fails unless got encodes to the same JSON as want (a JSON text).
+func jsonEq(t *testing.T, what string, got any, want string) {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want JSON %q: %v", want, err)
+	}
+	gb, _ := json.Marshal(got)
+	var g any
+	json.Unmarshal(gb, &g)
+	wb, _ := json.Marshal(w)
+	gb, _ = json.Marshal(g)
+	if string(gb) != string(wb) {
+		t.Errorf("%s:\n got %s\nwant %s", what, gb, wb)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.key = ""
+	r := ts.expect(200, "GET", ts.url+"/healthz", nil)
+	jsonEq(t, "healthz", r.body, `{"status":"ok"}`)
+}
+
+func TestAuthentication(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	f := func(opt reqOpt) {
+		t.Helper()
+		r := ts.expect(401, "GET", "/dbs/db", nil, opt)
+		if msg := r.obj()["message"]; msg != "invalid API key" {
+			t.Errorf("message %q", msg)
+		}
+	}
+	f(withKey(""))
+	f(withKey("cpk_wrong"))
+	f(withHeader("Authorization", "Basic "+testKey))
+	f(withHeader("Authorization", "Bearer"))
+	ts.expect(200, "GET", "/dbs/db", nil, withHeader("Authorization", "bearer "+testKey))
+	// Control-plane database operations authenticate too.
+	ts.expect(401, "GET", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs", nil, withKey("nope"))
+}
+
+func TestRequestIDAndErrorShape(t *testing.T) {
+	ts := startServer(t, Options{})
+	r := ts.expect(404, "GET", "/dbs/missing", nil)
+	id := r.header.Get("x-request-id")
+	if r.obj()["id"] != id {
+		t.Errorf("error id %v, header %q", r.obj()["id"], id)
+	}
+	if keys(r.body) != "id,message" {
+		t.Errorf("error keys %s", keys(r.body))
+	}
+	r2 := ts.expect(404, "GET", "/dbs/missing", nil)
+	if r2.header.Get("x-request-id") == id {
+		t.Error("request ids repeat")
+	}
+}
+
+func TestRouting(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "t", map[string]any{"name": "s", "type": "string"})
+	ts.expect(201, "PUT", "/db/db:main/tables/t/data/a:b", map[string]any{"s": "x"})
+
+	// Unknown path and wrong method.
+	ts.expect(404, "GET", "/nothing/here", nil)
+	ts.expect(405, "POST", "/db/db:main/metadata", nil)
+	// Empty record id.
+	ts.expect(404, "GET", "/db/db:main/tables/t/data/", nil)
+	// Doubled slashes collapse.
+	ts.expect(200, "GET", ts.base+"//db/db:main//tables/t/data/a:b", nil)
+	// Segments are percent-decoded one by one.
+	r := ts.expect(200, "GET", "/db/db%3Amain/tables/t/data/a%3Ab", nil)
+	if r.obj()["id"] != "a:b" {
+		t.Errorf("id %v", r.obj()["id"])
+	}
+	// {db}:{branch} needs a colon; an encoded slash stays inside its segment.
+	ts.expect(400, "GET", "/db/db/tables/t/data/x", nil)
+	ts.expect(404, "GET", "/db/db:main/tables/t%2Fx/data/a", nil)
+}
+
+func TestWorkspaceResolution(t *testing.T) {
+	ts := startServer(t, Options{Domains: []string{"example.test"}})
+	ts.createDB("db")
+	ws := ts.info.WorkspaceID
+	core := ts.info.Workspace
+
+	// Path prefix: the public id or the bare core.
+	ts.expect(200, "GET", ts.url+"/ws/"+ws+"/dbs/db", nil)
+	ts.expect(200, "GET", ts.url+"/ws/"+core+"/dbs/db", nil)
+	ts.expect(200, "GET", ts.url+"/ws/anything-"+core+"/dbs/db", nil)
+	// Host form, case-insensitive, with and without the upload label.
+	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withHost(strings.ToUpper(ws)+".eu-west-1.example.test"))
+	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withHost(core+".local.upload.example.test:1234"))
+	// Plain form: the user belongs to one workspace.
+	ts.expect(200, "GET", ts.url+"/dbs/db", nil)
+
+	// Unknown workspaces and workspaces of others are 401.
+	ts.expect(401, "GET", ts.url+"/ws/zzzzzz/dbs/db", nil)
+	ts.expect(401, "GET", ts.url+"/ws/not-a-workspace/dbs/db", nil)
+	ts.expect(401, "GET", ts.url+"/dbs/db", nil, withHost("zzzzzz.local.example.test"))
+	other, err := ts.eng.CreateUser(engine.NewUser{Email: "other@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherWS, err := ts.eng.CreateWorkspace(other.ID, "other", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.expect(401, "GET", ts.url+"/ws/"+otherWS.ID()+"/dbs/db", nil)
+	ts.expect(401, "GET", ts.url+"/workspaces/"+otherWS.ID()+"/dbs", nil)
+	ts.expect(401, "PUT", ts.url+"/workspaces/"+otherWS.ID()+"/dbs/x", map[string]any{"region": "local"})
+
+	// A user with two workspaces needs the workspace named.
+	if _, err := ts.eng.CreateWorkspace(ts.info.UserID, "second", ""); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.expect(400, "GET", ts.url+"/dbs/db", nil)
+	if msg := r.obj()["message"]; msg != "workspace cannot be determined; use /ws/{id} or a workspace host name" {
+		t.Errorf("message %q", msg)
+	}
+	ts.expect(200, "GET", ts.url+"/ws/"+ws+"/dbs/db", nil)
+
+	// A key scoped to a workspace resolves the plain form and reaches only
+	// that workspace.
+	cred, err := ts.eng.CreateAPIKey(ts.info.UserID, "scoped", core, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withKey(cred.Secret))
+	ts.expect(401, "GET", ts.url+"/ws/"+otherWS.ID()+"/dbs/db", nil, withKey(cred.Secret))
+}
+
+func TestBodyLimit(t *testing.T) {
+	ts := startServer(t, Options{MaxBody: 1024})
+	ts.createDB("db")
+	r := ts.expect(413, "PUT", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/big",
+		`{"region":"local","pad":"`+strings.Repeat("x", 4096)+`"}`)
+	if !strings.Contains(fmt.Sprint(r.obj()["message"]), "1024") {
+		t.Errorf("message %v", r.obj()["message"])
+	}
+	ts.expect(404, "GET", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/big", nil)
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	opts := Options{Addr: "127.0.0.1:0", DataDir: dir, BootstrapKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	go func() { done <- Run(ctx, opts, &out, func(a net.Addr) { addrc <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr.String()+"/workspaces/x/regions", nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 { // the key works; the workspace does not exist
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !strings.Contains(out.String(), testKey) || !strings.Contains(out.String(), BootstrapEmail) {
+		t.Errorf("bootstrap output: %s", out.String())
+	}
+
+	// A second start on the same directory bootstraps nothing.
+	out.Reset()
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- Run(ctx, opts, &out, func(net.Addr) { cancel() }) }()
+	if err := <-done; err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("second start printed %q", out.String())
+	}
+}

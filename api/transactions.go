@@ -1,0 +1,286 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Transaction operation bodies (compat-api.md §4.1). Unknown keys are
+// invalid; null is the same as absent.
+type (
+	txInsert struct {
+		Table      string         `json:"table"`
+		Record     map[string]any `json:"record"`
+		CreateOnly *bool          `json:"createOnly"`
+		IfVersion  *uint64        `json:"ifVersion"`
+		Columns    *[]string      `json:"columns"`
+	}
+	txUpdate struct {
+		Table     string         `json:"table"`
+		ID        string         `json:"id"`
+		Fields    map[string]any `json:"fields"`
+		IfVersion *uint64        `json:"ifVersion"`
+		Upsert    *bool          `json:"upsert"`
+		Columns   *[]string      `json:"columns"`
+	}
+	txDelete struct {
+		Table         string    `json:"table"`
+		ID            string    `json:"id"`
+		FailIfMissing *bool     `json:"failIfMissing"`
+		Columns       *[]string `json:"columns"`
+	}
+	txGet struct {
+		Table   string    `json:"table"`
+		ID      string    `json:"id"`
+		Columns *[]string `json:"columns"`
+	}
+)
+
+// txPlan is what rendering the result of one operation needs.
+type txPlan struct {
+	op         engine.Op
+	explicitID bool       // an insert that named its id
+	sel        *selection // the op's `columns`; nil without them
+	hasColumns bool
+}
+
+// transaction: POST /db/{dbb}/transaction. Every operation is validated
+// first and all invalid ones are reported; then the operations run as one
+// atomic write that stops at the first failure.
+func (s *Server) transaction(r *request) error {
+	ref, err := r.branchRef()
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Operations *[]json.RawMessage `json:"operations"`
+	}
+	if err := r.decode(&body, false); err != nil {
+		return err
+	}
+	if body.Operations == nil {
+		return invalid("operations is required")
+	}
+	raw := *body.Operations
+	if len(raw) > engine.MaxTransactionOp {
+		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
+	}
+	rd := s.newRenderer(ref.Ref)
+	if err := rd.loadSchema(); err != nil {
+		return err // a missing database or branch fails the whole request
+	}
+	plans := make([]txPlan, len(raw))
+	var invalidOps []any
+	for i, m := range raw {
+		p, err := rd.parseTxOp(m)
+		if err != nil {
+			invalidOps = append(invalidOps, map[string]any{"index": i, "message": errorMessage(err)})
+			continue
+		}
+		plans[i] = p
+	}
+	if invalidOps != nil {
+		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": invalidOps}}
+	}
+	ops := make([]engine.Op, len(plans))
+	for i := range plans {
+		ops[i] = plans[i].op
+	}
+	results, err := s.eng.Write(ref.Ref, ops)
+	var oe *engine.OpErrors
+	if errors.As(err, &oe) {
+		list := make([]any, 0, len(oe.Errors))
+		for _, e := range oe.Errors {
+			list = append(list, map[string]any{"index": e.Index, "message": e.Err.Message})
+		}
+		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": list}}
+	}
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(results))
+	for i, res := range results {
+		if out[i], err = rd.txResult(&plans[i], res); err != nil {
+			return err
+		}
+	}
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"results": out})
+	return nil
+}
+
+// errorMessage is the message of an engine error, without the prefix that
+// whole-body decoding errors carry.
+func errorMessage(err error) string {
+	var ee *engine.Error
+	if errors.As(err, &ee) {
+		return strings.TrimPrefix(ee.Message, "invalid JSON body: ")
+	}
+	return err.Error()
+}
+
+// parseTxOp validates one operation against the schema.
+func (rd *renderer) parseTxOp(m json.RawMessage) (txPlan, error) {
+	var wrapper map[string]json.RawMessage
+	if err := decodeStrict(m, &wrapper); err != nil || wrapper == nil {
+		return txPlan{}, invalid("an operation must be an object with one of insert, update, delete or get")
+	}
+	if len(wrapper) != 1 {
+		return txPlan{}, invalid("an operation must have exactly one of insert, update, delete or get")
+	}
+	var p txPlan
+	var columns *[]string
+	for kind, body := range wrapper {
+		switch kind {
+		case "insert":
+			var x txInsert
+			if err := decodeStrict(body, &x); err != nil {
+				return p, prefixed("insert", err)
+			}
+			if x.Record == nil {
+				return p, invalid("insert: record is required")
+			}
+			p.op = engine.Op{Kind: engine.OpInsert, Table: x.Table, Values: x.Record, IfVersion: x.IfVersion}
+			p.op.CreateOnly = x.CreateOnly != nil && *x.CreateOnly
+			dropNullID(x.Record)
+			if v, ok := x.Record["id"]; ok {
+				id, isStr := v.(string)
+				if !isStr {
+					return p, invalid("insert: record id must be a string")
+				}
+				if err := engine.CheckRecordID(id); err != nil {
+					return p, err
+				}
+				p.op.ID, p.explicitID = id, true
+			}
+			if x.IfVersion != nil && !p.explicitID {
+				return p, invalid("insert: ifVersion needs an explicit record id")
+			}
+			columns = x.Columns
+		case "update":
+			var x txUpdate
+			if err := decodeStrict(body, &x); err != nil {
+				return p, prefixed("update", err)
+			}
+			if x.Fields == nil {
+				return p, invalid("update: fields is required")
+			}
+			p.op = engine.Op{Kind: engine.OpUpdate, Table: x.Table, ID: x.ID, Values: x.Fields, IfVersion: x.IfVersion}
+			p.op.Upsert = x.Upsert != nil && *x.Upsert
+			columns = x.Columns
+		case "delete":
+			var x txDelete
+			if err := decodeStrict(body, &x); err != nil {
+				return p, prefixed("delete", err)
+			}
+			p.op = engine.Op{Kind: engine.OpDelete, Table: x.Table, ID: x.ID}
+			p.op.FailIfMissing = x.FailIfMissing != nil && *x.FailIfMissing
+			columns = x.Columns
+		case "get":
+			var x txGet
+			if err := decodeStrict(body, &x); err != nil {
+				return p, prefixed("get", err)
+			}
+			p.op = engine.Op{Kind: engine.OpGet, Table: x.Table, ID: x.ID}
+			columns = x.Columns
+		default:
+			return p, invalid("unknown operation [%s]: use insert, update, delete or get", kind)
+		}
+	}
+	if p.op.Table == "" {
+		return p, invalid("table is required")
+	}
+	if _, err := rd.table(p.op.Table); err != nil {
+		return p, err
+	}
+	if p.op.Kind != engine.OpInsert {
+		if p.op.ID == "" {
+			return p, invalid("table [%s]: id is required", p.op.Table)
+		}
+		if err := engine.CheckRecordID(p.op.ID); err != nil {
+			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
+		}
+	}
+	if columns != nil {
+		sel, err := rd.selection(p.op.Table, *columns)
+		if err != nil {
+			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
+		}
+		if sel == nil {
+			sel = &selection{}
+		}
+		p.sel, p.hasColumns = sel, true
+	}
+	return p, nil
+}
+
+// prefixed names the operation kind in a validation error.
+func prefixed(kind string, err error) error {
+	return invalid("%s: %s", kind, errorMessage(err))
+}
+
+// txResult renders one operation's result with the exact key sets of
+// compat-api.md §4.3.
+func (rd *renderer) txResult(p *txPlan, res engine.OpResult) (map[string]any, error) {
+	// columns renders the projected record: only the requested keys, id
+	// only when named, never the metadata.
+	columns := func(rec *engine.Record) (map[string]any, error) {
+		if rec == nil {
+			return map[string]any{}, nil
+		}
+		return rd.record(p.op.Table, rec, p.sel, p.sel.id, false)
+	}
+	switch p.op.Kind {
+	case engine.OpInsert:
+		out := map[string]any{"operation": "insert", "id": res.ID, "rows": res.Rows}
+		switch {
+		case p.hasColumns:
+			c, err := columns(res.Record)
+			if err != nil {
+				return nil, err
+			}
+			out["columns"] = c
+		case p.explicitID && !p.op.CreateOnly:
+			out["columns"] = map[string]any{}
+		}
+		return out, nil
+	case engine.OpUpdate:
+		out := map[string]any{"operation": "update", "id": res.ID, "rows": res.Rows, "columns": map[string]any{}}
+		if p.hasColumns {
+			c, err := columns(res.Record)
+			if err != nil {
+				return nil, err
+			}
+			out["columns"] = c
+		}
+		return out, nil
+	case engine.OpDelete:
+		out := map[string]any{"operation": "delete", "rows": res.Rows}
+		if p.hasColumns {
+			c, err := columns(res.Record)
+			if err != nil {
+				return nil, err
+			}
+			out["columns"] = c
+		}
+		return out, nil
+	default: // engine.OpGet
+		var c map[string]any
+		var err error
+		switch {
+		case res.Record == nil:
+			c = map[string]any{}
+		case p.hasColumns:
+			c, err = columns(res.Record)
+		default:
+			c, err = rd.record(p.op.Table, res.Record, nil, true, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"operation": "get", "columns": c}, nil
+	}
+}

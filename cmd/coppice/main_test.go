@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/api"
+)
+
+// TestMain lets the test binary act as the coppice binary for
+// TestServeProcess.
+func TestMain(m *testing.M) {
+	if os.Getenv("COPPICE_TEST_RUN_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func TestHelpDocumentsEveryFlag(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, func(string) string { return "" }, &out, &out); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, s := range []string{
+		"serve", "-addr", "COPPICE_ADDR", "-data", "COPPICE_DATA", "-compat", "COPPICE_COMPAT",
+		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
+		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
+	} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("help does not mention %s:\n%s", s, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"serve", "-h"}, func(string) string { return "" }, &out, &out); code != 0 || !strings.Contains(out.String(), "-max-body") {
+		t.Errorf("serve -h: exit %d\n%s", code, out.String())
+	}
+	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+func TestServeOptions(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	f := func(args []string, want api.Options) {
+		t.Helper()
+		got, err := serveOptions(args, getenv, os.Stderr)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%v with %v:\n got %+v\nwant %+v", args, env, got, want)
+		}
+	}
+	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
+		MaxBody: api.DefaultMaxBody, LogLevel: "info"}
+	f(nil, def)
+
+	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
+		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
+		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test"}
+	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k"})
+	// Flags win over the environment.
+	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z"},
+		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
+			MaxBody: 5, LogLevel: "warn", BootstrapKey: "k"})
+
+	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--nope"}, {"extra"}} {
+		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// TestServeProcess runs `coppice serve` as a process: first-start
+// bootstrap output, a request with the bootstrap key, and a clean exit on
+// SIGTERM.
+func TestServeProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const key = "cpk_process_test_key"
+	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", t.TempDir()+"/data")
+	cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/dbs/none", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("status %d, want 404 (the key works, the database does not exist)", resp.StatusCode)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		stopped = true
+		if err != nil {
+			t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
+	// The output buffers are safe to read once the process has exited.
+	if !strings.Contains(stdout.String(), key) {
+		t.Errorf("bootstrap output lacks the key:\n%s", stdout.String())
+	}
+}
