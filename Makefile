@@ -30,8 +30,12 @@ test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
 	  done; \
 	done
 
-bench: ## run the Go benchmarks (sizes up to 1e6)
-	COPPICE_BENCH_MAX=1000000 $(GO) test -tags $(GOTAGS) -run '^$$' -bench . -benchtime 1x -timeout 120m ./engine/
+bench: ## run the engine benchmarks (sizes up to 1e6) into bench/results/engine-DATE.txt
+	@mkdir -p bench/results
+	@out=bench/results/engine-$$(date -u +%Y%m%d-%H%M%S).txt; \
+	COPPICE_BENCH_MAX=$(or $(BENCH_MAX),1000000) $(GO) test -tags $(GOTAGS) -run '^$$' -bench . \
+	  -benchtime $(or $(BENCHTIME),2s) -timeout 120m ./engine/ 2>&1 | tee $$out; \
+	grep -q '^ok' $$out || { echo "benchmarks failed; output in $$out"; exit 1; }
 
 vet: ## go vet and gofmt check
 	$(GO) vet -tags $(GOTAGS) ./...

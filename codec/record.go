@@ -372,3 +372,23 @@ func cloneValue(v Value) Value {
 	v.Vec = slices.Clone(v.Vec)
 	return v
 }
+
+// RecordSeq returns the Seq of an encoded record by reading its header
+// only: versioned reads check it before deciding which version to decode.
+func RecordSeq(src []byte) (uint64, error) {
+	d := recordDecoder{b: src}
+	if len(d.b) < 2 || d.b[0] != recordFormatV1 {
+		return 0, d.fail("bad header")
+	}
+	d.b = d.b[2:]
+	n := d.length(1)
+	if d.err != nil {
+		return 0, d.err
+	}
+	d.b = d.b[n:]
+	d.uvarint()
+	d.varint()
+	d.varint()
+	seq := d.uvarint()
+	return seq, d.err
+}

@@ -433,3 +433,17 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestRecordSeq(t *testing.T) {
+	r := &Record{ID: "rec_1", Version: 3, CreatedAt: -5, UpdatedAt: 7, Seq: 1 << 40, Fields: []Field{{Col: 1, Val: String("x")}}}
+	b := AppendRecord(nil, r)
+	if s, err := RecordSeq(b); err != nil || s != r.Seq {
+		t.Fatalf("RecordSeq = %d, %v", s, err)
+	}
+	for i := 0; i < len(b); i++ {
+		// Every truncation of the header either fails or reads the seq.
+		if s, err := RecordSeq(b[:i]); err == nil && s != r.Seq {
+			t.Fatalf("truncated at %d: seq %d", i, s)
+		}
+	}
+}

@@ -156,8 +156,8 @@ func (e *Engine) DeleteBranch(ref Ref) error {
 		if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
 			return err
 		}
-		for g, to := range tx.st.git {
-			if to == b.Name {
+		for _, g := range sortedKeys(tx.st.git) {
+			if tx.st.git[g] == b.Name {
 				if err := tx.setGit(g, ""); err != nil {
 					return err
 				}

@@ -71,6 +71,10 @@ type database struct {
 	nextTable  uint32
 	nextBranch uint32
 	rows       map[uint32]uint32 // table id → last row id allocated
+
+	storeState
+	hasStores atomic.Bool // some column store exists: writers must update them
+	filled    fillSet     // key ranges known to be empty, for point reads
 }
 
 // counter names in the metadata layer.
@@ -186,6 +190,14 @@ type dbTx struct {
 	pending    map[string]*codec.Delta // bitmap deltas by current chunk key
 	pendingLay map[string]uint32       // layer of each pending key (for hist)
 	dropLayers []uint32
+	changes    []rowChange // rows written, for the column stores
+}
+
+// rowChange is one row written by a command: its new version, or nil when
+// deleted.
+type rowChange struct {
+	branch, table, row uint32
+	rec                *codec.Record
 }
 
 // beginTx starts a command on d; the caller holds d.mu.
@@ -420,6 +432,10 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) error {
 		tx.batch.Close()
 		return err
 	}
+	lockStores := d.hasStores.Load() && (len(tx.changes) > 0 || tx.branches != nil)
+	if lockStores {
+		d.storeMu.Lock()
+	}
 	return e.commit(tx.batch, func() {
 		d.seq = tx.seq
 		d.nextLayer, d.nextTable, d.nextBranch = tx.nextLayer, tx.nextTable, tx.nextBranch
@@ -429,5 +445,30 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) error {
 		if tx.branches != nil || tx.git != nil {
 			d.state.Store(tx.state())
 		}
-	}, unlock)
+		if lockStores {
+			d.updateStores(tx)
+		}
+	}, func() {
+		if lockStores {
+			d.storeMu.Unlock()
+		}
+		unlock()
+	})
+}
+
+// updateStores applies a command's row changes to the column stores, and
+// drops the stores of branches it removed or whose schema it changed.
+// The caller holds storeMu.
+func (d *database) updateStores(tx *dbTx) {
+	st := d.state.Load()
+	for k, s := range d.stores {
+		if b := st.byID[k.branch]; b == nil || b.Version != s.version {
+			delete(d.stores, k)
+		}
+	}
+	for _, c := range tx.changes {
+		if s := d.stores[storeKey{c.branch, c.table}]; s != nil {
+			s.apply(c.row, c.rec)
+		}
+	}
 }

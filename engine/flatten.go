@@ -56,6 +56,10 @@ func (e *Engine) flatten(d *database, branchID uint32) error {
 	if err := e.materialize(d.id, b.Schema, frozen, layer); err != nil {
 		return err
 	}
+	for _, t := range b.Schema.Tables {
+		d.filled.markFilled(layer, t.ID, codec.KindRecordCur)
+		d.filled.markFilled(layer, t.ID, codec.KindIDMapCur)
+	}
 	return e.run(d, func(tx *dbTx) error {
 		cur := tx.st.byID[branchID]
 		if cur == nil || !slices.Equal(cur.Lineage[1:], frozen) {

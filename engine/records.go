@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"sort"
@@ -136,29 +137,43 @@ func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmd := &writeCommand{Branch: ref.Branch, Now: now, Ops: ops}
 	var results []OpResult
 	err = e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		w := &writer{tx: tx, br: b, now: now}
-		results = make([]OpResult, len(ops))
-		for i := range ops {
-			r, err := w.apply(&ops[i])
-			if err != nil {
-				var ee *Error
-				if !errors.As(err, &ee) {
-					return err
-				}
-				return &OpErrors{Errors: []OpError{{Index: i, Err: ee}}}
-			}
-			results[i] = r
-		}
-		return nil
+		results, err = cmd.apply(tx)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return results, nil
+}
+
+// writeCommand is a record write with everything non-deterministic resolved:
+// record ids and the time. Applying it reads only the database state.
+type writeCommand struct {
+	Branch string
+	Now    time.Time
+	Ops    []Op
+}
+
+func (c *writeCommand) apply(tx *dbTx) ([]OpResult, error) {
+	b, err := tx.st.branch(c.Branch)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{tx: tx, br: b, now: c.Now}
+	results := make([]OpResult, len(c.Ops))
+	for i := range c.Ops {
+		r, err := w.apply(&c.Ops[i])
+		if err != nil {
+			var ee *Error
+			if !errors.As(err, &ee) {
+				return nil, err
+			}
+			return nil, &OpErrors{Errors: []OpError{{Index: i, Err: ee}}}
+		}
+		results[i] = r
 	}
 	return results, nil
 }
@@ -246,7 +261,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	ent, _, ok, err := lookupID(e.pdb, d.id, b.Lineage, t.ID, id)
+	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +269,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 		return nil, notFoundf("record [%s] not found", id)
 	}
 	var rec codec.Record
-	_, ok, err = readRow(e.pdb, d.id, b.Lineage, t.ID, ent.Row, &rec)
+	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -694,6 +709,7 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 	top := w.br.Lineage[0].Layer
 	hasParent := len(w.br.Lineage) > 1
 	forkSeq, forked := tx.state().forks[top]
+	tx.d.filled.markFilled(top, t.ID, codec.KindRecordCur)
 	key := codec.RecordKey(nil, tx.d.id, top, t.ID, row)
 	if old != nil && oldLevel == 0 && forked && old.Seq <= forkSeq {
 		hk := codec.RecordHistKey(nil, tx.d.id, top, t.ID, row, old.Seq)
@@ -717,6 +733,7 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 			return err
 		}
 	}
+	tx.changes = append(tx.changes, rowChange{branch: w.br.ID, table: t.ID, row: row, rec: rec})
 	// Bitmaps of the top layer.
 	var before, after map[string]struct{}
 	if old != nil && oldLevel == 0 {
@@ -747,6 +764,7 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 func (w *writer) writeID(t *table, id string, row uint32, level int, deleted bool) error {
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
+	tx.d.filled.markFilled(top, t.ID, codec.KindIDMapCur)
 	key := codec.IDMapKey(nil, tx.d.id, top, t.ID, id)
 	forkSeq, forked := tx.state().forks[top]
 	if v, closer, err := tx.batch.Get(key); err == nil {
@@ -768,7 +786,39 @@ func (w *writer) writeID(t *table, id string, row uint32, level int, deleted boo
 	// A tombstone is kept while the layer has forks or lower layers: a
 	// missing current key means "absent at every seq" to readers.
 	if deleted && len(w.br.Lineage) == 1 && !forked {
+		// For that to hold, the id's history goes too. Versions kept for
+		// forks that have since been deleted would otherwise outlive
+		// the current key: once the id is written again under a later
+		// fork, that fork would find the stale version instead of
+		// "absent" (and fail writing the id: a deleted row).
+		if err := dropIDHistory(tx.batch, codec.IDMapHistKey(nil, tx.d.id, top, t.ID, id, 0)); err != nil {
+			return err
+		}
 		return tx.batch.Delete(key, nil)
 	}
 	return tx.batch.Set(key, encodeIDEntry(idEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
+}
+
+// dropIDHistory deletes the history versions of one id-map entry; histKey is
+// any of its history keys (the seq suffix is ignored). No branch reads them
+// any more when this is called, and there are usually none.
+func dropIDHistory(b *pebble.Batch, histKey []byte) error {
+	prefix := histKey[:len(histKey)-8]
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

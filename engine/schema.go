@@ -5,7 +5,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/coppice-db/coppice/index"
 )
 
 // ColumnType is the type of a column (spec §2.3, plus json from the compat API).
@@ -121,6 +124,9 @@ type schema struct {
 	Tables []*table `json:"tables"`
 	byName map[string]*table
 	byID   map[uint32]*table
+
+	itOnce  sync.Once
+	itables map[uint32]*index.Table
 }
 
 var (

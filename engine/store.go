@@ -114,13 +114,7 @@ func idEntrySeq(b []byte) (uint64, error) {
 	return e.Seq, err
 }
 
-func recordSeq(b []byte) (uint64, error) {
-	var r codec.Record
-	if err := codec.DecodeRecord(b, &r); err != nil {
-		return 0, err
-	}
-	return r.Seq, nil
-}
+func recordSeq(b []byte) (uint64, error) { return codec.RecordSeq(b) }
 
 // lookupID resolves a record id to its row in a branch. level is the lineage
 // index of the layer holding the mapping. ok is false when the record does

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
+)
+
+// A column store keeps the values of every scalar column of one table of one
+// branch in memory, by row id, so that range predicates, $contains, sorts
+// and summaries scan arrays instead of storage. It is built on first use
+// from the branch's records and kept current by the writes of that branch,
+// under database.storeMu: writers hold it across making a batch visible and
+// updating the stores, queries hold it for reading while they take their
+// snapshot and scan, so a query's snapshot and its stores always agree.
+
+// storeKey names the store of one table of one branch.
+type storeKey struct {
+	branch, table uint32
+}
+
+// tableStore holds the column values of one table of one branch.
+type tableStore struct {
+	version uint64 // branch schema version it was built for
+	cols    map[uint32]*colValues
+}
+
+// colValues are the values of one column, by row. Only the slice of the
+// column's kind is used.
+type colValues struct {
+	kind    codec.Kind
+	ints    []int64 // int, datetime (unix nanos), bool (0/1)
+	floats  []float64
+	strs    []string
+	lists   [][]string
+	present roaring.Bitmap
+}
+
+// Get implements index.ColumnValues.
+func (c *colValues) Get(row uint32) codec.Value {
+	if !c.present.Contains(row) {
+		return codec.Null()
+	}
+	switch c.kind {
+	case codec.KindInt, codec.KindDatetime, codec.KindBool:
+		return codec.Value{Kind: c.kind, Int: c.ints[row]}
+	case codec.KindFloat:
+		return codec.Float(c.floats[row])
+	case codec.KindString:
+		return codec.String(c.strs[row])
+	case codec.KindStrings:
+		return codec.Strings(c.lists[row])
+	}
+	return codec.Null()
+}
+
+func (c *colValues) set(row uint32, v codec.Value) {
+	if v.IsNull() {
+		c.present.Remove(row)
+		switch c.kind {
+		case codec.KindString:
+			if int(row) < len(c.strs) {
+				c.strs[row] = ""
+			}
+		case codec.KindStrings:
+			if int(row) < len(c.lists) {
+				c.lists[row] = nil
+			}
+		}
+		return
+	}
+	n := int(row) + 1
+	switch c.kind {
+	case codec.KindInt, codec.KindDatetime, codec.KindBool:
+		c.ints = grow(c.ints, n)
+		c.ints[row] = v.Int
+	case codec.KindFloat:
+		c.floats = grow(c.floats, n)
+		c.floats[row] = v.Float
+	case codec.KindString:
+		c.strs = grow(c.strs, n)
+		c.strs[row] = v.Str
+	case codec.KindStrings:
+		c.lists = grow(c.lists, n)
+		c.lists[row] = v.Strs
+	}
+	c.present.Add(row)
+}
+
+func grow[T any](s []T, n int) []T {
+	if n <= len(s) {
+		return s
+	}
+	if n <= cap(s) {
+		return s[:n]
+	}
+	ns := make([]T, n, n+n/4+1024)
+	copy(ns, s)
+	return ns
+}
+
+// storedKind is the value kind a column type keeps in a store; ok is false
+// for types without a store.
+func storedKind(t ColumnType) (codec.Kind, bool) {
+	switch t {
+	case TypeBool:
+		return codec.KindBool, true
+	case TypeInt:
+		return codec.KindInt, true
+	case TypeFloat:
+		return codec.KindFloat, true
+	case TypeString, TypeEmail, TypeLink:
+		return codec.KindString, true
+	case TypeDatetime:
+		return codec.KindDatetime, true
+	case TypeMultiple:
+		return codec.KindStrings, true
+	}
+	return 0, false
+}
+
+// newTableStore makes an empty store for the stored columns of t, meta
+// columns included.
+func newTableStore(b *branch, t *table) *tableStore {
+	s := &tableStore{version: b.Version, cols: map[uint32]*colValues{
+		index.MetaIDColumn:        {kind: codec.KindString},
+		index.MetaVersionColumn:   {kind: codec.KindInt},
+		index.MetaCreatedAtColumn: {kind: codec.KindDatetime},
+		index.MetaUpdatedAtColumn: {kind: codec.KindDatetime},
+	}}
+	for _, c := range t.leaves {
+		if k, ok := storedKind(c.Type); ok {
+			s.cols[c.ID] = &colValues{kind: k}
+		}
+	}
+	return s
+}
+
+// apply records a row's new version (nil: deleted).
+func (s *tableStore) apply(row uint32, rec *codec.Record) {
+	if rec == nil || rec.Deleted {
+		for _, c := range s.cols {
+			c.set(row, codec.Null())
+		}
+		return
+	}
+	s.cols[index.MetaIDColumn].set(row, codec.String(rec.ID))
+	s.cols[index.MetaVersionColumn].set(row, codec.Int(int64(rec.Version)))
+	s.cols[index.MetaCreatedAtColumn].set(row, codec.Value{Kind: codec.KindDatetime, Int: rec.CreatedAt})
+	s.cols[index.MetaUpdatedAtColumn].set(row, codec.Value{Kind: codec.KindDatetime, Int: rec.UpdatedAt})
+	for id, c := range s.cols {
+		if id >= index.MetaUpdatedAtColumn {
+			continue
+		}
+		v, ok := rec.Get(id)
+		if !ok {
+			c.set(row, codec.Null())
+			continue
+		}
+		c.set(row, v)
+	}
+}
+
+// buildTableStore reads every visible row of a table of a branch, bottom
+// layer first so that upper layers override.
+func buildTableStore(r pebble.Reader, db uint32, b *branch, t *table) (*tableStore, error) {
+	s := newTableStore(b, t)
+	var rec codec.Record
+	for i := len(b.Lineage) - 1; i >= 0; i-- {
+		lr := b.Lineage[i]
+		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindRecordCur, t.ID)
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			k := it.Key()
+			if len(k) != len(prefix)+4 {
+				continue
+			}
+			row := be32(k[len(prefix):])
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			if err := codec.DecodeRecord(v, &rec); err != nil {
+				it.Close()
+				return nil, err
+			}
+			if rec.Seq > lr.Seq {
+				// Written after the fork this level is read at: take the
+				// version visible then, if any.
+				hp := codec.RecordHistKey(nil, db, lr.Layer, t.ID, row, 0)
+				hv, found, err := getVersion(r, k, hp[:len(hp)-8], lr.Seq, recordSeq)
+				if err != nil {
+					it.Close()
+					return nil, err
+				}
+				if !found {
+					continue
+				}
+				if err := codec.DecodeRecord(hv, &rec); err != nil {
+					it.Close()
+					return nil, err
+				}
+			}
+			s.apply(row, &rec)
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func be32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}

@@ -1,0 +1,545 @@
+package engine_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Benchmarks of the storage engine, sized by powers of ten: 1e3, 1e4 and 1e5
+// records by default, up to COPPICE_BENCH_MAX (1000000 adds 1e6). Datasets
+// are loaded with BulkInsert in batches of 1000 into an engine opened with
+// NoSync, which is then closed and reopened with sync on, so every timed
+// write is durable. A dataset is loaded once per benchmark function and size,
+// outside the timed region.
+//
+// Ratios that BENCHMARKS.md sets targets for (W6) are measured in one run,
+// with the two sides interleaved in small blocks so that drift on a shared
+// machine hits both alike.
+
+// benchMaxEnv names the variable that sets the largest dataset size.
+const benchMaxEnv = "COPPICE_BENCH_MAX"
+
+// benchSeed fixes the generated dataset: same seed, same records.
+const benchSeed = 0xC0991CE
+
+// benchTable is the table every benchmark dataset lives in.
+const benchTable = "items"
+
+// benchColumns has one column of each common scalar type and a multiple.
+var benchColumns = []engine.ColumnDef{
+	{Name: "title", Type: engine.TypeString},
+	{Name: "category", Type: engine.TypeString},
+	{Name: "tags", Type: engine.TypeMultiple},
+	{Name: "price", Type: engine.TypeFloat},
+	{Name: "views", Type: engine.TypeInt},
+	{Name: "created_at", Type: engine.TypeDatetime},
+	{Name: "active", Type: engine.TypeBool},
+}
+
+// benchWords is the vocabulary of titles; the dataset generator of bench/
+// uses a real word list, this small one keeps the engine package standalone.
+var benchWords = strings.Fields(`
+	apple river stone cloud garden silver window forest candle harbor
+	meadow pepper rocket violet castle ember lantern mirror orchard pebble
+	thunder valley willow anchor basket cedar dragon falcon glacier hollow
+	island jasmine kettle ladder marble nectar oyster parrot quartz raven
+	saddle timber umbrella velvet walnut yarrow zephyr amber breeze copper
+	dune echo fable granite hazel ivory juniper kernel lemon maple nutmeg
+	olive prairie quiver ripple sparrow tulip union vapor wander xenon yonder
+	zenith arrow bramble cobalt dusk elm fern grove heron indigo jade kelp
+	lilac moss north opal pine quill reed sage tide umber vale wren yew
+	blue green red quick lazy bright dark small large ancient modern silent
+`)
+
+// benchEpoch starts the five years created_at spans.
+var benchEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// benchRecord returns the values of record i of the dataset (without id):
+// Zipf-distributed title words, categories and views, lognormal prices,
+// uniform dates, 70% active.
+func benchRecord(i int) map[string]any {
+	r := rand.New(rand.NewPCG(benchSeed, uint64(i)))
+	word := rand.NewZipf(r, 1.1, 1, uint64(len(benchWords)-1))
+	title := make([]string, 3+r.IntN(6))
+	for j := range title {
+		title[j] = benchWords[word.Uint64()]
+	}
+	category := rand.NewZipf(r, 1.2, 1, 19).Uint64()
+	var tags []string
+	for _, t := range r.Perm(200)[:1+r.IntN(5)] {
+		tags = append(tags, "tag"+strconv.Itoa(t))
+	}
+	return map[string]any{
+		"title":      strings.Join(title, " "),
+		"category":   "cat" + strconv.FormatUint(category, 10),
+		"tags":       tags,
+		"price":      math.Round(math.Exp(3+0.8*r.NormFloat64())*100) / 100,
+		"views":      int64(rand.NewZipf(r, 1.3, 1, 1<<20).Uint64()),
+		"created_at": benchEpoch.Add(time.Duration(r.Int64N(int64(5 * 365 * 24 * time.Hour)))).Truncate(time.Microsecond),
+		"active":     r.Float64() < 0.7,
+	}
+}
+
+// benchID is the id of record i of the dataset.
+func benchID(i int) string { return fmt.Sprintf("r%08d", i) }
+
+// benchMax returns the largest dataset size to run.
+func benchMax(b *testing.B) int {
+	s := os.Getenv(benchMaxEnv)
+	if s == "" {
+		return 100_000
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 1000 {
+		b.Fatalf("%s=%q: want a size of at least 1000, like 1000000", benchMaxEnv, s)
+	}
+	return int(f)
+}
+
+// benchSizes returns the sizes out of 1e3 … 1e6 (or of only, when given)
+// that do not exceed the maximum.
+func benchSizes(b *testing.B, only ...int) []int {
+	if len(only) == 0 {
+		only = []int{1e3, 1e4, 1e5, 1e6}
+	}
+	var out []int
+	for _, n := range only {
+		if n <= benchMax(b) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sizeLabel writes a power of ten as 1eK.
+func sizeLabel(n int) string {
+	k := int(math.Round(math.Log10(float64(n))))
+	if int(math.Pow10(k)) == n {
+		return "1e" + strconv.Itoa(k)
+	}
+	return strconv.Itoa(n)
+}
+
+// benchEnv is one engine in a temporary directory with one user and one
+// workspace. It belongs to a top-level benchmark, whose cleanup closes it.
+type benchEnv struct {
+	dir string
+	e   *engine.Engine
+	ws  string
+}
+
+// newBenchEnv opens a NoSync engine for loading in a directory owned by
+// owner; b reports failures.
+func newBenchEnv(b, owner *testing.B) *benchEnv {
+	env := &benchEnv{dir: owner.TempDir()}
+	var err error
+	if env.e, err = engine.Open(env.dir, engine.Options{NoSync: true}); err != nil {
+		b.Fatal(err)
+	}
+	owner.Cleanup(func() { env.e.Close() })
+	u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := env.e.CreateWorkspace(u.ID, "bench", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	env.ws = ws.Core
+	return env
+}
+
+// ref names a branch of a database of the environment.
+func (env *benchEnv) ref(db, branch string) engine.Ref {
+	return engine.Ref{Workspace: env.ws, Database: db, Branch: branch}
+}
+
+// load creates the databases dbs, each with the table of benchColumns on
+// main, and loads records 0 … n-1 into each, one batch of 1000 after the
+// other across the databases so that they age alike.
+func (env *benchEnv) load(b *testing.B, n int, dbs ...string) {
+	for _, db := range dbs {
+		if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: db, Region: "local"}); err != nil {
+			b.Fatal(err)
+		}
+		ref := env.ref(db, "main")
+		if _, err := env.e.CreateTable(ref, benchTable); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := env.e.SetTableColumns(ref, benchTable, benchColumns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
+	for start := 0; start < n; start += engine.MaxBulkRecords {
+		batch = batch[:0]
+		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
+			rec := benchRecord(i)
+			rec["id"] = benchID(i)
+			batch = append(batch, rec)
+		}
+		for _, db := range dbs {
+			if _, err := env.e.BulkInsert(env.ref(db, "main"), benchTable, batch); err != nil {
+				b.Fatalf("load %s: %v", db, err)
+			}
+		}
+	}
+}
+
+// durable closes the loading engine and reopens the directory with sync on.
+func (env *benchEnv) durable(b *testing.B) {
+	if err := env.e.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var err error
+	if env.e, err = engine.Open(env.dir, engine.Options{}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// updateRows rewrites views and active of the given records of a branch, up
+// to 1000 per transaction; k makes the new values differ per call.
+func (env *benchEnv) updateRows(b *testing.B, ref engine.Ref, rows []int, k int) {
+	for len(rows) > 0 {
+		chunk := rows[:min(len(rows), engine.MaxTransactionOp)]
+		rows = rows[len(chunk):]
+		ops := make([]engine.Op, len(chunk))
+		for i, row := range chunk {
+			ops[i] = engine.Op{Kind: engine.OpUpdate, Table: benchTable, ID: benchID(row),
+				Values: map[string]any{"views": int64(k*1_000_000 + row), "active": (k+row)%2 == 0}}
+		}
+		if _, err := env.e.Write(ref, ops); err != nil {
+			b.Fatalf("update %v: %v", ref, err)
+		}
+	}
+}
+
+// perSize returns a getter that builds a size's fixture on first use, so a
+// -bench filter that skips a size skips its loading too, and the runs that
+// grow b.N reuse it. Call b.ResetTimer after the getter.
+func perSize[F any](owner *testing.B, build func(b *testing.B, env *benchEnv, n int) F) func(b *testing.B, n int) F {
+	built := map[int]F{}
+	return func(b *testing.B, n int) F {
+		f, ok := built[n]
+		if !ok {
+			b.StopTimer()
+			f = build(b, newBenchEnv(b, owner), n)
+			built[n] = f
+			b.StartTimer()
+		}
+		return f
+	}
+}
+
+// shuffledIDs returns the ids of records 0 … n-1 in a fixed random order.
+func shuffledIDs(n int) []string {
+	r := rand.New(rand.NewPCG(benchSeed, 1))
+	ids := make([]string, n)
+	for i, j := range r.Perm(n) {
+		ids[i] = benchID(j)
+	}
+	return ids
+}
+
+// templates are record values (without id) shared read-only by inserts,
+// which let the engine generate ids.
+var templates = sync.OnceValue(func() []map[string]any {
+	out := make([]map[string]any, engine.MaxBulkRecords)
+	for i := range out {
+		out[i] = benchRecord(-1 - i)
+	}
+	return out
+})
+
+// writeFixture is a durable engine holding one dataset, for write benchmarks.
+type writeFixture struct {
+	env *benchEnv
+	ref engine.Ref
+	ids []string
+}
+
+func buildWriteFixture(b *testing.B, env *benchEnv, n int) *writeFixture {
+	env.load(b, n, "bench")
+	env.durable(b)
+	f := &writeFixture{env: env, ref: env.ref("bench", "main"), ids: shuffledIDs(n)}
+	warmUp(b, env.e, f.ids, f.ref)
+	return f
+}
+
+// BenchmarkInsert inserts one record per op with WriteOne, synced: serially
+// (one fsync per write) and from many goroutines at once (group commit
+// shares fsyncs).
+func BenchmarkInsert(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	tpl := templates()
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n)+"/serial", func(b *testing.B) {
+			f := get(b, n)
+			b.ResetTimer()
+			for i := range b.N {
+				op := engine.Op{Kind: engine.OpInsert, Table: benchTable, Values: tpl[i%len(tpl)]}
+				if _, err := f.env.e.WriteOne(f.ref, op); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+		})
+		b.Run(sizeLabel(n)+"/parallel", func(b *testing.B) {
+			f := get(b, n)
+			b.SetParallelism(16) // 16 writers per core
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					op := engine.Op{Kind: engine.OpInsert, Table: benchTable, Values: tpl[i%len(tpl)]}
+					if _, err := f.env.e.WriteOne(f.ref, op); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+		})
+	}
+}
+
+// BenchmarkBulkInsert1000 inserts 1000 records per op in one synced batch.
+func BenchmarkBulkInsert1000(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	batch := templates()
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := f.env.e.BulkInsert(f.ref, benchTable, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkGet reads one record per op by id, in random order.
+func BenchmarkGet(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := f.env.e.Get(f.ref, benchTable, f.ids[i%len(f.ids)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpdate changes two indexed columns of one random record per op,
+// synced.
+func BenchmarkUpdate(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			b.ResetTimer()
+			for i := range b.N {
+				op := engine.Op{Kind: engine.OpUpdate, Table: benchTable, ID: f.ids[i%len(f.ids)],
+					Values: map[string]any{"views": int64(i), "active": i%2 == 0}}
+				if _, err := f.env.e.WriteOne(f.ref, op); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+		})
+	}
+}
+
+// BenchmarkBranchCreate forks main of databases of 1e3, 1e5 and (when the
+// maximum allows) 1e6 records. One op creates a branch in each database,
+// timed one by one, and deletes it again untimed, so the branch count stays
+// constant. It reports the time per create at each size and the ratio of
+// each larger size to 1e3 (target: ≤ 2).
+func BenchmarkBranchCreate(b *testing.B) {
+	sizes := benchSizes(b, 1e3, 1e5, 1e6)
+	env := newBenchEnv(b, b)
+	for _, n := range sizes {
+		env.load(b, n, "n"+sizeLabel(n))
+	}
+	env.durable(b)
+	spent := make([]time.Duration, len(sizes))
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range sizes {
+			// Rotate which size goes first.
+			k := (i + j) % len(sizes)
+			ref := env.ref("n"+sizeLabel(sizes[k]), "b"+strconv.Itoa(i))
+			t0 := time.Now()
+			if err := env.e.CreateBranch(ref, engine.CreateBranchRequest{From: "main"}); err != nil {
+				b.Fatal(err)
+			}
+			spent[k] += time.Since(t0)
+			if err := env.e.DeleteBranch(ref); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	per := func(k int) float64 { return float64(spent[k].Nanoseconds()) / float64(b.N) }
+	for k, n := range sizes {
+		b.ReportMetric(per(k), sizeLabel(n)+"-ns/create")
+		if k > 0 {
+			b.ReportMetric(per(k)/per(0), sizeLabel(n)+"/"+sizeLabel(sizes[0]))
+			b.Logf("branch create at %s: %.0f µs, at %s: %.0f µs, ratio %.2f (N=%d)",
+				sizeLabel(sizes[0]), per(0)/1e3, sizeLabel(n), per(k)/1e3, per(k)/per(0), b.N)
+		}
+	}
+}
+
+// warmUp reads up to 20000 of ids on each branch, so that timing starts
+// from a warm block cache.
+func warmUp(b *testing.B, e *engine.Engine, ids []string, refs ...engine.Ref) {
+	for _, ref := range refs {
+		for _, id := range ids[:min(len(ids), 20_000)] {
+			if _, err := e.Get(ref, benchTable, id); err != nil {
+				b.Fatalf("get %v %s: %v", ref, id, err)
+			}
+		}
+	}
+}
+
+// interleavedReads times point reads of ids through two branches in
+// alternating blocks, switching which side goes first, so that drift and
+// cache warmth favor neither. One op is one read on each side. It returns
+// the nanoseconds per read of each side.
+func interleavedReads(b *testing.B, e *engine.Engine, x, y engine.Ref, ids []string) (nsX, nsY float64) {
+	const block = 64
+	var dx, dy time.Duration
+	read := func(ref engine.Ref, from, k int) time.Duration {
+		t0 := time.Now()
+		for j := range k {
+			if _, err := e.Get(ref, benchTable, ids[(from+j)%len(ids)]); err != nil {
+				b.Fatalf("get %v %s: %v", ref, ids[(from+j)%len(ids)], err)
+			}
+		}
+		return time.Since(t0)
+	}
+	for done, blk := 0, 0; done < b.N; blk++ {
+		k := min(block, b.N-done)
+		from := done % len(ids)
+		if blk%2 == 0 {
+			dx += read(x, from, k)
+			dy += read(y, from, k)
+		} else {
+			dy += read(y, from, k)
+			dx += read(x, from, k)
+		}
+		done += k
+	}
+	return float64(dx.Nanoseconds()) / float64(b.N), float64(dy.Nanoseconds()) / float64(b.N)
+}
+
+// childFixture is a dataset on main with one child forked from it.
+type childFixture struct {
+	env         *benchEnv
+	main, child engine.Ref
+	ids         []string
+	churned     bool
+}
+
+// BenchmarkChildRead compares point reads of the same records on a child
+// branch and on its parent main (target: child ≤ 1.3× main). "fresh" reads
+// right after the fork; "main-churn-10pct" after main has rewritten a tenth
+// of the records, whose versions the child then reads from main's history.
+func BenchmarkChildRead(b *testing.B) {
+	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *childFixture {
+		env.load(b, n, "bench")
+		f := &childFixture{env: env, main: env.ref("bench", "main"), child: env.ref("bench", "child"), ids: shuffledIDs(n)}
+		if err := env.e.CreateBranch(f.child, engine.CreateBranchRequest{From: "main"}); err != nil {
+			b.Fatal(err)
+		}
+		env.durable(b)
+		warmUp(b, env.e, f.ids, f.main, f.child)
+		return f
+	})
+	run := func(b *testing.B, f *childFixture) {
+		b.StartTimer()
+		b.ResetTimer()
+		nsMain, nsChild := interleavedReads(b, f.env.e, f.main, f.child, f.ids)
+		b.ReportMetric(nsMain, "main-ns/get")
+		b.ReportMetric(nsChild, "child-ns/get")
+		b.ReportMetric(nsChild/nsMain, "child/main")
+	}
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n)+"/fresh", func(b *testing.B) {
+			f := get(b, n)
+			if f.churned {
+				b.Skip("the fixture was churned already")
+			}
+			run(b, f)
+		})
+		b.Run(sizeLabel(n)+"/main-churn-10pct", func(b *testing.B) {
+			f := get(b, n)
+			if !f.churned {
+				b.StopTimer()
+				rows := rand.New(rand.NewPCG(benchSeed, 2)).Perm(n)[:n/10]
+				f.env.updateRows(b, f.main, rows, 1)
+				f.env.durable(b)
+				warmUp(b, f.env.e, f.ids, f.main, f.child)
+				f.churned = true
+			}
+			run(b, f)
+		})
+	}
+}
+
+// BenchmarkMainWith20Children compares point reads on main of two databases
+// holding the same records and the same history of updates, one of which has
+// 20 live children forked at different times, with writes on main and on the
+// new child between forks (target: ≤ 1.1× main alone).
+func BenchmarkMainWith20Children(b *testing.B) {
+	const children = 20
+	type fixture struct {
+		env         *benchEnv
+		alone, with engine.Ref
+		ids         []string
+	}
+	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *fixture {
+		env.load(b, n, "alone", "with")
+		f := &fixture{env: env, alone: env.ref("alone", "main"), with: env.ref("with", "main"), ids: shuffledIDs(n)}
+		r := rand.New(rand.NewPCG(benchSeed, 3))
+		for k := range children {
+			child := env.ref("with", fmt.Sprintf("child%02d", k))
+			if err := env.e.CreateBranch(child, engine.CreateBranchRequest{From: "main"}); err != nil {
+				b.Fatal(err)
+			}
+			mainRows := r.Perm(n)[:max(1, n/100)]
+			env.updateRows(b, f.alone, mainRows, k+1)
+			env.updateRows(b, f.with, mainRows, k+1)
+			env.updateRows(b, child, r.Perm(n)[:max(1, n/1000)], k+1)
+		}
+		env.durable(b)
+		warmUp(b, env.e, f.ids, f.alone, f.with)
+		return f
+	})
+	for _, n := range benchSizes(b) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			b.ResetTimer()
+			nsAlone, nsWith := interleavedReads(b, f.env.e, f.alone, f.with, f.ids)
+			b.ReportMetric(nsAlone, "alone-ns/get")
+			b.ReportMetric(nsWith, "with20-ns/get")
+			b.ReportMetric(nsWith/nsAlone, "with20/alone")
+		})
+	}
+}

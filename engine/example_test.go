@@ -1,0 +1,94 @@
+package engine_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Example embeds the engine: it opens a data directory, sets up a table,
+// writes and reads records, then forks a branch and changes it while main
+// goes on independently.
+func Example() {
+	dir, err := os.MkdirTemp("", "coppice-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	e, err := engine.Open(dir, engine.Options{})
+	check(err)
+	defer e.Close()
+
+	// A user owns a workspace; a workspace holds databases; a database
+	// starts with one branch, main.
+	u, err := e.CreateUser(engine.NewUser{Email: "ada@example.com", Fullname: "Ada"})
+	check(err)
+	ws, err := e.CreateWorkspace(u.ID, "Acme", "")
+	check(err)
+	_, err = e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: ws.Core, Name: "shop", Region: "local"})
+	check(err)
+	main := engine.Ref{Workspace: ws.Core, Database: "shop", Branch: "main"}
+
+	_, err = e.CreateTable(main, "products")
+	check(err)
+	_, err = e.SetTableColumns(main, "products", []engine.ColumnDef{
+		{Name: "name", Type: engine.TypeString, NotNull: true},
+		{Name: "price", Type: engine.TypeFloat},
+		{Name: "stock", Type: engine.TypeInt},
+	})
+	check(err)
+
+	// One bulk insert is one batch: all records or none.
+	_, err = e.BulkInsert(main, "products", []map[string]any{
+		{"id": "lamp", "name": "Desk lamp", "price": 24.5, "stock": int64(12)},
+		{"id": "mug", "name": "Mug", "price": 8.0, "stock": int64(40)},
+	})
+	check(err)
+	// An id left out is generated.
+	res, err := e.WriteOne(main, engine.Op{Kind: engine.OpInsert, Table: "products",
+		Values: map[string]any{"name": "Notebook", "price": 3.2}})
+	check(err)
+	fmt.Println("generated id:", res.ID != "")
+
+	// Fork main: the branch sees main's records as of now, whatever their
+	// number, without copying them.
+	sale := engine.Ref{Workspace: ws.Core, Database: "shop", Branch: "sale"}
+	check(e.CreateBranch(sale, engine.CreateBranchRequest{From: "main"}))
+
+	_, err = e.WriteOne(sale, engine.Op{Kind: engine.OpUpdate, Table: "products", ID: "lamp",
+		Values: map[string]any{"price": 19.99}})
+	check(err)
+	_, err = e.WriteOne(sale, engine.Op{Kind: engine.OpDelete, Table: "products", ID: "mug"})
+	check(err)
+	// Main keeps its own history: the branch does not see this sale.
+	_, err = e.WriteOne(main, engine.Op{Kind: engine.OpUpdate, Table: "products", ID: "lamp",
+		Values: map[string]any{"stock": map[string]any{"$decrement": int64(1)}}})
+	check(err)
+
+	for _, ref := range []engine.Ref{main, sale} {
+		for _, id := range []string{"lamp", "mug"} {
+			rec, err := e.Get(ref, "products", id)
+			if engine.CodeOf(err) == engine.CodeNotFound {
+				fmt.Printf("%-4s %-4s not found\n", ref.Branch, id)
+				continue
+			}
+			check(err)
+			v := rec.Values
+			fmt.Printf("%-4s %-4s %-9s %5.2f %3d in stock\n", ref.Branch, id, v["name"], v["price"], v["stock"])
+		}
+	}
+	// Output:
+	// generated id: true
+	// main lamp Desk lamp 24.50  11 in stock
+	// main mug  Mug        8.00  40 in stock
+	// sale lamp Desk lamp 19.99  12 in stock
+	// sale mug  not found
+}

@@ -1,0 +1,293 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
+)
+
+// Doc is a projected record ready for output: id, metadata and the
+// selected values by column name. Objects are nested map[string]any, an
+// expanded link is a *Doc, an unexpanded one a Link, and a reverse link a
+// RevLinkResult. Other values have the types fromValue documents.
+type Doc struct {
+	ID        string
+	Version   uint64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Values    map[string]any
+}
+
+// RevLinkResult is the value of a reverse-link projection.
+type RevLinkResult struct {
+	Records []*Doc
+}
+
+// QueryOptions are the server settings of a query.
+type QueryOptions struct {
+	// Meta is the record metadata key ("svc", or "xata" in compat mode).
+	Meta string
+	// MaxSize, MaxOffset and MaxDepth are the page limits (spec §8 or the
+	// compat ones); zero values mean the spec's 200, 800 and 1000.
+	MaxSize, MaxOffset, MaxDepth int
+	// NoDepthLimit turns off the size+offset rule (compat mode).
+	NoDepthLimit bool
+}
+
+func (o *QueryOptions) defaults() {
+	if o.Meta == "" {
+		o.Meta = "svc"
+	}
+	if o.MaxSize == 0 {
+		o.MaxSize = 200
+	}
+	if o.MaxOffset == 0 {
+		o.MaxOffset = 800
+	}
+	if o.MaxDepth == 0 && !o.NoDepthLimit {
+		o.MaxDepth = 1000
+	}
+}
+
+// QueryResult is a page of records and its meta.
+type QueryResult struct {
+	Records []*Doc
+	Cursor  string
+	More    bool
+	Size    int
+}
+
+// cursorSecretName is the server-state entry holding the cursor key.
+const cursorSecretName = "cursor-secret"
+
+// cursorSecret returns the per-server secret that signs cursors, creating
+// it on first use.
+func (e *Engine) cursorSecret() ([]byte, error) {
+	e.cat.mu.RLock()
+	s := e.cat.state[cursorSecretName]
+	e.cat.mu.RUnlock()
+	if s != nil {
+		return s, nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	err := e.runCatalog(func(c *catalog, t *catTx) error {
+		if c.state[cursorSecretName] != nil {
+			fresh = c.state[cursorSecretName]
+			return nil
+		}
+		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(cursorSecretName)), fresh, nil); err != nil {
+			return err
+		}
+		t.after = append(t.after, func(c *catalog) { c.state[cursorSecretName] = fresh })
+		return nil
+	})
+	return fresh, err
+}
+
+// Query runs a query (filter, sort, page, columns) on a table of a branch.
+func (e *Engine) Query(ref Ref, tableName string, in index.QueryInput, opts QueryOptions) (*QueryResult, error) {
+	opts.defaults()
+	secret, err := e.cursorSecret()
+	if err != nil {
+		return nil, err
+	}
+	src, release, err := e.openSource(ref, tableName)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, err
+	}
+	page, err := index.Query(src, in, index.QueryOptions{
+		Meta: opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
+		MaxDepth: opts.MaxDepth, DefaultSize: 20, Seed: binary.BigEndian.Uint64(seed[:]),
+	})
+	if err != nil {
+		return nil, queryError(err)
+	}
+	proj, err := index.ParseColumns(src.it, page.Columns, opts.Meta, src.tableByName)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	docs, err := src.docs(page.Rows, proj)
+	if err != nil {
+		return nil, err
+	}
+	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size}, nil
+}
+
+// queryError turns the index package's input errors into CodeInvalid.
+func queryError(err error) error {
+	var (
+		fe *index.FilterError
+		se *index.SortError
+		qe *index.QueryError
+		pe *index.ProjectionError
+		ce *index.CursorError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return invalidf("%s", fe.Message)
+	case errors.As(err, &se):
+		return invalidf("%s", se.Message)
+	case errors.As(err, &qe):
+		return invalidf("%s", qe.Message)
+	case errors.As(err, &pe):
+		return invalidf("%s", pe.Message)
+	case errors.As(err, &ce):
+		return invalidf("%s", ce.Message)
+	}
+	return err
+}
+
+// tableByName finds a table of the source's branch for reverse links.
+func (s *source) tableByName(name string) *index.Table {
+	t := s.b.Schema.byName[name]
+	if t == nil {
+		return nil
+	}
+	return s.b.Schema.indexTables()[t.ID]
+}
+
+// sourceFor returns a source for another table of the same branch and
+// snapshot.
+func (s *source) sourceFor(t *table) *source {
+	var store *tableStore
+	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
+		store = st
+	}
+	return &source{e: s.e, d: s.d, snap: s.snap, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
+}
+
+// docs reads and projects rows in order.
+func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
+	out := make([]*Doc, 0, len(rows))
+	var rec codec.Record
+	for _, row := range rows {
+		ok, err := s.Record(row, &rec)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		d, err := s.doc(&rec, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// doc projects one stored record.
+func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
+	d := &Doc{
+		ID: rec.ID, Version: rec.Version,
+		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
+		Values: map[string]any{},
+	}
+	for _, f := range rec.Fields {
+		c := s.t.byID[f.Col]
+		if c == nil {
+			continue
+		}
+		if c.Type == TypeLink {
+			if sub := p.Links[c.path]; sub != nil {
+				linked, err := s.linkedDoc(c, f.Val.Str, sub)
+				if err != nil {
+					return nil, err
+				}
+				if linked != nil {
+					setPath(d.Values, c.path, linked)
+				}
+				continue
+			}
+		}
+		if p.Selected(c.path) {
+			setPath(d.Values, c.path, fromValue(c, f.Val))
+		}
+	}
+	for _, rl := range p.RevLinks {
+		res, err := s.revLink(rec.ID, rl)
+		if err != nil {
+			return nil, err
+		}
+		d.Values[rl.As] = res
+	}
+	return d, nil
+}
+
+// linkedDoc reads and projects the record a link points at; nil when it is
+// gone.
+func (s *source) linkedDoc(c *column, id string, p *index.Projection) (*Doc, error) {
+	t := s.b.Schema.byID[c.LinkTable]
+	if t == nil {
+		return nil, nil
+	}
+	ts := s.sourceFor(t)
+	e, _, ok, err := lookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var rec codec.Record
+	found, err := ts.Record(e.Row, &rec)
+	if err != nil || !found {
+		return nil, err
+	}
+	return ts.doc(&rec, p)
+}
+
+// revLink reads the records of another table linking to id.
+func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
+	t := s.b.Schema.byID[rl.Table.ID]
+	res := &RevLinkResult{Records: []*Doc{}}
+	if t == nil || rl.Limit == 0 {
+		return res, nil
+	}
+	ts := s.sourceFor(t)
+	rows, err := ts.Posting(rl.Column, codec.String(id))
+	if err != nil {
+		return nil, err
+	}
+	picked, _, err := index.Select(ts, rows, rl.Order, index.Window{Limit: rl.Offset + rl.Limit})
+	if err != nil {
+		return nil, err
+	}
+	if rl.Offset >= len(picked) {
+		return res, nil
+	}
+	docs, err := ts.docs(picked[rl.Offset:], rl.Select)
+	if err != nil {
+		return nil, err
+	}
+	res.Records = docs
+	return res, nil
+}
+
+// FilterRows returns how many rows of a table match a filter (JSON). It
+// serves aggregate's default count and tests.
+func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, meta string) (*roaring.Bitmap, error) {
+	src, release, err := e.openSource(ref, tableName)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rows, err := index.Filter(src, filter, meta)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return rows, nil
+}

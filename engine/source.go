@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
+)
+
+// indexTables describes a schema's tables to the index package. The graph is
+// built once per schema (schemas are immutable once published).
+func (s *schema) indexTables() map[uint32]*index.Table {
+	s.itOnce.Do(func() {
+		s.itables = make(map[uint32]*index.Table, len(s.Tables))
+		for _, t := range s.Tables {
+			s.itables[t.ID] = &index.Table{ID: t.ID, Name: t.Name, Columns: map[string]*index.Column{}}
+		}
+		for _, t := range s.Tables {
+			it := s.itables[t.ID]
+			for path, c := range t.byPath {
+				ic := &index.Column{Path: path, Type: index.ColumnType(c.Type), Dimension: c.Dimension}
+				if c.Type != TypeObject {
+					ic.ID = c.ID
+				}
+				if c.Type == TypeLink {
+					ic.Link = s.itables[c.LinkTable]
+				}
+				it.Columns[path] = ic
+			}
+		}
+	})
+	return s.itables
+}
+
+// source is an index.Source over one table of one branch at one snapshot.
+type source struct {
+	e     *Engine
+	d     *database
+	snap  pebble.Reader
+	b     *branch
+	t     *table
+	it    *index.Table
+	store *tableStore // nil for linked tables read without a store
+	live  *roaring.Bitmap
+}
+
+// openSource returns a Source for a table of a branch. The caller must call
+// release when done; until then the branch's column store cannot change.
+func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := e.ensureStore(d, b, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.storeMu.RLock()
+	// The store may have been dropped by a schema change since: check again
+	// under the lock and fall back to reading without it.
+	if cur := d.stores[storeKey{b.ID, t.ID}]; cur != store {
+		store = nil
+	}
+	snap := e.pdb.NewSnapshot()
+	src := &source{e: e, d: d, snap: snap, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
+	return src, func() {
+		snap.Close()
+		d.storeMu.RUnlock()
+	}, nil
+}
+
+// ensureStore returns the column store of a table of a branch, building it
+// if needed.
+func (e *Engine) ensureStore(d *database, b *branch, t *table) (*tableStore, error) {
+	k := storeKey{b.ID, t.ID}
+	d.storeMu.RLock()
+	s := d.stores[k]
+	d.storeMu.RUnlock()
+	if s != nil && s.version == b.Version {
+		return s, nil
+	}
+	// Building holds the writer lock: no write can slip between the
+	// snapshot the store is built from and the store's installation.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.storeMu.RLock()
+	s = d.stores[k]
+	d.storeMu.RUnlock()
+	if s != nil && s.version == b.Version {
+		return s, nil
+	}
+	snap := e.pdb.NewSnapshot()
+	defer snap.Close()
+	s, err := buildTableStore(snap, d.id, b, t)
+	if err != nil {
+		return nil, err
+	}
+	d.storeMu.Lock()
+	if d.stores == nil {
+		d.stores = map[storeKey]*tableStore{}
+	}
+	d.stores[k] = s
+	d.hasStores.Store(true)
+	d.storeMu.Unlock()
+	return s, nil
+}
+
+func (s *source) Table() *index.Table { return s.it }
+
+func (s *source) Live() (*roaring.Bitmap, error) {
+	if s.live == nil {
+		l, err := readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.LiveBitmapID(), nil)
+		if err != nil {
+			return nil, err
+		}
+		s.live = l
+	}
+	return s.live.Clone(), nil
+}
+
+func (s *source) Exists(c *index.Column) (*roaring.Bitmap, error) {
+	if isMeta(c) {
+		return s.Live()
+	}
+	return readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.ExistsBitmapID(c.ID), nil)
+}
+
+func (s *source) Posting(c *index.Column, v codec.Value) (*roaring.Bitmap, error) {
+	if c.ID == index.MetaIDColumn {
+		return s.Rows([]string{v.Str})
+	}
+	id, err := codec.PostingBitmapID(nil, c.ID, v)
+	if err != nil {
+		return nil, err
+	}
+	return readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
+}
+
+func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
+	var lo, hi []byte
+	colPrefix := codec.PostingColumnPrefix(nil, c.ID)
+	if bd.Prefix != nil {
+		lo = codec.OrderedStringPrefix(append([]byte(nil), colPrefix...), *bd.Prefix)
+		hi = codec.PrefixEnd(lo)
+	}
+	if bd.Lo != nil {
+		k, err := codec.AppendOrdered(append([]byte(nil), colPrefix...), *bd.Lo)
+		if err != nil {
+			return err
+		}
+		if !bd.LoIncl {
+			k = append(k, 0xFF) // past every encoding that equals Lo
+		}
+		if lo == nil || string(k) > string(lo) {
+			lo = k
+		}
+	}
+	if bd.Hi != nil {
+		k, err := codec.AppendOrdered(append([]byte(nil), colPrefix...), *bd.Hi)
+		if err != nil {
+			return err
+		}
+		if bd.HiIncl {
+			k = append(k, 0xFF)
+		}
+		if hi == nil || string(k) < string(hi) {
+			hi = k
+		}
+	}
+	var ferr error
+	err := scanPostings(s.snap, s.d.id, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
+		v, _, err := codec.DecodeOrdered(bitmapID[len(colPrefix):])
+		if err != nil {
+			ferr = err
+			return false
+		}
+		return fn(v, rows)
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+func (s *source) Values(c *index.Column) (index.ColumnValues, error) {
+	if s.store == nil {
+		return nil, nil
+	}
+	if cv := s.store.cols[c.ID]; cv != nil {
+		return cv, nil
+	}
+	return nil, nil
+}
+
+func (s *source) Record(row uint32, rec *codec.Record) (bool, error) {
+	_, ok, err := readRow(s.snap, s.d.id, s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur), s.t.ID, row, rec)
+	return ok, err
+}
+
+func (s *source) Rows(ids []string) (*roaring.Bitmap, error) {
+	out := roaring.New()
+	for _, id := range ids {
+		e, _, ok, err := lookupID(s.snap, s.d.id, s.b.Lineage, s.t.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out.Add(e.Row)
+		}
+	}
+	return out, nil
+}
+
+func (s *source) Linked(c *index.Column) (index.Source, error) {
+	if c.Link == nil {
+		return nil, invalidf("column [%s] is not a link", c.Path)
+	}
+	t := s.b.Schema.byID[c.Link.ID]
+	if t == nil {
+		return nil, notFoundf("table of link [%s] not found", c.Path)
+	}
+	return s.sourceFor(t), nil
+}
+
+func isMeta(c *index.Column) bool { return c.ID >= index.MetaUpdatedAtColumn }
+
+var _ index.Source = (*source)(nil)
+
+// storeState is embedded in database: the column stores and their lock.
+type storeState struct {
+	storeMu sync.RWMutex
+	stores  map[storeKey]*tableStore
+}

@@ -1,0 +1,134 @@
+package index
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Format prints a filter AST as an indented tree, one node a line, children
+// indented by two spaces under "and", "or" and "not". A predicate reads
+//
+//	[link→...]column[->"key"...] [any|all|none] op value
+//
+// where the quantifier appears on array predicates, meta columns other than
+// id are written {meta}.version and so on, and values show their kind:
+// strings quoted, floats always with a decimal point or exponent, datetimes
+// in RFC 3339. The output depends only on the AST, so equal filters print
+// equally; it ends without a newline.
+func Format(n Node) string {
+	var b strings.Builder
+	formatFilterNode(&b, n, 0)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func formatFilterNode(b *strings.Builder, n Node, depth int) {
+	b.WriteString(strings.Repeat("  ", depth))
+	switch n := n.(type) {
+	case *And:
+		b.WriteString("and\n")
+		for _, c := range n.Children {
+			formatFilterNode(b, c, depth+1)
+		}
+	case *Or:
+		b.WriteString("or\n")
+		for _, c := range n.Children {
+			formatFilterNode(b, c, depth+1)
+		}
+	case *Not:
+		b.WriteString("not\n")
+		formatFilterNode(b, n.Child, depth+1)
+	case *Pred:
+		formatFilterPred(b, n)
+		b.WriteByte('\n')
+	case nil:
+		b.WriteString("<nil>\n")
+	default:
+		b.WriteString("<unknown node>\n")
+	}
+}
+
+var filterOpNames = [...]string{
+	OpEq: "=", OpIn: "in", OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=",
+	OpContains: "contains", OpIContains: "iContains",
+	OpStartsWith: "startsWith", OpEndsWith: "endsWith",
+	OpPattern: "pattern", OpIPattern: "iPattern", OpExists: "exists",
+}
+
+var filterQuantNames = [...]string{QuantNone: "", QuantAny: "any ", QuantAll: "all ", QuantNoElement: "none "}
+
+func formatFilterPred(b *strings.Builder, p *Pred) {
+	for _, l := range p.Links {
+		b.WriteString(l.Path)
+		b.WriteString("→")
+	}
+	switch {
+	case p.Column == nil:
+		b.WriteString("<nil>")
+	case p.Column.ID == MetaVersionColumn || p.Column.ID == MetaCreatedAtColumn || p.Column.ID == MetaUpdatedAtColumn:
+		b.WriteString("{meta}." + p.Column.Path)
+	default:
+		b.WriteString(p.Column.Path)
+	}
+	for _, k := range p.JSONPath {
+		b.WriteString("->")
+		b.WriteString(strconv.Quote(k))
+	}
+	b.WriteByte(' ')
+	if int(p.Quant) < len(filterQuantNames) {
+		b.WriteString(filterQuantNames[p.Quant])
+	} else {
+		b.WriteString("quant(" + strconv.Itoa(int(p.Quant)) + ") ")
+	}
+	if int(p.Op) < len(filterOpNames) && filterOpNames[p.Op] != "" {
+		b.WriteString(filterOpNames[p.Op])
+	} else {
+		b.WriteString("op(" + strconv.Itoa(int(p.Op)) + ")")
+	}
+	switch p.Op {
+	case OpExists:
+	case OpIn:
+		b.WriteString(" [")
+		for i, v := range p.Values {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(formatFilterValue(v))
+		}
+		b.WriteString("]")
+	default:
+		b.WriteString(" " + formatFilterValue(p.Value))
+	}
+}
+
+// formatFilterValue prints a value so that its kind shows.
+func formatFilterValue(v codec.Value) string {
+	switch v.Kind {
+	case codec.KindNull:
+		return "null"
+	case codec.KindBool:
+		return strconv.FormatBool(v.Int != 0)
+	case codec.KindInt:
+		return strconv.FormatInt(v.Int, 10)
+	case codec.KindFloat:
+		s := strconv.FormatFloat(v.Float, 'g', -1, 64)
+		if !math.IsInf(v.Float, 0) && !math.IsNaN(v.Float) && !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		return s
+	case codec.KindString:
+		return strconv.Quote(v.Str)
+	case codec.KindDatetime:
+		return v.Time().Format(time.RFC3339Nano)
+	case codec.KindStrings:
+		parts := make([]string, len(v.Strs))
+		for i, s := range v.Strs {
+			parts[i] = strconv.Quote(s)
+		}
+		return "strings[" + strings.Join(parts, ", ") + "]"
+	}
+	return v.Kind.String()
+}

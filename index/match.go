@@ -1,0 +1,232 @@
+package index
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// matchValue evaluates a predicate (without links) on one row's value of its
+// column: the one place that defines what each operator means on a value,
+// shared by the plan's row-by-row nodes and the naive evaluator.
+func matchValue(p *Pred, v codec.Value) bool {
+	if len(p.JSONPath) > 0 {
+		jv, ok := jsonAt(v, p.JSONPath)
+		if !ok {
+			return false
+		}
+		return matchScalar(p, jv)
+	}
+	if p.Op == OpExists {
+		return !v.IsNull()
+	}
+	if v.Kind != codec.KindStrings {
+		return matchScalar(p, v)
+	}
+	switch p.Quant {
+	case QuantAll:
+		if len(v.Strs) == 0 {
+			return false
+		}
+		for _, s := range v.Strs {
+			if !matchScalar(p, codec.String(s)) {
+				return false
+			}
+		}
+		return true
+	case QuantNoElement:
+		for _, s := range v.Strs {
+			if matchScalar(p, codec.String(s)) {
+				return false
+			}
+		}
+		return true
+	default:
+		for _, s := range v.Strs {
+			if matchScalar(p, codec.String(s)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// matchScalar evaluates a comparison or string operator on a scalar value;
+// null matches nothing.
+func matchScalar(p *Pred, v codec.Value) bool {
+	if v.IsNull() {
+		return false
+	}
+	switch p.Op {
+	case OpExists:
+		return true
+	case OpEq:
+		return compareValues(v, p.Value) == 0
+	case OpIn:
+		for _, w := range p.Values {
+			if compareValues(v, w) == 0 {
+				return true
+			}
+		}
+		return false
+	case OpLt:
+		return comparable(v, p.Value) && compareValues(v, p.Value) < 0
+	case OpLe:
+		return comparable(v, p.Value) && compareValues(v, p.Value) <= 0
+	case OpGt:
+		return comparable(v, p.Value) && compareValues(v, p.Value) > 0
+	case OpGe:
+		return comparable(v, p.Value) && compareValues(v, p.Value) >= 0
+	}
+	if v.Kind != codec.KindString {
+		return false
+	}
+	s, arg := v.Str, p.Value.Str
+	switch p.Op {
+	case OpContains:
+		return strings.Contains(s, arg)
+	case OpIContains:
+		return containsFold(s, arg)
+	case OpStartsWith:
+		return strings.HasPrefix(s, arg)
+	case OpEndsWith:
+		return strings.HasSuffix(s, arg)
+	case OpPattern, OpIPattern:
+		return p.Pattern != nil && p.Pattern.Match(s)
+	}
+	return false
+}
+
+// comparable reports whether two values order against each other: same
+// kind, or numbers of either kind.
+func comparable(a, b codec.Value) bool {
+	if a.Kind == b.Kind {
+		return true
+	}
+	return isNumber(a) && isNumber(b)
+}
+
+func isNumber(v codec.Value) bool { return v.Kind == codec.KindInt || v.Kind == codec.KindFloat }
+
+// compareValues compares numbers numerically across int and float, and
+// everything else as codec.Compare does.
+func compareValues(a, b codec.Value) int {
+	if a.Kind != b.Kind && isNumber(a) && isNumber(b) {
+		x, y := asFloat(a), asFloat(b)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	return codec.Compare(a, b)
+}
+
+func asFloat(v codec.Value) float64 {
+	if v.Kind == codec.KindInt {
+		return float64(v.Int)
+	}
+	return v.Float
+}
+
+// jsonAt reads the value at a key path of a json column's text. Objects
+// give their compact text, numbers floats, booleans bools, strings strings.
+func jsonAt(v codec.Value, path []string) (codec.Value, bool) {
+	if v.Kind != codec.KindString {
+		return codec.Value{}, false
+	}
+	var doc any
+	d := json.NewDecoder(strings.NewReader(v.Str))
+	d.UseNumber()
+	if err := d.Decode(&doc); err != nil {
+		return codec.Value{}, false
+	}
+	for _, k := range path {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return codec.Value{}, false
+		}
+		if doc, ok = m[k]; !ok {
+			return codec.Value{}, false
+		}
+	}
+	switch x := doc.(type) {
+	case nil:
+		return codec.Value{}, false
+	case string:
+		return codec.String(x), true
+	case bool:
+		return codec.Bool(x), true
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return codec.Value{}, false
+		}
+		return codec.Float(f), true
+	default:
+		b, _ := json.Marshal(x)
+		return codec.String(string(b)), true
+	}
+}
+
+var opNames = map[Op]string{
+	OpEq: "=", OpIn: "in", OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=",
+	OpContains: "contains", OpIContains: "icontains", OpStartsWith: "startsWith",
+	OpEndsWith: "endsWith", OpPattern: "pattern", OpIPattern: "ipattern", OpExists: "exists",
+}
+
+var quantNames = map[Quantifier]string{QuantAny: "any ", QuantAll: "all ", QuantNoElement: "none "}
+
+// formatPred prints a predicate for plans: "[links.]column [quant]op value".
+func formatPred(p *Pred) string {
+	var b strings.Builder
+	for _, l := range p.Links {
+		b.WriteString(l.Path)
+		b.WriteString("→")
+	}
+	b.WriteString(p.Column.Path)
+	for _, k := range p.JSONPath {
+		b.WriteString("->")
+		b.WriteString(k)
+	}
+	b.WriteByte(' ')
+	b.WriteString(quantNames[p.Quant])
+	b.WriteString(opNames[p.Op])
+	switch p.Op {
+	case OpExists:
+	case OpIn:
+		parts := make([]string, len(p.Values))
+		for i, v := range p.Values {
+			parts[i] = formatValue(v)
+		}
+		b.WriteString(" [" + strings.Join(parts, ", ") + "]")
+	default:
+		b.WriteString(" " + formatValue(p.Value))
+	}
+	return b.String()
+}
+
+// formatValue prints a value unambiguously.
+func formatValue(v codec.Value) string {
+	switch v.Kind {
+	case codec.KindNull:
+		return "null"
+	case codec.KindBool:
+		return strconv.FormatBool(v.Int != 0)
+	case codec.KindInt:
+		return strconv.FormatInt(v.Int, 10)
+	case codec.KindFloat:
+		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+	case codec.KindString:
+		return strconv.Quote(v.Str)
+	case codec.KindDatetime:
+		return v.Time().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%v", v)
+}

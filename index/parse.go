@@ -1,0 +1,1092 @@
+package index
+
+// This file turns filter JSON (spec §4.1.5, compat-api §12) into the AST of
+// ast.go. The parser checks everything it can without data: columns exist,
+// operators apply to the column's type, literals convert to it. What is left
+// to the planner is only how to evaluate.
+//
+// Forms and what they become:
+//
+//	{}                                  And{} (everything)
+//	{"a": 1, "b": 2}                    And{a = 1, b = 2}, keys in sorted order
+//	{"$any": [f...]}, {"$all": [f...]}  Or{f...}, And{f...}; [] gives Or{} (nothing), And{}
+//	{"$none": f}, {"$not": f}           Not{Or{f...}}, Not{And{f...}}
+//	{"$exists": "col"}                  Pred exists; $existsNot/$notExists: Not{exists}
+//	{"col": literal}                    Pred =, literal converted to the column type
+//	{"col": {"$is": [v...]}}            Pred in (one value: =, none: Or{})
+//	{"col": {"$isNot": v}}              Not{Pred =}
+//	{"col": {"$gt": 1, "$le": 9}}       And{Pred >, Pred <=}
+//	{"col": {"$any": [p...]}}           Or of the predicates; only values: Pred in
+//	{"obj": {"sub": x}}, {"obj.sub": x} the same Pred on column obj.sub
+//	{"link": {"col": x}}, {"link.col": x}  Pred with Links [link]
+//	{"link": "rec_1"}                   Pred link = "rec_1" (the target id)
+//	{"tags": "x"}                       Pred tags any = "x" (as $includes)
+//	{"tags": {"$includesAll": p}}       Pred tags all p
+//	{"js->a->b": x}                     Pred on js with JSONPath [a b]
+//
+// $exists on an object column becomes an Or of $exists on its leaf columns.
+//
+// A json path predicate does not match a record lacking the path, not even
+// under a negation (compat-api §12): the parser moves negations above json
+// path predicates down to them and turns each negated one into
+// And{Pred exists path, Not{Pred}}. So Not never applies to a json path
+// predicate other than exists, and the planner needs no three-valued logic.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// FilterError is a filter the parser rejects: bad JSON, an unknown column
+// or operator, or a value of the wrong type. The message names the
+// offending part; the API answers it with 400.
+type FilterError struct {
+	Message string
+}
+
+func (e *FilterError) Error() string { return e.Message }
+
+// maxFilterDepth bounds the nesting of a filter, so a hostile one cannot
+// exhaust the stack of the parser or of anything that walks the AST.
+const maxFilterDepth = 64
+
+// Column types the parser distinguishes, as the schema spells them.
+const (
+	ctBool     ColumnType = "bool"
+	ctInt      ColumnType = "int"
+	ctFloat    ColumnType = "float"
+	ctString   ColumnType = "string"
+	ctText     ColumnType = "text"
+	ctEmail    ColumnType = "email"
+	ctMultiple ColumnType = "multiple"
+	ctLink     ColumnType = "link"
+	ctObject   ColumnType = "object"
+	ctDatetime ColumnType = "datetime"
+	ctJSON     ColumnType = "json"
+)
+
+// ParseFilter parses the JSON text of a filter on table t. meta is the
+// record metadata key ("svc", or "xata" in compat mode): "<meta>.version",
+// "<meta>.createdAt" and "<meta>.updatedAt" name the meta columns, as "id"
+// does. Empty input or null is no filter (And{}). Errors are *FilterError.
+func ParseFilter(t *Table, raw []byte, meta string) (Node, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return &And{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, filterErrorf("invalid JSON: %v", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, filterErrorf("invalid JSON: data after the filter object")
+	}
+	return ParseFilterValue(t, v, meta)
+}
+
+// ParseFilterValue parses a filter already decoded from JSON: maps,
+// []any, strings, bools, nil, and numbers as json.Number, float64 or Go
+// integers; datetime literals may also be time.Time. nil is no filter.
+// The AST shares no memory with v.
+func ParseFilterValue(t *Table, v any, meta string) (Node, error) {
+	if v == nil {
+		return &And{}, nil
+	}
+	p := &filterParser{meta: meta}
+	n, err := p.filter(scope{table: t}, v, "the filter")
+	if err != nil {
+		return nil, err
+	}
+	if hasJSONPath(n) {
+		n = lowerJSONPaths(n, false)
+	}
+	return n, nil
+}
+
+func filterErrorf(format string, args ...any) error {
+	return &FilterError{Message: "filter: " + fmt.Sprintf(format, args...)}
+}
+
+// filterParser holds the state of one parse.
+type filterParser struct {
+	meta  string
+	depth int
+}
+
+// enter counts one level of nesting; leave with p.depth--.
+func (p *filterParser) enter() error {
+	p.depth++
+	if p.depth > maxFilterDepth {
+		return filterErrorf("nested deeper than %d levels", maxFilterDepth)
+	}
+	return nil
+}
+
+// scope is where column names of a filter object resolve: a table reached
+// through links, and inside it an object column's prefix.
+type scope struct {
+	table  *Table
+	links  []*Column
+	prefix string // "address." inside the object column address
+	name   string // the same place as written from the root, for messages
+}
+
+// colRef is a resolved column name: the target of a predicate.
+type colRef struct {
+	name     string // as written from the filter root, for messages
+	table    *Table // the table holding col
+	links    []*Column
+	col      *Column
+	jsonPath []string
+	// elem is set for the element predicates of $includes*, with quant.
+	elem  bool
+	quant Quantifier
+}
+
+func (r *colRef) errorf(format string, args ...any) error {
+	return filterErrorf("column [%s]: "+format, append([]any{r.name}, args...)...)
+}
+
+// pred starts a predicate on the target.
+func (r *colRef) pred(op Op) *Pred {
+	p := &Pred{Links: r.links, Column: r.col, Op: op, JSONPath: r.jsonPath}
+	switch {
+	case r.elem:
+		p.Quant = r.quant
+	case r.col.Type == ctMultiple && r.jsonPath == nil && op != OpExists:
+		p.Quant = QuantAny
+	}
+	return p
+}
+
+// target classes decide which operators and literals apply.
+type target uint8
+
+const (
+	tgScalar   target = iota // a column of a scalar type, or a link id
+	tgMultiple               // a multiple column as a whole
+	tgElem                   // an element of a multiple column
+	tgJSONPath               // a key path inside a json column
+	tgJSON                   // a json column as a whole
+	tgNone                   // vector, file, file[], object: only $exists
+)
+
+func (r *colRef) target() target {
+	switch {
+	case r.elem:
+		return tgElem
+	case r.jsonPath != nil:
+		return tgJSONPath
+	}
+	switch r.col.Type {
+	case ctBool, ctInt, ctFloat, ctString, ctText, ctEmail, ctDatetime, ctLink:
+		return tgScalar
+	case ctMultiple:
+		return tgMultiple
+	case ctJSON:
+		return tgJSON
+	}
+	return tgNone
+}
+
+// filter parses a filter object: several keys are AND-ed.
+func (p *filterParser) filter(s scope, v any, what string) (Node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, filterErrorf("%s must be an object, got %s", what, describe(v))
+	}
+	var children []Node
+	for _, k := range sortedKeys(obj) {
+		n, err := p.filterKey(s, k, obj[k])
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, n)
+	}
+	return andOf(children), nil
+}
+
+func (p *filterParser) filterKey(s scope, k string, v any) (Node, error) {
+	switch k {
+	case "$any", "$all", "$none", "$not":
+		items := listOrOne(v)
+		children := make([]Node, 0, len(items))
+		for _, item := range items {
+			n, err := p.filter(s, item, "each filter of "+k)
+			if err != nil {
+				return nil, err
+			}
+			children = append(children, n)
+		}
+		switch k {
+		case "$any":
+			return orOf(children), nil
+		case "$all":
+			return andOf(children), nil
+		case "$none":
+			return &Not{Child: orOf(children)}, nil
+		}
+		return &Not{Child: andOf(children)}, nil
+	case "$exists", "$existsNot", "$notExists":
+		name, ok := v.(string)
+		if !ok {
+			return nil, filterErrorf("%s needs a column name, got %s", k, describe(v))
+		}
+		r, err := p.resolve(s, name)
+		if err != nil {
+			return nil, err
+		}
+		n := existsNode(r)
+		if k != "$exists" {
+			return &Not{Child: n}, nil
+		}
+		return n, nil
+	}
+	if strings.HasPrefix(k, "$") {
+		if s.name != "" {
+			return nil, filterErrorf("column [%s]: unknown operator [%s]", strings.TrimSuffix(s.name, "."), k)
+		}
+		return nil, filterErrorf("unknown operator [%s]", k)
+	}
+	r, err := p.resolve(s, k)
+	if err != nil {
+		return nil, err
+	}
+	return p.column(r, v)
+}
+
+// existsNode is $exists on a column; on an object column, on any of its
+// leaf columns.
+func existsNode(r *colRef) Node {
+	if r.col.Type != ctObject || r.jsonPath != nil {
+		return r.pred(OpExists)
+	}
+	prefix := r.col.Path + "."
+	var leaves []string
+	for path, c := range r.table.Columns {
+		if strings.HasPrefix(path, prefix) && c.Type != ctObject {
+			leaves = append(leaves, path)
+		}
+	}
+	sort.Strings(leaves)
+	children := make([]Node, 0, len(leaves))
+	for _, path := range leaves {
+		children = append(children, &Pred{Links: r.links, Column: r.table.Columns[path], Op: OpExists})
+	}
+	return orOf(children)
+}
+
+// resolve finds a column name, dotted and possibly through links and with
+// a json path, in scope s.
+func (p *filterParser) resolve(s scope, name string) (*colRef, error) {
+	full := s.name + name
+	colName, jsonPart, hasJSON := strings.Cut(name, "->")
+	var jsonPath []string
+	if hasJSON {
+		jsonPath = strings.Split(jsonPart, "->")
+		if slices.Contains(jsonPath, "") {
+			return nil, filterErrorf("column [%s]: empty key in json path", full)
+		}
+	}
+	notFound := func() error {
+		return filterErrorf("column [%s]: column not found", full)
+	}
+	tbl, links, prefix := s.table, s.links, s.prefix
+	segs := strings.Split(colName, ".")
+	for i := 0; i < len(segs); i++ {
+		if segs[i] == "" || tbl == nil {
+			return nil, notFound()
+		}
+		c := tbl.Columns[prefix+segs[i]]
+		if c == nil && prefix == "" {
+			var n int
+			c, n = p.metaColumn(segs[i:])
+			i += n - 1
+		}
+		if c == nil {
+			return nil, notFound()
+		}
+		if i == len(segs)-1 {
+			r := &colRef{name: full, table: tbl, links: links, col: c, jsonPath: jsonPath}
+			if hasJSON && c.Type != ctJSON {
+				return nil, r.errorf("-> paths need a json column, not %s", c.Type)
+			}
+			return r, nil
+		}
+		switch c.Type {
+		case ctObject:
+			prefix = c.Path + "."
+		case ctLink:
+			links = append(slices.Clip(links), c)
+			tbl, prefix = c.Link, ""
+		default:
+			return nil, notFound()
+		}
+	}
+	return nil, notFound()
+}
+
+// metaColumn resolves a meta column at the start of segs and says how many
+// segments it took.
+func (p *filterParser) metaColumn(segs []string) (*Column, int) {
+	if segs[0] == "id" {
+		return IDColumn, 1
+	}
+	if len(segs) < 2 || p.meta == "" || segs[0] != p.meta {
+		return nil, 0
+	}
+	switch segs[1] {
+	case "version":
+		return VersionColumn, 2
+	case "createdAt":
+		return CreatedAtColumn, 2
+	case "updatedAt":
+		return UpdatedAtColumn, 2
+	}
+	return nil, 0
+}
+
+// column parses the condition on a column key of a filter object.
+func (p *filterParser) column(r *colRef, v any) (Node, error) {
+	switch {
+	case r.jsonPath == nil && r.col.Type == ctObject:
+		return p.filter(p.inside(r), v, "the filter of object column ["+r.name+"]")
+	case r.target() == tgNone:
+		return nil, r.errorf("%s columns can only be filtered with $exists", r.col.Type)
+	}
+	return p.predicate(r, v)
+}
+
+// inside is the scope of a nested filter on an object or link column.
+func (p *filterParser) inside(r *colRef) scope {
+	if r.col.Type == ctLink {
+		return scope{table: r.col.Link, links: append(slices.Clip(r.links), r.col), name: r.name + "."}
+	}
+	return scope{table: r.table, links: r.links, prefix: r.col.Path + ".", name: r.name + "."}
+}
+
+// predicateOps are the operators of predicate objects; an object on a link
+// column with any other key is a filter on the linked record.
+var predicateOps = map[string]bool{
+	"$is": true, "$isNot": true, "$any": true, "$all": true, "$none": true, "$not": true,
+	"$lt": true, "$le": true, "$gt": true, "$ge": true,
+	"$contains": true, "$iContains": true, "$startsWith": true, "$endsWith": true,
+	"$pattern": true, "$iPattern": true,
+	"$includes": true, "$includesAny": true, "$includesAll": true, "$includesNone": true,
+}
+
+// isLinkFilter reports whether obj, on a link column, filters the linked
+// record rather than the link's target id.
+func isLinkFilter(obj map[string]any) bool {
+	if len(obj) == 0 {
+		return true
+	}
+	for k := range obj {
+		if !strings.HasPrefix(k, "$") || k == "$exists" || k == "$existsNot" || k == "$notExists" {
+			return true
+		}
+	}
+	return false
+}
+
+// predicate parses a literal or a predicate object on r.
+func (p *filterParser) predicate(r *colRef, v any) (Node, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	switch x := v.(type) {
+	case map[string]any:
+		if r.target() == tgScalar && r.col.Type == ctLink && isLinkFilter(x) {
+			if r.col.Link == nil {
+				return nil, r.errorf("link column has no target table")
+			}
+			return p.filter(p.inside(r), x, "the filter of link column ["+r.name+"]")
+		}
+		return p.predicateObject(r, x)
+	case []any, []string, nil:
+		return nil, r.errorf("a condition must be a value or an operator object, got %s (use $any or $is for a list)", describe(v))
+	}
+	return p.is(r, v, "$is")
+}
+
+func (p *filterParser) predicateObject(r *colRef, obj map[string]any) (Node, error) {
+	keys := sortedKeys(obj)
+	switch len(keys) {
+	case 0:
+		return nil, r.errorf("empty operator object")
+	case 1:
+	case 2:
+		if isRangeOp(keys[0]) || isRangeOp(keys[1]) {
+			preds, err := p.rangePair(r, obj, keys)
+			if err != nil {
+				return nil, err
+			}
+			return &And{Children: []Node{preds[0], preds[1]}}, nil
+		}
+		fallthrough
+	default:
+		return nil, r.errorf("an operator object takes one operator, or two of $lt/$le/$gt/$ge, got [%s]", strings.Join(keys, " "))
+	}
+	k, v := keys[0], obj[keys[0]]
+	switch k {
+	case "$is":
+		return p.is(r, v, k)
+	case "$isNot":
+		n, err := p.is(r, v, k)
+		if err != nil {
+			return nil, err
+		}
+		return &Not{Child: n}, nil
+	case "$any", "$all", "$none", "$not":
+		items := listOrOne(v)
+		if k == "$any" && allLiterals(items) && len(items) > 0 {
+			return p.is(r, items, k)
+		}
+		children := make([]Node, 0, len(items))
+		for _, item := range items {
+			n, err := p.predicate(r, item)
+			if err != nil {
+				return nil, err
+			}
+			children = append(children, n)
+		}
+		switch k {
+		case "$any":
+			return orOf(children), nil
+		case "$all":
+			return andOf(children), nil
+		case "$none":
+			return &Not{Child: orOf(children)}, nil
+		}
+		return &Not{Child: andOf(children)}, nil
+	case "$lt", "$le", "$gt", "$ge":
+		return p.compare(r, k, v)
+	case "$contains", "$iContains", "$startsWith", "$endsWith", "$pattern", "$iPattern":
+		return p.stringOp(r, k, v)
+	case "$includes", "$includesAny", "$includesAll", "$includesNone":
+		return p.includes(r, k, v)
+	}
+	if strings.HasPrefix(k, "$") {
+		return nil, r.errorf("unknown operator [%s]", k)
+	}
+	return nil, r.errorf("[%s] is not an operator, and %s columns have no sub-columns", k, r.col.Type)
+}
+
+// is parses $is (and literals): a value is an equality, a list of values
+// an OpIn.
+func (p *filterParser) is(r *colRef, v any, op string) (Node, error) {
+	switch r.target() {
+	case tgScalar, tgMultiple, tgElem, tgJSONPath, tgJSON:
+	default:
+		return nil, r.errorf("%s columns can only be filtered with $exists", r.col.Type)
+	}
+	items, isList := asList(v)
+	if !isList {
+		val, err := p.literal(r, op, v)
+		if err != nil {
+			return nil, err
+		}
+		pr := r.pred(OpEq)
+		pr.Value = val
+		return pr, nil
+	}
+	vals := make([]codec.Value, 0, len(items))
+	for _, item := range items {
+		val, err := p.literal(r, op, item)
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals, val)
+	}
+	switch len(vals) {
+	case 0:
+		return &Or{}, nil
+	case 1:
+		pr := r.pred(OpEq)
+		pr.Value = vals[0]
+		return pr, nil
+	}
+	pr := r.pred(OpIn)
+	pr.Values = vals
+	return pr, nil
+}
+
+var rangeOps = map[string]Op{"$lt": OpLt, "$le": OpLe, "$gt": OpGt, "$ge": OpGe}
+
+func isRangeOp(k string) bool { _, ok := rangeOps[k]; return ok }
+
+// rangePair parses a range object: one lower and one upper bound.
+func (p *filterParser) rangePair(r *colRef, obj map[string]any, keys []string) ([2]*Pred, error) {
+	lower := func(k string) bool { return k == "$gt" || k == "$ge" }
+	upper := func(k string) bool { return k == "$lt" || k == "$le" }
+	a, b := keys[0], keys[1]
+	if !(lower(a) && upper(b) || upper(a) && lower(b)) {
+		return [2]*Pred{}, r.errorf("a range takes one of $gt/$ge and one of $lt/$le, got [%s %s]", a, b)
+	}
+	if upper(a) {
+		a, b = b, a
+	}
+	lo, err := p.compare(r, a, obj[a])
+	if err != nil {
+		return [2]*Pred{}, err
+	}
+	hi, err := p.compare(r, b, obj[b])
+	if err != nil {
+		return [2]*Pred{}, err
+	}
+	return [2]*Pred{lo, hi}, nil
+}
+
+// compare parses $lt, $le, $gt, $ge.
+func (p *filterParser) compare(r *colRef, k string, v any) (*Pred, error) {
+	switch r.target() {
+	case tgScalar:
+		switch r.col.Type {
+		case ctInt, ctFloat, ctDatetime, ctString, ctEmail:
+		default:
+			return nil, r.errorf("%s is not supported on %s columns", k, r.col.Type)
+		}
+	case tgElem:
+	case tgJSONPath:
+		if _, ok := numberOf(v); !ok {
+			return nil, r.errorf("%s on a json path needs a number, got %s", k, describe(v))
+		}
+	case tgMultiple:
+		return nil, r.errorf("%s on a multiple column needs $includes, $includesAll or $includesNone", k)
+	case tgJSON:
+		return nil, r.errorf("%s on a json column needs a path (%s->key)", k, r.name)
+	default:
+		return nil, r.errorf("%s columns can only be filtered with $exists", r.col.Type)
+	}
+	if _, isList := asList(v); isList || isObject(v) || v == nil {
+		return nil, r.errorf("%s needs a single value, got %s", k, describe(v))
+	}
+	val, err := p.literal(r, k, v)
+	if err != nil {
+		return nil, err
+	}
+	pr := r.pred(rangeOps[k])
+	pr.Value = val
+	return pr, nil
+}
+
+var stringOps = map[string]Op{
+	"$contains": OpContains, "$iContains": OpIContains,
+	"$startsWith": OpStartsWith, "$endsWith": OpEndsWith,
+	"$pattern": OpPattern, "$iPattern": OpIPattern,
+}
+
+// stringOp parses $contains, $iContains, $startsWith, $endsWith, $pattern
+// and $iPattern.
+func (p *filterParser) stringOp(r *colRef, k string, v any) (*Pred, error) {
+	switch r.target() {
+	case tgScalar:
+		switch r.col.Type {
+		case ctString, ctText, ctEmail:
+		default:
+			return nil, r.errorf("%s is not supported on %s columns", k, r.col.Type)
+		}
+	case tgElem, tgJSONPath:
+	case tgMultiple:
+		return nil, r.errorf("%s on a multiple column needs $includes, $includesAll or $includesNone", k)
+	case tgJSON:
+		return nil, r.errorf("%s on a json column needs a path (%s->key)", k, r.name)
+	default:
+		return nil, r.errorf("%s columns can only be filtered with $exists", r.col.Type)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, r.errorf("%s needs a string, got %s", k, describe(v))
+	}
+	op := stringOps[k]
+	pr := r.pred(op)
+	pr.Value = codec.String(s)
+	if op == OpPattern || op == OpIPattern {
+		pat, err := CompilePattern(s, op == OpIPattern)
+		if err != nil {
+			return nil, r.errorf("%s: %v", k, err)
+		}
+		pr.Pattern = pat
+	}
+	return pr, nil
+}
+
+var includesQuant = map[string]Quantifier{
+	"$includes": QuantAny, "$includesAny": QuantAny,
+	"$includesAll": QuantAll, "$includesNone": QuantNoElement,
+}
+
+// includes parses the array operators. Their value is a value, a predicate
+// of one operator (or a range), or a list of those meaning "any of them".
+// A list becomes an Or of quantified predicates for $includesAny and an
+// And for $includesNone; $includesAll of a list needs plain values (every
+// element is one of them), since "every element matches one of several
+// different predicates" has no form in the AST.
+func (p *filterParser) includes(r *colRef, k string, v any) (Node, error) {
+	if r.target() != tgMultiple {
+		return nil, r.errorf("%s needs a multiple column, not %s", k, r.col.Type)
+	}
+	quant := includesQuant[k]
+	er := *r
+	er.elem, er.quant = true, quant
+	items := listOrOne(v)
+	var eqs []codec.Value
+	var others [][]*Pred
+	for _, item := range items {
+		preds, err := p.element(&er, k, item)
+		if err != nil {
+			return nil, err
+		}
+		if len(preds) == 1 && (preds[0].Op == OpEq || preds[0].Op == OpIn) {
+			if preds[0].Op == OpEq {
+				eqs = append(eqs, preds[0].Value)
+			} else {
+				eqs = append(eqs, preds[0].Values...)
+			}
+			continue
+		}
+		others = append(others, preds)
+	}
+	var children []Node
+	switch len(eqs) {
+	case 0:
+	case 1:
+		pr := er.pred(OpEq)
+		pr.Value = eqs[0]
+		children = append(children, pr)
+	default:
+		pr := er.pred(OpIn)
+		pr.Values = eqs
+		children = append(children, pr)
+	}
+	switch quant {
+	case QuantAll:
+		if len(others) > 0 && len(items) > 1 {
+			return nil, r.errorf("%s takes one predicate, or a list of values", k)
+		}
+		for _, preds := range others {
+			for _, pr := range preds {
+				children = append(children, pr) // every element in the range
+			}
+		}
+		if len(children) == 0 {
+			return &Or{}, nil // every element equals one of no values
+		}
+		return andOf(children), nil
+	case QuantNoElement:
+		for _, preds := range others {
+			if len(preds) > 1 {
+				return nil, r.errorf("a range is not supported in %s", k)
+			}
+			children = append(children, preds[0])
+		}
+		return andOf(children), nil
+	}
+	for _, preds := range others {
+		if len(preds) > 1 {
+			return nil, r.errorf("a range is not supported in %s", k)
+		}
+		children = append(children, preds[0])
+	}
+	return orOf(children), nil
+}
+
+// element parses one element predicate of an array operator.
+func (p *filterParser) element(r *colRef, k string, v any) ([]*Pred, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		if isList(v) {
+			return nil, r.errorf("%s takes values or predicates, not nested lists", k)
+		}
+		n, err := p.is(r, v, k)
+		if err != nil {
+			return nil, err
+		}
+		return []*Pred{n.(*Pred)}, nil
+	}
+	keys := sortedKeys(obj)
+	if len(keys) == 2 && (isRangeOp(keys[0]) || isRangeOp(keys[1])) {
+		preds, err := p.rangePair(r, obj, keys)
+		if err != nil {
+			return nil, err
+		}
+		return preds[:], nil
+	}
+	if len(keys) != 1 {
+		return nil, r.errorf("an operator object in %s takes one operator, or two of $lt/$le/$gt/$ge, got [%s]", k, strings.Join(keys, " "))
+	}
+	op, val := keys[0], obj[keys[0]]
+	switch op {
+	case "$is":
+		if items, isList := asList(val); isList && len(items) == 0 {
+			// Equal to one of no values: an OpIn with no values.
+			pr := r.pred(OpIn)
+			pr.Values = []codec.Value{}
+			return []*Pred{pr}, nil
+		}
+		n, err := p.is(r, val, op)
+		if err != nil {
+			return nil, err
+		}
+		return []*Pred{n.(*Pred)}, nil
+	case "$lt", "$le", "$gt", "$ge":
+		pr, err := p.compare(r, op, val)
+		if err != nil {
+			return nil, err
+		}
+		return []*Pred{pr}, nil
+	case "$contains", "$iContains", "$startsWith", "$endsWith", "$pattern", "$iPattern":
+		pr, err := p.stringOp(r, op, val)
+		if err != nil {
+			return nil, err
+		}
+		return []*Pred{pr}, nil
+	case "$isNot", "$any", "$all", "$none", "$not":
+		return nil, r.errorf("%s is not supported inside %s", op, k)
+	}
+	if strings.HasPrefix(op, "$") {
+		return nil, r.errorf("unknown operator [%s]", op)
+	}
+	return nil, r.errorf("[%s] is not an operator", op)
+}
+
+// literal converts a filter literal to a value of r's type. op names the
+// operator for messages.
+func (p *filterParser) literal(r *colRef, op string, v any) (codec.Value, error) {
+	bad := func(want string) (codec.Value, error) {
+		return codec.Value{}, r.errorf("%s needs %s, got %s", op, want, describe(v))
+	}
+	switch r.target() {
+	case tgElem, tgMultiple:
+		if s, ok := v.(string); ok {
+			return codec.String(s), nil
+		}
+		return bad("a string")
+	case tgJSONPath:
+		switch x := v.(type) {
+		case string:
+			return codec.String(x), nil
+		case bool:
+			return codec.Bool(x), nil
+		}
+		if n, ok := numberOf(v); ok {
+			return codec.Float(n.float()), nil
+		}
+		return bad("a string, number or bool")
+	case tgJSON:
+		s, ok := v.(string)
+		if !ok {
+			return bad("JSON text")
+		}
+		text, err := canonicalJSONText(s)
+		if err != nil {
+			return bad("JSON text")
+		}
+		return codec.String(text), nil
+	}
+	switch r.col.Type {
+	case ctBool:
+		if b, ok := v.(bool); ok {
+			return codec.Bool(b), nil
+		}
+		return bad("a bool")
+	case ctInt:
+		if n, ok := numberOf(v); ok {
+			if i, ok := n.int(); ok {
+				return codec.Int(i), nil
+			}
+		}
+		return bad("an integer")
+	case ctFloat:
+		if n, ok := numberOf(v); ok {
+			return codec.Float(n.float()), nil
+		}
+		return bad("a number")
+	case ctDatetime:
+		switch x := v.(type) {
+		case string:
+			t, err := time.Parse(time.RFC3339Nano, x)
+			if err == nil && inDatetimeRange(t) {
+				return codec.Datetime(t), nil
+			}
+			if err == nil {
+				return bad("an RFC 3339 datetime between the years 1678 and 2262")
+			}
+		case time.Time:
+			if inDatetimeRange(x) {
+				return codec.Datetime(x), nil
+			}
+		}
+		return bad("an RFC 3339 datetime")
+	case ctString, ctText, ctEmail, ctLink:
+		if s, ok := v.(string); ok {
+			return codec.String(s), nil
+		}
+		if r.col.Type == ctLink {
+			return bad("a record id")
+		}
+		return bad("a string")
+	}
+	return bad("nothing: only $exists applies")
+}
+
+var (
+	minDatetime = time.Unix(0, math.MinInt64)
+	maxDatetime = time.Unix(0, math.MaxInt64)
+)
+
+func inDatetimeRange(t time.Time) bool {
+	return !t.Before(minDatetime) && !t.After(maxDatetime)
+}
+
+// canonicalJSONText re-encodes JSON text compactly with sorted object keys,
+// as json columns store it, so that equality compares meaning.
+func canonicalJSONText(s string) (string, error) {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return "", errors.New("data after the JSON value")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(buf.String(), "\n"), nil
+}
+
+// filterNumber is a numeric literal: an int64 when it is one exactly.
+type filterNumber struct {
+	i     int64
+	f     float64
+	isInt bool
+}
+
+func (n filterNumber) float() float64 {
+	if n.isInt {
+		return float64(n.i)
+	}
+	return n.f
+}
+
+// int returns the number as an int64 if it is integral and in range.
+func (n filterNumber) int() (int64, bool) {
+	if n.isInt {
+		return n.i, true
+	}
+	if n.f != math.Trunc(n.f) || n.f < -(1<<63) || n.f >= 1<<63 {
+		return 0, false
+	}
+	return int64(n.f), true
+}
+
+// numberOf reads a finite numeric literal.
+func numberOf(v any) (filterNumber, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return filterNumber{i: i, isInt: true}, true
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return filterNumber{}, false
+		}
+		return filterNumber{f: f}, true
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return filterNumber{}, false
+		}
+		return filterNumber{f: x}, true
+	case float32:
+		return numberOf(float64(x))
+	case int:
+		return filterNumber{i: int64(x), isInt: true}, true
+	case int32:
+		return filterNumber{i: int64(x), isInt: true}, true
+	case int64:
+		return filterNumber{i: x, isInt: true}, true
+	}
+	return filterNumber{}, false
+}
+
+// describe names the JSON type of v for messages, showing short numbers.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a bool"
+	case string:
+		if len(x) > 40 {
+			return "a string"
+		}
+		return "the string " + strconv.Quote(x)
+	case map[string]any:
+		return "an object"
+	case time.Time:
+		return "a time"
+	}
+	if isList(v) {
+		return "a list"
+	}
+	if n, ok := numberOf(v); ok {
+		if n.isInt {
+			return strconv.FormatInt(n.i, 10)
+		}
+		return strconv.FormatFloat(n.f, 'g', -1, 64)
+	}
+	if n, ok := v.(json.Number); ok {
+		if len(n) <= 40 {
+			return "the out-of-range number " + string(n)
+		}
+		return "an out-of-range number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// asList returns the items of a list value.
+func asList(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case []string:
+		items := make([]any, len(x))
+		for i, s := range x {
+			items[i] = s
+		}
+		return items, true
+	}
+	return nil, false
+}
+
+func isList(v any) bool { _, ok := asList(v); return ok }
+
+func isObject(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// listOrOne returns the items of a list, or v alone.
+func listOrOne(v any) []any {
+	if items, ok := asList(v); ok {
+		return items
+	}
+	return []any{v}
+}
+
+// allLiterals reports whether items are all plain values.
+func allLiterals(items []any) bool {
+	for _, item := range items {
+		if item == nil || isObject(item) || isList(item) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// andOf is the conjunction of children, without a wrapper for one child.
+func andOf(children []Node) Node {
+	if len(children) == 1 {
+		return children[0]
+	}
+	return &And{Children: children}
+}
+
+// orOf is the disjunction of children, without a wrapper for one child.
+func orOf(children []Node) Node {
+	if len(children) == 1 {
+		return children[0]
+	}
+	return &Or{Children: children}
+}
+
+func hasJSONPath(n Node) bool {
+	switch n := n.(type) {
+	case *And:
+		return slices.ContainsFunc(n.Children, hasJSONPath)
+	case *Or:
+		return slices.ContainsFunc(n.Children, hasJSONPath)
+	case *Not:
+		return hasJSONPath(n.Child)
+	case *Pred:
+		return n.JSONPath != nil
+	}
+	return false
+}
+
+// lowerJSONPaths returns n (negated when neg) with negations moved down to
+// json path predicates, each negated one guarded by an exists on its path,
+// so that records without the path match neither the predicate nor its
+// negation. Subtrees without json paths are kept as they are.
+func lowerJSONPaths(n Node, neg bool) Node {
+	if !hasJSONPath(n) {
+		if neg {
+			return &Not{Child: n}
+		}
+		return n
+	}
+	switch n := n.(type) {
+	case *Not:
+		return lowerJSONPaths(n.Child, !neg)
+	case *And:
+		children := make([]Node, len(n.Children))
+		for i, c := range n.Children {
+			children[i] = lowerJSONPaths(c, neg)
+		}
+		if neg {
+			return &Or{Children: children}
+		}
+		return &And{Children: children}
+	case *Or:
+		children := make([]Node, len(n.Children))
+		for i, c := range n.Children {
+			children[i] = lowerJSONPaths(c, neg)
+		}
+		if neg {
+			return &And{Children: children}
+		}
+		return &Or{Children: children}
+	case *Pred:
+		if !neg {
+			return n
+		}
+		if n.Op == OpExists {
+			return &Not{Child: n}
+		}
+		exists := &Pred{Links: n.Links, Column: n.Column, Op: OpExists, JSONPath: n.JSONPath}
+		return &And{Children: []Node{exists, &Not{Child: n}}}
+	}
+	return n
+}

@@ -1,0 +1,527 @@
+package index
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// A plan evaluates a filter as set algebra over row bitmaps. Every node
+// answers "which rows of cand match" (cand nil: every live row), so cheap
+// nodes shrink the candidates the expensive ones look at:
+//
+//   - posting: equality, $is with a list, $includes of a value and $exists
+//     read postings of the ordered index (one bitmap per value);
+//   - range: $lt/$le/$gt/$ge and $startsWith compare in-memory column values
+//     of the candidates (or scan the ordered index when the column has no
+//     value store);
+//   - scan: $contains, $endsWith, $pattern, array quantifiers other than
+//     "any equals", and columns without an index evaluate row by row on the
+//     candidates left;
+//   - link: a filter through a link evaluates on the linked table and maps
+//     the matching targets back through the link column's postings;
+//   - and: children cheapest first, stopping when nothing is left; negations
+//     are subtracted last;
+//   - or: union; not: candidates minus the child.
+
+// Cost classes order the children of an and.
+type cost int
+
+const (
+	costPosting cost = iota
+	costRange
+	costLink
+	costScan
+	costNot
+)
+
+// planNode is one node of a plan.
+type planNode interface {
+	cost() cost
+	exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error)
+	format(b *strings.Builder, depth int)
+}
+
+// Plan is an executable filter.
+type Plan struct {
+	root planNode
+}
+
+// String prints the plan as an indented tree.
+func (p *Plan) String() string {
+	var b strings.Builder
+	p.root.format(&b, 0)
+	return b.String()
+}
+
+// Compile turns a parsed filter into a plan for a table.
+func Compile(n Node) *Plan {
+	return &Plan{root: compile(n)}
+}
+
+func compile(n Node) planNode {
+	switch n := n.(type) {
+	case *And:
+		a := &andNode{}
+		for _, c := range n.Children {
+			child := compile(c)
+			if ca, ok := child.(*andNode); ok {
+				a.children = append(a.children, ca.children...)
+				continue
+			}
+			a.children = append(a.children, child)
+		}
+		sort.SliceStable(a.children, func(i, j int) bool { return a.children[i].cost() < a.children[j].cost() })
+		if len(a.children) == 1 {
+			return a.children[0]
+		}
+		return a
+	case *Or:
+		o := &orNode{}
+		for _, c := range n.Children {
+			o.children = append(o.children, compile(c))
+		}
+		if len(o.children) == 1 {
+			return o.children[0]
+		}
+		return o
+	case *Not:
+		return &notNode{child: compile(n.Child)}
+	case *Pred:
+		return compilePred(n)
+	}
+	panic(fmt.Sprintf("index: unknown filter node %T", n))
+}
+
+func compilePred(p *Pred) planNode {
+	if len(p.Links) > 0 {
+		inner := *p
+		inner.Links = nil
+		var next planNode = compilePred(&inner)
+		// Innermost link first: wrap from the last link outwards.
+		for i := len(p.Links) - 1; i >= 0; i-- {
+			next = &linkNode{link: p.Links[i], inner: next}
+		}
+		return next
+	}
+	c := p.Column
+	if len(p.JSONPath) == 0 {
+		switch {
+		case p.Op == OpExists && p.Quant == QuantNone:
+			return &postingNode{pred: p}
+		case indexed(c) && (p.Quant == QuantNone || p.Quant == QuantAny) && (p.Op == OpEq || p.Op == OpIn):
+			return &postingNode{pred: p}
+		case p.Quant == QuantNoElement && (p.Op == OpEq || p.Op == OpIn) && indexed(c):
+			// No element equals v: every row but those whose list holds v.
+			q := *p
+			q.Quant = QuantAny
+			return &notNode{child: &postingNode{pred: &q}}
+		case p.Quant == QuantNone && isRange(p.Op) && storable(c):
+			return &rangeNode{pred: p}
+		case p.Quant == QuantNone && p.Op == OpStartsWith && storable(c):
+			return &rangeNode{pred: p}
+		}
+	}
+	return &scanNode{pred: p}
+}
+
+// indexed reports whether a column has an ordered posting index.
+func indexed(c *Column) bool {
+	if c.ID == MetaIDColumn {
+		return true
+	}
+	switch c.Type {
+	case "bool", "int", "float", "string", "email", "multiple", "link", "datetime":
+		return c.ID < MetaUpdatedAtColumn
+	}
+	return false
+}
+
+// storable reports whether a column's values live in a value store.
+func storable(c *Column) bool {
+	switch c.Type {
+	case "bool", "int", "float", "string", "email", "link", "datetime", "multiple":
+		return true
+	}
+	return false
+}
+
+func isRange(op Op) bool { return op == OpLt || op == OpLe || op == OpGt || op == OpGe }
+
+// execCtx carries one execution's source and caches.
+type execCtx struct {
+	src  Source
+	live *roaring.Bitmap
+}
+
+func (x *execCtx) universe() (*roaring.Bitmap, error) {
+	if x.live == nil {
+		l, err := x.src.Live()
+		if err != nil {
+			return nil, err
+		}
+		x.live = l
+	}
+	return x.live, nil
+}
+
+// Execute returns the rows of src matching the plan.
+func (p *Plan) Execute(src Source) (*roaring.Bitmap, error) {
+	x := &execCtx{src: src}
+	out, err := p.root.exec(x, nil)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		u, err := x.universe()
+		if err != nil {
+			return nil, err
+		}
+		return u.Clone(), nil
+	}
+	return out, nil
+}
+
+// candidates returns cand, or the universe when cand is nil.
+func (x *execCtx) candidates(cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	if cand != nil {
+		return cand, nil
+	}
+	return x.universe()
+}
+
+// andNode intersects its children, cheapest first.
+type andNode struct{ children []planNode }
+
+func (a *andNode) cost() cost {
+	if len(a.children) == 0 {
+		return costPosting
+	}
+	return a.children[0].cost()
+}
+
+func (a *andNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	if len(a.children) == 0 {
+		c, err := x.candidates(cand)
+		if err != nil {
+			return nil, err
+		}
+		return c.Clone(), nil
+	}
+	acc := cand
+	for _, c := range a.children {
+		r, err := c.exec(x, acc)
+		if err != nil {
+			return nil, err
+		}
+		acc = r
+		if acc.IsEmpty() {
+			return acc, nil
+		}
+	}
+	return acc, nil
+}
+
+func (a *andNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "and")
+	for _, c := range a.children {
+		c.format(b, depth+1)
+	}
+}
+
+// orNode unions its children; an empty or matches nothing.
+type orNode struct{ children []planNode }
+
+func (o *orNode) cost() cost {
+	worst := costPosting
+	for _, c := range o.children {
+		if c.cost() > worst {
+			worst = c.cost()
+		}
+	}
+	return worst
+}
+
+func (o *orNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	acc := roaring.New()
+	for _, c := range o.children {
+		r, err := c.exec(x, cand)
+		if err != nil {
+			return nil, err
+		}
+		acc.Or(r)
+	}
+	return acc, nil
+}
+
+func (o *orNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "or")
+	for _, c := range o.children {
+		c.format(b, depth+1)
+	}
+}
+
+// notNode subtracts its child from the candidates.
+type notNode struct{ child planNode }
+
+func (n *notNode) cost() cost { return costNot }
+
+func (n *notNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	c, err := x.candidates(cand)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.child.exec(x, c)
+	if err != nil {
+		return nil, err
+	}
+	return roaring.AndNot(c, r), nil
+}
+
+func (n *notNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "not")
+	n.child.format(b, depth+1)
+}
+
+// postingNode reads postings: equality, lists of values, exists.
+type postingNode struct{ pred *Pred }
+
+func (p *postingNode) cost() cost { return costPosting }
+
+func (p *postingNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	var rows *roaring.Bitmap
+	var err error
+	switch p.pred.Op {
+	case OpExists:
+		rows, err = x.src.Exists(p.pred.Column)
+	case OpEq:
+		rows, err = x.src.Posting(p.pred.Column, p.pred.Value)
+	case OpIn:
+		rows = roaring.New()
+		for _, v := range p.pred.Values {
+			r, err := x.src.Posting(p.pred.Column, v)
+			if err != nil {
+				return nil, err
+			}
+			rows.Or(r)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cand != nil {
+		rows.And(cand)
+	}
+	return rows, nil
+}
+
+func (p *postingNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "posting "+formatPred(p.pred))
+}
+
+// rangeNode compares values of the candidates: in memory when the column
+// has a value store, else by scanning the ordered index.
+type rangeNode struct{ pred *Pred }
+
+func (r *rangeNode) cost() cost { return costRange }
+
+func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	c, err := x.candidates(cand)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := x.src.Values(r.pred.Column)
+	if err != nil {
+		return nil, err
+	}
+	if vals != nil {
+		out := roaring.New()
+		it := c.Iterator()
+		for it.HasNext() {
+			row := it.Next()
+			if matchScalar(r.pred, vals.Get(row)) {
+				out.Add(row)
+			}
+		}
+		return out, nil
+	}
+	out := roaring.New()
+	err = x.src.Scan(r.pred.Column, rangeBounds(r.pred), false, func(_ codec.Value, rows *roaring.Bitmap) bool {
+		out.Or(rows)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.And(c)
+	return out, nil
+}
+
+func (r *rangeNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "range "+formatPred(r.pred))
+}
+
+// rangeBounds turns a comparison or prefix into scan bounds.
+func rangeBounds(p *Pred) Bounds {
+	v := p.Value
+	switch p.Op {
+	case OpLt:
+		return Bounds{Hi: &v}
+	case OpLe:
+		return Bounds{Hi: &v, HiIncl: true}
+	case OpGt:
+		return Bounds{Lo: &v}
+	case OpGe:
+		return Bounds{Lo: &v, LoIncl: true}
+	case OpStartsWith:
+		s := v.Str
+		return Bounds{Prefix: &s}
+	}
+	return Bounds{}
+}
+
+// scanNode evaluates a predicate row by row on the candidates.
+type scanNode struct{ pred *Pred }
+
+func (s *scanNode) cost() cost { return costScan }
+
+func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	c, err := x.candidates(cand)
+	if err != nil {
+		return nil, err
+	}
+	var vals ColumnValues
+	if len(s.pred.JSONPath) == 0 && storable(s.pred.Column) {
+		if vals, err = x.src.Values(s.pred.Column); err != nil {
+			return nil, err
+		}
+	}
+	out := roaring.New()
+	it := c.Iterator()
+	var rec codec.Record
+	for it.HasNext() {
+		row := it.Next()
+		var ok bool
+		if vals != nil {
+			ok = matchValue(s.pred, vals.Get(row))
+		} else {
+			found, err := x.src.Record(row, &rec)
+			if err != nil {
+				return nil, err
+			}
+			if !found {
+				continue
+			}
+			ok = matchValue(s.pred, recordValue(&rec, s.pred.Column))
+		}
+		if ok {
+			out.Add(row)
+		}
+	}
+	return out, nil
+}
+
+func (s *scanNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "scan "+formatPred(s.pred))
+}
+
+// linkNode evaluates its inner plan on a link's target table and keeps the
+// rows whose link points at a match.
+type linkNode struct {
+	link  *Column
+	inner planNode
+}
+
+func (l *linkNode) cost() cost { return costLink }
+
+func (l *linkNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	target, err := x.src.Linked(l.link)
+	if err != nil {
+		return nil, err
+	}
+	tx := &execCtx{src: target}
+	matches, err := l.inner.exec(tx, nil)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := recordIDs(target, matches)
+	if err != nil {
+		return nil, err
+	}
+	out := roaring.New()
+	for _, id := range ids {
+		r, err := x.src.Posting(l.link, codec.String(id))
+		if err != nil {
+			return nil, err
+		}
+		out.Or(r)
+	}
+	if cand != nil {
+		out.And(cand)
+	}
+	return out, nil
+}
+
+func (l *linkNode) format(b *strings.Builder, depth int) {
+	line(b, depth, "link "+l.link.Path)
+	l.inner.format(b, depth+1)
+}
+
+// recordIDs returns the public ids of rows, from the id value store when
+// there is one.
+func recordIDs(src Source, rows *roaring.Bitmap) ([]string, error) {
+	ids := make([]string, 0, rows.GetCardinality())
+	vals, err := src.Values(IDColumn)
+	if err != nil {
+		return nil, err
+	}
+	var rec codec.Record
+	it := rows.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		if vals != nil {
+			if v := vals.Get(row); !v.IsNull() {
+				ids = append(ids, v.Str)
+			}
+			continue
+		}
+		ok, err := src.Record(row, &rec)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ids = append(ids, rec.ID)
+		}
+	}
+	return ids, nil
+}
+
+// recordValue returns a column's value in a stored record, meta columns
+// included.
+func recordValue(rec *codec.Record, c *Column) codec.Value {
+	switch c.ID {
+	case MetaIDColumn:
+		return codec.String(rec.ID)
+	case MetaVersionColumn:
+		return codec.Int(int64(rec.Version))
+	case MetaCreatedAtColumn:
+		return codec.Value{Kind: codec.KindDatetime, Int: rec.CreatedAt}
+	case MetaUpdatedAtColumn:
+		return codec.Value{Kind: codec.KindDatetime, Int: rec.UpdatedAt}
+	}
+	v, ok := rec.Get(c.ID)
+	if !ok {
+		return codec.Null()
+	}
+	return v
+}
+
+func line(b *strings.Builder, depth int, s string) {
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteString(s)
+	b.WriteByte('\n')
+}

@@ -1,0 +1,256 @@
+package index
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Projection is a parsed column selection (spec §4.1.1): which columns of
+// a record to return, which links to expand, and which reverse links to
+// attach. id and the metadata key are always returned.
+type Projection struct {
+	// All selects every column of the table (absent columns, or "*").
+	All bool
+	// Leaves holds the selected value columns by dotted path.
+	Leaves map[string]bool
+	// Links holds the link columns to expand, by path, with what to select
+	// from the linked record.
+	Links map[string]*Projection
+	// RevLinks are the reverse links to attach.
+	RevLinks []*RevLink
+}
+
+// RevLink is a ProjectionConfig for "<-table.column": the records of
+// another table whose link column points at this record.
+type RevLink struct {
+	// As is the key in the output; by default the table and column names
+	// concatenated.
+	As     string
+	Table  *Table
+	Column *Column
+	Select *Projection
+	Order  Order
+	Limit  int
+	Offset int
+}
+
+// ProjectionError is an invalid column selection.
+type ProjectionError struct{ Message string }
+
+func (e *ProjectionError) Error() string { return e.Message }
+
+func projErrorf(format string, args ...any) error {
+	return &ProjectionError{Message: fmt.Sprintf(format, args...)}
+}
+
+// AllColumns is the projection of an absent columns list.
+func AllColumns() *Projection {
+	return &Projection{All: true, Leaves: map[string]bool{}, Links: map[string]*Projection{}}
+}
+
+// ParseColumns reads a columns list: names, dotted paths, "*", "link.*" and
+// ProjectionConfig objects. Absent (nil) selects all columns. tables finds a
+// table by name for reverse links.
+func ParseColumns(t *Table, raw json.RawMessage, meta string, tables func(name string) *Table) (*Projection, error) {
+	if isNull(raw) {
+		return AllColumns(), nil
+	}
+	var list []any
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.UseNumber()
+	if err := d.Decode(&list); err != nil {
+		return nil, projErrorf("columns must be an array of column names or projection objects")
+	}
+	return parseColumnList(t, list, meta, tables)
+}
+
+// ParseColumnNames reads a columns list given as strings (a query
+// parameter).
+func ParseColumnNames(t *Table, names []string, meta string) (*Projection, error) {
+	if names == nil {
+		return AllColumns(), nil
+	}
+	list := make([]any, len(names))
+	for i, n := range names {
+		list[i] = n
+	}
+	return parseColumnList(t, list, meta, nil)
+}
+
+func parseColumnList(t *Table, list []any, meta string, tables func(string) *Table) (*Projection, error) {
+	p := &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
+	for _, e := range list {
+		switch e := e.(type) {
+		case string:
+			if err := p.add(t, e, meta); err != nil {
+				return nil, err
+			}
+		case map[string]any:
+			rl, err := parseRevLink(t, e, meta, tables)
+			if err != nil {
+				return nil, err
+			}
+			if rl == nil {
+				// A plain column given as {"name": ...}.
+				name, _ := e["name"].(string)
+				if err := p.add(t, name, meta); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			p.RevLinks = append(p.RevLinks, rl)
+		default:
+			return nil, projErrorf("columns entries must be strings or objects")
+		}
+	}
+	return p, nil
+}
+
+// add selects one column path.
+func (p *Projection) add(t *Table, path, meta string) error {
+	switch {
+	case path == "*":
+		p.All = true
+		return nil
+	case path == "id" || path == meta || strings.HasPrefix(path, meta+"."):
+		return nil // always returned
+	case path == "":
+		return projErrorf("empty column name")
+	}
+	if c := t.Columns[path]; c != nil {
+		switch c.Type {
+		case "link":
+			if p.Links[path] == nil {
+				p.Links[path] = AllColumns()
+			} else {
+				p.Links[path].All = true
+			}
+		case "object":
+			for q, sub := range t.Columns {
+				if strings.HasPrefix(q, path+".") && sub.Type != "object" {
+					if sub.Type == "link" {
+						if p.Links[q] == nil {
+							p.Links[q] = &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
+						}
+						p.Leaves[q] = true
+						continue
+					}
+					p.Leaves[q] = true
+				}
+			}
+		default:
+			p.Leaves[path] = true
+		}
+		return nil
+	}
+	// A path through a link: the longest prefix that is a link column.
+	segs := strings.Split(path, ".")
+	for i := len(segs) - 1; i >= 1; i-- {
+		prefix := strings.Join(segs[:i], ".")
+		c := t.Columns[prefix]
+		if c == nil || c.Type != "link" {
+			continue
+		}
+		sub := p.Links[prefix]
+		if sub == nil {
+			sub = &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
+			p.Links[prefix] = sub
+		}
+		return sub.add(c.Link, strings.Join(segs[i:], "."), meta)
+	}
+	return projErrorf("column [%s]: column not found", path)
+}
+
+// parseRevLink reads a ProjectionConfig object; nil when it names a plain
+// column rather than a reverse link.
+func parseRevLink(t *Table, m map[string]any, meta string, tables func(string) *Table) (*RevLink, error) {
+	name, ok := m["name"].(string)
+	if !ok || name == "" {
+		return nil, projErrorf("a projection object needs a name")
+	}
+	if !strings.HasPrefix(name, "<-") {
+		return nil, nil
+	}
+	spec := strings.TrimPrefix(name, "<-")
+	dot := strings.IndexByte(spec, '.')
+	if dot <= 0 || tables == nil {
+		return nil, projErrorf("reverse link [%s] must be <-table.column", name)
+	}
+	src := tables(spec[:dot])
+	if src == nil {
+		return nil, projErrorf("reverse link [%s]: table [%s] not found", name, spec[:dot])
+	}
+	col := src.Columns[spec[dot+1:]]
+	if col == nil || col.Type != "link" || col.Link == nil || col.Link.ID != t.ID {
+		return nil, projErrorf("reverse link [%s]: column [%s] is not a link to table [%s]", name, spec[dot+1:], t.Name)
+	}
+	rl := &RevLink{As: strings.ReplaceAll(spec, ".", ""), Table: src, Column: col, Limit: 20}
+	if as, ok := m["as"].(string); ok && as != "" {
+		rl.As = as
+	}
+	if n, ok, err := intField(m, "limit"); err != nil {
+		return nil, err
+	} else if ok {
+		if n < 0 {
+			return nil, projErrorf("reverse link [%s]: limit must not be negative", name)
+		}
+		rl.Limit = n
+	}
+	if n, ok, err := intField(m, "offset"); err != nil {
+		return nil, err
+	} else if ok {
+		if n < 0 {
+			return nil, projErrorf("reverse link [%s]: offset must not be negative", name)
+		}
+		rl.Offset = n
+	}
+	rl.Select = AllColumns()
+	if cols, ok := m["columns"].([]any); ok {
+		sel, err := parseColumnList(src, cols, meta, tables)
+		if err != nil {
+			return nil, err
+		}
+		rl.Select = sel
+	}
+	if s, ok := m["sort"]; ok && s != nil {
+		o, err := ParseSort(src, s, meta)
+		if err != nil {
+			return nil, err
+		}
+		rl.Order = o
+	}
+	return rl, nil
+}
+
+func intField(m map[string]any, k string) (int, bool, error) {
+	v, ok := m[k]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, false, projErrorf("%s must be an integer", k)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0, false, projErrorf("%s must be an integer", k)
+	}
+	return int(i), true, nil
+}
+
+// Selected reports whether a value column at path is selected.
+func (p *Projection) Selected(path string) bool {
+	return p.All || p.Leaves[path]
+}
+
+// LinkPaths lists the links to expand, in order.
+func (p *Projection) LinkPaths() []string {
+	out := make([]string, 0, len(p.Links))
+	for k := range p.Links {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

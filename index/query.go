@@ -1,0 +1,279 @@
+package index
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// QueryInput is a query request as the client sent it (spec §4.1.1); the
+// raw JSON of filter, sort and columns is kept because cursors carry it.
+type QueryInput struct {
+	Filter  json.RawMessage
+	Sort    json.RawMessage
+	Columns json.RawMessage
+	Page    PageInput
+}
+
+// PageInput is the page object of a query.
+type PageInput struct {
+	Size   *int
+	Offset *int
+	After  *string
+	Before *string
+	Start  *string
+	End    *string
+}
+
+// QueryOptions are the server's settings for queries.
+type QueryOptions struct {
+	// Meta is the record metadata key: "svc", or "xata" in compat mode.
+	Meta string
+	// Secret signs cursors.
+	Secret []byte
+	// MaxSize and MaxOffset bound page.size and page.offset; MaxDepth, when
+	// positive, bounds size+offset of offset pagination without a cursor.
+	MaxSize, MaxOffset, MaxDepth int
+	// DefaultSize is the page size when neither the request nor a cursor
+	// gives one.
+	DefaultSize int
+	// Seed orders a new random sort.
+	Seed uint64
+}
+
+// Page is the answer of a query: the rows of the page in order, the columns
+// to project (from the request or its cursor), and the page meta.
+type Page struct {
+	Rows    []uint32
+	Columns json.RawMessage
+	Cursor  string
+	More    bool
+	Size    int
+}
+
+// QueryError is an invalid query request.
+type QueryError struct{ Message string }
+
+func (e *QueryError) Error() string { return e.Message }
+
+func queryErrorf(format string, args ...any) error {
+	return &QueryError{Message: fmt.Sprintf(format, args...)}
+}
+
+// isNull reports whether raw JSON is absent or null.
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
+// Query runs a query on src: filter, order, the page the cursor rules of
+// spec §4.1.7 select.
+func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
+	p := in.Page
+	st := &cursorState{Filter: in.Filter, Sort: in.Sort, Columns: in.Columns, Seed: opts.Seed}
+	// incoming is the cursor the request continues from; afterC and beforeC
+	// are the cursors positioning it.
+	var incoming, afterC, beforeC *cursorState
+	tailEnd, lastPage := false, false
+	open := func(s string) (*cursorState, error) {
+		c, err := openCursor(s, opts.Secret)
+		if err != nil {
+			return nil, err
+		}
+		if !isNull(in.Filter) || !isNull(in.Sort) {
+			return nil, queryErrorf("filter and sort cannot be set together with a cursor")
+		}
+		return c, nil
+	}
+	var err error
+	switch {
+	case p.Start != nil || p.End != nil:
+		if p.After != nil || p.Before != nil || (p.Start != nil && p.End != nil) {
+			return nil, queryErrorf("page.start and page.end cannot be combined with other cursors")
+		}
+		s := p.Start
+		if s == nil {
+			s, lastPage = p.End, true
+		}
+		if incoming, err = open(*s); err != nil {
+			return nil, err
+		}
+	case p.After != nil && *p.After == "end":
+		if p.Before != nil {
+			return nil, queryErrorf("page.after=end cannot be combined with page.before")
+		}
+		tailEnd = true
+	case p.Before != nil && *p.Before == "end":
+		if p.After != nil {
+			return nil, queryErrorf("page.before=end cannot be combined with page.after")
+		}
+		lastPage = true
+	default:
+		if p.After != nil {
+			if afterC, err = open(*p.After); err != nil {
+				return nil, err
+			}
+		}
+		if p.Before != nil {
+			if beforeC, err = open(*p.Before); err != nil {
+				return nil, err
+			}
+		}
+		if afterC != nil && beforeC != nil && (!bytes.Equal(afterC.Filter, beforeC.Filter) || !bytes.Equal(afterC.Sort, beforeC.Sort)) {
+			return nil, queryErrorf("page.after and page.before must come from the same filter and sort")
+		}
+		incoming = afterC
+		if incoming == nil {
+			incoming = beforeC
+		}
+	}
+	if incoming != nil {
+		st.Filter, st.Sort, st.Seed = incoming.Filter, incoming.Sort, incoming.Seed
+		if isNull(in.Columns) {
+			st.Columns = incoming.Columns
+		}
+	}
+	// Page size and offset.
+	size := opts.DefaultSize
+	if incoming != nil {
+		size = incoming.Size
+	}
+	if p.Size != nil {
+		size = *p.Size
+	}
+	offset := 0
+	if p.Offset != nil {
+		offset = *p.Offset
+	}
+	if size < 1 {
+		return nil, queryErrorf("page size must be at least 1")
+	}
+	if size > opts.MaxSize {
+		return nil, queryErrorf("page size exceeds max limit of %d", opts.MaxSize)
+	}
+	if offset < 0 {
+		return nil, queryErrorf("page offset must not be negative")
+	}
+	if offset > opts.MaxOffset {
+		return nil, queryErrorf("page offset must not exceed %d", opts.MaxOffset)
+	}
+	if opts.MaxDepth > 0 && incoming == nil && size+offset > opts.MaxDepth {
+		return nil, queryErrorf("offset pagination is limited to %d records (page.size + page.offset)", opts.MaxDepth)
+	}
+	st.Size = size
+
+	t := src.Table()
+	var filter Node = &And{}
+	if !isNull(st.Filter) {
+		n, err := ParseFilter(t, st.Filter, opts.Meta)
+		if err != nil {
+			return nil, err
+		}
+		filter = n
+	}
+	var sortRaw any
+	if !isNull(st.Sort) {
+		if err := json.Unmarshal(st.Sort, &sortRaw); err != nil {
+			return nil, queryErrorf("sort: %v", err)
+		}
+	}
+	order, err := ParseSort(t, sortRaw, opts.Meta)
+	if err != nil {
+		return nil, err
+	}
+	order.Seed = st.Seed
+	var after, before *Key
+	if afterC != nil {
+		if after, err = decodeKey(afterC.Last, len(order.Keys)); err != nil {
+			return nil, err
+		}
+	}
+	if beforeC != nil {
+		if before, err = decodeKey(beforeC.First, len(order.Keys)); err != nil {
+			return nil, err
+		}
+	}
+	if after != nil && before != nil && order.compareKeys(*after, *before) >= 0 {
+		return nil, queryErrorf("page.after must come before page.before")
+	}
+	reverse := lastPage || (beforeC != nil && afterC == nil)
+
+	cand, err := Compile(filter).Execute(src)
+	if err != nil {
+		return nil, err
+	}
+	page := &Page{Columns: st.Columns, Size: size}
+	if tailEnd {
+		rows, keys, err := Select(src, cand, order, Window{Limit: 1, Reverse: true})
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 1 {
+			ck, err := encodeKey(keys[0])
+			if err != nil {
+				return nil, err
+			}
+			st.First, st.Last = ck, ck
+		}
+		page.Cursor, err = sealCursor(st, opts.Secret)
+		return page, err
+	}
+	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
+	rows, keys, err := Select(src, cand, order, w)
+	if err != nil {
+		return nil, err
+	}
+	rows, keys, page.More = cut(rows, keys, offset, size)
+	if reverse {
+		reverseRows(rows, keys)
+	}
+	page.Rows = rows
+	if len(rows) > 0 {
+		if st.First, err = encodeKey(keys[0]); err != nil {
+			return nil, err
+		}
+		if st.Last, err = encodeKey(keys[len(keys)-1]); err != nil {
+			return nil, err
+		}
+	} else if afterC != nil {
+		// Past the end: keep the position, so the cursor can tail.
+		st.First, st.Last = afterC.Last, afterC.Last
+	} else if beforeC != nil {
+		st.First, st.Last = beforeC.First, beforeC.First
+	}
+	page.Cursor, err = sealCursor(st, opts.Secret)
+	return page, err
+}
+
+// cut skips offset rows and keeps size; more tells whether rows were left.
+func cut(rows []uint32, keys []Key, offset, size int) ([]uint32, []Key, bool) {
+	if offset >= len(rows) {
+		return nil, nil, false
+	}
+	rows, keys = rows[offset:], keys[offset:]
+	if len(rows) > size {
+		return rows[:size], keys[:size], true
+	}
+	return rows, keys, false
+}
+
+func reverseRows(rows []uint32, keys []Key) {
+	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+		rows[i], rows[j] = rows[j], rows[i]
+		keys[i], keys[j] = keys[j], keys[i]
+	}
+}
+
+// Filter parses and runs a filter alone: the rows of src matching it.
+func Filter(src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, error) {
+	var n Node = &And{}
+	if !isNull(raw) {
+		var err error
+		if n, err = ParseFilter(src.Table(), raw, meta); err != nil {
+			return nil, err
+		}
+	}
+	return Compile(n).Execute(src)
+}

@@ -1,0 +1,477 @@
+package index
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// SortKey is one column of a sort order.
+type SortKey struct {
+	Column *Column
+	Desc   bool
+}
+
+// Order is a full sort order: the keys, then (when Random) a random order
+// fixed by Seed, then ascending id, which makes every order total.
+type Order struct {
+	Keys   []SortKey
+	Random bool
+	Seed   uint64
+}
+
+// ParseSort reads a sort expression (spec §4.1.6): an array of column
+// names, an object mapping columns to asc/desc, or an array of such
+// objects; "*": "random" orders randomly, alone or as a tie-breaker.
+func ParseSort(t *Table, raw any, meta string) (Order, error) {
+	var o Order
+	add := func(name string, dir any) error {
+		d, ok := dir.(string)
+		if !ok {
+			return sortErrorf("sort order of [%s] must be a string", name)
+		}
+		if name == "*" {
+			if d != "random" {
+				return sortErrorf("column [*] can only be sorted randomly")
+			}
+			if o.Random {
+				return sortErrorf("random sort given twice")
+			}
+			o.Random = true
+			return nil
+		}
+		if o.Random {
+			return sortErrorf("random sort must come last")
+		}
+		c, err := resolveColumn(t, name, meta)
+		if err != nil {
+			return err
+		}
+		switch c.Type {
+		case "json", "vector", "file", "file[]", "object", "multiple", "text":
+			return sortErrorf("column [%s] of type %s cannot be sorted", name, c.Type)
+		}
+		switch d {
+		case "asc":
+			o.Keys = append(o.Keys, SortKey{Column: c})
+		case "desc":
+			o.Keys = append(o.Keys, SortKey{Column: c, Desc: true})
+		case "random":
+			return sortErrorf("only column [*] can be sorted randomly")
+		default:
+			return sortErrorf("sort order [%s] of column [%s] must be asc or desc", d, name)
+		}
+		return nil
+	}
+	addObject := func(m map[string]any) error {
+		if len(m) != 1 {
+			// Several keys in one object have no defined order: ask for
+			// one per object.
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if len(m) == 0 {
+				return sortErrorf("empty sort object")
+			}
+			for _, k := range keys {
+				if err := add(k, m[k]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for k, v := range m {
+			return add(k, v)
+		}
+		return nil
+	}
+	switch s := raw.(type) {
+	case nil:
+	case string:
+		if err := add(s, "asc"); err != nil {
+			return o, err
+		}
+	case map[string]any:
+		if err := addObject(s); err != nil {
+			return o, err
+		}
+	case []any:
+		for _, e := range s {
+			switch e := e.(type) {
+			case string:
+				if err := add(e, "asc"); err != nil {
+					return o, err
+				}
+			case map[string]any:
+				if err := addObject(e); err != nil {
+					return o, err
+				}
+			default:
+				return o, sortErrorf("a sort entry must be a column name or an object")
+			}
+		}
+	default:
+		return o, sortErrorf("sort must be an array or an object")
+	}
+	return o, nil
+}
+
+// resolveColumn finds a sortable or selectable column by path, meta columns
+// included.
+func resolveColumn(t *Table, name, meta string) (*Column, error) {
+	switch name {
+	case "id":
+		return IDColumn, nil
+	case meta + ".version":
+		return VersionColumn, nil
+	case meta + ".createdAt":
+		return CreatedAtColumn, nil
+	case meta + ".updatedAt":
+		return UpdatedAtColumn, nil
+	}
+	c := t.Columns[name]
+	if c == nil {
+		return nil, sortErrorf("column [%s]: column not found", name)
+	}
+	return c, nil
+}
+
+// SortError is an invalid sort expression.
+type SortError struct{ Message string }
+
+func (e *SortError) Error() string { return e.Message }
+
+func sortErrorf(format string, args ...any) error {
+	return &SortError{Message: "sort: " + fmt.Sprintf(format, args...)}
+}
+
+// Key is the position of a row in an order: its sort values and its id.
+type Key struct {
+	Values []codec.Value
+	ID     string
+}
+
+// keyReader reads sort keys of rows from value stores, or records when a
+// column has none.
+type keyReader struct {
+	src   Source
+	order Order
+	vals  []ColumnValues
+	ids   ColumnValues
+	rec   codec.Record
+}
+
+func newKeyReader(src Source, o Order) (*keyReader, error) {
+	kr := &keyReader{src: src, order: o, vals: make([]ColumnValues, len(o.Keys))}
+	for i, k := range o.Keys {
+		v, err := src.Values(k.Column)
+		if err != nil {
+			return nil, err
+		}
+		kr.vals[i] = v
+	}
+	ids, err := src.Values(IDColumn)
+	if err != nil {
+		return nil, err
+	}
+	kr.ids = ids
+	return kr, nil
+}
+
+// key returns the position of row; ok is false for a row that vanished.
+func (kr *keyReader) key(row uint32) (Key, bool, error) {
+	k := Key{Values: make([]codec.Value, len(kr.order.Keys))}
+	needRecord := kr.ids == nil
+	for _, v := range kr.vals {
+		if v == nil {
+			needRecord = true
+		}
+	}
+	if needRecord {
+		ok, err := kr.src.Record(row, &kr.rec)
+		if err != nil || !ok {
+			return k, false, err
+		}
+	}
+	for i, sk := range kr.order.Keys {
+		if kr.vals[i] != nil {
+			k.Values[i] = kr.vals[i].Get(row)
+		} else {
+			k.Values[i] = recordValue(&kr.rec, sk.Column)
+		}
+	}
+	if kr.ids != nil {
+		k.ID = kr.ids.Get(row).Str
+	} else {
+		k.ID = kr.rec.ID
+	}
+	return k, true, nil
+}
+
+// compareKeys orders two positions: each sort value with nulls last in
+// both directions, then the random order, then ascending id.
+func (o Order) compareKeys(a, b Key) int {
+	for i, sk := range o.Keys {
+		x, y := a.Values[i], b.Values[i]
+		switch {
+		case x.IsNull() && y.IsNull():
+			continue
+		case x.IsNull():
+			return 1
+		case y.IsNull():
+			return -1
+		}
+		c := compareValues(x, y)
+		if sk.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	if o.Random {
+		ha, hb := o.randomRank(a.ID), o.randomRank(b.ID)
+		switch {
+		case ha < hb:
+			return -1
+		case ha > hb:
+			return 1
+		}
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// randomRank is the place of an id in the random order of Seed.
+func (o Order) randomRank(id string) uint64 {
+	h := fnv.New64a()
+	var seed [8]byte
+	binary.BigEndian.PutUint64(seed[:], o.Seed)
+	h.Write(seed[:])
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// keyedRow is a row with its position.
+type keyedRow struct {
+	row uint32
+	key Key
+}
+
+// rowHeap keeps the n first rows of an order seen so far: a max-heap on
+// cmp, so its root is the last row kept.
+type rowHeap struct {
+	cmp  func(a, b Key) int
+	rows []keyedRow
+}
+
+func (h *rowHeap) Len() int           { return len(h.rows) }
+func (h *rowHeap) Less(i, j int) bool { return h.cmp(h.rows[i].key, h.rows[j].key) > 0 }
+func (h *rowHeap) Swap(i, j int)      { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
+func (h *rowHeap) Push(x any)         { h.rows = append(h.rows, x.(keyedRow)) }
+func (h *rowHeap) Pop() any {
+	x := h.rows[len(h.rows)-1]
+	h.rows = h.rows[:len(h.rows)-1]
+	return x
+}
+
+// Window selects rows of an order: at most Limit rows strictly after
+// After (when set) and strictly before Before (when set), counted from the
+// start of the order, or from its end when Reverse.
+type Window struct {
+	After, Before *Key
+	Limit         int
+	Reverse       bool
+}
+
+// Select returns the rows of cand that fall in the window, in order (in
+// reverse order when w.Reverse), with their keys.
+func Select(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	if w.Limit <= 0 || cand.IsEmpty() {
+		return nil, nil, nil
+	}
+	if walkable(o) && cand.GetCardinality() > walkThreshold {
+		return walk(src, cand, o, w)
+	}
+	return selectHeap(src, cand, o, w)
+}
+
+// walkThreshold is the candidate count above which walking an ordered
+// index beats reading the sort key of every candidate.
+const walkThreshold = 4096
+
+// walkable reports whether an order can be produced by walking an ordered
+// index: one key on an indexed column (or no key: id order).
+func walkable(o Order) bool {
+	if o.Random || len(o.Keys) > 1 {
+		return false
+	}
+	if len(o.Keys) == 0 {
+		return true
+	}
+	c := o.Keys[0].Column
+	return indexed(c) && c.Type != "multiple" && c.ID != MetaIDColumn
+}
+
+// selectHeap reads the key of every candidate and keeps the first Limit.
+func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	kr, err := newKeyReader(src, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	// In reverse, the heap keeps the last rows: invert the order.
+	cmp := o.compareKeys
+	if w.Reverse {
+		cmp = func(a, b Key) int { return -o.compareKeys(a, b) }
+	}
+	h := &rowHeap{cmp: cmp}
+	it := cand.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		k, ok, err := kr.key(row)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			continue
+		}
+		if w.After != nil && o.compareKeys(k, *w.After) <= 0 {
+			continue
+		}
+		if w.Before != nil && o.compareKeys(k, *w.Before) >= 0 {
+			continue
+		}
+		if h.Len() < w.Limit {
+			heap.Push(h, keyedRow{row, k})
+			continue
+		}
+		if cmp(k, h.rows[0].key) < 0 {
+			h.rows[0] = keyedRow{row, k}
+			heap.Fix(h, 0)
+		}
+	}
+	sort.Slice(h.rows, func(i, j int) bool { return cmp(h.rows[i].key, h.rows[j].key) < 0 })
+	rows := make([]uint32, len(h.rows))
+	keys := make([]Key, len(h.rows))
+	for i, r := range h.rows {
+		rows[i], keys[i] = r.row, r.key
+	}
+	return rows, keys, nil
+}
+
+// walk produces the order by walking the sort column's ordered index (or,
+// with no key, taking candidates by id), intersecting each value's rows with
+// the candidates; rows of one value are ordered by id.
+func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	kr, err := newKeyReader(src, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []uint32
+	var keys []Key
+	full := func() bool { return len(rows) >= w.Limit }
+	// take adds a group of rows sharing one sort value, in window order.
+	take := func(group *roaring.Bitmap) (bool, error) {
+		var ks []keyedRow
+		it := group.Iterator()
+		for it.HasNext() {
+			row := it.Next()
+			k, ok, err := kr.key(row)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				continue
+			}
+			if w.After != nil && o.compareKeys(k, *w.After) <= 0 {
+				continue
+			}
+			if w.Before != nil && o.compareKeys(k, *w.Before) >= 0 {
+				continue
+			}
+			ks = append(ks, keyedRow{row, k})
+		}
+		sort.Slice(ks, func(i, j int) bool {
+			c := o.compareKeys(ks[i].key, ks[j].key)
+			if w.Reverse {
+				c = -c
+			}
+			return c < 0
+		})
+		for _, k := range ks {
+			if full() {
+				return false, nil
+			}
+			rows = append(rows, k.row)
+			keys = append(keys, k.key)
+		}
+		return !full(), nil
+	}
+	if len(o.Keys) == 0 {
+		return selectHeap(src, cand, o, w)
+	}
+	sk := o.Keys[0]
+	exists, err := src.Exists(sk.Column)
+	if err != nil {
+		return nil, nil, err
+	}
+	nulls := roaring.AndNot(cand, exists)
+	// Nulls sort last in both directions: in reverse they come first.
+	if w.Reverse && !nulls.IsEmpty() {
+		if more, err := take(nulls); err != nil || !more {
+			return rows, keys, err
+		}
+	}
+	var b Bounds
+	pos := w.After
+	if w.Reverse {
+		pos = w.Before
+	}
+	if pos != nil && !pos.Values[0].IsNull() {
+		v := pos.Values[0]
+		// Start the walk at the cursor's value (inclusive: ties on id).
+		if sk.Desc != w.Reverse {
+			b.Hi, b.HiIncl = &v, true
+		} else {
+			b.Lo, b.LoIncl = &v, true
+		}
+	}
+	if pos != nil && pos.Values[0].IsNull() && !w.Reverse {
+		// Past the non-null values already: only nulls are left.
+		_, err := take(nulls)
+		return rows, keys, err
+	}
+	var werr error
+	err = src.Scan(sk.Column, b, sk.Desc != w.Reverse, func(_ codec.Value, group *roaring.Bitmap) bool {
+		group.And(cand)
+		if group.IsEmpty() {
+			return true
+		}
+		more, err := take(group)
+		if err != nil {
+			werr = err
+			return false
+		}
+		return more
+	})
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !w.Reverse && !full() && !nulls.IsEmpty() {
+		if _, err := take(nulls); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, keys, nil
+}
