@@ -11,8 +11,9 @@ import (
 )
 
 // matchValue evaluates a predicate (without links) on one row's value of its
-// column: the one place that defines what each operator means on a value,
-// shared by the plan's row-by-row nodes and the naive evaluator.
+// column: what each operator means on a value for the plan's row-by-row
+// nodes. The naive evaluator defines the same semantics independently, so
+// the differential test checks one against the other.
 func matchValue(p *Pred, v codec.Value) bool {
 	if len(p.JSONPath) > 0 {
 		jv, ok := jsonAt(v, p.JSONPath)
@@ -23,6 +24,9 @@ func matchValue(p *Pred, v codec.Value) bool {
 	}
 	if p.Op == OpExists {
 		return !v.IsNull()
+	}
+	if v.IsNull() && p.Quant == QuantNoElement {
+		return true // no element of a null list matches
 	}
 	if v.Kind != codec.KindStrings {
 		return matchScalar(p, v)
