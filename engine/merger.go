@@ -28,7 +28,7 @@ import (
 var bitmapMerger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
-		d, err := codec.DecodeDelta(value)
+		d, err := codec.DecodeDeltaStored(value)
 		if err != nil {
 			return nil, fmt.Errorf("engine: merge operand of key %x: %w", key, err)
 		}
@@ -50,7 +50,7 @@ type bitmapValueMerger struct {
 
 // MergeNewer composes value after everything merged so far.
 func (m *bitmapValueMerger) MergeNewer(value []byte) error {
-	newer, err := codec.DecodeDelta(value)
+	newer, err := codec.DecodeDeltaStored(value)
 	if err != nil {
 		return fmt.Errorf("engine: newer merge operand: %w", err)
 	}
@@ -60,7 +60,7 @@ func (m *bitmapValueMerger) MergeNewer(value []byte) error {
 
 // MergeOlder composes value before everything merged so far.
 func (m *bitmapValueMerger) MergeOlder(value []byte) error {
-	older, err := codec.DecodeDelta(value)
+	older, err := codec.DecodeDeltaStored(value)
 	if err != nil {
 		return fmt.Errorf("engine: older merge operand: %w", err)
 	}

@@ -30,6 +30,14 @@ type RevLinkResult struct {
 	Records []*Doc
 }
 
+// QueryInput is a query request as the client sent it; PageInput is its
+// page object. They are the index package's, named here so that callers of
+// the engine need not import it.
+type (
+	QueryInput = index.QueryInput
+	PageInput  = index.PageInput
+)
+
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
 	// Meta is the record metadata key ("svc", or "xata" in compat mode).
@@ -290,4 +298,53 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, m
 		return nil, queryError(err)
 	}
 	return rows, nil
+}
+
+// Project returns records, as writes and Get return them, projected by a
+// columns list (JSON array; null selects every column) with links expanded
+// and reverse links attached, read at one snapshot of the branch.
+func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json.RawMessage, meta string) ([]*Doc, error) {
+	src, release, err := e.openSource(ref, tableName)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	proj, err := index.ParseColumns(src.it, columns, meta, src.tableByName)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	out := make([]*Doc, 0, len(recs))
+	for _, r := range recs {
+		if r == nil || r.stored == nil {
+			out = append(out, nil)
+			continue
+		}
+		d, err := src.doc(r.stored, proj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// CheckColumns validates a columns list against a table without reading
+// data, so that a write with a bad list changes nothing.
+func (e *Engine) CheckColumns(ref Ref, tableName string, columns json.RawMessage, meta string) error {
+	s, err := e.branchSchema(ref)
+	if err != nil {
+		return err
+	}
+	t, err := s.table(tableName)
+	if err != nil {
+		return err
+	}
+	tables := s.indexTables()
+	_, err = index.ParseColumns(tables[t.ID], columns, meta, func(name string) *index.Table {
+		if x := s.byName[name]; x != nil {
+			return tables[x.ID]
+		}
+		return nil
+	})
+	return queryError(err)
 }

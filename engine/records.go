@@ -30,6 +30,8 @@ type Record struct {
 	// Values holds the non-null columns by name; object columns are nested
 	// map[string]any. Value types are those fromValue documents.
 	Values map[string]any
+
+	stored *codec.Record // the stored version, for projections
 }
 
 // OpKind is the kind of one write operation.
@@ -282,7 +284,8 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 // publicRecord converts a stored record to its public form.
 func publicRecord(t *table, rec *codec.Record) *Record {
 	out := &Record{
-		ID: rec.ID, Version: rec.Version,
+		stored: rec.Clone(),
+		ID:     rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 		Values: make(map[string]any, len(rec.Fields)),
 	}

@@ -150,7 +150,7 @@ func (c *postingCursor) advance() error {
 			if err != nil {
 				return err
 			}
-			b, err := codec.DecodeBitmap(v)
+			b, err := codec.DecodeBitmapStored(v)
 			if err != nil {
 				return err
 			}
@@ -198,7 +198,7 @@ func loadUndo(r pebble.Reader, db uint32, lr layerRef, tableID uint32, colPrefix
 		if err != nil {
 			return nil, err
 		}
-		d, err := codec.DecodeDelta(v)
+		d, err := codec.DecodeDeltaStored(v)
 		if err != nil {
 			return nil, err
 		}

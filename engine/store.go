@@ -187,7 +187,7 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 			it.Close()
 			return nil, err
 		}
-		b, err := codec.DecodeBitmap(v)
+		b, err := codec.DecodeBitmapStored(v)
 		if err != nil {
 			it.Close()
 			return nil, err
@@ -230,7 +230,7 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 			it.Close()
 			return nil, err
 		}
-		d, err := codec.DecodeDelta(v)
+		d, err := codec.DecodeDeltaStored(v)
 		if err != nil {
 			it.Close()
 			return nil, err

@@ -118,6 +118,15 @@ type Pred struct {
 	Pattern *Pattern
 	// JSONPath is the key path inside a json column ("col->a->b"); empty
 	// otherwise.
+	//
+	// A json path predicate is false on a record without the path (a key
+	// missing or JSON null), and so is its negation: the parser never puts
+	// a Not above one, except in the guard form
+	// And{Pred{OpExists, same path}, Not{Pred}}, and pushes negations of
+	// larger filters down to such guards (Not{Or{a, b}} becomes And{not a,
+	// not b}). OpExists on a path is plain two-valued. At the path, numbers
+	// are KindFloat, strings KindString, booleans KindBool, and objects and
+	// arrays their compact JSON text.
 	JSONPath []string
 }
 

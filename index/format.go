@@ -25,6 +25,7 @@ func Format(n Node) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// formatFilterNode writes n and its children, one line each.
 func formatFilterNode(b *strings.Builder, n Node, depth int) {
 	b.WriteString(strings.Repeat("  ", depth))
 	switch n := n.(type) {
@@ -51,6 +52,7 @@ func formatFilterNode(b *strings.Builder, n Node, depth int) {
 	}
 }
 
+// filterOpNames spell the operators in Format.
 var filterOpNames = [...]string{
 	OpEq: "=", OpIn: "in", OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=",
 	OpContains: "contains", OpIContains: "iContains",
@@ -58,8 +60,10 @@ var filterOpNames = [...]string{
 	OpPattern: "pattern", OpIPattern: "iPattern", OpExists: "exists",
 }
 
+// filterQuantNames spell the quantifiers in Format, with a trailing space.
 var filterQuantNames = [...]string{QuantNone: "", QuantAny: "any ", QuantAll: "all ", QuantNoElement: "none "}
 
+// formatFilterPred writes one predicate line without its newline.
 func formatFilterPred(b *strings.Builder, p *Pred) {
 	for _, l := range p.Links {
 		b.WriteString(l.Path)

@@ -174,8 +174,13 @@ func jsonAt(v codec.Value, path []string) (codec.Value, bool) {
 		}
 		return codec.Float(f), true
 	default:
-		b, _ := json.Marshal(x)
-		return codec.String(string(b)), true
+		var buf strings.Builder
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // stored JSON text is not escaped either
+		if err := enc.Encode(x); err != nil {
+			return codec.Value{}, false
+		}
+		return codec.String(strings.TrimSuffix(buf.String(), "\n")), true
 	}
 }
 

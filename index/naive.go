@@ -32,7 +32,7 @@ type RowView interface {
 //     empty Or false, and Not is the plain complement (so {"$isNot": x}
 //     matches nulls).
 //   - A predicate through links is false when any link on the way is null
-//     or dangling.
+//     or dangling (so its negation is true, as on a null column).
 //   - exists is true when the value is not null (an empty multiple exists);
 //     on a json path, when every key is present and the value is not JSON
 //     null.

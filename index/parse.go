@@ -55,6 +55,7 @@ type FilterError struct {
 	Message string
 }
 
+// Error returns the message.
 func (e *FilterError) Error() string { return e.Message }
 
 // maxFilterDepth bounds the nesting of a filter, so a hostile one cannot
@@ -115,6 +116,7 @@ func ParseFilterValue(t *Table, v any, meta string) (Node, error) {
 	return n, nil
 }
 
+// filterErrorf makes a *FilterError with the "filter: " prefix.
 func filterErrorf(format string, args ...any) error {
 	return &FilterError{Message: "filter: " + fmt.Sprintf(format, args...)}
 }
@@ -155,6 +157,7 @@ type colRef struct {
 	quant Quantifier
 }
 
+// errorf makes a *FilterError naming the column.
 func (r *colRef) errorf(format string, args ...any) error {
 	return filterErrorf("column [%s]: "+format, append([]any{r.name}, args...)...)
 }
@@ -174,6 +177,7 @@ func (r *colRef) pred(op Op) *Pred {
 // target classes decide which operators and literals apply.
 type target uint8
 
+// The targets.
 const (
 	tgScalar   target = iota // a column of a scalar type, or a link id
 	tgMultiple               // a multiple column as a whole
@@ -183,6 +187,7 @@ const (
 	tgNone                   // vector, file, file[], object: only $exists
 )
 
+// target classifies r for the operator and literal checks.
 func (r *colRef) target() target {
 	switch {
 	case r.elem:
@@ -222,6 +227,8 @@ func (p *filterParser) filter(s scope, v any, what string) (Node, error) {
 	return andOf(children), nil
 }
 
+// filterKey parses one key of a filter object: a combinator, an exists
+// operator or a column.
 func (p *filterParser) filterKey(s scope, k string, v any) (Node, error) {
 	switch k {
 	case "$any", "$all", "$none", "$not":
@@ -426,6 +433,8 @@ func (p *filterParser) predicate(r *colRef, v any) (Node, error) {
 	return p.is(r, v, "$is")
 }
 
+// predicateObject parses an operator object on r: one operator, or a
+// range of two.
 func (p *filterParser) predicateObject(r *colRef, obj map[string]any) (Node, error) {
 	keys := sortedKeys(obj)
 	switch len(keys) {
@@ -528,8 +537,10 @@ func (p *filterParser) is(r *colRef, v any, op string) (Node, error) {
 	return pr, nil
 }
 
+// rangeOps are the comparison operators of ranges.
 var rangeOps = map[string]Op{"$lt": OpLt, "$le": OpLe, "$gt": OpGt, "$ge": OpGe}
 
+// isRangeOp reports whether k is one of $lt, $le, $gt, $ge.
 func isRangeOp(k string) bool { _, ok := rangeOps[k]; return ok }
 
 // rangePair parses a range object: one lower and one upper bound.
@@ -587,6 +598,7 @@ func (p *filterParser) compare(r *colRef, k string, v any) (*Pred, error) {
 	return pr, nil
 }
 
+// stringOps are the operators on strings.
 var stringOps = map[string]Op{
 	"$contains": OpContains, "$iContains": OpIContains,
 	"$startsWith": OpStartsWith, "$endsWith": OpEndsWith,
@@ -628,6 +640,7 @@ func (p *filterParser) stringOp(r *colRef, k string, v any) (*Pred, error) {
 	return pr, nil
 }
 
+// includesQuant maps the array operators to their quantifiers.
 var includesQuant = map[string]Quantifier{
 	"$includes": QuantAny, "$includesAny": QuantAny,
 	"$includesAll": QuantAll, "$includesNone": QuantNoElement,
@@ -851,11 +864,13 @@ func (p *filterParser) literal(r *colRef, op string, v any) (codec.Value, error)
 	return bad("nothing: only $exists applies")
 }
 
+// The instants a datetime value can hold: int64 nanoseconds since 1970.
 var (
 	minDatetime = time.Unix(0, math.MinInt64)
 	maxDatetime = time.Unix(0, math.MaxInt64)
 )
 
+// inDatetimeRange reports whether t fits a datetime value.
 func inDatetimeRange(t time.Time) bool {
 	return !t.Before(minDatetime) && !t.After(maxDatetime)
 }
@@ -888,6 +903,7 @@ type filterNumber struct {
 	isInt bool
 }
 
+// float returns the number as a float64, rounding large integers.
 func (n filterNumber) float() float64 {
 	if n.isInt {
 		return float64(n.i)
@@ -985,8 +1001,10 @@ func asList(v any) ([]any, bool) {
 	return nil, false
 }
 
+// isList reports whether v is a list value.
 func isList(v any) bool { _, ok := asList(v); return ok }
 
+// isObject reports whether v is an object value.
 func isObject(v any) bool { _, ok := v.(map[string]any); return ok }
 
 // listOrOne returns the items of a list, or v alone.
@@ -1007,6 +1025,8 @@ func allLiterals(items []any) bool {
 	return true
 }
 
+// sortedKeys returns the keys of m in order, so that the AST and the
+// first error reported do not depend on map order.
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -1032,6 +1052,7 @@ func orOf(children []Node) Node {
 	return &Or{Children: children}
 }
 
+// hasJSONPath reports whether n holds a json path predicate.
 func hasJSONPath(n Node) bool {
 	switch n := n.(type) {
 	case *And:

@@ -25,8 +25,10 @@ type patternToken struct {
 	r    rune
 }
 
+// patternKind says what a pattern token matches.
 type patternKind uint8
 
+// Pattern token kinds.
 const (
 	patLiteral patternKind = iota
 	patOne                 // ?
@@ -146,6 +148,7 @@ func (p *Pattern) Literal() (string, bool) {
 	return p.LiteralPrefix(), true
 }
 
+// foldRune folds r when the pattern is case-insensitive.
 func (p *Pattern) foldRune(r rune) rune {
 	if !p.fold {
 		return r
