@@ -111,7 +111,7 @@ func openCursor(s string, secret []byte) (*cursorState, error) {
 	if len(s) > maxCursorLen {
 		return nil, errBadCursor
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil || len(raw) < 17 || raw[0] != cursorVersion {
 		return nil, errBadCursor
 	}
