@@ -4,8 +4,9 @@
 // fasthttp/router.
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
-// tables.go, records.go, transactions.go); errors.go holds the one table from
-// engine error codes to HTTP statuses. Handlers return errors; the adapter in
+// tables.go, records.go, transactions.go, query.go); errors.go holds the one
+// table from engine error codes to HTTP statuses, render.go turns the
+// engine's projected records into JSON. Handlers return errors; the adapter in
 // server.go authenticates the caller and writes every error as JSON
 // {id, message}, id being the request id that every response also carries in
 // x-request-id.
@@ -29,10 +30,15 @@
 //     keys are column names, and there the engine rejects unknown columns);
 //     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
 //   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
-//     3339 UTC with milliseconds, json columns are JSON text. The `columns`
-//     parameter selects `*`, columns, dotted object sub-keys, and expands
-//     links named explicitly or through `link.*` / `link.col`. It is checked
+//     3339 UTC with milliseconds, json columns are JSON text. Selection and
+//     link expansion are the engine's (Engine.Project for records of writes
+//     and reads, Engine.Query for queries); the api only renders. The
+//     `columns` parameter is passed to the engine as a JSON array and checked
 //     against the schema before any write, so a bad list writes nothing.
+//   - Queries: filter, sort and columns reach the engine as the raw JSON the
+//     client sent, since cursors carry them. Page limits are the spec's
+//     (size ≤ 200, offset ≤ 800, size + offset ≤ 1000) or, in compat mode,
+//     size ≤ 1000 and offset ≤ 49000. consistency is checked and ignored.
 //   - Bulk failures answer 400 with {"errors":[{message, status}]} unless
 //     every failure has the same status (e.g. all 422 for existing ids).
 package api

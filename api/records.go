@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,26 +9,26 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// recordCall is the common part of the single-record endpoints: the
-// resolved table, the parsed `columns` selection and the renderer.
+// recordCall is the common part of the single-record and bulk endpoints:
+// the resolved table and the `columns` selection.
 type recordCall struct {
 	ref   dbRef
 	table string
-	cols  []string
-	sel   *selection
-	rd    *renderer
+	// columns is the `columns` parameter as the JSON array the engine
+	// reads; nil when absent.
+	columns json.RawMessage
 }
 
-// recordCall resolves the table and parses `columns` before anything is
-// written, so a bad column list changes nothing.
+// recordCall resolves the table and checks `columns` against the schema
+// before anything is written, so a bad column list changes nothing.
 func (r *request) recordCall() (*recordCall, error) {
 	ref, table, err := r.tableRef()
 	if err != nil {
 		return nil, err
 	}
-	c := &recordCall{ref: ref, table: table, cols: r.columns(), rd: r.s.newRenderer(ref.Ref)}
-	if c.cols != nil {
-		if c.sel, err = c.rd.selection(table, c.cols); err != nil {
+	c := &recordCall{ref: ref, table: table, columns: columnsJSON(r.columns())}
+	if c.columns != nil {
+		if err := r.s.eng.CheckColumns(ref.Ref, table, c.columns, r.s.meta); err != nil {
 			return nil, err
 		}
 	}
@@ -37,22 +38,36 @@ func (r *request) recordCall() (*recordCall, error) {
 // recordID returns the {id} path parameter.
 func (r *request) recordID() (string, error) { return r.param("id") }
 
+// projected renders records of the call's table through its `columns`
+// (every column when absent), each with id and metadata.
+func (r *request) projected(c *recordCall, recs ...*engine.Record) ([]map[string]any, error) {
+	docs, err := r.s.project(c.ref.Ref, c.table, recs, c.columns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(docs))
+	for i, d := range docs {
+		out[i] = r.s.renderDoc(d)
+	}
+	return out, nil
+}
+
 // writeResult answers a write: {id, meta} without `columns`, else the
 // projected record after the write (compat-api.md §3.3).
 func (r *request) writeResult(c *recordCall, status int, res engine.OpResult) error {
-	if c.sel == nil || res.Record == nil {
-		rec := res.Record
-		if rec == nil {
-			return errors.New("api: write returned no record")
-		}
-		writeJSON(r.ctx, status, map[string]any{"id": rec.ID, r.s.meta: metaJSON(rec)})
+	rec := res.Record
+	if rec == nil {
+		return errors.New("api: write returned no record")
+	}
+	if c.columns == nil {
+		writeJSON(r.ctx, status, map[string]any{"id": rec.ID, r.s.meta: metaJSON(rec.Version, rec.CreatedAt, rec.UpdatedAt)})
 		return nil
 	}
-	out, err := c.rd.record(c.table, res.Record, c.sel, true, true)
+	out, err := r.projected(c, rec)
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, status, out)
+	writeJSON(r.ctx, status, out[0])
 	return nil
 }
 
@@ -167,11 +182,11 @@ func (s *Server) getRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	out, err := c.rd.record(c.table, rec, c.sel, true, true)
+	out, err := r.projected(c, rec)
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, out)
+	writeJSON(r.ctx, http.StatusOK, out[0])
 	return nil
 }
 
@@ -190,15 +205,15 @@ func (s *Server) deleteRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.sel == nil || res.Record == nil {
+	if c.columns == nil || res.Record == nil {
 		writeJSON(r.ctx, http.StatusNoContent, nil)
 		return nil
 	}
-	out, err := c.rd.record(c.table, res.Record, c.sel, true, true)
+	out, err := r.projected(c, res.Record)
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, out)
+	writeJSON(r.ctx, http.StatusOK, out[0])
 	return nil
 }
 
@@ -209,10 +224,10 @@ func (s *Server) bulkInsert(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.sel == nil {
+	if c.columns == nil {
 		// Without columns the table is not checked yet: a missing table or
 		// branch is a plain 404, not a per-record error.
-		if _, err := c.rd.table(c.table); err != nil {
+		if err := s.eng.CheckColumns(c.ref.Ref, c.table, nil, s.meta); err != nil {
 			return err
 		}
 	}
@@ -249,7 +264,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.sel == nil {
+	if c.columns == nil {
 		ids := make([]string, len(res))
 		for i, x := range res {
 			ids[i] = x.ID
@@ -257,11 +272,13 @@ func (s *Server) bulkInsert(r *request) error {
 		writeJSON(r.ctx, http.StatusOK, map[string]any{"recordIDs": ids})
 		return nil
 	}
-	out := make([]map[string]any, len(res))
+	recs := make([]*engine.Record, len(res))
 	for i, x := range res {
-		if out[i], err = c.rd.record(c.table, x.Record, c.sel, true, true); err != nil {
-			return err
-		}
+		recs[i] = x.Record
+	}
+	out, err := r.projected(c, recs...)
+	if err != nil {
+		return err
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"records": out})
 	return nil

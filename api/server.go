@@ -148,6 +148,8 @@ func (s *Server) routes() {
 		dbb = "/db/{dbb}"
 		t   = dbb + "/tables/{table}"
 	)
+	// Users, API keys, workspaces, members and invites (control plane).
+
 	// Databases (control plane).
 	r.GET(ws+"/dbs", s.handle(s.listDatabases))
 	r.PUT(ws+"/dbs/{db}", s.handle(s.createDatabase))
@@ -191,6 +193,7 @@ func (s *Server) routes() {
 	r.GET(t+"/data/{id}", s.handle(s.getRecord))
 	r.DELETE(t+"/data/{id}", s.handle(s.deleteRecord))
 	r.POST(t+"/bulk", s.handle(s.bulkInsert))
+	r.POST(t+"/query", s.handle(s.queryTable))
 	r.POST(dbb+"/transaction", s.handle(s.transaction))
 }
 

@@ -43,9 +43,9 @@ type (
 // txPlan is what rendering the result of one operation needs.
 type txPlan struct {
 	op         engine.Op
-	explicitID bool       // an insert that named its id
-	sel        *selection // the op's `columns`; nil without them
-	hasColumns bool
+	explicitID bool // an insert that named its id
+	// columns is the op's `columns` as a JSON array; nil without them.
+	columns json.RawMessage
 }
 
 // transaction: POST /db/{dbb}/transaction. Every operation is validated
@@ -69,14 +69,13 @@ func (s *Server) transaction(r *request) error {
 	if len(raw) > engine.MaxTransactionOp {
 		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
 	}
-	rd := s.newRenderer(ref.Ref)
-	if err := rd.loadSchema(); err != nil {
+	if _, err := s.eng.BranchMetadata(ref.Ref); err != nil {
 		return err // a missing database or branch fails the whole request
 	}
 	plans := make([]txPlan, len(raw))
 	var invalidOps []any
 	for i, m := range raw {
-		p, err := rd.parseTxOp(m)
+		p, err := s.parseTxOp(ref.Ref, m)
 		if err != nil {
 			invalidOps = append(invalidOps, map[string]any{"index": i, "message": errorMessage(err)})
 			continue
@@ -102,11 +101,9 @@ func (s *Server) transaction(r *request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, len(results))
-	for i, res := range results {
-		if out[i], err = rd.txResult(&plans[i], res); err != nil {
-			return err
-		}
+	out, err := s.txResults(ref.Ref, plans, results)
+	if err != nil {
+		return err
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"results": out})
 	return nil
@@ -122,8 +119,8 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
-// parseTxOp validates one operation against the schema.
-func (rd *renderer) parseTxOp(m json.RawMessage) (txPlan, error) {
+// parseTxOp validates one operation against the schema of a branch.
+func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 	var wrapper map[string]json.RawMessage
 	if err := decodeStrict(m, &wrapper); err != nil || wrapper == nil {
 		return txPlan{}, invalid("an operation must be an object with one of insert, update, delete or get")
@@ -193,8 +190,8 @@ func (rd *renderer) parseTxOp(m json.RawMessage) (txPlan, error) {
 	if p.op.Table == "" {
 		return p, invalid("table is required")
 	}
-	if _, err := rd.table(p.op.Table); err != nil {
-		return p, err
+	if err := s.eng.CheckColumns(ref, p.op.Table, nil, s.meta); err != nil {
+		return p, err // the table does not exist
 	}
 	if p.op.Kind != engine.OpInsert {
 		if p.op.ID == "" {
@@ -205,14 +202,13 @@ func (rd *renderer) parseTxOp(m json.RawMessage) (txPlan, error) {
 		}
 	}
 	if columns != nil {
-		sel, err := rd.selection(p.op.Table, *columns)
-		if err != nil {
+		p.columns = columnsJSON(*columns)
+		if p.columns == nil {
+			p.columns = json.RawMessage("[]")
+		}
+		if err := s.eng.CheckColumns(ref, p.op.Table, p.columns, s.meta); err != nil {
 			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
 		}
-		if sel == nil {
-			sel = &selection{}
-		}
-		p.sel, p.hasColumns = sel, true
 	}
 	return p, nil
 }
@@ -222,65 +218,85 @@ func prefixed(kind string, err error) error {
 	return invalid("%s: %s", kind, errorMessage(err))
 }
 
-// txResult renders one operation's result with the exact key sets of
-// compat-api.md §4.3.
-func (rd *renderer) txResult(p *txPlan, res engine.OpResult) (map[string]any, error) {
-	// columns renders the projected record: only the requested keys, id
-	// only when named, never the metadata.
-	columns := func(rec *engine.Record) (map[string]any, error) {
-		if rec == nil {
-			return map[string]any{}, nil
-		}
-		return rd.record(p.op.Table, rec, p.sel, p.sel.id, false)
+// txResults renders the results of a transaction with the exact key sets
+// of compat-api.md §4.3. Records are projected in one engine call per table
+// and columns list.
+func (s *Server) txResults(ref engine.Ref, plans []txPlan, results []engine.OpResult) ([]map[string]any, error) {
+	// columns[i] is the `columns` object of result i, when it has one.
+	columns := make([]map[string]any, len(results))
+	type group struct {
+		table   string
+		columns string
 	}
-	switch p.op.Kind {
-	case engine.OpInsert:
-		out := map[string]any{"operation": "insert", "id": res.ID, "rows": res.Rows}
-		switch {
-		case p.hasColumns:
-			c, err := columns(res.Record)
-			if err != nil {
-				return nil, err
-			}
-			out["columns"] = c
-		case p.explicitID && !p.op.CreateOnly:
-			out["columns"] = map[string]any{}
+	var order []group
+	members := map[group][]int{}
+	for i, res := range results {
+		p := &plans[i]
+		// Writes render a record only with columns; a get always does.
+		if res.Record == nil || p.columns == nil && p.op.Kind != engine.OpGet {
+			continue
 		}
-		return out, nil
-	case engine.OpUpdate:
-		out := map[string]any{"operation": "update", "id": res.ID, "rows": res.Rows, "columns": map[string]any{}}
-		if p.hasColumns {
-			c, err := columns(res.Record)
-			if err != nil {
-				return nil, err
-			}
-			out["columns"] = c
+		g := group{p.op.Table, string(p.columns)}
+		if _, ok := members[g]; !ok {
+			order = append(order, g)
 		}
-		return out, nil
-	case engine.OpDelete:
-		out := map[string]any{"operation": "delete", "rows": res.Rows}
-		if p.hasColumns {
-			c, err := columns(res.Record)
-			if err != nil {
-				return nil, err
-			}
-			out["columns"] = c
+		members[g] = append(members[g], i)
+	}
+	for _, g := range order {
+		idx := members[g]
+		recs := make([]*engine.Record, len(idx))
+		for j, i := range idx {
+			recs[j] = results[i].Record
 		}
-		return out, nil
-	default: // engine.OpGet
-		var c map[string]any
-		var err error
-		switch {
-		case res.Record == nil:
-			c = map[string]any{}
-		case p.hasColumns:
-			c, err = columns(res.Record)
-		default:
-			c, err = rd.record(p.op.Table, res.Record, nil, true, true)
+		var cols json.RawMessage
+		if g.columns != "" {
+			cols = json.RawMessage(g.columns)
 		}
+		docs, err := s.project(ref, g.table, recs, cols)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"operation": "get", "columns": c}, nil
+		withID := namesID(cols)
+		for j, i := range idx {
+			if cols == nil {
+				// A get without columns: the full record with id and metadata.
+				columns[i] = s.renderDoc(docs[j])
+				continue
+			}
+			// Only the requested keys: id only when named, never the
+			// metadata.
+			c := s.renderValues(docs[j].Values)
+			if withID {
+				c["id"] = docs[j].ID
+			}
+			columns[i] = c
+		}
 	}
+	out := make([]map[string]any, len(results))
+	for i, res := range results {
+		p := &plans[i]
+		c := columns[i]
+		if c == nil {
+			c = map[string]any{}
+		}
+		switch p.op.Kind {
+		case engine.OpInsert:
+			o := map[string]any{"operation": "insert", "id": res.ID, "rows": res.Rows}
+			if p.columns != nil || p.explicitID && !p.op.CreateOnly {
+				o["columns"] = c
+			}
+			out[i] = o
+		case engine.OpUpdate:
+			out[i] = map[string]any{"operation": "update", "id": res.ID, "rows": res.Rows, "columns": c}
+		case engine.OpDelete:
+			o := map[string]any{"operation": "delete", "rows": res.Rows}
+			if p.columns != nil {
+				o["columns"] = c
+			}
+			out[i] = o
+		default: // engine.OpGet
+			out[i] = map[string]any{"operation": "get", "columns": c}
+		}
+	}
+	return out, nil
 }

@@ -136,3 +136,23 @@ func TestTransactionFailureChangesNothing(t *testing.T) {
 	ts.expect(404, "POST", "/db/db:nope/transaction", map[string]any{"operations": []any{}})
 	ts.expect(404, "POST", "/db/nodb:main/transaction", map[string]any{"operations": []any{}})
 }
+
+func TestTransactionProjection(t *testing.T) {
+	ts := recordsFixture(t, Options{})
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u0", map[string]any{
+		"name": "zed", "team": "t1", "address": map[string]any{"city": "Oslo", "zip": "0150"},
+	})
+	r := ts.expect(200, "POST", "/db/db:main/transaction", map[string]any{"operations": []any{
+		map[string]any{"get": map[string]any{"table": "users", "id": "u0", "columns": []string{"address.*", "team.name"}}},
+		map[string]any{"get": map[string]any{"table": "users", "id": "u0", "columns": []string{"id", "address.zip"}}},
+		map[string]any{"get": map[string]any{"table": "users", "id": "u0", "columns": []string{}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"name": "zoe"}, "columns": []string{"name", "team"}}},
+	}})
+	res := r.obj()["results"].([]any)
+	stripMeta(t, res)
+	jsonEq(t, "results", res, `[
+		{"operation":"get","columns":{"address":{"city":"Oslo","zip":"0150"},"team":{"id":"t1","svc":true,"name":"red"}}},
+		{"operation":"get","columns":{"id":"u0","address":{"zip":"0150"}}},
+		{"operation":"get","columns":{}},
+		{"operation":"update","id":"u0","rows":1,"columns":{"name":"zoe","team":{"id":"t1","svc":true,"name":"red"}}}]`)
+}

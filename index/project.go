@@ -110,14 +110,20 @@ func parseColumnList(t *Table, list []any, meta string, tables func(string) *Tab
 
 // add selects one column path.
 func (p *Projection) add(t *Table, path, meta string) error {
-	switch {
-	case path == "*":
+	switch path {
+	case "*":
 		p.All = true
 		return nil
-	case path == "id" || path == meta || strings.HasPrefix(path, meta+"."):
+	case "id", meta, meta + ".*", meta + ".version", meta + ".createdAt", meta + ".updatedAt":
 		return nil // always returned
-	case path == "":
+	case "":
 		return projErrorf("empty column name")
+	}
+	if strings.HasSuffix(path, ".*") {
+		// <object>.* is the object; <link>.* is handled below.
+		if c := t.Columns[strings.TrimSuffix(path, ".*")]; c != nil && c.Type == "object" {
+			path = strings.TrimSuffix(path, ".*")
+		}
 	}
 	if c := t.Columns[path]; c != nil {
 		switch c.Type {
@@ -128,15 +134,9 @@ func (p *Projection) add(t *Table, path, meta string) error {
 				p.Links[path].All = true
 			}
 		case "object":
+			// Every sub-key; links inside stay unexpanded ({id}).
 			for q, sub := range t.Columns {
 				if strings.HasPrefix(q, path+".") && sub.Type != "object" {
-					if sub.Type == "link" {
-						if p.Links[q] == nil {
-							p.Links[q] = &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
-						}
-						p.Leaves[q] = true
-						continue
-					}
 					p.Leaves[q] = true
 				}
 			}
@@ -158,7 +158,10 @@ func (p *Projection) add(t *Table, path, meta string) error {
 			sub = &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
 			p.Links[prefix] = sub
 		}
-		return sub.add(c.Link, strings.Join(segs[i:], "."), meta)
+		if err := sub.add(c.Link, strings.Join(segs[i:], "."), meta); err != nil {
+			return projErrorf("column [%s]: column not found", path)
+		}
+		return nil
 	}
 	return projErrorf("column [%s]: column not found", path)
 }

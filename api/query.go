@@ -1,0 +1,103 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// queryBody is the body of a table query (spec §4.1.1). Filter, sort and
+// columns stay raw JSON: the engine parses them and cursors carry them as
+// sent. Unknown keys are invalid; null is the same as absent.
+type queryBody struct {
+	Columns     json.RawMessage `json:"columns"`
+	Filter      json.RawMessage `json:"filter"`
+	Sort        json.RawMessage `json:"sort"`
+	Page        *queryPage      `json:"page"`
+	Consistency *string         `json:"consistency"`
+}
+
+// queryPage is the page object of a query (spec §4.1.7).
+type queryPage struct {
+	Size   *int    `json:"size"`
+	Offset *int    `json:"offset"`
+	After  *string `json:"after"`
+	Before *string `json:"before"`
+	Start  *string `json:"start"`
+	End    *string `json:"end"`
+}
+
+// Page limits of the two modes (spec §8, compat-api.md §1.2). Compat mode
+// checks size and offset separately instead of their sum.
+const (
+	specMaxSize     = 200
+	specMaxOffset   = 800
+	specMaxDepth    = 1000
+	compatMaxSize   = 1000
+	compatMaxOffset = 49000
+)
+
+// queryOptions are the engine's query settings for the server's mode.
+func (s *Server) queryOptions() engine.QueryOptions {
+	if s.opts.Compat == CompatXata {
+		return engine.QueryOptions{Meta: s.meta, MaxSize: compatMaxSize, MaxOffset: compatMaxOffset, NoDepthLimit: true}
+	}
+	return engine.QueryOptions{Meta: s.meta, MaxSize: specMaxSize, MaxOffset: specMaxOffset, MaxDepth: specMaxDepth}
+}
+
+// isNullJSON reports whether raw JSON is absent or null: optional fields
+// treat both the same.
+func isNullJSON(raw json.RawMessage) bool {
+	t := strings.TrimSpace(string(raw))
+	return t == "" || t == "null"
+}
+
+// rawOrNil returns nil for an absent or null JSON value, else raw as sent.
+func rawOrNil(raw json.RawMessage) json.RawMessage {
+	if isNullJSON(raw) {
+		return nil
+	}
+	return raw
+}
+
+// queryTable: POST T/query. An empty body is {}. Invalid filters, sorts,
+// cursors and pages are 400 with the engine's message.
+func (s *Server) queryTable(r *request) error {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return err
+	}
+	var body queryBody
+	if err := r.decode(&body, true); err != nil {
+		return err
+	}
+	if c := body.Consistency; c != nil && *c != "strong" && *c != "eventual" {
+		// Accepted and ignored: a single node is always consistent.
+		return invalid("consistency must be strong or eventual, got [%s]", *c)
+	}
+	in := engine.QueryInput{
+		Filter:  rawOrNil(body.Filter),
+		Sort:    rawOrNil(body.Sort),
+		Columns: rawOrNil(body.Columns),
+	}
+	if p := body.Page; p != nil {
+		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}
+	}
+	res, err := s.eng.Query(ref.Ref, table, in, s.queryOptions())
+	if err != nil {
+		return err
+	}
+	records := make([]map[string]any, 0, len(res.Records))
+	for _, d := range res.Records {
+		if d != nil {
+			records = append(records, s.renderDoc(d))
+		}
+	}
+	writeJSON(r.ctx, http.StatusOK, map[string]any{
+		"records": records,
+		"meta":    map[string]any{"page": map[string]any{"cursor": res.Cursor, "more": res.More, "size": res.Size}},
+	})
+	return nil
+}
