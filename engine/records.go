@@ -71,6 +71,9 @@ type Op struct {
 	// not-found error (single-record endpoints) rather than an operation
 	// failure (transactions).
 	MissingNotFound bool
+
+	// bulk marks the records of a bulk insert, whose errors name no table.
+	bulk bool
 }
 
 // OpResult is the outcome of one operation.
@@ -203,7 +206,7 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 	}
 	ops := make([]Op, len(records))
 	for i, r := range records {
-		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true}
+		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true, bulk: true}
 	}
 	res, err := e.Write(ref, ops)
 	var oe *OpErrors
@@ -238,7 +241,7 @@ func (e *Engine) validateBulk(ref Ref, tableName string, records []map[string]an
 			continue
 		}
 		var rec codec.Record
-		if err := (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true); err != nil {
+		if err := (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true, false); err != nil {
 			var ee *Error
 			if errors.As(err, &ee) {
 				errs = append(errs, OpError{Index: i, Err: ee})
@@ -329,7 +332,7 @@ func (w *writer) apply(op *Op) (OpResult, error) {
 		return OpResult{}, err
 	}
 	res, err := w.applyTable(t, op)
-	if err != nil && !op.MissingNotFound {
+	if err != nil && !op.MissingNotFound && !op.bulk {
 		var ee *Error
 		if errors.As(err, &ee) && !strings.HasPrefix(ee.Message, "table [") {
 			return res, &Error{Code: ee.Code, Message: "table [" + t.Name + "]: " + ee.Message}
@@ -398,7 +401,7 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 			return res, err
 		}
 		rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
-		if err := w.fill(t, rec, op.Values, true); err != nil {
+		if err := w.fill(t, rec, op.Values, true, false); err != nil {
 			return res, err
 		}
 		if exists {
@@ -411,13 +414,11 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 	case OpUpdate:
 		if !exists {
 			if !op.Upsert {
-				if op.MissingNotFound {
-					return res, notFoundf("record [%s] not found", op.ID)
-				}
 				return res, notFoundf("record [%s] not found", op.ID)
 			}
 			rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
-			if err := w.fill(t, rec, op.Values, true); err != nil {
+			// An upsert that inserts applies numeric operators to null (0).
+			if err := w.fill(t, rec, op.Values, true, true); err != nil {
 				return res, err
 			}
 			res.Created = true
@@ -428,7 +429,7 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 		}
 		rec := old.Clone()
 		rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, w.now.UnixNano()
-		if err := w.fill(t, rec, op.Values, false); err != nil {
+		if err := w.fill(t, rec, op.Values, false, true); err != nil {
 			return res, err
 		}
 		return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
@@ -469,8 +470,9 @@ func (w *writer) finishWrite(t *table, res OpResult, row uint32, old *codec.Reco
 
 // fill sets the columns of rec from input values. full means the input
 // replaces the record (insert, replace): absent columns get their default.
-// Otherwise only the named columns change (update).
-func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full bool) error {
+// Otherwise only the named columns change (update). numOps allows the
+// numeric operators ($increment, ...), which apply to the current value.
+func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, numOps bool) error {
 	if full {
 		rec.Fields = rec.Fields[:0]
 	} else {
@@ -518,7 +520,7 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full b
 			}
 			given[c.ID] = true
 			if ops, ok := v.(map[string]any); ok && (c.Type == TypeInt || c.Type == TypeFloat) {
-				nv, err := w.numericOp(c, rec, ops, full)
+				nv, err := w.numericOp(c, rec, ops, numOps)
 				if err != nil {
 					return err
 				}
@@ -569,8 +571,8 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full b
 
 // numericOp applies $increment, $decrement, $multiply or $divide to the
 // current value of a number column; a null counts as 0.
-func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, full bool) (codec.Value, error) {
-	if len(ops) != 1 || full {
+func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, allowed bool) (codec.Value, error) {
+	if len(ops) != 1 || !allowed {
 		return codec.Value{}, invalidf("column [%s]: invalid value: expected a number or one of $increment, $decrement, $multiply, $divide", c.path)
 	}
 	var name string

@@ -355,3 +355,18 @@ func TestSchemaChangesRecordMigrations(t *testing.T) {
 		t.Fatalf("columns after rename+delete: %+v", cols)
 	}
 }
+
+func TestUpsertNumericOperatorsStartFromZero(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "n", Type: TypeInt}}})
+	inc := map[string]any{"n": map[string]any{"$increment": json.Number("2")}}
+	r, err := e.WriteOne(ref, Op{Kind: OpUpdate, Upsert: true, Table: "t", ID: "a", Values: inc})
+	if err != nil || r.Record.Values["n"] != int64(2) || !r.Created {
+		t.Fatalf("upsert insert with $increment: %+v %v", r, err)
+	}
+	r, err = e.WriteOne(ref, Op{Kind: OpUpdate, Upsert: true, Table: "t", ID: "a", Values: inc})
+	if err != nil || r.Record.Values["n"] != int64(4) {
+		t.Fatalf("upsert update with $increment: %+v %v", r, err)
+	}
+	_, err = e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", Values: inc})
+	mustCode(t, err, CodeInvalid, "column [n]")
+}
