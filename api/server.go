@@ -149,6 +149,7 @@ func (s *Server) routes() {
 		t   = dbb + "/tables/{table}"
 	)
 	// Users, API keys, workspaces, members and invites (control plane).
+	s.controlPlaneRoutes()
 
 	// Databases (control plane).
 	r.GET(ws+"/dbs", s.handle(s.listDatabases))

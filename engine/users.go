@@ -144,7 +144,9 @@ func (e *Engine) UpdateUser(id, email, fullname, image string) (User, error) {
 		}
 		oldLower, newLower := strings.ToLower(old.Email), strings.ToLower(email)
 		if other, ok := c.emails[newLower]; ok && other != id {
-			return Errorf(CodeConflict, "a user with email [%s] already exists", email)
+			// Spec §4.6 lists no 409 for user operations: a taken address
+			// is bad input.
+			return invalidf("a user with email [%s] already exists", email)
 		}
 		u := *old
 		u.Email, u.Fullname, u.Image = email, fullname, image
@@ -171,7 +173,8 @@ func (e *Engine) UpdateUser(id, email, fullname, image string) (User, error) {
 }
 
 // DeleteUser deletes a user with all their API keys and memberships. It fails
-// with CodeConflict while the user is the last owner of a workspace, even one
+// with CodeInvalid (spec §4.6 lists no 409 for user operations, and
+// demoting the last owner answers the same) while the user is the last owner of a workspace, even one
 // they are alone in: a workspace always keeps an owner, and deleting an
 // account never deletes data implicitly. Promote another owner or delete the
 // workspace first. Invites addressed to the user's email stay: they belong to
@@ -194,7 +197,7 @@ func (e *Engine) DeleteUser(id string) error {
 			}
 		}
 		if len(sole) > 0 {
-			return Errorf(CodeConflict, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
+			return Errorf(CodeInvalid, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
 				strings.Join(sole, "], ["))
 		}
 		keys := c.userKeysSorted(id)
