@@ -382,12 +382,7 @@ func (tx *dbTx) finish() error {
 			return err
 		}
 		if _, forked := st.forks[tx.pendingLay[k]]; forked {
-			// The log goes under KindBitmapHist, where readLayerBitmap
-			// looks for it: the current key with its kind byte swapped,
-			// then the seq. (Appending the seq to k, as before, or
-			// codec.BitmapHistKey, which builds on BitmapKey, keeps the
-			// kind KindBitmapCur: readers never found the log, so forks
-			// saw their parent's later bitmap changes.)
+			// The log key is the current key under KindBitmapHist, then the seq.
 			dk, err := codec.ParseDataKey([]byte(k))
 			if err != nil {
 				return err
