@@ -258,6 +258,8 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
 	b, err := d.state.Load().branch(ref.Branch)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,1042 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Flags of the randomized branch tests (this file and indexcheck_test.go).
+var (
+	modelSeed       = flag.Int64("seed", 0, "seed of the randomized branch tests; 0 picks one from the clock")
+	modelOps        = flag.Int("model.ops", 0, "operations of TestBranchModel; 0 means 10,000 with -short and 50,000 without")
+	modelIndexEvery = flag.Int("model.indexevery", 0, "check every branch's indexes every N operations of TestBranchModel (0: every 2,500); 1 pins down the operation that breaks an index")
+	modelAsync      = flag.Bool("model.async", false, "let background flattening run concurrently with the model's operations (not reproducible)")
+)
+
+// The schema every randomized and golden branch test uses: two tables with
+// the same columns, so that row ids (allocated per table) collide across
+// tables.
+var (
+	testTables  = []string{"items", "notes"}
+	testColumns = []ColumnDef{
+		{Name: "name", Type: TypeString},
+		{Name: "code", Type: TypeString, Unique: true},
+		{Name: "n", Type: TypeInt},
+		{Name: "tags", Type: TypeMultiple},
+		{Name: "score", Type: TypeFloat},
+		{Name: "note", Type: TypeText},
+	}
+)
+
+// testClock is a clock tests move by hand, so that the model knows the
+// createdAt and updatedAt the engine stamps.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// tick moves the clock one millisecond forward and returns the new time in
+// nanoseconds.
+func (c *testClock) tick() int64 { return c.ns.Add(int64(time.Millisecond)) }
+
+// testDB is an engine with one database whose main branch has the tables of
+// testTables, in a directory that survives reopening.
+type testDB struct {
+	tb    testing.TB
+	dir   string
+	opts  Options
+	clock *testClock
+	e     *Engine
+	ws    string
+}
+
+func openTestDB(tb testing.TB, opts Options) *testDB {
+	tb.Helper()
+	db := &testDB{tb: tb, dir: tb.TempDir(), clock: &testClock{}}
+	db.clock.ns.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	opts.Clock = db.clock.now
+	opts.NoSync = true
+	db.opts = opts
+	e, err := Open(db.dir, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db.e = e
+	tb.Cleanup(func() {
+		if db.e != nil {
+			db.e.Close()
+		}
+	})
+	u, err := e.CreateUser(NewUser{Email: "model@example.com"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ws, err := e.CreateWorkspace(u.ID, "model", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db.ws = ws.Core
+	if _, err := e.CreateDatabase(CreateDatabaseRequest{Workspace: ws.Core, Name: "db", Region: "local"}); err != nil {
+		tb.Fatal(err)
+	}
+	for _, tn := range testTables {
+		if _, err := e.CreateTable(db.ref("main"), tn); err != nil {
+			tb.Fatal(err)
+		}
+		for _, c := range testColumns {
+			if _, err := e.AddColumn(db.ref("main"), tn, c); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	return db
+}
+
+func (db *testDB) ref(branch string) Ref { return Ref{db.ws, "db", branch} }
+
+// reopen closes the engine and opens the same directory again.
+func (db *testDB) reopen() {
+	db.tb.Helper()
+	if err := db.e.Close(); err != nil {
+		db.tb.Fatal(err)
+	}
+	db.e = nil
+	e, err := Open(db.dir, db.opts)
+	if err != nil {
+		db.tb.Fatal(err)
+	}
+	db.e = e
+}
+
+// branchState returns the open database and the named branch as published.
+func (db *testDB) branchState(branch string) (*database, *branch, error) {
+	_, d, err := db.e.database(db.ws, "db")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := d.state.Load().branch(branch)
+	return d, b, err
+}
+
+// scanTable reads every record of a table in a branch through the branch's
+// composed live bitmap, sorted by id. It checks that every live row has a
+// visible record and that the id map names that row for the record's id.
+func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
+	d, b, err := db.branchState(branch)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return nil, err
+	}
+	live, err := readBitmap(db.e.pdb, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	it := live.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		var rec codec.Record
+		_, ok, err := readRow(db.e.pdb, d.id, b.Lineage, t.ID, row, &rec)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("table %s: live row %d has no visible record", tableName, row)
+		}
+		ent, _, ok, err := lookupID(db.e.pdb, d.id, b.Lineage, t.ID, rec.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || ent.Row != row {
+			return nil, fmt.Errorf("table %s: live row %d holds record %s, but the id map says row %d (found %v)", tableName, row, rec.ID, ent.Row, ok)
+		}
+		out = append(out, publicRecord(t, &rec))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	for i := 1; i < len(out); i++ {
+		if out[i].ID == out[i-1].ID {
+			return nil, fmt.Errorf("table %s: record %s is live in two rows", tableName, out[i].ID)
+		}
+	}
+	return out, nil
+}
+
+// modelRecord is the model's copy of a record. Stored records are never
+// modified, so branches of the model may share them.
+type modelRecord struct {
+	version          uint64
+	created, updated int64
+	// values holds the non-null columns in their output types: string,
+	// int64, float64 or []string.
+	values map[string]any
+}
+
+// modelBranch is the content of one branch: table → record id → record.
+type modelBranch map[string]map[string]*modelRecord
+
+func newModelBranch() modelBranch {
+	m := modelBranch{}
+	for _, tn := range testTables {
+		m[tn] = map[string]*modelRecord{}
+	}
+	return m
+}
+
+func (m modelBranch) clone() modelBranch {
+	out := modelBranch{}
+	for tn, recs := range m {
+		c := make(map[string]*modelRecord, len(recs))
+		for id, r := range recs {
+			c[id] = r
+		}
+		out[tn] = c
+	}
+	return out
+}
+
+// sortedIDs returns the record ids of a table in order, so that random
+// choices do not depend on map order.
+func (m modelBranch) sortedIDs(table string) []string {
+	ids := make([]string, 0, len(m[table]))
+	for id := range m[table] {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// modelResult is what the model expects of one operation.
+type modelResult struct {
+	failed  bool
+	code    Code
+	rows    int
+	created bool
+	rec     *modelRecord
+}
+
+func modelFail(code Code) modelResult { return modelResult{failed: true, code: code} }
+
+// modelNormalize converts an input value of a test column to its output type.
+func modelNormalize(col string, v any) any {
+	switch col {
+	case "n":
+		switch n := v.(type) {
+		case json.Number:
+			i, err := strconv.ParseInt(string(n), 10, 64)
+			if err != nil {
+				panic(err)
+			}
+			return i
+		case int:
+			return int64(n)
+		case int64:
+			return n
+		case float64:
+			return int64(n)
+		}
+	case "score":
+		switch f := v.(type) {
+		case json.Number:
+			x, err := strconv.ParseFloat(string(f), 64)
+			if err != nil {
+				panic(err)
+			}
+			return x
+		case float64:
+			return f
+		case int:
+			return float64(f)
+		}
+	case "tags":
+		out := []string{}
+		switch l := v.(type) {
+		case []string:
+			out = append(out, l...)
+		case []any:
+			for _, x := range l {
+				out = append(out, x.(string))
+			}
+		}
+		return out
+	default:
+		return v.(string)
+	}
+	panic(fmt.Sprintf("model: unexpected value %T for column %s", v, col))
+}
+
+// modelNumeric applies a $increment or $decrement to the current value of a
+// number column.
+func modelNumeric(col string, cur any, ops map[string]any) any {
+	var name string
+	var arg any
+	for name, arg = range ops {
+	}
+	switch col {
+	case "n":
+		a, _ := cur.(int64)
+		b := modelNormalize("n", arg).(int64)
+		if name == "$decrement" {
+			return a - b
+		}
+		return a + b
+	case "score":
+		a, _ := cur.(float64)
+		b := modelNormalize("score", arg).(float64)
+		if name == "$decrement" {
+			return a - b
+		}
+		return a + b
+	}
+	panic("model: numeric operator on column " + col)
+}
+
+// modelFill builds the values of a record from input values: full replaces
+// the record, otherwise only the named columns change. numOps allows the
+// numeric operators (updates and upserts); ok is false when the input uses
+// them anyway.
+func modelFill(old map[string]any, in map[string]any, full, numOps bool) (map[string]any, bool) {
+	out := map[string]any{}
+	if !full {
+		for k, v := range old {
+			out[k] = v
+		}
+	}
+	for k, v := range in {
+		if k == "id" {
+			continue
+		}
+		switch x := v.(type) {
+		case nil:
+			delete(out, k)
+		case map[string]any:
+			if !numOps {
+				return nil, false
+			}
+			out[k] = modelNumeric(k, out[k], x)
+		default:
+			out[k] = modelNormalize(k, v)
+		}
+	}
+	return out, true
+}
+
+// modelApply applies one operation, whose id is resolved, to the tables of
+// a branch, as the engine's writer does.
+func modelApply(br modelBranch, op *Op, now int64) modelResult {
+	recs := br[op.Table]
+	old := recs[op.ID]
+	versionOK := op.IfVersion == nil || (old != nil && old.version == *op.IfVersion)
+	unique := func(vals map[string]any) bool {
+		code, ok := vals["code"]
+		if !ok {
+			return true
+		}
+		if old != nil && old.values["code"] == code {
+			return true
+		}
+		for id, r := range recs {
+			if id != op.ID && r.values["code"] == code {
+				return false
+			}
+		}
+		return true
+	}
+	create := func(numOps bool) modelResult {
+		vals, ok := modelFill(nil, op.Values, true, numOps)
+		if !ok {
+			return modelFail(CodeInvalid)
+		}
+		if !unique(vals) {
+			return modelFail(CodeInvalid)
+		}
+		r := &modelRecord{created: now, updated: now, values: vals}
+		recs[op.ID] = r
+		return modelResult{rows: 1, created: true, rec: r}
+	}
+	switch op.Kind {
+	case OpGet:
+		if old == nil {
+			return modelResult{}
+		}
+		return modelResult{rows: 1, rec: old}
+	case OpDelete:
+		if old == nil {
+			switch {
+			case op.MissingNotFound:
+				return modelFail(CodeNotFound)
+			case op.FailIfMissing:
+				return modelFail(CodeInvalid)
+			}
+			return modelResult{}
+		}
+		if !versionOK {
+			return modelFail(CodePrecondition)
+		}
+		delete(recs, op.ID)
+		return modelResult{rows: 1, rec: old}
+	case OpInsert:
+		if old != nil && op.CreateOnly {
+			return modelFail(CodeAlreadyExists)
+		}
+		if !versionOK {
+			return modelFail(CodePrecondition)
+		}
+		if old == nil {
+			return create(false)
+		}
+		vals, ok := modelFill(nil, op.Values, true, false)
+		if !ok {
+			return modelFail(CodeInvalid)
+		}
+		if !unique(vals) {
+			return modelFail(CodeInvalid)
+		}
+		r := &modelRecord{version: old.version + 1, created: old.created, updated: now, values: vals}
+		recs[op.ID] = r
+		return modelResult{rows: 1, rec: r}
+	case OpUpdate:
+		if old == nil {
+			if !op.Upsert {
+				return modelFail(CodeNotFound)
+			}
+			// An upsert that inserts applies numeric operators to null.
+			return create(true)
+		}
+		if !versionOK {
+			return modelFail(CodePrecondition)
+		}
+		vals, ok := modelFill(old.values, op.Values, false, true)
+		if !ok {
+			return modelFail(CodeInvalid)
+		}
+		if !unique(vals) {
+			return modelFail(CodeInvalid)
+		}
+		r := &modelRecord{version: old.version + 1, created: old.created, updated: now, values: vals}
+		recs[op.ID] = r
+		return modelResult{rows: 1, rec: r}
+	}
+	panic("model: unknown operation")
+}
+
+// diffRecord describes how an engine record differs from the model's, or
+// returns "" when they agree.
+func diffRecord(got *Record, id string, want *modelRecord) string {
+	switch {
+	case got == nil && want == nil:
+		return ""
+	case got == nil:
+		return fmt.Sprintf("record %s missing, want v%d %v", id, want.version, want.values)
+	case want == nil:
+		return fmt.Sprintf("record %s = v%d %v, want none", id, got.Version, got.Values)
+	}
+	var d []string
+	if got.ID != id {
+		d = append(d, fmt.Sprintf("id %q, want %q", got.ID, id))
+	}
+	if got.Version != want.version {
+		d = append(d, fmt.Sprintf("version %d, want %d", got.Version, want.version))
+	}
+	if got.CreatedAt.UnixNano() != want.created {
+		d = append(d, fmt.Sprintf("createdAt %d, want %d", got.CreatedAt.UnixNano(), want.created))
+	}
+	if got.UpdatedAt.UnixNano() != want.updated {
+		d = append(d, fmt.Sprintf("updatedAt %d, want %d", got.UpdatedAt.UnixNano(), want.updated))
+	}
+	if !reflect.DeepEqual(got.Values, want.values) {
+		d = append(d, fmt.Sprintf("values %v, want %v", got.Values, want.values))
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return "record " + id + ": " + strings.Join(d, "; ")
+}
+
+// modelRun drives the engine and the model with random operations.
+type modelRun struct {
+	t     testing.TB
+	seed  int64
+	depth int
+	// rowBase is the row counter the tables start from.
+	rowBase uint32
+	rng     *rand.Rand
+	db      *testDB
+	live    map[string]modelBranch
+	gen     []string // generated record ids, in the order they were made
+	step    int
+	log     []string // the latest operations, for failure reports
+	stats   map[string]int
+}
+
+// Pools the random operations draw from. Few explicit ids and few branch
+// names, so that ids and names are reused after deletes.
+var (
+	modelBranchNames = []string{"main", "b1", "b2", "b3", "b4", "b5", "b6", "b7"}
+	modelNames       = []string{"ann", "bob", "cy", "dee", "ed", "", "Zoë", "a\x00b"}
+	modelTags        = []string{"x", "y", "z", "w", "x y", ""}
+	modelMaxBranches = 6
+	modelIDPool      = 24
+)
+
+// newModelRun opens a database for a randomized run. The seed also picks the
+// flatten depth, so that some runs flatten eagerly and some never.
+func newModelRun(t testing.TB) *modelRun {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x636f707069636521))
+	depth := []int{2, 3, 4, 8}[rng.IntN(4)]
+	m := &modelRun{t: t, seed: seed, depth: depth, rng: rng, live: map[string]modelBranch{"main": newModelBranch()}, stats: map[string]int{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("reproduce with -seed=%d (flatten depth %d)", seed, depth)
+		}
+	})
+	m.db = openTestDB(t, Options{FlattenDepth: depth})
+	if rng.IntN(2) == 0 {
+		// Start row ids just below 1<<16, so that bitmaps span two
+		// chunks and commits log deltas for both.
+		m.rowBase = 1<<16 - 100 - uint32(rng.IntN(100))
+		m.db.setRowCounters(m.rowBase)
+	}
+	return m
+}
+
+// setRowCounters makes the next row id of every test table n+1.
+func (db *testDB) setRowCounters(n uint32) {
+	db.tb.Helper()
+	_, d, err := db.e.database(db.ws, "db")
+	if err != nil {
+		db.tb.Fatal(err)
+	}
+	err = db.e.run(d, func(tx *dbTx) error {
+		b, err := tx.st.branch("main")
+		if err != nil {
+			return err
+		}
+		for _, tn := range testTables {
+			t, err := b.Schema.table(tn)
+			if err != nil {
+				return err
+			}
+			tx.rows[t.ID] = n
+		}
+		return nil
+	})
+	if err != nil {
+		db.tb.Fatal(err)
+	}
+}
+
+func (m *modelRun) logf(format string, args ...any) {
+	const keep = 40
+	if len(m.log) == keep {
+		copy(m.log, m.log[1:])
+		m.log = m.log[:keep-1]
+	}
+	m.log = append(m.log, fmt.Sprintf("%6d ", m.step)+fmt.Sprintf(format, args...))
+}
+
+func (m *modelRun) fatalf(format string, args ...any) {
+	m.t.Helper()
+	var lins []string
+	if m.db.e != nil {
+		for _, name := range m.liveNames() {
+			if _, b, err := m.db.branchState(name); err == nil {
+				lins = append(lins, fmt.Sprintf("%s %v", name, b.Lineage))
+			}
+		}
+	}
+	m.t.Fatalf("seed %d (flatten depth %d, rows from %d), step %d: %s\nlineages: %s\nlatest operations:\n%s",
+		m.seed, m.depth, m.rowBase, m.step, fmt.Sprintf(format, args...), strings.Join(lins, ", "), strings.Join(m.log, "\n"))
+}
+
+func (m *modelRun) liveNames() []string {
+	names := make([]string, 0, len(m.live))
+	for n := range m.live {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *modelRun) pick(s []string) string { return s[m.rng.IntN(len(s))] }
+
+func (m *modelRun) chance(p float64) bool { return m.rng.Float64() < p }
+
+// pickID picks a record id of a table: mostly one that exists in the branch,
+// else one of the explicit pool or a generated one.
+func (m *modelRun) pickID(br modelBranch, table string) string {
+	if ids := br.sortedIDs(table); len(ids) > 0 && m.chance(0.65) {
+		return m.pick(ids)
+	}
+	if len(m.gen) > 0 && m.chance(0.15) {
+		return m.pick(m.gen)
+	}
+	return "r" + strconv.Itoa(m.rng.IntN(modelIDPool))
+}
+
+// genValues makes the input values of a write. update makes a sparse change
+// that may use numeric operators.
+func (m *modelRun) genValues(update bool) map[string]any {
+	p := 0.7
+	if update {
+		p = 0.3
+	}
+	v := map[string]any{}
+	if m.chance(p) {
+		if m.chance(0.1) {
+			v["name"] = nil
+		} else {
+			v["name"] = m.pick(modelNames)
+		}
+	}
+	if m.chance(p * 0.6) {
+		if m.chance(0.2) {
+			v["code"] = nil
+		} else {
+			v["code"] = "c" + strconv.Itoa(m.rng.IntN(30))
+		}
+	}
+	if m.chance(p) {
+		k := m.rng.IntN(11) - 5
+		switch {
+		case update && m.chance(0.4):
+			op := "$increment"
+			if m.chance(0.3) {
+				op = "$decrement"
+			}
+			v["n"] = map[string]any{op: json.Number(strconv.Itoa(k))}
+		case m.chance(0.1):
+			v["n"] = nil
+		case m.chance(0.3):
+			v["n"] = k
+		case m.chance(0.3):
+			v["n"] = int64(k) << 40
+		default:
+			v["n"] = json.Number(strconv.Itoa(k))
+		}
+	}
+	if m.chance(p * 0.7) {
+		if m.chance(0.1) {
+			v["tags"] = nil
+		} else {
+			var tags []string
+			for range m.rng.IntN(4) {
+				tags = append(tags, m.pick(modelTags))
+			}
+			if m.chance(0.5) {
+				l := make([]any, len(tags))
+				for i, s := range tags {
+					l[i] = s
+				}
+				v["tags"] = l
+			} else {
+				v["tags"] = tags
+			}
+		}
+	}
+	if m.chance(p * 0.5) {
+		switch {
+		case update && m.chance(0.2):
+			v["score"] = map[string]any{"$increment": 0.5}
+		case m.chance(0.15):
+			v["score"] = nil
+		case m.chance(0.5):
+			v["score"] = json.Number([]string{"1.5", "-0.25", "0", "1e300", "3"}[m.rng.IntN(5)])
+		default:
+			v["score"] = []float64{-1, 0.5, 2.75, 1e-9}[m.rng.IntN(4)]
+		}
+	}
+	if m.chance(p * 0.3) {
+		v["note"] = strings.Repeat("note ", m.rng.IntN(4))
+	}
+	return v
+}
+
+// genOp makes one write (or, in a transaction, read) operation on a branch.
+func (m *modelRun) genOp(br modelBranch, inTx bool) Op {
+	table := testTables[0]
+	if m.chance(0.2) {
+		table = testTables[1]
+	}
+	op := Op{Table: table}
+	r := m.rng.IntN(100)
+	switch {
+	case r < 25:
+		op.Kind, op.ID, op.Values = OpInsert, m.pickID(br, table), m.genValues(false)
+		op.CreateOnly = m.chance(0.15)
+		if m.chance(0.03) {
+			op.Values["n"] = map[string]any{"$increment": 1} // invalid in an insert
+		}
+	case r < 33:
+		op.Kind, op.Values = OpInsert, m.genValues(false)
+		if m.chance(0.3) {
+			op.Values["id"] = m.pickID(br, table)
+		}
+		op.CreateOnly = m.chance(0.5)
+	case r < 58:
+		op.Kind, op.ID, op.Values = OpUpdate, m.pickID(br, table), m.genValues(true)
+	case r < 70:
+		op.Kind, op.ID, op.Values, op.Upsert = OpUpdate, m.pickID(br, table), m.genValues(m.chance(0.5)), true
+	case r < 95 || !inTx:
+		op.Kind, op.ID = OpDelete, m.pickID(br, table)
+		op.FailIfMissing = m.chance(0.2)
+	default:
+		op.Kind, op.ID = OpGet, m.pickID(br, table)
+	}
+	if op.Kind != OpGet && m.chance(0.08) {
+		var v uint64
+		if r := br[table][op.ID]; r != nil && m.chance(0.7) {
+			v = r.version
+		} else {
+			v = uint64(m.rng.IntN(3))
+		}
+		op.IfVersion = &v
+	}
+	return op
+}
+
+func describeOp(op *Op) string {
+	kind := map[OpKind]string{OpInsert: "insert", OpUpdate: "update", OpDelete: "delete", OpGet: "get"}[op.Kind]
+	s := fmt.Sprintf("%s %s/%s %v", kind, op.Table, op.ID, op.Values)
+	if op.CreateOnly {
+		s += " createOnly"
+	}
+	if op.Upsert {
+		s += " upsert"
+	}
+	if op.FailIfMissing {
+		s += " failIfMissing"
+	}
+	if op.IfVersion != nil {
+		s += fmt.Sprintf(" ifVersion=%d", *op.IfVersion)
+	}
+	return s
+}
+
+// write applies ops as one transaction (or, single, one WriteOne) on a
+// branch of both the engine and the model, and compares the outcomes.
+func (m *modelRun) write(branch string, ops []Op, single bool) {
+	m.t.Helper()
+	now := m.db.clock.tick()
+	var desc []string
+	for i := range ops {
+		desc = append(desc, describeOp(&ops[i]))
+	}
+	m.logf("write %s single=%v: %s", branch, single, strings.Join(desc, " | "))
+	ref := m.db.ref(branch)
+	var res []OpResult
+	var err error
+	if single {
+		var r OpResult
+		r, err = m.db.e.WriteOne(ref, ops[0])
+		res = []OpResult{r}
+	} else {
+		res, err = m.db.e.Write(ref, ops)
+	}
+	gotIdx, gotCode := -1, Code(-1)
+	if err != nil {
+		var oe *OpErrors
+		var ee *Error
+		switch {
+		case errors.As(err, &oe) && len(oe.Errors) == 1:
+			gotIdx, gotCode = oe.Errors[0].Index, oe.Errors[0].Err.Code
+		case single && errors.As(err, &ee):
+			gotIdx, gotCode = 0, ee.Code
+		default:
+			m.fatalf("write on %s: unexpected error %v", branch, err)
+		}
+	}
+	// Replay on a copy of the model; the copy replaces the branch only if
+	// the whole transaction succeeds.
+	work := m.live[branch].clone()
+	wantIdx, wantCode := -1, Code(-1)
+	var touched []string // table/id of every operation with a known id
+	for i := range ops {
+		op := ops[i]
+		op.MissingNotFound = single
+		if op.ID == "" {
+			if id, ok := op.Values["id"].(string); ok {
+				op.ID = id
+			} else if err == nil {
+				op.ID = res[i].ID
+				m.gen = append(m.gen, op.ID)
+			} else {
+				op.ID = fmt.Sprintf("generated-%d", i)
+			}
+		}
+		touched = append(touched, op.Table+"/"+op.ID)
+		r := modelApply(work, &op, now)
+		if r.failed {
+			wantIdx, wantCode = i, r.code
+			break
+		}
+		if err == nil && diffRecord(res[i].Record, op.ID, r.rec) != "" || err == nil && (res[i].Rows != r.rows || res[i].Created != r.created || res[i].ID != op.ID) {
+			m.fatalf("write on %s, op %d (%s): result id=%s rows=%d created=%v %v, want rows=%d created=%v: %s",
+				branch, i, describeOp(&op), res[i].ID, res[i].Rows, res[i].Created, res[i].Record, r.rows, r.created, diffRecord(res[i].Record, op.ID, r.rec))
+		}
+	}
+	if gotIdx != wantIdx || gotCode != wantCode {
+		m.fatalf("write on %s: failed op %d with code %d (%v), want op %d with code %d", branch, gotIdx, gotCode, err, wantIdx, wantCode)
+	}
+	if err != nil {
+		m.stats["write failed"]++
+	} else {
+		m.stats["write ok"]++
+		m.live[branch] = work
+	}
+	// Read back what the operations touched, here and on another branch.
+	other := m.pick(m.liveNames())
+	for _, tid := range touched {
+		table, id, _ := strings.Cut(tid, "/")
+		m.checkGet(branch, table, id)
+		m.checkGet(other, table, id)
+	}
+}
+
+// checkGet compares one point read with the model.
+func (m *modelRun) checkGet(branch, table, id string) {
+	m.t.Helper()
+	m.stats["get"]++
+	want := m.live[branch][table][id]
+	got, err := m.db.e.Get(m.db.ref(branch), table, id)
+	if err != nil && CodeOf(err) != CodeNotFound {
+		m.fatalf("get %s %s/%s: %v", branch, table, id, err)
+	}
+	if d := diffRecord(got, id, want); d != "" {
+		if *modelAsync {
+			// Tell a read that raced background work from a wrong state.
+			m.db.e.bg.Wait()
+			again, _ := m.db.e.Get(m.db.ref(branch), table, id)
+			if diffRecord(again, id, want) == "" {
+				d += " (the same read agrees once background flattening has finished: the read raced it)"
+			}
+		}
+		m.fatalf("get %s %s/%s: %s", branch, table, id, d)
+	}
+}
+
+// checkBranch compares the whole content of a branch with the model: a scan
+// through the live bitmap, and point reads of every id ever used.
+func (m *modelRun) checkBranch(branch string) {
+	m.t.Helper()
+	m.db.e.bg.Wait() // full checks compare settled states, also with -model.async
+	m.stats["branch check"]++
+	br := m.live[branch]
+	for _, table := range testTables {
+		recs, err := m.db.scanTable(branch, table)
+		if err != nil {
+			m.fatalf("scan %s %s: %v", branch, table, err)
+		}
+		ids := br.sortedIDs(table)
+		gotIDs := make([]string, len(recs))
+		for i, r := range recs {
+			gotIDs[i] = r.ID
+		}
+		if !slices.Equal(gotIDs, ids) {
+			m.fatalf("scan %s %s: ids %v, want %v", branch, table, gotIDs, ids)
+		}
+		for _, r := range recs {
+			if d := diffRecord(r, r.ID, br[table][r.ID]); d != "" {
+				m.fatalf("scan %s %s: %s", branch, table, d)
+			}
+		}
+		for i := range modelIDPool {
+			m.checkGet(branch, table, "r"+strconv.Itoa(i))
+		}
+		for _, id := range ids {
+			m.checkGet(branch, table, id)
+		}
+		for i := 0; i < 20 && len(m.gen) > 0; i++ {
+			m.checkGet(branch, table, m.pick(m.gen))
+		}
+	}
+}
+
+// checkIndexes checks the bitmaps of every table of a branch.
+func (m *modelRun) checkIndexes(branch string) {
+	m.t.Helper()
+	m.db.e.bg.Wait()
+	m.stats["index check"]++
+	for _, table := range testTables {
+		if err := checkTableIndexes(m.db, branch, table, m.live[branch][table]); err != nil {
+			m.fatalf("indexes of %s %s: %v", branch, table, err)
+		}
+	}
+}
+
+// fork creates a branch from a live one in the engine and the model; now
+// and then it tries a fork that must fail.
+func (m *modelRun) fork() {
+	m.t.Helper()
+	names := m.liveNames()
+	var free []string
+	for _, n := range modelBranchNames {
+		if m.live[n] == nil {
+			free = append(free, n)
+		}
+	}
+	from, to := m.pick(names), ""
+	wantCode := Code(-1)
+	switch {
+	case m.chance(0.05):
+		to, wantCode = m.pick(names), CodeAlreadyExists
+	case len(free) > 0 && m.chance(0.03):
+		from, to, wantCode = m.pick(free), m.pick(free), CodeInvalid
+	case len(free) == 0 || len(names) >= modelMaxBranches:
+		return
+	default:
+		to = m.pick(free)
+	}
+	m.logf("fork %s → %s", from, to)
+	m.db.clock.tick()
+	err := m.db.e.CreateBranch(m.db.ref(to), CreateBranchRequest{From: from})
+	if !*modelAsync {
+		m.db.e.bg.Wait()
+	}
+	if wantCode >= 0 {
+		if CodeOf(err) != wantCode || err == nil {
+			m.fatalf("fork %s → %s: %v, want code %d", from, to, err, wantCode)
+		}
+		return
+	}
+	if err != nil {
+		m.fatalf("fork %s → %s: %v", from, to, err)
+	}
+	m.stats["fork"]++
+	m.live[to] = m.live[from].clone()
+	m.checkGet(to, m.pick(testTables), m.pickID(m.live[to], testTables[0]))
+}
+
+// deleteBranch deletes a live branch, or checks that the last one or a
+// missing one cannot be deleted.
+func (m *modelRun) deleteBranch() {
+	m.t.Helper()
+	names := m.liveNames()
+	name, wantCode := m.pick(names), Code(-1)
+	if name == "main" && m.chance(0.8) {
+		// Mostly spare main: while the original main lives, its single
+		// layer goes through forked and unforked periods.
+		name = m.pick(names)
+	}
+	if len(names) == 1 {
+		wantCode = CodeConflict
+	} else if m.chance(0.03) {
+		name, wantCode = "nope", CodeNotFound
+	}
+	m.logf("delete branch %s", name)
+	err := m.db.e.DeleteBranch(m.db.ref(name))
+	if wantCode >= 0 {
+		if err == nil || CodeOf(err) != wantCode {
+			m.fatalf("delete branch %s: %v, want code %d", name, err, wantCode)
+		}
+		return
+	}
+	if err != nil {
+		m.fatalf("delete branch %s: %v", name, err)
+	}
+	m.stats["delete branch"]++
+	delete(m.live, name)
+	if _, err := m.db.e.Get(m.db.ref(name), testTables[0], "r0"); CodeOf(err) != CodeNotFound {
+		m.fatalf("get on deleted branch %s: %v, want not found", name, err)
+	}
+}
+
+// run performs n random operations with periodic checks and reopens.
+func (m *modelRun) run(n int, indexEvery int) {
+	m.t.Helper()
+	for m.step = 1; m.step <= n; m.step++ {
+		if m.step%(n/4+1) == 0 {
+			m.logf("reopen")
+			m.db.reopen()
+			m.stats["reopen"]++
+			for _, b := range m.liveNames() {
+				m.checkBranch(b)
+			}
+		}
+		names := m.liveNames()
+		branch := m.pick(names)
+		br := m.live[branch]
+		switch r := m.rng.IntN(1000); {
+		case r < 30:
+			m.fork()
+		case r < 45:
+			m.deleteBranch()
+		case r < 300:
+			table := m.pick(testTables)
+			m.checkGet(branch, table, m.pickID(br, table))
+		case r < 420:
+			ops := make([]Op, 2+m.rng.IntN(5))
+			for i := range ops {
+				ops[i] = m.genOp(br, true)
+			}
+			m.write(branch, ops, false)
+		default:
+			m.write(branch, []Op{m.genOp(br, false)}, true)
+		}
+		if m.step%200 == 0 {
+			m.checkBranch(m.pick(m.liveNames()))
+		}
+		if indexEvery > 0 && m.step%indexEvery == 0 {
+			for _, b := range m.liveNames() {
+				m.checkBranch(b)
+				m.checkIndexes(b)
+			}
+		}
+	}
+	m.step = n
+	for _, b := range m.liveNames() {
+		m.checkBranch(b)
+		m.checkIndexes(b)
+	}
+}
+
+// TestBranchModel runs random writes, transactions, forks (of any live
+// branch, forks of forks included), branch deletions, reopens and reads over
+// several branches of one database, and checks every read against a naive
+// model that keeps a full copy of every branch (DESIGN.md §4). A failure
+// prints the seed and the latest operations; rerun it with -seed=N, and
+// -model.ops=N to stop early.
+func TestBranchModel(t *testing.T) {
+	n := *modelOps
+	if n == 0 {
+		n = 50000
+		if testing.Short() {
+			n = 10000
+		}
+	}
+	start := time.Now()
+	m := newModelRun(t)
+	every := *modelIndexEvery
+	if every == 0 {
+		every = 2500
+	}
+	m.run(n, every)
+	keys := make([]string, 0, len(m.stats))
+	for k := range m.stats {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m.stats[k]))
+	}
+	t.Logf("seed %d, flatten depth %d, rows from %d: %d operations in %v (%s)", m.seed, m.depth, m.rowBase, n, time.Since(start).Round(time.Millisecond), strings.Join(parts, ", "))
+}
