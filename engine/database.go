@@ -64,9 +64,12 @@ type database struct {
 	id    uint32
 	state atomic.Pointer[dbState]
 
-	mu         sync.Mutex // serializes commands on this database
-	dropped    bool       // the database was deleted; guarded by mu
-	seq        uint64     // last commit sequence number
+	mu      sync.Mutex // serializes commands on this database
+	dropped bool       // the database was deleted; guarded by mu
+	// gcMu is held for reading by readers from loading a lineage to their
+	// last read, and for writing while layers are dropped.
+	gcMu       sync.RWMutex
+	seq        uint64 // last commit sequence number
 	nextLayer  uint32
 	nextTable  uint32
 	nextBranch uint32
@@ -394,18 +397,31 @@ func (tx *dbTx) finish() error {
 			}
 		}
 	}
-	for _, l := range tx.dropLayers {
-		p := codec.LayerPrefix(id, l)
+	return nil
+}
+
+// dropLayers deletes layers no branch references any more. It runs after
+// the command that unreferenced them is published, and waits for readers
+// that may still walk an older lineage holding them (readers hold
+// gcMu for reading from loading a lineage to their last read).
+func (e *Engine) dropLayers(d *database, layers []uint32) error {
+	d.gcMu.Lock()
+	defer d.gcMu.Unlock()
+	b := e.pdb.NewBatch()
+	for _, l := range layers {
+		p := codec.LayerPrefix(d.id, l)
 		if err := b.DeleteRange(p, codec.PrefixEnd(p), nil); err != nil {
+			b.Close()
 			return err
 		}
 	}
-	return nil
+	// An unreferenced layer left behind by a crash is only garbage.
+	return e.commit(b, nil, nil)
 }
 
 // run applies fn as one command on database d: under d.mu, in one batch,
 // published and synced before it returns.
-func (e *Engine) run(d *database, fn func(tx *dbTx) error) error {
+func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 	d.mu.Lock()
 	unlocked := false
 	unlock := func() {
@@ -430,6 +446,13 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) error {
 	lockStores := d.hasStores.Load() && (len(tx.changes) > 0 || tx.branches != nil)
 	if lockStores {
 		d.storeMu.Lock()
+	}
+	if len(tx.dropLayers) > 0 {
+		defer func() {
+			if err == nil {
+				err = e.dropLayers(d, tx.dropLayers)
+			}
+		}()
 	}
 	return e.commit(tx.batch, func() {
 		d.seq = tx.seq

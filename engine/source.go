@@ -66,6 +66,15 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// From here until release, the layers of the lineage read stay.
+	d.gcMu.RLock()
+	if b, err = d.state.Load().branch(ref.Branch); err == nil {
+		t, err = b.Schema.table(tableName)
+	}
+	if err != nil {
+		d.gcMu.RUnlock()
+		return nil, nil, err
+	}
 	d.storeMu.RLock()
 	// The store may have been dropped by a schema change since: check again
 	// under the lock and fall back to reading without it.
@@ -77,6 +86,7 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 	return src, func() {
 		snap.Close()
 		d.storeMu.RUnlock()
+		d.gcMu.RUnlock()
 	}, nil
 }
 
@@ -100,6 +110,16 @@ func (e *Engine) ensureStore(d *database, b *branch, t *table) (*tableStore, err
 	if s != nil && s.version == b.Version {
 		return s, nil
 	}
+	// Under d.mu the state is current: no lineage swap can happen, and
+	// layers still to be dropped are in no current lineage.
+	if b = d.state.Load().byID[b.ID]; b == nil {
+		return nil, notFoundf("branch not found")
+	}
+	if t = b.Schema.byID[t.ID]; t == nil {
+		return nil, notFoundf("table not found")
+	}
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
 	s, err := buildTableStore(snap, d.id, b, t)
