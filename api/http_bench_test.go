@@ -1,0 +1,390 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// The HTTP benchmarks measure W2 of BENCHMARKS.md and its write twin: the
+// server against a trivial fasthttp handler on another loopback port, both
+// driven by the same load loop in the same run, so the ratio holds on a
+// shared machine where absolute figures drift. The load loop runs in this
+// process: on a 2-core machine client and server share the cores, for the
+// trivial handler as for the server.
+//
+// Sizes come from the environment:
+//
+//	COPPICE_HTTP_BENCH_RECORDS   records loaded for point gets (default 1e4)
+//	COPPICE_HTTP_BENCH_GETS      point gets per side and iteration (default 2e4)
+//	COPPICE_HTTP_BENCH_INSERTS   inserts per side and iteration (default 5e3)
+//	COPPICE_HTTP_BENCH_CONNS     connections, one goroutine each (default 64)
+//	COPPICE_HTTP_BENCH_ROUNDS    alternations of the two sides (default 4)
+//	COPPICE_HTTP_BENCH_NOSYNC=1  acknowledge writes before they reach the disk
+//
+// Run them with: go test -run '^$' -bench HTTP -benchtime 1x ./api/
+
+// httpBenchConfig is the sizing of a run.
+type httpBenchConfig struct {
+	records, gets, inserts, conns, rounds int
+	noSync                                bool
+}
+
+// benchEnvInt reads a positive integer from the environment; "1e4" works.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return int(f)
+}
+
+// loadHTTPBenchConfig reads the sizing from the environment.
+func loadHTTPBenchConfig(b *testing.B) httpBenchConfig {
+	return httpBenchConfig{
+		records: benchEnvInt(b, "COPPICE_HTTP_BENCH_RECORDS", 1e4),
+		gets:    benchEnvInt(b, "COPPICE_HTTP_BENCH_GETS", 2e4),
+		inserts: benchEnvInt(b, "COPPICE_HTTP_BENCH_INSERTS", 5e3),
+		conns:   benchEnvInt(b, "COPPICE_HTTP_BENCH_CONNS", 64),
+		rounds:  benchEnvInt(b, "COPPICE_HTTP_BENCH_ROUNDS", 4),
+		noSync:  os.Getenv("COPPICE_HTTP_BENCH_NOSYNC") == "1",
+	}
+}
+
+// Names of the benchmark database and table.
+const (
+	httpBenchDB    = "bench"
+	httpBenchTable = "items"
+)
+
+// httpBenchColumns is the schema of the benchmark table: the scalar column
+// types of the BENCHMARKS.md dataset, with a short text for the search
+// index.
+var httpBenchColumns = []engine.ColumnDef{
+	{Name: "title", Type: engine.TypeString},
+	{Name: "body", Type: engine.TypeText},
+	{Name: "category", Type: engine.TypeString},
+	{Name: "price", Type: engine.TypeFloat},
+	{Name: "views", Type: engine.TypeInt},
+	{Name: "active", Type: engine.TypeBool},
+	{Name: "created_at", Type: engine.TypeDatetime},
+}
+
+// httpBenchWords is the vocabulary of titles and bodies.
+var httpBenchWords = strings.Fields(`alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima
+	mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu`)
+
+// httpBenchRecord returns record i of the table, as JSON and as the values
+// a JSON decoder would give (numbers as json.Number).
+func httpBenchRecord(i int) (string, map[string]any) {
+	w := func(k int) string { return httpBenchWords[(i*7+k*13)%len(httpBenchWords)] }
+	title := w(0) + " " + w(1) + " " + w(2)
+	var body []string
+	for k := range 12 {
+		body = append(body, w(k+3))
+	}
+	cat := "cat" + strconv.Itoa(i%20)
+	price := strconv.Itoa(i%500) + "." + strconv.Itoa(i%100)
+	views := strconv.Itoa(i * 37 % 100000)
+	active := i%10 < 7
+	created := time.Unix(1.6e9+int64(i)*3607, 0).UTC().Format(time.RFC3339)
+	js := fmt.Sprintf(`{"title":%q,"body":%q,"category":%q,"price":%s,"views":%s,"active":%t,"created_at":%q}`,
+		title, strings.Join(body, " "), cat, price, views, active, created)
+	values, err := decodeRecordJSON(js)
+	if err != nil {
+		panic(err)
+	}
+	return js, values
+}
+
+// decodeRecordJSON decodes a record body the way the server does.
+func decodeRecordJSON(js string) (map[string]any, error) {
+	var v map[string]any
+	return v, decodeStrict([]byte(js), &v)
+}
+
+// httpBenchID is the id of loaded record i.
+func httpBenchID(i int) string { return fmt.Sprintf("it%06d", i) }
+
+// httpBenchServer is a real server on a loopback port over a benchmark
+// table.
+type httpBenchServer struct {
+	addr string
+	base string // path prefix of the table: /ws/{ws}/db/bench:main/tables/items
+}
+
+// startHTTPBenchServer loads n records without sync, reopens the data with
+// the production write settings (unless cfg.noSync) and serves it.
+func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchServer {
+	b.Helper()
+	dir := b.TempDir()
+	eng, err := engine.Open(dir, engine.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := Bootstrap(eng, testKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := engine.Ref{Workspace: info.Workspace, Database: httpBenchDB, Branch: "main"}
+	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: httpBenchDB, Region: "local"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.CreateTable(ref, httpBenchTable); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.SetTableColumns(ref, httpBenchTable, httpBenchColumns); err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
+	for start := 0; start < n; start += engine.MaxBulkRecords {
+		batch = batch[:0]
+		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
+			_, rec := httpBenchRecord(i)
+			rec["id"] = httpBenchID(i)
+			batch = append(batch, rec)
+		}
+		if _, err := eng.BulkInsert(ref, httpBenchTable, batch); err != nil {
+			b.Fatalf("load: %v", err)
+		}
+	}
+	if err := eng.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		eng.Close()
+		b.Fatal(err)
+	}
+	addr := serveBench(b, srv.Serve, srv.Shutdown)
+	b.Cleanup(func() {
+		if err := eng.Close(); err != nil {
+			b.Errorf("close engine: %v", err)
+		}
+	})
+	return &httpBenchServer{
+		addr: addr,
+		base: "/ws/" + info.WorkspaceID + "/db/" + httpBenchDB + ":main/tables/" + httpBenchTable,
+	}
+}
+
+// serveBench serves on a free loopback port until the benchmark ends and
+// returns the address. Cleanups run last-in first-out, so a server stops
+// before the engine it serves is closed.
+func serveBench(b *testing.B, serve func(net.Listener) error, shutdown func(context.Context) error) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			b.Errorf("shutdown: %v", err)
+		}
+		ln.Close()
+		<-served
+	})
+	return ln.Addr().String()
+}
+
+// startTrivialServer serves a fixed status and JSON body for every request
+// on a free loopback port: the ceiling of the HTTP layer.
+func startTrivialServer(b *testing.B, status int, body []byte) string {
+	b.Helper()
+	body = append([]byte(nil), body...)
+	srv := &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			ctx.SetStatusCode(status)
+			ctx.SetContentType("application/json")
+			ctx.SetBody(body)
+		},
+		Name: "trivial",
+	}
+	return serveBench(b, srv.Serve, srv.ShutdownWithContext)
+}
+
+// loadRequest fills req with request i of a load; the URI's host is set by
+// the caller.
+type loadRequest func(req *fasthttp.Request, i int)
+
+// runLoad sends n requests to addr over conns keep-alive connections, one
+// goroutine each, and returns the elapsed time. Every response must have
+// status want.
+func runLoad(addr string, conns, n, want int, fill loadRequest) (time.Duration, error) {
+	c := &fasthttp.HostClient{
+		Addr:                addr,
+		MaxConns:            conns,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		MaxIdleConnDuration: time.Minute,
+	}
+	defer c.CloseIdleConnections()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) { errOnce.Do(func() { firstErr = err }) }
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				req.Reset()
+				fill(req, i)
+				req.URI().SetHost(addr)
+				if err := c.Do(req, resp); err != nil {
+					fail(err)
+					return
+				}
+				if resp.StatusCode() != want {
+					fail(fmt.Errorf("%s %s: status %d, want %d: %s", req.Header.Method(), req.URI().Path(),
+						resp.StatusCode(), want, resp.Body()))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+// compareLoads runs the same load against the server and the trivial
+// handler, alternating in rounds after a warm-up of each, and reports
+// server-rps, trivial-rps and their ratio.
+func compareLoads(b *testing.B, cfg httpBenchConfig, n int, server, trivial string, wantServer, wantTrivial int, fill loadRequest) {
+	b.Helper()
+	warm := max(cfg.conns, min(n/10, 2000))
+	offset := 0 // indexes run on across calls: each call reads other records
+	run := func(addr string, count, want int) time.Duration {
+		from := offset
+		offset += count
+		d, err := runLoad(addr, cfg.conns, count, want, func(req *fasthttp.Request, i int) { fill(req, from+i) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	run(trivial, warm, wantTrivial)
+	run(server, warm, wantServer)
+	var tServer, tTrivial time.Duration
+	done := 0
+	for b.Loop() {
+		for r := range cfg.rounds {
+			count := n/cfg.rounds + boolInt(r < n%cfg.rounds)
+			tTrivial += run(trivial, count, wantTrivial)
+			tServer += run(server, count, wantServer)
+		}
+		done += n
+	}
+	serverRPS := float64(done) / tServer.Seconds()
+	trivialRPS := float64(done) / tTrivial.Seconds()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(serverRPS, "server-rps")
+	b.ReportMetric(trivialRPS, "trivial-rps")
+	b.ReportMetric(serverRPS/trivialRPS, "ratio")
+}
+
+// boolInt is 1 for true: a round takes one of the leftover requests.
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// BenchmarkHTTPPointGet is W2: GET T/data/{id} with 64 connections against
+// the server over a loaded table and against a trivial handler answering a
+// record of the same size.
+func BenchmarkHTTPPointGet(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, cfg.records)
+	paths := make([]string, cfg.records)
+	for i := range paths {
+		paths[i] = srv.base + "/data/" + httpBenchID(i)
+	}
+	// Record i of the load reads a record spread over the table.
+	fill := func(req *fasthttp.Request, i int) {
+		req.Header.SetMethod("GET")
+		req.SetRequestURI(paths[i*7919%len(paths)])
+		req.Header.Set("Authorization", "Bearer "+testKey)
+	}
+	body := fetchOnce(b, srv.addr, 200, fill)
+	trivial := startTrivialServer(b, 200, body)
+	compareLoads(b, cfg, cfg.gets, srv.addr, trivial, 200, 200, fill)
+}
+
+// BenchmarkHTTPInsert is the write twin of W2: POST T/data of one record
+// with a generated id, against the server (synced writes, shared among
+// concurrent writers) and against a trivial handler answering 201 with a
+// body of the server's size.
+func BenchmarkHTTPInsert(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, 0)
+	bodies := make([][]byte, 1024)
+	for i := range bodies {
+		js, _ := httpBenchRecord(i)
+		bodies[i] = []byte(js)
+	}
+	path := srv.base + "/data"
+	fill := func(req *fasthttp.Request, i int) {
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(path)
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(bodies[i%len(bodies)])
+	}
+	body := fetchOnce(b, srv.addr, 201, fill)
+	trivial := startTrivialServer(b, 201, body)
+	compareLoads(b, cfg, cfg.inserts, srv.addr, trivial, 201, 201, fill)
+}
+
+// fetchOnce sends request 0 of a load and returns the response body.
+func fetchOnce(b *testing.B, addr string, want int, fill loadRequest) []byte {
+	b.Helper()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	fill(req, 0)
+	req.URI().SetHost(addr)
+	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode() != want {
+		b.Fatalf("status %d, want %d: %s", resp.StatusCode(), want, resp.Body())
+	}
+	return append([]byte(nil), resp.Body()...)
+}
