@@ -1,0 +1,274 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/bench/gen"
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Query benchmarks (W3 of BENCHMARKS.md) on the generated dataset of
+// bench/gen: users and docs, loaded like the other datasets of this package
+// (BulkInsert in batches of 1000 with NoSync, then reopened with sync), once
+// per size. Each sub-benchmark times one Engine.Query per op, in process,
+// and reports the median and 99th latencyQuantile besides the mean.
+
+// queryPage is the page size of every benchmarked query.
+var queryPage = 20
+
+// queryFixture is a durable engine holding the generated dataset at one
+// size.
+type queryFixture struct {
+	env *benchEnv
+	ref engine.Ref
+	g   *gen.Gen
+}
+
+// buildQueryFixture loads n generated docs and their users.
+func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
+	g := gen.New(gen.Config{N: n, Seed: benchSeed})
+	f := &queryFixture{env: env, ref: env.ref("docs", "main"), g: g}
+	if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "docs", Region: "local"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range []struct {
+		name string
+		cols []engine.ColumnDef
+	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
+		if _, err := env.e.CreateTable(f.ref, t.name); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := env.e.SetTableColumns(f.ref, t.name, t.cols); err != nil {
+			b.Fatal(err)
+		}
+	}
+	t0 := time.Now()
+	loadGenerated(b, env.e, f.ref, gen.UsersTable, g.Users)
+	t1 := time.Now()
+	loadGenerated(b, env.e, f.ref, gen.DocsTable, g.Docs)
+	t2 := time.Now()
+	env.durable(b)
+	b.Logf("loaded %d users in %v and %d docs in %v (%.0f docs/s, vocabulary of %d words); reopened in %v",
+		gen.NumUsers, t1.Sub(t0).Round(time.Millisecond), n, t2.Sub(t1).Round(time.Millisecond),
+		float64(n)/t2.Sub(t1).Seconds(), g.VocabSize(), time.Since(t2).Round(time.Millisecond))
+	return f
+}
+
+// loadGenerated bulk-inserts the records of a generator stream into a
+// table, in batches of MaxBulkRecords.
+func loadGenerated(b *testing.B, e *engine.Engine, ref engine.Ref, table string, walk func(func(map[string]any) error) error) {
+	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := e.BulkInsert(ref, table, batch)
+		batch = batch[:0]
+		return err
+	}
+	err := walk(func(rec map[string]any) error {
+		if batch = append(batch, rec); len(batch) == engine.MaxBulkRecords {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		b.Fatalf("load %s: %v", table, err)
+	}
+}
+
+// queryJSON marshals v for a query body.
+func queryJSON(b *testing.B, v any) json.RawMessage {
+	out, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// queryCase is one benchmarked query: its filter and sort (nil for the
+// default order), with parameters from the dataset's known distributions
+// so that its selectivity holds at every size.
+type queryCase struct {
+	name string
+	body func(g *gen.Gen) (filter, sort any)
+}
+
+type jsonObj = map[string]any
+
+// queryCases are the single-page queries of W3.
+var queryCases = []queryCase{
+	// The most common category (about 35% of docs), default order.
+	{"eq", func(*gen.Gen) (any, any) {
+		return jsonObj{"category": gen.Categories[0]}, nil
+	}},
+	// 5% of docs by price, default order.
+	{"range-5pct", func(*gen.Gen) (any, any) {
+		return jsonObj{"price": jsonObj{"$ge": gen.PriceQuantile(0.40), "$lt": gen.PriceQuantile(0.45)}}, nil
+	}},
+	// About 1.75% of docs (a category of 2.5%, active), newest first.
+	{"eq-active-sort", func(*gen.Gen) (any, any) {
+		return jsonObj{"category": gen.Categories[8], "active": true}, jsonObj{"created_at": "desc"}
+	}},
+	// 60% × 50% × 40% ≈ 12% of docs, most viewed first.
+	{"3ranges-sort", func(*gen.Gen) (any, any) {
+		return jsonObj{
+			"price":      jsonObj{"$ge": gen.PriceQuantile(0.2), "$lt": gen.PriceQuantile(0.8)},
+			"rating":     jsonObj{"$ge": 2.0, "$lt": 4.5},
+			"created_at": jsonObj{"$ge": gen.DateQuantile(0.6).Format(time.RFC3339)},
+		}, jsonObj{"views": "desc"}
+	}},
+	// A substring of titles, default order: a frequent word of at least 5
+	// letters, past the very top of the ranking.
+	{"contains", func(g *gen.Gen) (any, any) {
+		for rank := 50; ; rank++ {
+			if w := g.Word(rank); len(w) >= 5 {
+				return jsonObj{"title": jsonObj{"$contains": w}}, nil
+			}
+		}
+	}},
+}
+
+// timeQuery runs one query and returns how long it took.
+func timeQuery(b *testing.B, f *queryFixture, in engine.QueryInput) (*engine.QueryResult, time.Duration) {
+	t0 := time.Now()
+	res, err := f.env.e.Query(f.ref, gen.DocsTable, in, engine.QueryOptions{})
+	d := time.Since(t0)
+	if err != nil {
+		b.Fatalf("query %s %s: %v", in.Filter, in.Sort, err)
+	}
+	return res, d
+}
+
+// latencyQuantile returns the q-quantile (0 ≤ q ≤ 1) of sorted durations, in
+// nanoseconds.
+func latencyQuantile(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[min(len(sorted)-1, int(q*float64(len(sorted))))].Nanoseconds())
+}
+
+// reportLatency reports the p50 and p99 of per-op durations, each metric
+// name prefixed by prefix; it returns the p50.
+func reportLatency(b *testing.B, prefix string, d []time.Duration) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	p50 := latencyQuantile(s, 0.50)
+	b.ReportMetric(p50, prefix+"p50-ns")
+	b.ReportMetric(latencyQuantile(s, 0.99), prefix+"p99-ns")
+	return p50
+}
+
+// BenchmarkQuery times filter + sort + page 20 queries of W3 at 1e4 and 1e5
+// docs (and 1e6 when COPPICE_BENCH_MAX allows), and a cursor walk: page 1
+// against page 50 of the same filter and sort (target: page 50 ≤ 1.0×
+// page 1). Each case reports "matches", the rows its filter selects.
+func BenchmarkQuery(b *testing.B) {
+	get := perSize(b, buildQueryFixture)
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		label := sizeLabel(n)
+		for _, c := range queryCases {
+			b.Run(label+"/"+c.name, func(b *testing.B) {
+				f := get(b, n)
+				filter, sort := c.body(f.g)
+				in := engine.QueryInput{Filter: queryJSON(b, filter), Page: engine.PageInput{Size: &queryPage}}
+				if sort != nil {
+					in.Sort = queryJSON(b, sort)
+				}
+				benchQueryCase(b, f, in)
+			})
+		}
+		b.Run(label+"/cursor-page50", func(b *testing.B) {
+			benchCursorPages(b, get(b, n))
+		})
+	}
+}
+
+// benchQueryCase times one query per op, after checking that it matches
+// rows and warming the caches it reads.
+func benchQueryCase(b *testing.B, f *queryFixture, in engine.QueryInput) {
+	b.StopTimer()
+	rows, err := f.env.e.FilterRows(f.ref, gen.DocsTable, in.Filter, "svc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 3 {
+		if res, _ := timeQuery(b, f, in); len(res.Records) == 0 {
+			b.Fatalf("query %s matches nothing", in.Filter)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.StartTimer()
+	b.ResetTimer()
+	for range b.N {
+		_, d := timeQuery(b, f, in)
+		lat = append(lat, d)
+	}
+	b.StopTimer()
+	reportLatency(b, "", lat)
+	b.ReportMetric(float64(rows.GetCardinality()), "matches")
+}
+
+// benchCursorPages compares page 1 and page 50 (rows 981 to 1000) of one
+// filter and sort, following page.after cursors. The walk to page 49 is
+// done once, untimed; cursors are self-contained, so each op then times a
+// page 1 request and a request continuing from page 49's cursor, in turns
+// of which goes first. It reports both latencies and their ratio.
+func benchCursorPages(b *testing.B, f *queryFixture) {
+	b.StopTimer()
+	first := engine.QueryInput{
+		Filter: queryJSON(b, map[string]any{"category": gen.Categories[1]}),
+		Sort:   queryJSON(b, map[string]any{"created_at": "desc"}),
+		Page:   engine.PageInput{Size: &queryPage},
+	}
+	res, _ := timeQuery(b, f, first)
+	for page := 2; page < 50; page++ {
+		if !res.More || len(res.Records) != queryPage {
+			b.Fatalf("page %d of %s has %d records, more=%v: the filter matches too few rows", page-1, first.Filter, len(res.Records), res.More)
+		}
+		cursor := res.Cursor
+		res, _ = timeQuery(b, f, engine.QueryInput{Page: engine.PageInput{After: &cursor}})
+	}
+	cursor49 := res.Cursor
+	page50 := engine.QueryInput{Page: engine.PageInput{After: &cursor49}}
+	for range 3 {
+		timeQuery(b, f, first)
+		if res, _ := timeQuery(b, f, page50); len(res.Records) != queryPage {
+			b.Fatalf("page 50 has %d records", len(res.Records))
+		}
+	}
+	lat1 := make([]time.Duration, 0, b.N)
+	lat50 := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.StartTimer()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			_, d1 := timeQuery(b, f, first)
+			_, d50 := timeQuery(b, f, page50)
+			lat1, lat50 = append(lat1, d1), append(lat50, d50)
+		} else {
+			_, d50 := timeQuery(b, f, page50)
+			_, d1 := timeQuery(b, f, first)
+			lat1, lat50 = append(lat1, d1), append(lat50, d50)
+		}
+	}
+	b.StopTimer()
+	p1 := reportLatency(b, "page1-", lat1)
+	p50 := reportLatency(b, "page50-", lat50)
+	b.ReportMetric(p50/p1, "page50/page1")
+	var sum1, sum50 time.Duration
+	for i := range lat1 {
+		sum1, sum50 = sum1+lat1[i], sum50+lat50[i]
+	}
+	b.Logf("page 1 p50 %s, page 50 p50 %s, ratio of medians %.2f, of means %.2f (N=%d)",
+		time.Duration(p1), time.Duration(p50), p50/p1, float64(sum50)/float64(sum1), b.N)
+}
