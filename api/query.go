@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/coppice-db/coppice/engine"
@@ -89,15 +90,24 @@ func (s *Server) queryTable(r *request) error {
 	if err != nil {
 		return err
 	}
-	records := make([]map[string]any, 0, len(res.Records))
+	b := append(make([]byte, 0, 512*len(res.Records)+256), `{"meta":{"page":{"cursor":`...)
+	b = appendString(b, res.Cursor)
+	b = append(b, `,"more":`...)
+	b = strconv.AppendBool(b, res.More)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, int64(res.Size), 10)
+	b = append(b, `}},"records":[`...)
+	first := true
 	for _, d := range res.Records {
-		if d != nil {
-			records = append(records, s.renderDoc(d))
+		if d == nil {
+			continue
 		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = s.appendDoc(b, d)
 	}
-	writeJSON(r.ctx, http.StatusOK, map[string]any{
-		"records": records,
-		"meta":    map[string]any{"page": map[string]any{"cursor": res.Cursor, "more": res.More, "size": res.Size}},
-	})
+	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
 	return nil
 }

@@ -40,16 +40,25 @@ func (r *request) recordID() (string, error) { return r.param("id") }
 
 // projected renders records of the call's table through its `columns`
 // (every column when absent), each with id and metadata.
-func (r *request) projected(c *recordCall, recs ...*engine.Record) ([]map[string]any, error) {
-	docs, err := r.s.project(c.ref.Ref, c.table, recs, c.columns)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]map[string]any, len(docs))
+func (r *request) projected(c *recordCall, recs ...*engine.Record) ([]*engine.Doc, error) {
+	return r.s.project(c.ref.Ref, c.table, recs, c.columns)
+}
+
+// writeDoc answers with one projected record.
+func (r *request) writeDoc(status int, d *engine.Doc) {
+	writeJSON(r.ctx, status, rawJSON(r.s.appendDoc(nil, d)))
+}
+
+// writeDocs answers {"records": [...]}.
+func (r *request) writeDocs(status int, docs []*engine.Doc) {
+	b := append(make([]byte, 0, 256*len(docs)), `{"records":[`...)
 	for i, d := range docs {
-		out[i] = r.s.renderDoc(d)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = r.s.appendDoc(b, d)
 	}
-	return out, nil
+	writeJSON(r.ctx, status, rawJSON(append(b, "]}"...)))
 }
 
 // writeResult answers a write: {id, meta} without `columns`, else the
@@ -67,7 +76,7 @@ func (r *request) writeResult(c *recordCall, status int, res engine.OpResult) er
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, status, out[0])
+	r.writeDoc(status, out[0])
 	return nil
 }
 
@@ -186,7 +195,7 @@ func (s *Server) getRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, out[0])
+	r.writeDoc(http.StatusOK, out[0])
 	return nil
 }
 
@@ -213,7 +222,7 @@ func (s *Server) deleteRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, out[0])
+	r.writeDoc(http.StatusOK, out[0])
 	return nil
 }
 
@@ -280,7 +289,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, map[string]any{"records": out})
+	r.writeDocs(http.StatusOK, out)
 	return nil
 }
 

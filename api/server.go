@@ -322,6 +322,10 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 		return
 	}
 	ctx.SetContentType("application/json")
+	if raw, ok := v.(rawJSON); ok {
+		ctx.SetBody(raw)
+		return
+	}
 	enc := json.NewEncoder(ctx)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {

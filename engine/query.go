@@ -302,28 +302,44 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, m
 
 // Project returns records, as writes and Get return them, projected by a
 // columns list (JSON array; null selects every column) with links expanded
-// and reverse links attached, read at one snapshot of the branch.
+// and reverse links attached, read at one snapshot of the branch. Records
+// that did not come from the engine are an error.
 func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json.RawMessage, meta string) ([]*Doc, error) {
-	src, release, err := e.openSource(ref, tableName)
+	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
 	proj, err := index.ParseColumns(src.it, columns, meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
+	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 {
+		// Expanding links reads other records: at one snapshot.
+		var release func()
+		if src, release, err = e.openSource(ref, tableName); err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	out := make([]*Doc, 0, len(recs))
 	for _, r := range recs {
 		if r == nil || r.stored == nil {
-			out = append(out, nil)
-			continue
+			return nil, errors.New("engine: projecting a record the engine did not return")
 		}
-		d, err := src.doc(r.stored, proj)
+		doc, err := src.doc(r.stored, proj)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+		out = append(out, doc)
 	}
 	return out, nil
 }
