@@ -103,70 +103,43 @@ func (s *Server) insertRecord(r *request) error {
 // putRecord: PUT T/data/{id}, insert (201) or full replace (200);
 // createOnly=true refuses to replace, ifVersion conditions the write.
 func (s *Server) putRecord(r *request) error {
-	c, err := r.recordCall()
-	if err != nil {
-		return err
-	}
-	id, err := r.recordID()
-	if err != nil {
-		return err
-	}
-	createOnly, err := r.queryBool("createOnly")
-	if err != nil {
-		return err
-	}
-	ifVersion, err := r.queryVersion()
-	if err != nil {
-		return err
-	}
-	values, err := r.recordBody()
-	if err != nil {
-		return err
-	}
-	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{
-		Kind: engine.OpInsert, Table: c.table, ID: id, Values: values, CreateOnly: createOnly, IfVersion: ifVersion,
-	})
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	return r.writeResult(c, status, res)
+	return s.writeByID(r, engine.Op{Kind: engine.OpInsert}, true)
 }
 
 // updateRecord: PATCH T/data/{id}, a partial update of an existing record.
 func (s *Server) updateRecord(r *request) error {
-	return s.update(r, false)
+	return s.writeByID(r, engine.Op{Kind: engine.OpUpdate}, false)
 }
 
 // upsertRecord: POST T/data/{id}, insert (201) or partial update (200).
 func (s *Server) upsertRecord(r *request) error {
-	return s.update(r, true)
+	return s.writeByID(r, engine.Op{Kind: engine.OpUpdate, Upsert: true}, false)
 }
 
-// update is PATCH data/{id} and, with upsert, POST data/{id}.
-func (s *Server) update(r *request, upsert bool) error {
+// writeByID is PUT, PATCH and POST data/{id}: op carries the kind; the id,
+// ifVersion, createOnly (PUT only) and values come from the request. A
+// write that created the record answers 201, else 200.
+func (s *Server) writeByID(r *request, op engine.Op, createOnly bool) error {
 	c, err := r.recordCall()
 	if err != nil {
 		return err
 	}
-	id, err := r.recordID()
-	if err != nil {
+	if op.ID, err = r.recordID(); err != nil {
 		return err
 	}
-	ifVersion, err := r.queryVersion()
-	if err != nil {
+	if createOnly {
+		if op.CreateOnly, err = r.queryBool("createOnly"); err != nil {
+			return err
+		}
+	}
+	if op.IfVersion, err = r.queryVersion(); err != nil {
 		return err
 	}
-	values, err := r.recordBody()
-	if err != nil {
+	if op.Values, err = r.recordBody(); err != nil {
 		return err
 	}
-	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{
-		Kind: engine.OpUpdate, Table: c.table, ID: id, Values: values, IfVersion: ifVersion, Upsert: upsert,
-	})
+	op.Table = c.table
+	res, err := s.eng.WriteOne(c.ref.Ref, op)
 	if err != nil {
 		return err
 	}
