@@ -91,11 +91,7 @@ type uiSettings struct {
 
 // createDatabase: PUT /workspaces/{ws}/dbs/{db}.
 func (s *Server) createDatabase(r *request) error {
-	ws, err := r.controlWorkspace()
-	if err != nil {
-		return err
-	}
-	name, err := r.param("db")
+	ws, name, err := r.controlDatabase()
 	if err != nil {
 		return err
 	}
@@ -144,11 +140,7 @@ func (s *Server) createDatabase(r *request) error {
 
 // getDatabase: GET /workspaces/{ws}/dbs/{db}.
 func (s *Server) getDatabase(r *request) error {
-	ws, err := r.controlWorkspace()
-	if err != nil {
-		return err
-	}
-	name, err := r.param("db")
+	ws, name, err := r.controlDatabase()
 	if err != nil {
 		return err
 	}
@@ -163,11 +155,7 @@ func (s *Server) getDatabase(r *request) error {
 // updateDatabase: PATCH /workspaces/{ws}/dbs/{db}. An unknown database is
 // a 400 here, as the legacy API answered.
 func (s *Server) updateDatabase(r *request) error {
-	ws, err := r.controlWorkspace()
-	if err != nil {
-		return err
-	}
-	name, err := r.param("db")
+	ws, name, err := r.controlDatabase()
 	if err != nil {
 		return err
 	}
@@ -196,11 +184,7 @@ func (s *Server) updateDatabase(r *request) error {
 
 // renameDatabase: POST /workspaces/{ws}/dbs/{db}/rename.
 func (s *Server) renameDatabase(r *request) error {
-	ws, err := r.controlWorkspace()
-	if err != nil {
-		return err
-	}
-	name, err := r.param("db")
+	ws, name, err := r.controlDatabase()
 	if err != nil {
 		return err
 	}
@@ -223,11 +207,7 @@ func (s *Server) renameDatabase(r *request) error {
 
 // deleteDatabase: DELETE /workspaces/{ws}/dbs/{db}.
 func (s *Server) deleteDatabase(r *request) error {
-	ws, err := r.controlWorkspace()
-	if err != nil {
-		return err
-	}
-	name, err := r.param("db")
+	ws, name, err := r.controlDatabase()
 	if err != nil {
 		return err
 	}
@@ -236,4 +216,14 @@ func (s *Server) deleteDatabase(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"status": "completed"})
 	return nil
+}
+
+// controlDatabase returns the workspace and database name of a
+// /workspaces/{ws}/dbs/{db} path.
+func (r *request) controlDatabase() (ws, name string, err error) {
+	if ws, err = r.controlWorkspace(); err != nil {
+		return "", "", err
+	}
+	name, err = r.param("db")
+	return ws, name, err
 }
