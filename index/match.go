@@ -2,10 +2,8 @@ package index
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/coppice-db/coppice/codec"
 )
@@ -184,58 +182,9 @@ func jsonAt(v codec.Value, path []string) (codec.Value, bool) {
 	}
 }
 
-var opNames = map[Op]string{
-	OpEq: "=", OpIn: "in", OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=",
-	OpContains: "contains", OpIContains: "icontains", OpStartsWith: "startsWith",
-	OpEndsWith: "endsWith", OpPattern: "pattern", OpIPattern: "ipattern", OpExists: "exists",
-}
-
-var quantNames = map[Quantifier]string{QuantAny: "any ", QuantAll: "all ", QuantNoElement: "none "}
-
-// formatPred prints a predicate for plans: "[links.]column [quant]op value".
+// formatPred prints a predicate for plans, as the filter printer does.
 func formatPred(p *Pred) string {
 	var b strings.Builder
-	for _, l := range p.Links {
-		b.WriteString(l.Path)
-		b.WriteString("→")
-	}
-	b.WriteString(p.Column.Path)
-	for _, k := range p.JSONPath {
-		b.WriteString("->")
-		b.WriteString(k)
-	}
-	b.WriteByte(' ')
-	b.WriteString(quantNames[p.Quant])
-	b.WriteString(opNames[p.Op])
-	switch p.Op {
-	case OpExists:
-	case OpIn:
-		parts := make([]string, len(p.Values))
-		for i, v := range p.Values {
-			parts[i] = formatValue(v)
-		}
-		b.WriteString(" [" + strings.Join(parts, ", ") + "]")
-	default:
-		b.WriteString(" " + formatValue(p.Value))
-	}
+	formatFilterPred(&b, p)
 	return b.String()
-}
-
-// formatValue prints a value unambiguously.
-func formatValue(v codec.Value) string {
-	switch v.Kind {
-	case codec.KindNull:
-		return "null"
-	case codec.KindBool:
-		return strconv.FormatBool(v.Int != 0)
-	case codec.KindInt:
-		return strconv.FormatInt(v.Int, 10)
-	case codec.KindFloat:
-		return strconv.FormatFloat(v.Float, 'g', -1, 64)
-	case codec.KindString:
-		return strconv.Quote(v.Str)
-	case codec.KindDatetime:
-		return v.Time().Format(time.RFC3339Nano)
-	}
-	return fmt.Sprintf("%v", v)
 }
