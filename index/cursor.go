@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/flate"
 
@@ -81,6 +82,16 @@ func decodeKey(ck *cursorKey, n int) (*Key, error) {
 	return k, nil
 }
 
+// flateWriters reuses compressors: a new one allocates hundreds of
+// kilobytes, more than the rest of a query.
+var flateWriters = sync.Pool{New: func() any {
+	w, err := flate.NewWriter(nil, flate.BestSpeed)
+	if err != nil {
+		panic(err) // only for an invalid level
+	}
+	return w
+}}
+
 // sealCursor encodes and signs a cursor state.
 func sealCursor(st *cursorState, secret []byte) (string, error) {
 	payload, err := json.Marshal(st)
@@ -90,10 +101,9 @@ func sealCursor(st *cursorState, secret []byte) (string, error) {
 	var buf bytes.Buffer
 	buf.WriteByte(cursorVersion)
 	buf.Write(make([]byte, 16))
-	w, err := flate.NewWriter(&buf, flate.BestSpeed)
-	if err != nil {
-		return "", err
-	}
+	w := flateWriters.Get().(*flate.Writer)
+	defer flateWriters.Put(w)
+	w.Reset(&buf)
 	if _, err := w.Write(payload); err != nil {
 		return "", err
 	}

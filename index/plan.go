@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -75,6 +76,7 @@ func compile(n Node) planNode {
 			}
 			a.children = append(a.children, child)
 		}
+		a.children = mergeRanges(a.children)
 		sort.SliceStable(a.children, func(i, j int) bool { return a.children[i].cost() < a.children[j].cost() })
 		if len(a.children) == 1 {
 			return a.children[0]
@@ -121,9 +123,9 @@ func compilePred(p *Pred) planNode {
 			q.Quant = QuantAny
 			return &notNode{child: &postingNode{pred: &q}}
 		case p.Quant == QuantNone && isRange(p.Op) && storable(c):
-			return &rangeNode{pred: p}
+			return &rangeNode{preds: []*Pred{p}}
 		case p.Quant == QuantNone && p.Op == OpStartsWith && storable(c):
-			return &rangeNode{pred: p}
+			return &rangeNode{preds: []*Pred{p}}
 		}
 	}
 	return &scanNode{pred: p}
@@ -323,9 +325,33 @@ func (p *postingNode) format(b *strings.Builder, depth int) {
 	line(b, depth, "posting "+formatPred(p.pred))
 }
 
-// rangeNode compares values of the candidates: in memory when the column
-// has a value store, else by scanning the ordered index.
-type rangeNode struct{ pred *Pred }
+// rangeNode compares values of the candidates against one or two bounds
+// of one column: in memory when the column has a value store, else by
+// scanning the ordered index.
+type rangeNode struct{ preds []*Pred }
+
+// mergeRanges joins the range nodes of an and that compare the same column,
+// so that a two-sided range is one pass.
+func mergeRanges(children []planNode) []planNode {
+	out := children[:0:0]
+	byCol := map[*Column]*rangeNode{}
+	for _, c := range children {
+		r, ok := c.(*rangeNode)
+		if !ok || r.preds[0].Op == OpStartsWith {
+			out = append(out, c)
+			continue
+		}
+		col := r.preds[0].Column
+		if prev := byCol[col]; prev != nil {
+			prev.preds = append(prev.preds, r.preds...)
+			continue
+		}
+		merged := &rangeNode{preds: append([]*Pred(nil), r.preds...)}
+		byCol[col] = merged
+		out = append(out, merged)
+	}
+	return out
+}
 
 func (r *rangeNode) cost() cost { return costRange }
 
@@ -334,35 +360,161 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 	if err != nil {
 		return nil, err
 	}
-	vals, err := x.src.Values(r.pred.Column)
+	col := r.preds[0].Column
+	vals, err := x.src.Values(col)
 	if err != nil {
 		return nil, err
 	}
 	if vals != nil {
+		if out, ok := r.typed(vals, c); ok {
+			return out, nil
+		}
 		out := roaring.New()
 		it := c.Iterator()
 		for it.HasNext() {
 			row := it.Next()
-			if matchScalar(r.pred, vals.Get(row)) {
+			v := vals.Get(row)
+			if r.match(v) {
 				out.Add(row)
 			}
 		}
 		return out, nil
 	}
-	out := roaring.New()
-	err = x.src.Scan(r.pred.Column, rangeBounds(r.pred), false, func(_ codec.Value, rows *roaring.Bitmap) bool {
-		out.Or(rows)
-		return true
-	})
-	if err != nil {
-		return nil, err
+	out := c.Clone()
+	for _, p := range r.preds {
+		rows := roaring.New()
+		err = x.src.Scan(col, rangeBounds(p), false, func(_ codec.Value, found *roaring.Bitmap) bool {
+			rows.Or(found)
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.And(rows)
 	}
-	out.And(c)
 	return out, nil
 }
 
+func (r *rangeNode) match(v codec.Value) bool {
+	for _, p := range r.preds {
+		if !matchScalar(p, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// typed compares the array of a float, int or datetime column directly
+// when its store exposes one; ok is false when it cannot.
+func (r *rangeNode) typed(vals ColumnValues, c *roaring.Bitmap) (out *roaring.Bitmap, ok bool) {
+	dv, dense := vals.(DenseValues)
+	if !dense {
+		return nil, false
+	}
+	switch r.preds[0].Column.Type {
+	case "float":
+		b, ok := floatBounds(r.preds)
+		arr := dv.Floats()
+		if !ok || arr == nil {
+			return nil, false
+		}
+		return filterRows(c, dv.Present(), func(row uint32) bool { return b.holds(arr[row]) }), true
+	case "int", "datetime":
+		b, ok := intBounds(r.preds)
+		arr := dv.Ints()
+		if !ok || arr == nil {
+			return nil, false
+		}
+		return filterRows(c, dv.Present(), func(row uint32) bool { return b.holds(arr[row]) }), true
+	}
+	return nil, false
+}
+
+// filterRows keeps the rows of c ∩ present for which keep holds.
+func filterRows(c, present *roaring.Bitmap, keep func(uint32) bool) *roaring.Bitmap {
+	out := roaring.New()
+	var buf [256]uint32
+	it := roaring.And(c, present).ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			if keep(row) {
+				out.Add(row)
+			}
+		}
+	}
+	return out
+}
+
+// bounds is an interval of an ordered type, each side open or closed.
+type bounds[T int64 | float64] struct {
+	lo, hi         T
+	hasLo, hasHi   bool
+	loIncl, hiIncl bool
+}
+
+func (b *bounds[T]) add(op Op, v T) bool {
+	switch op {
+	case OpGt, OpGe:
+		if !b.hasLo || v > b.lo || (v == b.lo && op == OpGt) {
+			b.lo, b.loIncl, b.hasLo = v, op == OpGe, true
+		}
+	case OpLt, OpLe:
+		if !b.hasHi || v < b.hi || (v == b.hi && op == OpLt) {
+			b.hi, b.hiIncl, b.hasHi = v, op == OpLe, true
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (b *bounds[T]) holds(v T) bool {
+	if b.hasLo && (v < b.lo || (v == b.lo && !b.loIncl)) {
+		return false
+	}
+	return !b.hasHi || v < b.hi || (v == b.hi && b.hiIncl)
+}
+
+func floatBounds(preds []*Pred) (bounds[float64], bool) {
+	var b bounds[float64]
+	for _, p := range preds {
+		var v float64
+		switch p.Value.Kind {
+		case codec.KindFloat:
+			v = p.Value.Float
+		case codec.KindInt:
+			v = float64(p.Value.Int)
+		default:
+			return b, false
+		}
+		if math.IsNaN(v) || !b.add(p.Op, v) {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+func intBounds(preds []*Pred) (bounds[int64], bool) {
+	var b bounds[int64]
+	kind := preds[0].Column.Type
+	for _, p := range preds {
+		want := codec.KindInt
+		if kind == "datetime" {
+			want = codec.KindDatetime
+		}
+		if p.Value.Kind != want || !b.add(p.Op, p.Value.Int) {
+			return b, false
+		}
+	}
+	return b, true
+}
+
 func (r *rangeNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "range "+formatPred(r.pred))
+	parts := make([]string, len(r.preds))
+	for i, p := range r.preds {
+		parts[i] = formatPred(p)
+	}
+	line(b, depth, "range "+strings.Join(parts, " and "))
 }
 
 // rangeBounds turns a comparison or prefix into scan bounds.

@@ -298,15 +298,31 @@ func Select(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Ke
 	if w.Limit <= 0 || cand.IsEmpty() {
 		return nil, nil, nil
 	}
-	if walkable(o) && cand.GetCardinality() > walkThreshold {
+	if walkable(o) && preferWalk(src, cand, w) {
 		return walk(src, cand, o, w)
 	}
 	return selectHeap(src, cand, o, w)
 }
 
-// walkThreshold is the candidate count above which walking an ordered
-// index beats reading the sort key of every candidate.
-const walkThreshold = 4096
+// preferWalk decides between walking an ordered index and a heap over the
+// candidates. A heap reads every candidate's key (cost ∝ |cand|); a walk
+// visits about Limit·|live|/|cand| values, each a storage read worth some
+// fifty in-memory key reads. So walk when |cand|² > 50·Limit·|live|, and
+// always for very large candidate sets.
+func preferWalk(src Source, cand *roaring.Bitmap, w Window) bool {
+	n := cand.GetCardinality()
+	if n <= minWalk {
+		return false
+	}
+	live, err := src.Live()
+	if err != nil {
+		return true
+	}
+	return float64(n)*float64(n) > 50*float64(w.Limit)*float64(live.GetCardinality())
+}
+
+// minWalk is the candidate count below which a heap always wins.
+const minWalk = 4096
 
 // walkable reports whether an order can be produced by walking an ordered
 // index: one key on an indexed column (or no key: id order).

@@ -1,0 +1,891 @@
+package engine
+
+import (
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
+)
+
+var summarizeSeed = flag.Int64("summarize.seed", 0, "seed of TestSummarizeDifferential (0: time)")
+
+// petsTables are the tables of the summarize tests: pets owned by owners.
+var petsTables = map[string][]ColumnDef{
+	"owners": {{Name: "name", Type: TypeString}, {Name: "age", Type: TypeInt}},
+	"pets": {
+		{Name: "name", Type: TypeString},
+		{Name: "kind", Type: TypeString},
+		{Name: "legs", Type: TypeInt},
+		{Name: "weight", Type: TypeFloat},
+		{Name: "born", Type: TypeDatetime},
+		{Name: "tags", Type: TypeMultiple},
+		{Name: "notes", Type: TypeText},
+		{Name: "cfg", Type: TypeJSON},
+		{Name: "info", Type: TypeObject, Columns: []ColumnDef{{Name: "color", Type: TypeString}, {Name: "size", Type: TypeInt}}},
+		{Name: "owner", Type: TypeLink, Link: &LinkDef{Table: "owners"}},
+		{Name: "vaccinated", Type: TypeBool},
+	},
+}
+
+// petsFixture opens an engine holding a few owners and pets written one by
+// one.
+func petsFixture(t *testing.T) (*Engine, Ref) {
+	t.Helper()
+	e, ref := recFixture(t, petsTables)
+	put := func(table, id string, vals map[string]any) {
+		t.Helper()
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: table, ID: id, Values: vals}); err != nil {
+			t.Fatalf("insert %s %s: %v", table, id, err)
+		}
+	}
+	put("owners", "o1", map[string]any{"name": "ann", "age": json.Number("30")})
+	put("owners", "o2", map[string]any{"name": "bob", "age": json.Number("40")})
+	put("owners", "o3", map[string]any{"name": "cid"})
+	put("pets", "p1", map[string]any{"name": "rex", "kind": "dog", "legs": json.Number("4"), "weight": json.Number("10.5"),
+		"born": "2024-01-01T10:00:00Z", "tags": []any{"a", "b"}, "notes": "good boy", "cfg": `{"x":1}`,
+		"info": map[string]any{"color": "brown", "size": json.Number("3")}, "owner": "o1", "vaccinated": true})
+	put("pets", "p2", map[string]any{"name": "max", "kind": "dog", "legs": json.Number("4"), "weight": json.Number("20"),
+		"born": "2024-01-03T00:00:00Z", "tags": []any{"c"}, "info": map[string]any{"color": "black"}, "owner": "o2", "vaccinated": false})
+	put("pets", "p3", map[string]any{"name": "tom", "kind": "cat", "legs": json.Number("4"), "weight": json.Number("4.25"),
+		"born": "2024-01-10T12:00:00Z", "tags": []any{}, "info": map[string]any{"color": "black", "size": json.Number("1")},
+		"owner": "o1", "vaccinated": true})
+	put("pets", "p4", map[string]any{"name": "tweety", "kind": "bird", "legs": json.Number("2"), "weight": json.Number("0.5"),
+		"born": "2024-02-15T00:00:00Z", "owner": "o3"})
+	put("pets", "p5", map[string]any{"name": "tripod", "kind": "cat", "legs": json.Number("3"), "tags": []any{"b"},
+		"vaccinated": false, "cfg": `{"x":2}`})
+	put("pets", "p6", map[string]any{"name": "x", "vaccinated": true})
+	return e, ref
+}
+
+// summarizeBody reads a summarize request body.
+func summarizeBody(t *testing.T, body string) SummarizeInput {
+	t.Helper()
+	var b struct {
+		Filter          json.RawMessage `json:"filter"`
+		Columns         json.RawMessage `json:"columns"`
+		Summaries       json.RawMessage `json:"summaries"`
+		Sort            json.RawMessage `json:"sort"`
+		SummariesFilter json.RawMessage `json:"summariesFilter"`
+		Consistency     string          `json:"consistency"`
+		Page            struct {
+			Size *int `json:"size"`
+		} `json:"page"`
+	}
+	if err := json.Unmarshal([]byte(body), &b); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return SummarizeInput{Filter: b.Filter, Columns: b.Columns, Summaries: b.Summaries, Sort: b.Sort,
+		SummariesFilter: b.SummariesFilter, Consistency: b.Consistency, PageSize: b.Page.Size}
+}
+
+func marshalJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSummarizeOutputs(t *testing.T) {
+	e, ref := petsFixture(t)
+	f := func(body, want string) {
+		t.Helper()
+		out, err := e.Summarize(ref, "pets", summarizeBody(t, body), "")
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if got := marshalJSON(t, out); got != want {
+			t.Errorf("%s:\ngot  %s\nwant %s", body, got, want)
+		}
+	}
+	// Default order: group values ascending, null last.
+	f(`{"columns":["kind"],"summaries":{"n":{"count":"*"}}}`,
+		`[{"kind":"bird","n":1},{"kind":"cat","n":2},{"kind":"dog","n":2},{"kind":null,"n":1}]`)
+	// Filter before grouping.
+	f(`{"filter":{"legs":4},"columns":["kind"],"summaries":{"n":{"count":"*"}}}`,
+		`[{"kind":"cat","n":1},{"kind":"dog","n":2}]`)
+	// Every function, no columns: one row. count of a column counts
+	// non-null values; min/max of a multiple look at its elements.
+	f(`{"summaries":{"all":{"count":"*"},"weighed":{"count":"weight"},"w":{"sum":"weight"},"legs":{"sum":"legs"},`+
+		`"avgLegs":{"average":"legs"},"first":{"min":"born"},"last":{"max":"born"},"minTag":{"min":"tags"},"maxTag":{"max":"tags"},`+
+		`"minName":{"min":"name"},"maxNotes":{"max":"notes"},"minAge":{"min":"owner.age"},"size":{"max":"info.size"}}}`,
+		`[{"all":6,"avgLegs":3.4,"first":"2024-01-01T10:00:00Z","last":"2024-02-15T00:00:00Z","legs":17,"maxNotes":"good boy",`+
+			`"maxTag":"c","minAge":30,"minName":"max","minTag":"a","size":3,"w":35.25,"weighed":4}]`)
+	// An empty columns list is one group; a filter matching nothing still
+	// gives it, with explicit nulls for sums, averages, min and max.
+	f(`{"columns":[],"filter":{"kind":"fish"},"summaries":{"n":{"count":"*"},"w":{"sum":"weight"},"a":{"average":"legs"},"m":{"min":"name"}}}`,
+		`[{"a":null,"m":null,"n":0,"w":null}]`)
+	// Grouped, nothing matching: no rows.
+	f(`{"columns":["kind"],"filter":{"kind":"fish"},"summaries":{"n":{"count":"*"}}}`, `[]`)
+	// Columns without summaries: the distinct groups.
+	f(`{"columns":["vaccinated"]}`, `[{"vaccinated":false},{"vaccinated":true},{"vaccinated":null}]`)
+	f(`{"columns":["kind","legs"]}`,
+		`[{"kind":"bird","legs":2},{"kind":"cat","legs":3},{"kind":"cat","legs":4},{"kind":"dog","legs":4},{"kind":null,"legs":null}]`)
+	// Link and object paths come back nested; a link itself as its id;
+	// json as text; nulls explicit.
+	f(`{"columns":["owner.name","info.color"],"summaries":{"n":{"count":"*"}}}`,
+		`[{"info":{"color":"black"},"n":1,"owner":{"name":"ann"}},{"info":{"color":"brown"},"n":1,"owner":{"name":"ann"}},`+
+			`{"info":{"color":"black"},"n":1,"owner":{"name":"bob"}},{"info":{"color":null},"n":1,"owner":{"name":"cid"}},`+
+			`{"info":{"color":null},"n":2,"owner":{"name":null}}]`)
+	f(`{"columns":["owner"],"summaries":{"w":{"sum":"weight"}}}`,
+		`[{"owner":{"id":"o1"},"w":14.75},{"owner":{"id":"o2"},"w":20},{"owner":{"id":"o3"},"w":0.5},{"owner":{"id":null},"w":null}]`)
+	f(`{"columns":["info"],"filter":{"kind":"dog"}}`, `[{"info":{"color":"black","size":null}},{"info":{"color":"brown","size":3}}]`)
+	f(`{"columns":["cfg"],"summaries":{"n":{"count":"*"}}}`, `[{"cfg":"{\"x\":1}","n":1},{"cfg":"{\"x\":2}","n":1},{"cfg":null,"n":4}]`)
+	f(`{"columns":["owner.*"],"filter":{"legs":4}}`,
+		`[{"owner":{"age":30,"name":"ann"}},{"owner":{"age":40,"name":"bob"}}]`)
+	// Sort by a summary: nulls last in both directions.
+	f(`{"columns":["kind"],"summaries":{"w":{"sum":"weight"}},"sort":{"w":"asc"}}`,
+		`[{"kind":"bird","w":0.5},{"kind":"cat","w":4.25},{"kind":"dog","w":30.5},{"kind":null,"w":null}]`)
+	f(`{"columns":["kind"],"summaries":{"w":{"sum":"weight"}},"sort":[{"w":"desc"}]}`,
+		`[{"kind":"dog","w":30.5},{"kind":"cat","w":4.25},{"kind":"bird","w":0.5},{"kind":null,"w":null}]`)
+	f(`{"columns":["kind"],"sort":[{"kind":"desc"}]}`, `[{"kind":"dog"},{"kind":"cat"},{"kind":"bird"},{"kind":null}]`)
+	f(`{"columns":["owner.name"],"summaries":{"n":{"count":"*"}},"sort":[{"n":"desc"},{"owner.name":"desc"}]}`,
+		`[{"n":2,"owner":{"name":"ann"}},{"n":2,"owner":{"name":null}},{"n":1,"owner":{"name":"cid"}},{"n":1,"owner":{"name":"bob"}}]`)
+	// summariesFilter over summaries and group values; page size.
+	f(`{"columns":["kind"],"summaries":{"n":{"count":"*"},"w":{"sum":"weight"}},"summariesFilter":{"n":{"$ge":2},"w":{"$lt":30}}}`,
+		`[{"kind":"cat","n":2,"w":4.25}]`)
+	f(`{"columns":["owner.name"],"summaries":{"n":{"count":"*"}},"summariesFilter":{"owner":{"name":{"$any":["ann","cid"]}}}}`,
+		`[{"n":2,"owner":{"name":"ann"}},{"n":1,"owner":{"name":"cid"}}]`)
+	f(`{"columns":["kind"],"page":{"size":2}}`, `[{"kind":"bird"},{"kind":"cat"}]`)
+	f(`{"columns":["kind"],"consistency":"eventual","page":{"size":1},"sort":{"kind":"desc"}}`, `[{"kind":"dog"}]`)
+}
+
+func TestSummarizeErrorsEngine(t *testing.T) {
+	e, ref := petsFixture(t)
+	f := func(body, want string) {
+		t.Helper()
+		_, err := e.Summarize(ref, "pets", summarizeBody(t, body), "")
+		mustCode(t, err, CodeInvalid, want)
+	}
+	f(`{"columns":["info"],"summaries":{"info":{"count":"*"}}}`, "summary [info]: the name collides with the requested column [info.color]")
+	f(`{"columns":["kind"],"summaries":{"kind":{"max":"legs"}}}`, "collides with the requested column [kind]")
+	f(`{"summaries":{"x":{"count":"id"}}}`, "column [id]: internal columns cannot be summarized")
+	f(`{"summaries":{"x":{"max":"svc.createdAt"}}}`, "column [svc.createdAt]: internal columns cannot be summarized")
+	f(`{"summaries":{"x":{"count":"info"}}}`, "column [info]: object columns cannot be summarized")
+	f(`{"summaries":{"x":{"min":"vaccinated"}}}`, "min is not supported on bool columns")
+	f(`{"summaries":{"x":{"sum":"name"}}}`, "sum is not supported on string columns")
+	f(`{"columns":["nope"]}`, "column [nope]: column not found")
+	f(`{"summaries":{"x":{"count":"nope"}}}`, "column [nope]: column not found")
+	f(`{"filter":{"nope":1}}`, "column [nope]: column not found")
+	f(`{"columns":["kind"],"sort":["legs"]}`, "sort: column [legs] is neither a group column nor a summary")
+	f(`{"page":{"size":1001}}`, "page size exceeds max limit of 1000")
+	_, err := e.Summarize(ref, "nope", SummarizeInput{}, "")
+	mustCode(t, err, CodeNotFound, "nope")
+	// The metadata key follows meta.
+	_, err = e.Summarize(ref, "pets", summarizeBody(t, `{"columns":["xata.version"]}`), "xata")
+	mustCode(t, err, CodeInvalid, "internal columns cannot be grouped")
+}
+
+func TestAggregateOutputs(t *testing.T) {
+	e, ref := petsFixture(t)
+	f := func(filter, aggs, want string) {
+		t.Helper()
+		var fr, ar json.RawMessage
+		if filter != "" {
+			fr = json.RawMessage(filter)
+		}
+		if aggs != "" {
+			ar = json.RawMessage(aggs)
+		}
+		out, err := e.Aggregate(ref, "pets", fr, ar, "")
+		if err != nil {
+			t.Fatalf("%s: %v", aggs, err)
+		}
+		if got := marshalJSON(t, out); got != want {
+			t.Errorf("%s:\ngot  %s\nwant %s", aggs, got, want)
+		}
+	}
+	// No aggs: the count.
+	f("", "", `{"aggs":{"count":6}}`)
+	f(`{"kind":"cat"}`, `{}`, `{"aggs":{"count":2}}`)
+	// Metrics.
+	f("", `{"all":{"count":"*"},"dogs":{"count":{"filter":{"kind":"dog"}}},"legs":{"sum":{"column":"legs"}},"w":{"sum":{"column":"weight"}},`+
+		`"light":{"min":{"column":"weight"}},"heavy":{"max":{"column":"weight"}},"maxLegs":{"max":{"column":"legs"}},"avg":{"average":{"column":"weight"}},`+
+		`"kinds":{"uniqueCount":{"column":"kind"}},"tags":{"uniqueCount":{"column":"tags","precisionThreshold":100}},`+
+		`"p":{"percentiles":{"column":"weight","percentiles":[10,50,99.9]}}}`,
+		`{"aggs":{"all":6,"avg":8.8125,"dogs":2,"heavy":20,"kinds":3,"legs":17,"light":0.5,"maxLegs":4,`+
+			`"p":{"values":{"10.0":0.5,"50.0":7.375,"99.9":20}},"tags":3,"w":35.25}}`)
+	// Metrics of nothing: sum 0, the others null.
+	f(`{"kind":"fish"}`, `{"s":{"sum":{"column":"legs"}},"sw":{"sum":{"column":"weight"}},"m":{"min":{"column":"legs"}},"a":{"average":{"column":"legs"}},`+
+		`"p":{"percentiles":{"column":"legs","percentiles":[50]}},"u":{"uniqueCount":{"column":"kind"}},`+
+		`"t":{"topValues":{"column":"kind"}},"h":{"dateHistogram":{"column":"born","interval":"1d"}}}`,
+		`{"aggs":{"a":null,"h":{"values":[]},"m":null,"p":{"values":{"50.0":null}},"s":0,"sw":0,"t":{"values":[]},"u":0}}`)
+	// topValues: string keys, count descending then key ascending, size.
+	f("", `{"k":{"topValues":{"column":"kind"}},"l":{"topValues":{"column":"legs","size":2}},"v":{"topValues":{"column":"vaccinated"}},`+
+		`"w":{"topValues":{"column":"weight","size":1}}}`,
+		`{"aggs":{"k":{"values":[{"$count":2,"$key":"cat"},{"$count":2,"$key":"dog"},{"$count":1,"$key":"bird"}]},`+
+			`"l":{"values":[{"$count":3,"$key":"4"},{"$count":1,"$key":"2"}]},`+
+			`"v":{"values":[{"$count":3,"$key":"true"},{"$count":2,"$key":"false"}]},`+
+			`"w":{"values":[{"$count":1,"$key":"0.5"}]}}}`)
+	// dateHistogram, calendar weeks start on Monday; empty buckets between.
+	f("", `{"h":{"dateHistogram":{"column":"born","calendarInterval":"week","aggs":{"w":{"sum":{"column":"weight"}}}}}}`,
+		`{"aggs":{"h":{"values":[{"$count":2,"$key":"2024-01-01T00:00:00.000Z","w":30.5},{"$count":1,"$key":"2024-01-08T00:00:00.000Z","w":4.25},`+
+			`{"$count":0,"$key":"2024-01-15T00:00:00.000Z","w":0},{"$count":0,"$key":"2024-01-22T00:00:00.000Z","w":0},`+
+			`{"$count":0,"$key":"2024-01-29T00:00:00.000Z","w":0},{"$count":0,"$key":"2024-02-05T00:00:00.000Z","w":0},`+
+			`{"$count":1,"$key":"2024-02-12T00:00:00.000Z","w":0.5}]}}}`)
+	// Months in a timezone: 2024-01-01T10:00Z is still January at -05:00.
+	f("", `{"h":{"dateHistogram":{"column":"born","calendarInterval":"month","timezone":"-05:00"}}}`,
+		`{"aggs":{"h":{"values":[{"$count":3,"$key":"2024-01-01T00:00:00.000-05:00"},{"$count":1,"$key":"2024-02-01T00:00:00.000-05:00"}]}}}`)
+	f("", `{"h":{"dateHistogram":{"column":"born","calendarInterval":"quarter"}},"y":{"dateHistogram":{"column":"born","calendarInterval":"year","timezone":"+00:00"}}}`,
+		`{"aggs":{"h":{"values":[{"$count":4,"$key":"2024-01-01T00:00:00.000Z"}]},"y":{"values":[{"$count":4,"$key":"2024-01-01T00:00:00.000Z"}]}}}`)
+	// Fixed intervals align to the epoch in the timezone: 2024-01-01T10:00Z
+	// is 2024-01-01T12:00+02:00, in the bucket of local midnight.
+	f(`{"born":{"$lt":"2024-01-05T00:00:00Z"}}`, `{"h":{"dateHistogram":{"column":"born","interval":"1d","timezone":"+02:00"}}}`,
+		`{"aggs":{"h":{"values":[{"$count":1,"$key":"2024-01-01T00:00:00.000+02:00"},{"$count":0,"$key":"2024-01-02T00:00:00.000+02:00"},`+
+			`{"$count":1,"$key":"2024-01-03T00:00:00.000+02:00"}]}}}`)
+	f(`{"born":{"$lt":"2024-01-05T00:00:00Z"}}`, `{"h":{"dateHistogram":{"column":"born","interval":"12h"}}}`,
+		`{"aggs":{"h":{"values":[{"$count":1,"$key":"2024-01-01T00:00:00.000Z"},{"$count":0,"$key":"2024-01-01T12:00:00.000Z"},`+
+			`{"$count":0,"$key":"2024-01-02T00:00:00.000Z"},{"$count":0,"$key":"2024-01-02T12:00:00.000Z"},{"$count":1,"$key":"2024-01-03T00:00:00.000Z"}]}}}`)
+	// numericHistogram with an offset, empty buckets between.
+	f("", `{"h":{"numericHistogram":{"column":"weight","interval":5,"offset":1}}}`,
+		`{"aggs":{"h":{"values":[{"$count":1,"$key":-4},{"$count":1,"$key":1},{"$count":1,"$key":6},{"$count":0,"$key":11},{"$count":1,"$key":16}]}}}`)
+	f("", `{"h":{"numericHistogram":{"column":"legs","interval":2}}}`,
+		`{"aggs":{"h":{"values":[{"$count":2,"$key":2},{"$count":3,"$key":4}]}}}`)
+	// Sub-aggregations at depth: kinds → months → legs histogram → count.
+	f(`{"kind":{"$any":["dog","cat"]}}`, `{"k":{"topValues":{"column":"kind","aggs":{"m":{"dateHistogram":{"column":"born","calendarInterval":"month",`+
+		`"aggs":{"l":{"numericHistogram":{"column":"legs","interval":10,"aggs":{"v":{"count":{"filter":{"vaccinated":true}}}}}}}}}}}}}`,
+		`{"aggs":{"k":{"values":[{"$count":2,"$key":"cat","m":{"values":[{"$count":1,"$key":"2024-01-01T00:00:00.000Z","l":{"values":[{"$count":1,"$key":0,"v":1}]}}]}},`+
+			`{"$count":2,"$key":"dog","m":{"values":[{"$count":2,"$key":"2024-01-01T00:00:00.000Z","l":{"values":[{"$count":2,"$key":0,"v":1}]}}]}}]}}}`)
+}
+
+func TestAggregateErrorsEngine(t *testing.T) {
+	e, ref := petsFixture(t)
+	f := func(aggs, want string) {
+		t.Helper()
+		_, err := e.Aggregate(ref, "pets", nil, json.RawMessage(aggs), "")
+		mustCode(t, err, CodeInvalid, want)
+	}
+	f(`{"foo":"bar"}`, "aggregation [foo]: an aggregation must be an object")
+	f(`{"foo":{"mode":{"column":"legs"}}}`, "unknown aggregation kind [mode]")
+	f(`{"foo":{"sum":{"column":"nope"}}}`, "column [nope]: column not found")
+	f(`{"foo":{"topValues":{"column":"owner"}}}`, "link columns cannot be aggregated")
+	f(`{"foo":{"percentiles":{"column":"name","percentiles":[50]}}}`, "percentiles is not supported on string columns")
+	f(`{"foo":{"percentiles":{"column":"legs"}}}`, "needs a list of percentiles")
+	f(`{"foo":{"percentiles":{"column":"legs","percentiles":[]}}}`, "must not be empty")
+	f(`{"foo":{"percentiles":{"column":"legs","percentiles":[100.5]}}}`, "not between 0 and 100")
+	f(`{"foo":{"dateHistogram":{"column":"born","interval":"1d","calendarInterval":"day"}}}`, "exactly one of interval and calendarInterval")
+	f(`{"foo":{"dateHistogram":{"column":"born"}}}`, "exactly one of interval and calendarInterval")
+	f(`{"foo":{"dateHistogram":{"column":"born","interval":"1y"}}}`, "interval must be a number and a unit")
+	f(`{"foo":{"dateHistogram":{"column":"born","calendarInterval":"day","timezone":"CET"}}}`, "timezone must look like")
+	f(`{"foo":{"topValues":{"column":"kind","size":1001}}}`, "size must not exceed 1000")
+	f(`{"foo":{"uniqueCount":{"column":"kind","precisionThreshold":40001}}}`, "precisionThreshold must be between 0 and 40000")
+	f(`{"foo":{"average":{"column":"legs","aggs":{"c":{"count":"*"}}}}}`, "average is a metric and takes no sub-aggregations")
+	_, err := e.Aggregate(ref, "pets", json.RawMessage(`{"nope":1}`), nil, "")
+	mustCode(t, err, CodeInvalid, "column [nope]: column not found")
+	_, err = e.Aggregate(ref, "nope", nil, nil, "")
+	mustCode(t, err, CodeNotFound, "nope")
+}
+
+// TestSummarizeDifferential runs random summarize requests — group-by
+// subsets, summary functions, filters, sorts and page sizes — through
+// Summarize and through a naive computation over the records read back, on
+// a table large enough that single-column groups walk postings, and
+// compares the outputs.
+func TestSummarizeDifferential(t *testing.T) {
+	seed := *summarizeSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	t.Logf("seed %d (rerun with -summarize.seed=%d)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	e, ref := recFixture(t, petsTables)
+	names := []string{"ann", "bob", "cid", "dee", "eve"}
+	for i, n := range names {
+		vals := map[string]any{"name": n}
+		if i%2 == 0 {
+			vals["age"] = json.Number(fmt.Sprint(20 + i))
+		}
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "owners", ID: fmt.Sprintf("o%d", i), Values: vals}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := []string{"dog", "cat", "bird", "fish", "Dog"}
+	words := []string{"a", "b", "c", "d"}
+	randomPet := func() map[string]any {
+		v := map[string]any{}
+		maybe := func(k string, x any) {
+			if rng.Intn(6) > 0 {
+				v[k] = x
+			}
+		}
+		maybe("name", fmt.Sprintf("n%d", rng.Intn(40)))
+		maybe("kind", kinds[rng.Intn(len(kinds))])
+		maybe("legs", json.Number(fmt.Sprint(rng.Intn(5))))
+		maybe("weight", json.Number(fmt.Sprint(float64(rng.Intn(40))/4-2)))
+		maybe("born", time.Date(2024, 1, 1+rng.Intn(20), rng.Intn(3)*8, 0, 0, 0, time.UTC).Format(time.RFC3339))
+		var tags []any
+		for j := rng.Intn(3); j > 0; j-- {
+			tags = append(tags, words[rng.Intn(len(words))])
+		}
+		maybe("tags", tags)
+		maybe("notes", words[rng.Intn(len(words))]+" "+words[rng.Intn(len(words))])
+		maybe("cfg", fmt.Sprintf(`{"x":%d}`, rng.Intn(3)))
+		info := map[string]any{}
+		if rng.Intn(3) > 0 {
+			info["color"] = []string{"red", "green", "blue"}[rng.Intn(3)]
+		}
+		if rng.Intn(3) > 0 {
+			info["size"] = json.Number(fmt.Sprint(rng.Intn(4)))
+		}
+		maybe("info", info)
+		maybe("owner", fmt.Sprintf("o%d", rng.Intn(len(names))))
+		maybe("vaccinated", rng.Intn(2) == 0)
+		return v
+	}
+	n := 2600
+	var batch []map[string]any
+	for i := 0; i < n; i++ {
+		p := randomPet()
+		p["id"] = fmt.Sprintf("p%04d", i)
+		batch = append(batch, p)
+		if len(batch) == MaxBulkRecords || i == n-1 {
+			if _, err := e.BulkInsert(ref, "pets", batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = nil
+		}
+	}
+	// Updates and deletes after the value store is built.
+	if _, err := e.Summarize(ref, "pets", SummarizeInput{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 80; i++ {
+		id := fmt.Sprintf("p%04d", rng.Intn(n))
+		var err error
+		if i%2 == 0 {
+			_, err = e.WriteOne(ref, Op{Kind: OpDelete, Table: "pets", ID: id})
+		} else {
+			_, err = e.WriteOne(ref, Op{Kind: OpInsert, Table: "pets", ID: id, Values: randomPet()})
+		}
+		if err != nil && CodeOf(err) != CodeNotFound {
+			t.Fatal(err)
+		}
+	}
+	// A deleted owner leaves dangling links.
+	if _, err := e.WriteOne(ref, Op{Kind: OpDelete, Table: "owners", ID: "o4"}); err != nil {
+		t.Fatal(err)
+	}
+
+	oracle := newSummarizeOracle(t, e, ref)
+	groupCols := []string{"kind", "legs", "weight", "born", "tags", "notes", "cfg", "info.color", "info.size", "owner", "owner.name", "owner.age", "vaccinated"}
+	countCols := []string{"*", "kind", "legs", "tags", "notes", "cfg", "owner", "owner.name", "info.size"}
+	minMaxCols := []string{"name", "kind", "legs", "weight", "born", "tags", "notes", "info.color", "owner.name", "owner.age"}
+	numCols := []string{"legs", "weight", "info.size", "owner.age"}
+	cases := 400
+	if testing.Short() {
+		cases = 150
+	}
+	for c := 0; c < cases; c++ {
+		body := map[string]any{}
+		var groups []string
+		switch rng.Intn(8) {
+		case 0: // no columns key
+		case 1:
+			body["columns"] = []string{}
+		default:
+			perm := rng.Perm(len(groupCols))[:1+rng.Intn(2)]
+			if rng.Intn(3) == 0 {
+				perm = perm[:1] // one column: postings when it has an index
+			}
+			for _, i := range perm {
+				groups = append(groups, groupCols[i])
+			}
+			if rng.Intn(10) == 0 {
+				groups = append(groups, "info") // expands to info.color, info.size
+			}
+			body["columns"] = groups
+		}
+		sums := map[string]any{}
+		var sumNames []string
+		for i := rng.Intn(4); i > 0; i-- {
+			name := fmt.Sprintf("s%d", len(sums))
+			var expr map[string]any
+			switch rng.Intn(5) {
+			case 0:
+				expr = map[string]any{"count": countCols[rng.Intn(len(countCols))]}
+			case 1:
+				expr = map[string]any{"min": minMaxCols[rng.Intn(len(minMaxCols))]}
+			case 2:
+				expr = map[string]any{"max": minMaxCols[rng.Intn(len(minMaxCols))]}
+			case 3:
+				expr = map[string]any{"sum": numCols[rng.Intn(len(numCols))]}
+			default:
+				expr = map[string]any{"average": numCols[rng.Intn(len(numCols))]}
+			}
+			sums[name] = expr
+			sumNames = append(sumNames, name)
+		}
+		if len(sums) > 0 || rng.Intn(2) == 0 {
+			body["summaries"] = sums
+		}
+		if len(sumNames) > 0 && rng.Intn(4) == 0 {
+			// Keep groups whose summary is set, or whose count is large
+			// enough.
+			name := sumNames[rng.Intn(len(sumNames))]
+			if _, isCount := sums[name].(map[string]any)["count"]; isCount {
+				body["summariesFilter"] = map[string]any{name: map[string]any{"$ge": 1 + rng.Intn(20)}}
+			} else {
+				body["summariesFilter"] = map[string]any{"$exists": name}
+			}
+		}
+		if f := randomPetFilter(rng, kinds, names); f != nil {
+			body["filter"] = f
+		}
+		if rng.Intn(3) == 0 {
+			keys := append(slices.Clone(groups), sumNames...)
+			if len(keys) > 0 {
+				k := keys[rng.Intn(len(keys))]
+				if k != "info" {
+					body["sort"] = []any{map[string]any{k: []string{"asc", "desc"}[rng.Intn(2)]}}
+				}
+			}
+		}
+		size := 1000
+		if rng.Intn(4) == 0 {
+			size = 1 + rng.Intn(10)
+		}
+		body["page"] = map[string]any{"size": size}
+		raw := marshalJSON(t, body)
+		in := summarizeBody(t, raw)
+		got, err := e.Summarize(ref, "pets", in, "")
+		if err != nil {
+			t.Fatalf("seed %d: %s: %v", seed, raw, err)
+		}
+		want := oracle.summarize(t, body)
+		if g, w := marshalJSON(t, got), marshalJSON(t, want); g != w {
+			t.Fatalf("seed %d: %s:\nsummarize %s\nnaive     %s", seed, raw, g, w)
+		}
+	}
+}
+
+// randomPetFilter builds a small random filter on pets, or nil.
+func randomPetFilter(rng *rand.Rand, kinds, owners []string) any {
+	switch rng.Intn(10) {
+	case 0, 1:
+		return nil
+	case 2:
+		return map[string]any{"kind": kinds[rng.Intn(len(kinds))]}
+	case 3:
+		return map[string]any{"legs": map[string]any{"$gt": rng.Intn(4)}}
+	case 4:
+		return map[string]any{"vaccinated": rng.Intn(2) == 0}
+	case 5:
+		return map[string]any{"owner.name": owners[rng.Intn(len(owners))]}
+	case 6:
+		return map[string]any{"weight": map[string]any{"$lt": float64(rng.Intn(40))/4 - 2}}
+	case 7:
+		return map[string]any{"$not": map[string]any{"kind": kinds[rng.Intn(len(kinds))]}}
+	case 8:
+		return map[string]any{"$any": []any{map[string]any{"tags": "a"}, map[string]any{"info.color": "red"}}}
+	}
+	return map[string]any{"$exists": []string{"kind", "weight", "owner", "cfg"}[rng.Intn(4)]}
+}
+
+// summarizeOracle computes summaries naively from every record read back.
+type summarizeOracle struct {
+	pets    *index.Table
+	records []*codec.Record
+	owners  map[string]*codec.Record
+	ownerT  *index.Table
+}
+
+func newSummarizeOracle(t *testing.T, e *Engine, ref Ref) *summarizeOracle {
+	t.Helper()
+	read := func(table string) (*index.Table, []*codec.Record) {
+		src, release, err := e.openSource(ref, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		live, err := src.Live()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []*codec.Record
+		it := live.Iterator()
+		for it.HasNext() {
+			var rec codec.Record
+			ok, err := src.Record(it.Next(), &rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				recs = append(recs, rec.Clone())
+			}
+		}
+		return src.Table(), recs
+	}
+	o := &summarizeOracle{owners: map[string]*codec.Record{}}
+	o.pets, o.records = read("pets")
+	var owners []*codec.Record
+	o.ownerT, owners = read("owners")
+	for _, r := range owners {
+		o.owners[r.ID] = r
+	}
+	return o
+}
+
+// oracleRow shows a record to the naive filter evaluator.
+type oracleRow struct {
+	o   *summarizeOracle
+	rec *codec.Record
+}
+
+func (r oracleRow) Value(c *index.Column) codec.Value {
+	if c.ID == index.MetaIDColumn {
+		return codec.String(r.rec.ID)
+	}
+	v, _ := r.rec.Get(c.ID)
+	return v
+}
+
+func (r oracleRow) Linked(c *index.Column) index.RowView {
+	v, ok := r.rec.Get(c.ID)
+	if !ok || r.o.owners[v.Str] == nil {
+		return nil
+	}
+	return oracleRow{r.o, r.o.owners[v.Str]}
+}
+
+// value reads a dotted column of a pet (through the owner link), with its
+// column; null when absent.
+func (o *summarizeOracle) value(rec *codec.Record, path string) (codec.Value, *index.Column) {
+	if rest, ok := strings.CutPrefix(path, "owner."); ok {
+		c := o.ownerT.Columns[rest]
+		link, _ := rec.Get(o.pets.Columns["owner"].ID)
+		owner := o.owners[link.Str]
+		if owner == nil {
+			return codec.Null(), c
+		}
+		v, _ := owner.Get(c.ID)
+		return v, c
+	}
+	c := o.pets.Columns[path]
+	v, _ := rec.Get(c.ID)
+	return v, c
+}
+
+// jsonOf is the output form of a value of a column type.
+func jsonOf(typ index.ColumnType, v codec.Value) any {
+	if v.Kind == codec.KindNull {
+		return nil
+	}
+	switch typ {
+	case "int":
+		return v.Int
+	case "float":
+		return v.Float
+	case "bool":
+		return v.Int == 1
+	case "datetime":
+		return time.Unix(0, v.Int).UTC()
+	case "multiple":
+		return append([]string{}, v.Strs...)
+	}
+	return v.Str
+}
+
+// oracleCompare orders output values: nulls last, then by type.
+func oracleCompare(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	switch x := a.(type) {
+	case int64:
+		return cmp.Compare(x, b.(int64))
+	case float64:
+		return cmp.Compare(x, b.(float64))
+	case string:
+		return strings.Compare(x, b.(string))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case time.Time:
+		return x.Compare(b.(time.Time))
+	case []string:
+		return slices.Compare(x, b.([]string))
+	}
+	panic(fmt.Sprintf("oracleCompare %T", a))
+}
+
+// summarize computes a request naively.
+func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[string]any {
+	t.Helper()
+	var filter index.Node = &index.And{}
+	if f, ok := body["filter"]; ok {
+		var err error
+		if filter, err = index.ParseFilter(o.pets, []byte(marshalJSON(t, f)), "svc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var groups []string
+	if g, ok := body["columns"].([]string); ok {
+		for _, c := range g {
+			if c == "info" {
+				groups = append(groups, "info.color", "info.size")
+				continue
+			}
+			groups = append(groups, c)
+		}
+	}
+	// "info" may repeat info.color or info.size: keep first occurrences.
+	var uniq []string
+	for _, g := range groups {
+		if !slices.Contains(uniq, g) {
+			uniq = append(uniq, g)
+		}
+	}
+	groups = uniq
+	sums, _ := body["summaries"].(map[string]any)
+	sumNames := make([]string, 0, len(sums))
+	for k := range sums {
+		sumNames = append(sumNames, k)
+	}
+	sort.Strings(sumNames)
+
+	type group struct {
+		vals []any // output values of the group columns
+		recs []*codec.Record
+	}
+	var order []*group
+	byKey := map[string]*group{}
+	for _, rec := range o.records {
+		if !index.Eval(filter, oracleRow{o, rec}) {
+			continue
+		}
+		vals := make([]any, len(groups))
+		for i, g := range groups {
+			v, c := o.value(rec, g)
+			if c.Type == "link" {
+				vals[i] = jsonOf("string", v)
+			} else {
+				vals[i] = jsonOf(c.Type, v)
+			}
+		}
+		key := marshalJSON(t, vals)
+		gr := byKey[key]
+		if gr == nil {
+			gr = &group{vals: vals}
+			byKey[key] = gr
+			order = append(order, gr)
+		}
+		gr.recs = append(gr.recs, rec)
+	}
+	if len(groups) == 0 && len(order) == 0 {
+		order = append(order, &group{})
+	}
+	type row struct {
+		vals []any
+		sums map[string]any
+	}
+	rows := make([]row, 0, len(order))
+	for _, gr := range order {
+		r := row{vals: gr.vals, sums: map[string]any{}}
+		for _, name := range sumNames {
+			for fn, col := range sums[name].(map[string]any) {
+				r.sums[name] = o.summary(gr.recs, fn, col.(string))
+			}
+		}
+		rows = append(rows, r)
+	}
+	if hf, ok := body["summariesFilter"].(map[string]any); ok {
+		rows = slices.DeleteFunc(rows, func(r row) bool {
+			if name, ok := hf["$exists"].(string); ok {
+				return r.sums[name] == nil
+			}
+			for name, pred := range hf {
+				return r.sums[name].(int64) < int64(pred.(map[string]any)["$ge"].(int))
+			}
+			return false
+		})
+	}
+	type sortKey struct {
+		group int
+		sum   string
+		desc  bool
+	}
+	var keys []sortKey
+	if s, ok := body["sort"].([]any); ok {
+		for _, e := range s {
+			for k, d := range e.(map[string]any) {
+				sk := sortKey{group: slices.Index(groups, k), sum: k, desc: d == "desc"}
+				keys = append(keys, sk)
+			}
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		for _, k := range keys {
+			var a, b any
+			if k.group >= 0 {
+				a, b = rows[i].vals[k.group], rows[j].vals[k.group]
+			} else {
+				a, b = rows[i].sums[k.sum], rows[j].sums[k.sum]
+			}
+			c := oracleCompare(a, b)
+			if k.desc && a != nil && b != nil {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		for g := range rows[i].vals {
+			if c := oracleCompare(rows[i].vals[g], rows[j].vals[g]); c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	size := 1000
+	if p, ok := body["page"].(map[string]any); ok {
+		size = p["size"].(int)
+	}
+	out := []map[string]any{}
+	for i, r := range rows {
+		if i == size {
+			break
+		}
+		m := map[string]any{}
+		for gi, g := range groups {
+			path := g
+			if g == "owner" {
+				path = "owner.id"
+			}
+			setPath(m, path, r.vals[gi])
+		}
+		for k, v := range r.sums {
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// summary computes one summary function over records.
+func (o *summarizeOracle) summary(recs []*codec.Record, fn, col string) any {
+	if fn == "count" && col == "*" {
+		return int64(len(recs))
+	}
+	var vals []codec.Value
+	var typ index.ColumnType
+	for _, rec := range recs {
+		v, c := o.value(rec, col)
+		typ = c.Type
+		if v.Kind == codec.KindNull {
+			continue
+		}
+		if v.Kind == codec.KindStrings && fn != "count" {
+			for _, s := range v.Strs {
+				vals = append(vals, codec.String(s))
+			}
+			continue
+		}
+		vals = append(vals, v)
+	}
+	if typ == "" {
+		_, c := o.value(&codec.Record{}, col)
+		typ = c.Type
+	}
+	switch fn {
+	case "count":
+		return int64(len(vals))
+	case "sum":
+		if len(vals) == 0 {
+			return nil
+		}
+		if typ == "int" {
+			var s int64
+			for _, v := range vals {
+				s += v.Int
+			}
+			return s
+		}
+		var s float64
+		for _, v := range vals {
+			s += v.Float
+		}
+		return s
+	case "average":
+		if len(vals) == 0 {
+			return nil
+		}
+		if typ == "int" {
+			var s int64
+			for _, v := range vals {
+				s += v.Int
+			}
+			return float64(s) / float64(len(vals))
+		}
+		var s float64
+		for _, v := range vals {
+			s += v.Float
+		}
+		return s / float64(len(vals))
+	}
+	if typ == "multiple" {
+		typ = "string"
+	}
+	var best any
+	for _, v := range vals {
+		x := jsonOf(typ, v)
+		c := oracleCompare(x, best)
+		if best == nil || (fn == "min" && c < 0) || (fn == "max" && c > 0) {
+			best = x
+		}
+	}
+	return best
+}
+
+// TestSummarizeOnBranch checks that summarize reads the branch it is asked
+// about.
+func TestSummarizeOnBranch(t *testing.T) {
+	e, ref := petsFixture(t)
+	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
+	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WriteOne(dev, Op{Kind: OpInsert, Table: "pets", ID: "p7", Values: map[string]any{"kind": "dog"}}); err != nil {
+		t.Fatal(err)
+	}
+	body := summarizeBody(t, `{"filter":{"kind":"dog"},"summaries":{"n":{"count":"*"}}}`)
+	for _, c := range []struct {
+		ref       Ref
+		sum, aggs string
+	}{{ref, `[{"n":2}]`, `{"aggs":{"count":2}}`}, {dev, `[{"n":3}]`, `{"aggs":{"count":3}}`}} {
+		out, err := e.Summarize(c.ref, "pets", body, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marshalJSON(t, out); got != c.sum {
+			t.Errorf("%s: summarize %s, want %s", c.ref.Branch, got, c.sum)
+		}
+		agg, err := e.Aggregate(c.ref, "pets", json.RawMessage(`{"kind":"dog"}`), nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marshalJSON(t, agg); got != c.aggs {
+			t.Errorf("%s: aggregate %s, want %s", c.ref.Branch, got, c.aggs)
+		}
+	}
+}

@@ -1,0 +1,897 @@
+package index
+
+// This file implements aggregate (compat-api §8): metrics (count, sum, min,
+// max, average, percentiles, uniqueCount) and buckets (dateHistogram,
+// topValues, numericHistogram) with sub-aggregations at any depth.
+//
+// Every aggregation works on a bitmap of rows: the top-level filter's rows,
+// or a bucket's. Metrics read the column's values of those rows from the
+// value store (or stored records); a count is a cardinality. topValues
+// splits its rows by walking the column's postings when the column has an
+// ordered index and few values, else by reading values; histograms read
+// values and compute each row's bucket. Records whose bucketing or metric
+// column is null are skipped.
+//
+// Choices where the compat document leaves room:
+//
+//   - A fixed dateHistogram interval is aligned to multiples of the
+//     interval from the Unix epoch in the requested timezone (so "1d" with
+//     +02:00 starts buckets at local midnight), like calendar intervals.
+//   - topValues ties are ordered by value ascending: numbers numerically,
+//     strings bytewise, false before true.
+//   - uniqueCount is exact; on a multiple column it counts distinct
+//     elements.
+//   - A histogram of more than maxHistogramBuckets buckets (from the first
+//     to the last non-empty one) is an error.
+//   - Numbers: counts are int64; sum, min and max of an int column int64,
+//     of a float column float64; averages, percentiles and histogram keys
+//     float64.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// AggregateError is an invalid aggregation request; the API answers 400
+// with the message.
+type AggregateError struct{ Message string }
+
+func (e *AggregateError) Error() string { return e.Message }
+
+func aggErrorf(format string, args ...any) error {
+	return &AggregateError{Message: fmt.Sprintf(format, args...)}
+}
+
+// Limits of aggregate parameters (compat-api §8.1).
+const (
+	defaultTopValuesSize  = 10
+	maxTopValuesSize      = 1000
+	maxPrecisionThreshold = 40000
+	// maxHistogramBuckets bounds the buckets of one histogram.
+	maxHistogramBuckets = 65536
+)
+
+// aggNode is one parsed aggregation.
+type aggNode struct {
+	name string // path of names from the top, for messages
+	key  string // the name in its aggs object
+	kind string
+	col  *Column
+	// count: an extra filter (nil: none).
+	filter Node
+	// percentiles.
+	percentiles []float64
+	// dateHistogram: a fixed interval in nanoseconds, or a calendar unit;
+	// the timezone's offset in seconds east of UTC.
+	fixed    int64
+	calendar string
+	offset   int
+	loc      *time.Location
+	// topValues.
+	size int
+	// numericHistogram.
+	interval, numOffset float64
+	sub                 []*aggNode
+}
+
+// Aggregate runs an aggregation request on src: the response body
+// {"aggs": {name: result}}. filterRaw restricts the rows first; aggsRaw is
+// the aggs object, and when it is absent or empty the answer is the count
+// of rows, {"aggs": {"count": N}}. Invalid requests fail with
+// *AggregateError or, for the top-level filter, *FilterError.
+func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
+	t := src.Table()
+	var filter Node = &And{}
+	if !isNull(filterRaw) {
+		n, err := ParseFilter(t, filterRaw, meta)
+		if err != nil {
+			return nil, err
+		}
+		filter = n
+	}
+	var nodes []*aggNode
+	if !isNull(aggsRaw) {
+		d := json.NewDecoder(bytes.NewReader(aggsRaw))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			return nil, aggErrorf("aggs must be an object of aggregation names to aggregations")
+		}
+		var err error
+		if nodes, err = parseAggs(t, v, "", meta); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := Compile(filter).Execute(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return map[string]any{"aggs": map[string]any{"count": int64(rows.GetCardinality())}}, nil
+	}
+	r := &aggRun{src: src, x: newValueReaders(src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
+	res, err := r.evalAll(nodes, rows)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"aggs": res}, nil
+}
+
+// parseAggs reads an aggs object; parent is the path of the enclosing
+// aggregation ("" at the top).
+func parseAggs(t *Table, v any, parent, meta string) ([]*aggNode, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if parent == "" {
+			return nil, aggErrorf("aggs must be an object of aggregation names to aggregations")
+		}
+		return nil, aggErrorf("aggregation [%s]: aggs must be an object of aggregation names to aggregations", parent)
+	}
+	var out []*aggNode
+	for _, key := range sortedKeys(m) {
+		name := key
+		if parent != "" {
+			name = parent + "." + key
+		}
+		if key == "" || strings.HasPrefix(key, "$") {
+			return nil, aggErrorf("aggregation [%s]: an aggregation name must not be empty or start with $", name)
+		}
+		expr, ok := m[key].(map[string]any)
+		if !ok {
+			return nil, aggErrorf("aggregation [%s]: an aggregation must be an object like {\"count\": \"*\"}, got %s", name, describe(m[key]))
+		}
+		if len(expr) != 1 {
+			return nil, aggErrorf("aggregation [%s]: an aggregation has exactly one kind, got %d keys", name, len(expr))
+		}
+		var kind string
+		for kind = range expr {
+		}
+		n, err := parseAgg(t, name, kind, expr[kind], meta)
+		if err != nil {
+			return nil, err
+		}
+		n.key = key
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// aggKinds lists the kinds and whether they are bucket kinds.
+var aggKinds = map[string]bool{
+	"count": false, "sum": false, "min": false, "max": false, "average": false,
+	"percentiles": false, "uniqueCount": false,
+	"dateHistogram": true, "topValues": true, "numericHistogram": true,
+}
+
+// aggParams are the parameters each kind takes besides column and aggs.
+var aggParams = map[string][]string{
+	"count":            {"filter"},
+	"sum":              {"column"},
+	"min":              {"column"},
+	"max":              {"column"},
+	"average":          {"column"},
+	"percentiles":      {"column", "percentiles"},
+	"uniqueCount":      {"column", "precisionThreshold"},
+	"dateHistogram":    {"column", "interval", "calendarInterval", "timezone", "aggs"},
+	"topValues":        {"column", "size", "aggs"},
+	"numericHistogram": {"column", "interval", "offset", "aggs"},
+}
+
+// parseAgg reads one aggregation of a kind.
+func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, error) {
+	bucket, known := aggKinds[kind]
+	if !known {
+		return nil, aggErrorf("aggregation [%s]: unknown aggregation kind [%s]", name, kind)
+	}
+	n := &aggNode{name: name, kind: kind}
+	if kind == "count" {
+		if s, ok := arg.(string); ok {
+			if s != "*" {
+				return nil, aggErrorf("aggregation [%s]: count takes \"*\" or {\"filter\": ...}, got %s", name, describe(arg))
+			}
+			return n, nil
+		}
+	}
+	p, ok := arg.(map[string]any)
+	if !ok {
+		return nil, aggErrorf("aggregation [%s]: the parameters of %s must be an object, got %s", name, kind, describe(arg))
+	}
+	for _, k := range sortedKeys(p) {
+		if k == "aggs" && !bucket {
+			return nil, aggErrorf("aggregation [%s]: %s is a metric and takes no sub-aggregations", name, kind)
+		}
+		if !containsString(aggParams[kind], k) {
+			return nil, aggErrorf("aggregation [%s]: unknown parameter [%s] of %s", name, k, kind)
+		}
+	}
+	if kind == "count" {
+		if f, ok := p["filter"]; ok && f != nil {
+			node, err := ParseFilterValue(t, f, meta)
+			if err != nil {
+				var fe *FilterError
+				if errors.As(err, &fe) {
+					return nil, aggErrorf("aggregation [%s]: %s", name, fe.Message)
+				}
+				return nil, err
+			}
+			n.filter = node
+		}
+		return n, nil
+	}
+	colName, ok := p["column"].(string)
+	if !ok {
+		if _, given := p["column"]; given {
+			return nil, aggErrorf("aggregation [%s]: column must be a column name", name)
+		}
+		return nil, aggErrorf("aggregation [%s]: %s needs a column", name, kind)
+	}
+	c := aggColumn(t, colName, meta)
+	if c == nil {
+		return nil, aggErrorf("aggregation [%s]: column [%s]: column not found", name, colName)
+	}
+	if c.Type == ctLink {
+		return nil, aggErrorf("aggregation [%s]: column [%s]: link columns cannot be aggregated", name, colName)
+	}
+	var types []ColumnType
+	switch kind {
+	case "sum", "min", "max", "average", "percentiles", "numericHistogram":
+		types = []ColumnType{ctInt, ctFloat}
+	case "uniqueCount":
+		types = []ColumnType{ctString, ctEmail, ctText, ctInt, ctFloat, ctBool, ctDatetime, ctMultiple}
+	case "dateHistogram":
+		types = []ColumnType{ctDatetime}
+	case "topValues":
+		types = []ColumnType{ctString, ctEmail, ctInt, ctFloat, ctBool}
+	}
+	if !containsType(types, c.Type) {
+		return nil, aggErrorf("aggregation [%s]: column [%s]: %s is not supported on %s columns", name, colName, kind, c.Type)
+	}
+	n.col = c
+	var err error
+	switch kind {
+	case "percentiles":
+		err = n.parsePercentiles(p["percentiles"])
+	case "uniqueCount":
+		if v, ok := p["precisionThreshold"]; ok {
+			var pt int64
+			pt, err = intParam(name, "precisionThreshold", v)
+			if err == nil && (pt < 0 || pt > maxPrecisionThreshold) {
+				err = aggErrorf("aggregation [%s]: precisionThreshold must be between 0 and %d", name, maxPrecisionThreshold)
+			}
+		}
+	case "dateHistogram":
+		err = n.parseDateHistogram(p)
+	case "topValues":
+		n.size = defaultTopValuesSize
+		if v, ok := p["size"]; ok {
+			var size int64
+			size, err = intParam(name, "size", v)
+			switch {
+			case err != nil:
+			case size > maxTopValuesSize:
+				err = aggErrorf("aggregation [%s]: size must not exceed %d", name, maxTopValuesSize)
+			case size < 1:
+				err = aggErrorf("aggregation [%s]: size must be at least 1", name)
+			}
+			n.size = int(size)
+		}
+	case "numericHistogram":
+		err = n.parseNumericHistogram(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sub, ok := p["aggs"]; ok && sub != nil {
+		if n.sub, err = parseAggs(t, sub, name, meta); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// aggColumn finds a column of t by path, meta columns included; nil when
+// there is none.
+func aggColumn(t *Table, name, meta string) *Column {
+	switch {
+	case name == "id":
+		return IDColumn
+	case meta != "" && name == meta+".version":
+		return VersionColumn
+	case meta != "" && name == meta+".createdAt":
+		return CreatedAtColumn
+	case meta != "" && name == meta+".updatedAt":
+		return UpdatedAtColumn
+	}
+	return t.Columns[name]
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsType(list []ColumnType, t ColumnType) bool {
+	for _, x := range list {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// intParam reads an integer parameter.
+func intParam(agg, param string, v any) (int64, error) {
+	n, ok := numberOf(v)
+	if ok {
+		if i, isInt := n.int(); isInt {
+			return i, nil
+		}
+	}
+	return 0, aggErrorf("aggregation [%s]: %s must be an integer, got %s", agg, param, describe(v))
+}
+
+// floatParam reads a finite number parameter.
+func floatParam(agg, param string, v any) (float64, error) {
+	if n, ok := numberOf(v); ok {
+		return n.float(), nil
+	}
+	return 0, aggErrorf("aggregation [%s]: %s must be a number, got %s", agg, param, describe(v))
+}
+
+func (n *aggNode) parsePercentiles(v any) error {
+	if v == nil {
+		return aggErrorf("aggregation [%s]: percentiles needs a list of percentiles", n.name)
+	}
+	list, ok := asList(v)
+	if !ok {
+		return aggErrorf("aggregation [%s]: percentiles must be a list of numbers between 0 and 100", n.name)
+	}
+	if len(list) == 0 {
+		return aggErrorf("aggregation [%s]: percentiles must not be empty", n.name)
+	}
+	for _, e := range list {
+		f, err := floatParam(n.name, "each percentile", e)
+		if err != nil {
+			return err
+		}
+		if f < 0 || f > 100 {
+			return aggErrorf("aggregation [%s]: percentile %s is not between 0 and 100", n.name, strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		n.percentiles = append(n.percentiles, f)
+	}
+	return nil
+}
+
+var (
+	intervalPattern = regexp.MustCompile(`^([0-9]+)(ms|s|m|h|d)$`)
+	tzPattern       = regexp.MustCompile(`^[+-][01]\d:[0-5]\d$`)
+	intervalUnits   = map[string]int64{"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
+	calendarUnits   = map[string]bool{"minute": true, "hour": true, "day": true, "week": true, "month": true, "quarter": true, "year": true}
+)
+
+func (n *aggNode) parseDateHistogram(p map[string]any) error {
+	iv, hasInterval := p["interval"]
+	cv, hasCalendar := p["calendarInterval"]
+	if hasInterval == hasCalendar {
+		return aggErrorf("aggregation [%s]: dateHistogram takes exactly one of interval and calendarInterval", n.name)
+	}
+	if hasInterval {
+		s, _ := iv.(string)
+		m := intervalPattern.FindStringSubmatch(s)
+		if m == nil {
+			return aggErrorf("aggregation [%s]: interval must be a number and a unit (d, h, m, s or ms), like 5d, got %s", n.name, describe(iv))
+		}
+		count, err := strconv.ParseInt(m[1], 10, 64)
+		unit := intervalUnits[m[2]]
+		if err != nil || count <= 0 || count > math.MaxInt64/unit {
+			return aggErrorf("aggregation [%s]: interval [%s] is out of range", n.name, s)
+		}
+		n.fixed = count * unit
+	} else {
+		s, _ := cv.(string)
+		if !calendarUnits[s] {
+			return aggErrorf("aggregation [%s]: calendarInterval must be minute, hour, day, week, month, quarter or year, got %s", n.name, describe(cv))
+		}
+		n.calendar = s
+	}
+	n.loc = time.UTC
+	if tz, ok := p["timezone"]; ok {
+		s, _ := tz.(string)
+		if !tzPattern.MatchString(s) {
+			return aggErrorf("aggregation [%s]: timezone must look like +02:00 or -05:30, got %s", n.name, describe(tz))
+		}
+		h, _ := strconv.Atoi(s[1:3])
+		m, _ := strconv.Atoi(s[4:6])
+		n.offset = h*3600 + m*60
+		if s[0] == '-' {
+			n.offset = -n.offset
+		}
+		if n.offset != 0 {
+			n.loc = time.FixedZone("", n.offset)
+		}
+	}
+	return nil
+}
+
+func (n *aggNode) parseNumericHistogram(p map[string]any) error {
+	iv, ok := p["interval"]
+	if !ok {
+		return aggErrorf("aggregation [%s]: numericHistogram needs an interval", n.name)
+	}
+	f, err := floatParam(n.name, "interval", iv)
+	if err != nil {
+		return err
+	}
+	if !(f > 0) {
+		return aggErrorf("aggregation [%s]: interval must be greater than 0", n.name)
+	}
+	n.interval = f
+	if ov, ok := p["offset"]; ok {
+		if n.numOffset, err = floatParam(n.name, "offset", ov); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// aggRun is one execution: the source, readers by column, and the rows of
+// count filters.
+type aggRun struct {
+	src     Source
+	x       *valueReaders
+	readers map[*Column]valueReader
+	filters map[*aggNode]*roaring.Bitmap
+}
+
+// evalAll computes aggregations on rows, by name.
+func (r *aggRun) evalAll(nodes []*aggNode, rows *roaring.Bitmap) (map[string]any, error) {
+	out := make(map[string]any, len(nodes))
+	for _, n := range nodes {
+		v, err := r.eval(n, rows)
+		if err != nil {
+			return nil, err
+		}
+		out[n.key] = v
+	}
+	return out, nil
+}
+
+func (r *aggRun) reader(c *Column) (valueReader, error) {
+	if rd := r.readers[c]; rd != nil {
+		return rd, nil
+	}
+	rd, err := r.x.reader(colPath{path: c.Path, col: c})
+	if err != nil {
+		return nil, err
+	}
+	r.readers[c] = rd
+	return rd, nil
+}
+
+// values returns the non-null values of a column on rows, in row order.
+func (r *aggRun) values(c *Column, rows *roaring.Bitmap, fn func(row uint32, v codec.Value) error) error {
+	rd, err := r.reader(c)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, func(row uint32) error {
+		v, err := rd.get(row)
+		if err != nil || v.IsNull() {
+			return err
+		}
+		return fn(row, v)
+	})
+}
+
+// eval computes one aggregation on rows.
+func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
+	switch n.kind {
+	case "count":
+		if n.filter == nil {
+			return int64(rows.GetCardinality()), nil
+		}
+		f := r.filters[n]
+		if f == nil {
+			var err error
+			if f, err = Compile(n.filter).Execute(r.src); err != nil {
+				return nil, err
+			}
+			r.filters[n] = f
+		}
+		return int64(rows.AndCardinality(f)), nil
+	case "sum", "min", "max", "average":
+		return r.metric(n, rows)
+	case "percentiles":
+		var xs []float64
+		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+			xs = append(xs, asFloat(v))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Float64s(xs)
+		vals := make(map[string]any, len(n.percentiles))
+		for _, p := range n.percentiles {
+			if len(xs) == 0 {
+				vals[PercentileKey(p)] = nil
+				continue
+			}
+			vals[PercentileKey(p)] = Percentile(xs, p)
+		}
+		return map[string]any{"values": vals}, nil
+	case "uniqueCount":
+		seen := map[string]struct{}{}
+		var key []byte
+		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+			if v.Kind == codec.KindStrings {
+				for _, s := range v.Strs {
+					key = appendValueKey(key[:0], codec.String(s))
+					seen[string(key)] = struct{}{}
+				}
+				return nil
+			}
+			key = appendValueKey(key[:0], v)
+			seen[string(key)] = struct{}{}
+			return nil
+		})
+		return int64(len(seen)), err
+	case "topValues":
+		return r.topValues(n, rows)
+	case "dateHistogram", "numericHistogram":
+		return r.histogram(n, rows)
+	}
+	return nil, fmt.Errorf("index: unknown aggregation kind %q", n.kind)
+}
+
+// metricFns are the summary functions of the metric kinds.
+var metricFns = map[string]summaryFn{"sum": fnSum, "min": fnMin, "max": fnMax, "average": fnAverage}
+
+// metric computes sum, min, max or average: a sum of no values is 0.
+func (r *aggRun) metric(n *aggNode, rows *roaring.Bitmap) (any, error) {
+	fn := metricFns[n.kind]
+	var a summaryAcc
+	rd, err := r.reader(n.col)
+	if err != nil {
+		return nil, err
+	}
+	if sr, ok := rd.(storeReader); !ok || !foldDense(sr.vals, n.col.Type, fn, rows, &a) {
+		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+			a.add(fn, v)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	v := a.result(fn, n.col.Type)
+	switch {
+	case v.Kind == codec.KindInt:
+		return v.Int, nil
+	case v.Kind == codec.KindFloat:
+		return v.Float, nil
+	case fn != fnSum:
+		return nil, nil
+	case n.col.Type == ctInt:
+		return int64(0), nil
+	}
+	return float64(0), nil
+}
+
+// Percentile is the p-th percentile (0..100) of sorted values: with the
+// 1-based rank h = n·p/100 + 0.5, the linear interpolation between the
+// values at ranks ⌊h⌋ and ⌊h⌋+1, clamped to the smallest and largest
+// value. For [2 3 6 8 12]: p10 = 2, p20 = 2.5, p40 = 4.5, p50 = 6,
+// p80 = 10, p90 = 12.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	h := float64(n)*p/100 + 0.5
+	switch {
+	case h <= 1:
+		return sorted[0]
+	case h >= float64(n):
+		return sorted[n-1]
+	}
+	lo := math.Floor(h)
+	i := int(lo) - 1
+	return sorted[i] + (h-lo)*(sorted[i+1]-sorted[i])
+}
+
+// PercentileKey spells a percentile as a response key: a decimal with at
+// least one fractional digit ("10.0", "99.9", "12.25").
+func PercentileKey(p float64) string {
+	s := strconv.FormatFloat(p, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// countedPart is the rows of a bucket with one value: as a bitmap, or as
+// a list of rows in ascending order until one is needed.
+type countedPart struct {
+	v    codec.Value
+	n    uint64
+	rows *roaring.Bitmap
+	list []uint32
+}
+
+func (p *countedPart) bitmap() *roaring.Bitmap {
+	if p.rows == nil {
+		p.rows = roaring.BitmapOf(p.list...)
+	}
+	return p.rows
+}
+
+// topValues computes the most frequent values of a column among rows.
+func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) (any, error) {
+	var parts []*countedPart
+	done := false
+	if indexed(n.col) && n.col.ID < MetaUpdatedAtColumn {
+		vals, err := r.src.Values(n.col)
+		if err != nil {
+			return nil, err
+		}
+		if vals == nil || rows.GetCardinality() >= postingMinRows {
+			ps, ok, err := partitionPostings(r.src, n.col, rows, maxPostingGroups)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				for _, p := range ps {
+					if !p.v.IsNull() {
+						parts = append(parts, &countedPart{v: p.v, n: p.rows.GetCardinality(), rows: p.rows})
+					}
+				}
+				done = true
+			}
+		}
+	}
+	if !done {
+		byKey := map[string]*countedPart{}
+		var key []byte
+		err := r.values(n.col, rows, func(row uint32, v codec.Value) error {
+			key = appendValueKey(key[:0], v)
+			p := byKey[string(key)]
+			if p == nil {
+				p = &countedPart{v: v}
+				byKey[string(key)] = p
+				parts = append(parts, p)
+			}
+			p.n++
+			if len(n.sub) > 0 {
+				p.list = append(p.list, row)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].n != parts[j].n {
+			return parts[i].n > parts[j].n
+		}
+		return compareValues(parts[i].v, parts[j].v) < 0
+	})
+	if len(parts) > n.size {
+		parts = parts[:n.size]
+	}
+	buckets := make([]any, 0, len(parts))
+	for _, p := range parts {
+		b := map[string]any{"$key": topValueKey(p.v), "$count": int64(p.n)}
+		if err := r.addSubs(b, n, p.bitmap); err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	return map[string]any{"values": buckets}, nil
+}
+
+// addSubs computes the sub-aggregations of a bucket into b.
+func (r *aggRun) addSubs(b map[string]any, n *aggNode, rows func() *roaring.Bitmap) error {
+	if len(n.sub) == 0 {
+		return nil
+	}
+	subs, err := r.evalAll(n.sub, rows())
+	if err != nil {
+		return err
+	}
+	for k, v := range subs {
+		b[k] = v
+	}
+	return nil
+}
+
+// topValueKey spells a value as a topValues key: numbers and booleans as
+// their JSON text.
+func topValueKey(v codec.Value) string {
+	switch v.Kind {
+	case codec.KindBool:
+		return strconv.FormatBool(v.Int != 0)
+	case codec.KindInt:
+		return strconv.FormatInt(v.Int, 10)
+	case codec.KindFloat:
+		return strconv.FormatFloat(v.Float, 'f', -1, 64)
+	}
+	return v.Str
+}
+
+// histogram computes a date or numeric histogram: buckets in ascending key
+// order from the first to the last non-empty one.
+func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
+	byStart := map[int64]*countedPart{}
+	err := r.values(n.col, rows, func(row uint32, v codec.Value) error {
+		k, err := n.bucketOf(v)
+		if err != nil {
+			return err
+		}
+		p := byStart[k]
+		if p == nil {
+			p = &countedPart{}
+			byStart[k] = p
+		}
+		p.n++
+		if len(n.sub) > 0 {
+			p.list = append(p.list, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	buckets := []any{}
+	if len(byStart) == 0 {
+		return map[string]any{"values": buckets}, nil
+	}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for k := range byStart {
+		first, last = min(first, k), max(last, k)
+	}
+	if n.bucketSpan(first, last) >= maxHistogramBuckets {
+		return nil, aggErrorf("aggregation [%s]: more than %d buckets; use a larger interval", n.name, maxHistogramBuckets)
+	}
+	empty := roaring.New()
+	for k, i := first, 0; ; i++ {
+		if i >= maxHistogramBuckets {
+			return nil, aggErrorf("aggregation [%s]: more than %d buckets; use a larger interval", n.name, maxHistogramBuckets)
+		}
+		b := map[string]any{"$key": n.bucketKey(k), "$count": int64(0)}
+		rowsOf := func() *roaring.Bitmap { return empty }
+		if p := byStart[k]; p != nil {
+			b["$count"] = int64(p.n)
+			rowsOf = p.bitmap
+		}
+		if err := r.addSubs(b, n, rowsOf); err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+		if k >= last {
+			break
+		}
+		k = n.nextBucket(k)
+	}
+	return map[string]any{"values": buckets}, nil
+}
+
+// bucketOf returns the bucket of a value: the start of a date bucket in
+// unix nanoseconds, or the index of a numeric bucket.
+func (n *aggNode) bucketOf(v codec.Value) (int64, error) {
+	if n.kind == "numericHistogram" {
+		q := math.Floor((asFloat(v) - n.numOffset) / n.interval)
+		if math.IsNaN(q) || math.Abs(q) > 1<<53 {
+			return 0, aggErrorf("aggregation [%s]: value %v is too far from the offset for interval %v", n.name, asFloat(v), n.interval)
+		}
+		return int64(q), nil
+	}
+	ns := v.Int
+	if n.fixed > 0 {
+		off := int64(n.offset) * 1e9
+		return floorDiv(ns+off, n.fixed)*n.fixed - off, nil
+	}
+	t := time.Unix(0, ns).In(n.loc)
+	y, mo, d := t.Date()
+	switch n.calendar {
+	case "minute":
+		t = time.Date(y, mo, d, t.Hour(), t.Minute(), 0, 0, n.loc)
+	case "hour":
+		t = time.Date(y, mo, d, t.Hour(), 0, 0, 0, n.loc)
+	case "day":
+		t = time.Date(y, mo, d, 0, 0, 0, 0, n.loc)
+	case "week":
+		back := (int(t.Weekday()) + 6) % 7 // days since Monday
+		t = time.Date(y, mo, d-back, 0, 0, 0, 0, n.loc)
+	case "month":
+		t = time.Date(y, mo, 1, 0, 0, 0, 0, n.loc)
+	case "quarter":
+		t = time.Date(y, (mo-1)/3*3+1, 1, 0, 0, 0, 0, n.loc)
+	case "year":
+		t = time.Date(y, 1, 1, 0, 0, 0, 0, n.loc)
+	}
+	return t.UnixNano(), nil
+}
+
+// calendarMin is the shortest length of each calendar unit.
+var calendarMin = map[string]time.Duration{
+	"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "week": 7 * 24 * time.Hour,
+	"month": 28 * 24 * time.Hour, "quarter": 89 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
+}
+
+// bucketSpan is at least the number of buckets after first up to last, so
+// that a histogram too large is refused before it is built.
+func (n *aggNode) bucketSpan(first, last int64) uint64 {
+	span := uint64(last - first)
+	switch {
+	case n.kind == "numericHistogram":
+		return span
+	case n.fixed > 0:
+		return span / uint64(n.fixed)
+	}
+	return span / uint64(calendarMin[n.calendar])
+}
+
+// nextBucket returns the bucket after k.
+func (n *aggNode) nextBucket(k int64) int64 {
+	switch {
+	case n.kind == "numericHistogram":
+		return k + 1
+	case n.fixed > 0:
+		return k + n.fixed
+	}
+	t := time.Unix(0, k).In(n.loc)
+	switch n.calendar {
+	case "minute":
+		t = t.Add(time.Minute)
+	case "hour":
+		t = t.Add(time.Hour)
+	case "day":
+		t = t.AddDate(0, 0, 1)
+	case "week":
+		t = t.AddDate(0, 0, 7)
+	case "month":
+		t = t.AddDate(0, 1, 0)
+	case "quarter":
+		t = t.AddDate(0, 3, 0)
+	case "year":
+		t = t.AddDate(1, 0, 0)
+	}
+	return t.UnixNano()
+}
+
+// bucketKey is the $key of a bucket: RFC 3339 with milliseconds in the
+// requested timezone ("Z" for UTC), or a number.
+func (n *aggNode) bucketKey(k int64) any {
+	if n.kind == "numericHistogram" {
+		key := float64(k)*n.interval + n.numOffset
+		if key == 0 {
+			key = 0 // no -0
+		}
+		return key
+	}
+	return time.Unix(0, k).In(n.loc).Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// floorDiv divides rounding towards negative infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
