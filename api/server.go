@@ -195,6 +195,8 @@ func (s *Server) routes() {
 	r.DELETE(t+"/data/{id}", s.handle(s.deleteRecord))
 	r.POST(t+"/bulk", s.handle(s.bulkInsert))
 	r.POST(t+"/query", s.handle(s.queryTable))
+	r.POST(t+"/summarize", s.handle(s.summarizeTable))
+	r.POST(t+"/aggregate", s.handle(s.aggregateTable))
 	r.POST(dbb+"/transaction", s.handle(s.transaction))
 }
 
