@@ -190,16 +190,6 @@ func PostingColumnPrefix(dst []byte, col uint32) []byte {
 	return AppendU32(dst, col)
 }
 
-// SplitChunkKey splits a BitmapKey (current) after a known prefix length into
-// the bitmap id and the chunk.
-func SplitChunkKey(key []byte, tablePrefixLen int) (bitmapID []byte, chunk uint16, err error) {
-	if len(key) < tablePrefixLen+3 {
-		return nil, 0, ErrBadKey
-	}
-	rest := key[tablePrefixLen:]
-	return rest[:len(rest)-2], binary.BigEndian.Uint16(rest[len(rest)-2:]), nil
-}
-
 // ParseHistSeq returns the seq of a BitmapHistKey (its last eight bytes) and
 // the chunk before it.
 func ParseHistSeq(key []byte) (chunk uint16, seq uint64, err error) {
@@ -208,14 +198,6 @@ func ParseHistSeq(key []byte) (chunk uint16, seq uint64, err error) {
 	}
 	n := len(key)
 	return binary.BigEndian.Uint16(key[n-10 : n-8]), binary.BigEndian.Uint64(key[n-8:]), nil
-}
-
-// ParseInvertedSeq returns the seq of a RecordHistKey or IDMapHistKey.
-func ParseInvertedSeq(key []byte) (uint64, error) {
-	if len(key) < 8 {
-		return 0, ErrBadKey
-	}
-	return ^binary.BigEndian.Uint64(key[len(key)-8:]), nil
 }
 
 // DataKey is a parsed data-plane key.

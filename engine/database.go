@@ -385,13 +385,12 @@ func (tx *dbTx) finish() error {
 			return err
 		}
 		if _, forked := st.forks[tx.pendingLay[k]]; forked {
-			// The log key is the current key under KindBitmapHist, then the seq.
 			dk, err := codec.ParseDataKey([]byte(k))
 			if err != nil {
 				return err
 			}
-			hk := codec.TablePrefix(nil, dk.DB, dk.Layer, codec.KindBitmapHist, dk.Table)
-			hk = codec.AppendU64(append(hk, dk.Rest...), tx.seq)
+			id, chunk := dk.Rest[:len(dk.Rest)-2], uint16(dk.Rest[len(dk.Rest)-2])<<8|uint16(dk.Rest[len(dk.Rest)-1])
+			hk := codec.BitmapHistKey(nil, dk.DB, dk.Layer, dk.Table, id, chunk, tx.seq)
 			if err := b.Set(hk, buf, nil); err != nil {
 				return err
 			}

@@ -101,7 +101,11 @@ func storedBitmapIDs(r pebble.Reader, db uint32, lin lineage, tableID uint32) (m
 			return nil, err
 		}
 		for ok := it.First(); ok; ok = it.Next() {
-			id, _, err := codec.SplitChunkKey(it.Key(), len(prefix))
+			dk, err := codec.ParseDataKey(it.Key())
+			var id []byte
+			if err == nil {
+				id = dk.Rest[:len(dk.Rest)-2]
+			}
 			if err != nil {
 				it.Close()
 				return nil, fmt.Errorf("layer %d: bitmap key %x: %v", lr.Layer, it.Key(), err)
