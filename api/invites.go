@@ -41,11 +41,7 @@ func (s *Server) createInvite(r *request) error {
 // {invite} is the invite key. The caller need not be a member yet, so the
 // engine answers an unknown workspace like an unknown key: 404.
 func (s *Server) acceptInvite(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	key, err := r.param("invite")
+	ws, key, err := r.memberWorkspaceParam("invite")
 	if err != nil {
 		return err
 	}
@@ -59,11 +55,7 @@ func (s *Server) acceptInvite(r *request) error {
 // resendInvite: POST /workspaces/{ws}/invites/{invite}/resend; owners only.
 // Without a mailer it only checks the invite: 404 unknown, 400 accepted.
 func (s *Server) resendInvite(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	id, err := r.param("invite")
+	ws, id, err := r.memberWorkspaceParam("invite")
 	if err != nil {
 		return err
 	}
@@ -77,11 +69,7 @@ func (s *Server) resendInvite(r *request) error {
 // updateInvite: PATCH /workspaces/{ws}/invites/{invite}; owners only. The
 // role changes in place; an accepted invite is a 422.
 func (s *Server) updateInvite(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	id, err := r.param("invite")
+	ws, id, err := r.memberWorkspaceParam("invite")
 	if err != nil {
 		return err
 	}
@@ -100,11 +88,7 @@ func (s *Server) updateInvite(r *request) error {
 // deleteInvite: DELETE /workspaces/{ws}/invites/{invite}; owners only. An
 // accepted invite cannot be deleted: 400.
 func (s *Server) deleteInvite(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	id, err := r.param("invite")
+	ws, id, err := r.memberWorkspaceParam("invite")
 	if err != nil {
 		return err
 	}

@@ -37,11 +37,7 @@ func (s *Server) listMembers(r *request) error {
 // setMemberRole: PUT /workspaces/{ws}/members/{user}; owners only.
 // Demoting the last owner is a 400 (engine.SetMemberRole).
 func (s *Server) setMemberRole(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	userID, err := r.param("user")
+	ws, userID, err := r.memberWorkspaceParam("user")
 	if err != nil {
 		return err
 	}
@@ -60,11 +56,7 @@ func (s *Server) setMemberRole(r *request) error {
 // anyone, any member removes themself. Removing the last owner is a 400
 // (engine.RemoveMember).
 func (s *Server) removeMember(r *request) error {
-	ws, err := r.memberWorkspace()
-	if err != nil {
-		return err
-	}
-	userID, err := r.param("user")
+	ws, userID, err := r.memberWorkspaceParam("user")
 	if err != nil {
 		return err
 	}
@@ -73,4 +65,14 @@ func (s *Server) removeMember(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
 	return nil
+}
+
+// memberWorkspaceParam returns the workspace of a /workspaces/{ws}/... path
+// and one more path parameter.
+func (r *request) memberWorkspaceParam(name string) (ws, value string, err error) {
+	if ws, err = r.memberWorkspace(); err != nil {
+		return "", "", err
+	}
+	value, err = r.param(name)
+	return ws, value, err
 }
