@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -168,6 +169,9 @@ func (s *source) Posting(c *index.Column, v codec.Value) (*roaring.Bitmap, error
 }
 
 func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
+	if c.ID == index.MetaIDColumn {
+		return s.scanIDs(bd, desc, fn)
+	}
 	var lo, hi []byte
 	colPrefix := codec.PostingColumnPrefix(nil, c.ID)
 	if bd.Prefix != nil {
@@ -261,4 +265,55 @@ var _ index.Source = (*source)(nil)
 type storeState struct {
 	storeMu sync.RWMutex
 	stores  map[storeKey]*tableStore
+}
+
+// scanIDs walks the id map of a branch whose lineage is one layer (main, or
+// a flattened branch) in record id order; deeper lineages would need a merge
+// across layers and report index.ErrNoOrderedIndex.
+func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
+	if len(s.b.Lineage) != 1 {
+		return index.ErrNoOrderedIndex
+	}
+	prefix := codec.TablePrefix(nil, s.d.id, s.b.Lineage[0].Layer, codec.KindIDMapCur, s.t.ID)
+	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)}
+	if bd.Lo != nil {
+		// Just past the key of Lo: ids hold no 0x00, which ends them.
+		opts.LowerBound = append(append(bytes.Clone(prefix), bd.Lo.Str...), 0, 0)
+	}
+	if bd.Hi != nil {
+		opts.UpperBound = append(append(bytes.Clone(prefix), bd.Hi.Str...), 0)
+	}
+	it, err := s.snap.NewIter(opts)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	ok := it.First()
+	if desc {
+		ok = it.Last()
+	}
+	for ; ok; ok = nextOrPrev(it, desc) {
+		k := it.Key()
+		if len(k) < len(prefix)+2 || k[len(k)-1] != 0 {
+			continue
+		}
+		e, err := decodeIDEntry(it.Value())
+		if err != nil {
+			return err
+		}
+		if e.Deleted {
+			continue
+		}
+		if !fn(codec.String(string(k[len(prefix):len(k)-1])), roaring.BitmapOf(e.Row)) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+func nextOrPrev(it *pebble.Iterator, desc bool) bool {
+	if desc {
+		return it.Prev()
+	}
+	return it.Next()
 }

@@ -3,6 +3,7 @@ package index
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -432,7 +433,11 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		return !full(), nil
 	}
 	if len(o.Keys) == 0 {
-		return selectHeap(src, cand, o, w)
+		rows, keys, err := walkIDs(src, cand, o, w)
+		if errors.Is(err, ErrNoOrderedIndex) {
+			return selectHeap(src, cand, o, w)
+		}
+		return rows, keys, err
 	}
 	sk := o.Keys[0]
 	exists, err := src.Exists(sk.Column)
@@ -490,4 +495,30 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		}
 	}
 	return rows, keys, nil
+}
+
+// walkIDs produces the default order (ascending id) by walking the id
+// index, keeping the candidates, until the window is full.
+func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	var b Bounds
+	if w.After != nil {
+		v := codec.String(w.After.ID)
+		b.Lo = &v
+	}
+	if w.Before != nil {
+		v := codec.String(w.Before.ID)
+		b.Hi = &v
+	}
+	var rows []uint32
+	var keys []Key
+	err := src.Scan(IDColumn, b, w.Reverse, func(v codec.Value, found *roaring.Bitmap) bool {
+		row := found.Minimum()
+		if !cand.Contains(row) {
+			return true
+		}
+		rows = append(rows, row)
+		keys = append(keys, Key{Values: []codec.Value{}, ID: v.Str})
+		return len(rows) < w.Limit
+	})
+	return rows, keys, err
 }

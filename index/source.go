@@ -1,6 +1,8 @@
 package index
 
 import (
+	"errors"
+
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
@@ -23,6 +25,8 @@ type Source interface {
 	// Scan calls fn for each distinct value of an indexed column within b,
 	// in ascending order (descending when desc), with the rows holding it.
 	// fn returns false to stop. Only rows of the table's live set appear.
+	// On IDColumn it walks record ids (Lo and Hi are exclusive) or returns
+	// ErrNoOrderedIndex when the source has no ordered id index.
 	Scan(c *Column, b Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error
 	// Values returns the in-memory values of a column by row, or nil when
 	// the column has no value store (text, json, vector, file columns).
@@ -35,6 +39,10 @@ type Source interface {
 	// same point in time.
 	Linked(c *Column) (Source, error)
 }
+
+// ErrNoOrderedIndex is returned by a Scan the source cannot serve from an
+// ordered index; the caller orders another way.
+var ErrNoOrderedIndex = errors.New("index: no ordered index for this scan")
 
 // Bounds limit a Scan. A nil Lo or Hi is unbounded on that side.
 type Bounds struct {
