@@ -77,6 +77,7 @@ type database struct {
 
 	storeState
 	hasStores atomic.Bool // some column store exists: writers must update them
+	caches    sync.Map    // storeKey → *bitmapCache
 	filled    fillSet     // key ranges known to be empty, for point reads
 }
 
@@ -446,6 +447,7 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 	if lockStores {
 		d.storeMu.Lock()
 	}
+	endWrite := d.startWrite(tx) // cache epochs odd: a write is in flight
 	if len(tx.dropLayers) > 0 {
 		defer func() {
 			if err == nil {
@@ -466,6 +468,7 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 			d.updateStores(tx)
 		}
 	}, func() {
+		endWrite() // even again: the write is visible, or failed
 		if lockStores {
 			d.storeMu.Unlock()
 		}

@@ -113,6 +113,20 @@ func TestFilterDifferential(t *testing.T) {
 	checked, invalid := 0, 0
 	defer func() { t.Logf("%d filters checked on two branches, %d invalid ones skipped", checked, invalid) }()
 	for i := 0; i < n; i++ {
+		if i%25 == 24 {
+			// Keep writing between queries: cached postings must follow.
+			r := []Ref{ref, dev}[rng.Intn(2)]
+			id := ids[rng.Intn(len(ids))]
+			var err error
+			if rng.Intn(3) == 0 {
+				_, err = e.WriteOne(r, Op{Kind: OpDelete, Table: "items", ID: id})
+			} else {
+				_, err = e.WriteOne(r, Op{Kind: OpInsert, Table: "items", ID: id, Values: randomItem()})
+			}
+			if err != nil && CodeOf(err) != CodeNotFound {
+				t.Fatal(err)
+			}
+		}
 		f := randomFilter(rng, pick, 0)
 		raw, _ := json.Marshal(f)
 		for _, r := range []Ref{ref, dev} {

@@ -46,6 +46,8 @@ type source struct {
 	it    *index.Table
 	store *tableStore // nil for linked tables read without a store
 	live  *roaring.Bitmap
+	cache *bitmapCache // nil unless the snapshot shows the cache's epoch
+	epoch uint64
 }
 
 // openSource returns a Source for a table of a branch. The caller must call
@@ -67,6 +69,8 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	cacheKey := storeKey{b.ID, t.ID}
+	cache := d.cacheFor(cacheKey)
 	// From here until release, the layers of the lineage read stay.
 	d.gcMu.RLock()
 	if b, err = d.state.Load().branch(ref.Branch); err == nil {
@@ -82,8 +86,12 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 	if cur := d.stores[storeKey{b.ID, t.ID}]; cur != store {
 		store = nil
 	}
+	e0 := cache.epoch.Load()
 	snap := e.pdb.NewSnapshot()
 	src := &source{e: e, d: d, snap: snap, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
+	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{b.ID, t.ID}) {
+		src.cache, src.epoch = cache, e0
+	}
 	return src, func() {
 		snap.Close()
 		d.storeMu.RUnlock()
@@ -141,7 +149,7 @@ func (s *source) Table() *index.Table { return s.it }
 
 func (s *source) Live() (*roaring.Bitmap, error) {
 	if s.live == nil {
-		l, err := readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.LiveBitmapID(), nil)
+		l, err := s.bitmap(codec.LiveBitmapID())
 		if err != nil {
 			return nil, err
 		}
@@ -150,11 +158,26 @@ func (s *source) Live() (*roaring.Bitmap, error) {
 	return s.live.Clone(), nil
 }
 
+// bitmap reads one composed bitmap of the table, through the cache when
+// the source may use it. The result is the caller's.
+func (s *source) bitmap(id []byte) (*roaring.Bitmap, error) {
+	if s.cache != nil {
+		if b := s.cache.get(string(id), s.epoch); b != nil {
+			return b, nil
+		}
+	}
+	b, err := readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
+	if err == nil && s.cache != nil {
+		s.cache.put(string(id), b, s.epoch)
+	}
+	return b, err
+}
+
 func (s *source) Exists(c *index.Column) (*roaring.Bitmap, error) {
 	if isMeta(c) {
 		return s.Live()
 	}
-	return readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.ExistsBitmapID(c.ID), nil)
+	return s.bitmap(codec.ExistsBitmapID(c.ID))
 }
 
 func (s *source) Posting(c *index.Column, v codec.Value) (*roaring.Bitmap, error) {
@@ -165,7 +188,7 @@ func (s *source) Posting(c *index.Column, v codec.Value) (*roaring.Bitmap, error
 	if err != nil {
 		return nil, err
 	}
-	return readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
+	return s.bitmap(id)
 }
 
 func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
