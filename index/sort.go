@@ -344,6 +344,17 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 	if err != nil {
 		return nil, nil, err
 	}
+	if rows, ok := selectDense(kr, cand, o, w); ok {
+		keys := make([]Key, 0, len(rows))
+		for _, row := range rows {
+			k, _, err := kr.key(row)
+			if err != nil {
+				return nil, nil, err
+			}
+			keys = append(keys, k)
+		}
+		return rows, keys, nil
+	}
 	// In reverse, the heap keeps the last rows: invert the order.
 	cmp := o.compareKeys
 	if w.Reverse {
@@ -521,4 +532,140 @@ func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []K
 		return len(rows) < w.Limit
 	})
 	return rows, keys, err
+}
+
+// selectDense is selectHeap for one numeric or datetime sort key whose
+// values sit in a dense array: it compares array entries and reads ids only
+// to break ties. ok is false when the order or store does not allow it.
+func selectDense(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint32, bool) {
+	if len(o.Keys) != 1 || o.Random || kr.vals[0] == nil || kr.ids == nil {
+		return nil, false
+	}
+	dv, ok := kr.vals[0].(DenseValues)
+	if !ok {
+		return nil, false
+	}
+	switch o.Keys[0].Column.Type {
+	case "int", "datetime":
+		if arr := dv.Ints(); arr != nil {
+			return selectTyped(kr, cand, o, w, arr, dv.Present(), func(v codec.Value) int64 { return v.Int }), true
+		}
+	case "float":
+		if arr := dv.Floats(); arr != nil {
+			return selectTyped(kr, cand, o, w, arr, dv.Present(), func(v codec.Value) float64 { return v.Float }), true
+		}
+	}
+	return nil, false
+}
+
+// typedRow is a candidate with its sort value.
+type typedRow[T int64 | float64] struct {
+	v    T
+	null bool
+	row  uint32
+}
+
+func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order, w Window, arr []T, present *roaring.Bitmap, of func(codec.Value) T) []uint32 {
+	desc := o.Keys[0].Desc
+	id := func(row uint32) string { return kr.ids.Get(row).Str }
+	// cmp orders two candidates as compareKeys does: nulls last, the value
+	// (reversed when desc), then the id.
+	cmp := func(a, b typedRow[T], aID, bID func() string) int {
+		switch {
+		case a.null && b.null:
+		case a.null:
+			return 1
+		case b.null:
+			return -1
+		case a.v < b.v:
+			if desc {
+				return 1
+			}
+			return -1
+		case a.v > b.v:
+			if desc {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(aID(), bID())
+	}
+	fromKey := func(k *Key) (typedRow[T], func() string) {
+		v := k.Values[0]
+		return typedRow[T]{v: of(v), null: v.IsNull()}, func() string { return k.ID }
+	}
+	rowID := func(r typedRow[T]) func() string { return func() string { return id(r.row) } }
+	dir := 1
+	if w.Reverse {
+		dir = -1
+	}
+	// A max-heap on the window's order keeps the first Limit rows.
+	var h []typedRow[T]
+	less := func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) > 0 }
+	down := func(i int) {
+		for {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(h) && less(l, m) {
+				m = l
+			}
+			if r < len(h) && less(r, m) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	up := func(i int) {
+		for i > 0 {
+			p := (i - 1) / 2
+			if !less(i, p) {
+				return
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+	}
+	var after, before typedRow[T]
+	var afterID, beforeID func() string
+	if w.After != nil {
+		after, afterID = fromKey(w.After)
+	}
+	if w.Before != nil {
+		before, beforeID = fromKey(w.Before)
+	}
+	var buf [256]uint32
+	it := cand.ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			r := typedRow[T]{row: row, null: !present.Contains(row)}
+			if !r.null {
+				r.v = arr[row]
+			}
+			rid := rowID(r)
+			if w.After != nil && cmp(r, after, rid, afterID) <= 0 {
+				continue
+			}
+			if w.Before != nil && cmp(r, before, rid, beforeID) >= 0 {
+				continue
+			}
+			if len(h) < w.Limit {
+				h = append(h, r)
+				up(len(h) - 1)
+				continue
+			}
+			if dir*cmp(r, h[0], rid, rowID(h[0])) < 0 {
+				h[0] = r
+				down(0)
+			}
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) < 0 })
+	rows := make([]uint32, len(h))
+	for i, r := range h {
+		rows[i] = r.row
+	}
+	return rows
 }
