@@ -418,29 +418,48 @@ func (r *rangeNode) typed(vals ColumnValues, c *roaring.Bitmap) (out *roaring.Bi
 		if !ok || arr == nil {
 			return nil, false
 		}
-		return filterRows(c, dv.Present(), func(row uint32) bool { return b.holds(arr[row]) }), true
+		return filterTyped(c, dv.Present(), arr, b), true
 	case "int", "datetime":
 		b, ok := intBounds(r.preds)
 		arr := dv.Ints()
 		if !ok || arr == nil {
 			return nil, false
 		}
-		return filterRows(c, dv.Present(), func(row uint32) bool { return b.holds(arr[row]) }), true
+		return filterTyped(c, dv.Present(), arr, b), true
 	}
 	return nil, false
 }
 
-// filterRows keeps the rows of c ∩ present for which keep holds.
-func filterRows(c, present *roaring.Bitmap, keep func(uint32) bool) *roaring.Bitmap {
-	out := roaring.New()
-	var buf [256]uint32
-	it := roaring.And(c, present).ManyIterator()
-	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-		for _, row := range buf[:n] {
-			if keep(row) {
-				out.Add(row)
+// filterTyped keeps the rows of c ∩ present whose value in arr lies in b.
+// When the candidates are a large part of the table it scans the whole
+// array in one tight loop and intersects afterwards; otherwise it visits
+// the candidates.
+func filterTyped[T int64 | float64](c, present *roaring.Bitmap, arr []T, b bounds[T]) *roaring.Bitmap {
+	if c.GetCardinality() > uint64(len(arr))/8 {
+		hits := make([]uint32, 0, 1024)
+		for i, v := range arr {
+			if b.holds(v) {
+				hits = append(hits, uint32(i))
 			}
 		}
+		out := roaring.New()
+		out.AddMany(hits)
+		out.And(present)
+		out.And(c)
+		return out
+	}
+	out := roaring.New()
+	var buf, keep [256]uint32
+	it := roaring.And(c, present).ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		k := 0
+		for _, row := range buf[:n] {
+			if b.holds(arr[row]) {
+				keep[k] = row
+				k++
+			}
+		}
+		out.AddMany(keep[:k])
 	}
 	return out
 }
