@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
 )
 
 // Queries read the same postings again and again (a category, active=true),
@@ -20,10 +22,21 @@ type bitmapCache struct {
 	epoch atomic.Uint64
 
 	mu      sync.Mutex
-	at      uint64 // the epoch of the entries in m
+	at      uint64 // the epoch of the entries in m and scans
 	m       map[string]*roaring.Bitmap
+	scans   map[string][]scanEntry // whole-column scans by column prefix
 	entries int
 }
+
+// scanEntry is one value of a cached column scan and its rows.
+type scanEntry struct {
+	v    codec.Value
+	rows *roaring.Bitmap
+}
+
+// maxCachedScan is the most values a cached column scan holds: grouping
+// columns have few; a scan of a near-unique column is not kept.
+const maxCachedScan = 1024
 
 // maxCachedBitmaps bounds the entries of one table's cache; past it the
 // cache starts over.
@@ -88,11 +101,42 @@ func (c *bitmapCache) put(id string, b *roaring.Bitmap, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
-		c.at, c.m, c.entries = e, map[string]*roaring.Bitmap{}, 0
-	}
+	c.reset(e)
 	if _, ok := c.m[id]; !ok {
 		c.entries++
 	}
 	c.m[id] = b.Clone()
+}
+
+// reset starts the entries over when they belong to another epoch or are
+// too many. The caller holds mu.
+func (c *bitmapCache) reset(e uint64) {
+	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
+		c.at, c.m, c.scans, c.entries = e, map[string]*roaring.Bitmap{}, map[string][]scanEntry{}, 0
+	}
+}
+
+// getScan returns the cached whole scan of a column at epoch e. The
+// entries are shared: callers clone the rows they change.
+func (c *bitmapCache) getScan(col string, e uint64) ([]scanEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at != e {
+		return nil, false
+	}
+	s, ok := c.scans[col]
+	return s, ok
+}
+
+// putScan keeps a whole scan of a column read at epoch e, if e is still
+// the table's epoch.
+func (c *bitmapCache) putScan(col string, entries []scanEntry, e uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch.Load() != e {
+		return
+	}
+	c.reset(e)
+	c.scans[col] = entries
+	c.entries += len(entries)
 }

@@ -225,6 +225,22 @@ func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v cod
 			hi = k
 		}
 	}
+	// A whole scan of a column with few values (the groups of a summary)
+	// is served from, or kept in, the bitmap cache.
+	whole := lo == nil && hi == nil && !desc && s.cache != nil
+	scanKey := string(colPrefix)
+	if whole {
+		if entries, ok := s.cache.getScan(scanKey, s.epoch); ok {
+			for _, e := range entries {
+				if !fn(e.v, e.rows.Clone()) {
+					break
+				}
+			}
+			return nil
+		}
+	}
+	var kept []scanEntry
+	complete := true
 	var ferr error
 	err := scanPostings(s.snap, s.d.id, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
 		v, _, err := codec.DecodeOrdered(bitmapID[len(colPrefix):])
@@ -232,10 +248,24 @@ func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v cod
 			ferr = err
 			return false
 		}
-		return fn(v, rows)
+		if whole {
+			if len(kept) < maxCachedScan {
+				kept = append(kept, scanEntry{v: v, rows: rows.Clone()})
+			} else {
+				whole = false
+			}
+		}
+		if !fn(v, rows) {
+			complete = false
+			return false
+		}
+		return true
 	})
 	if ferr != nil {
 		return ferr
+	}
+	if err == nil && whole && complete {
+		s.cache.putScan(scanKey, kept, s.epoch)
 	}
 	return err
 }
