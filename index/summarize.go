@@ -885,6 +885,25 @@ func labelRows(groups []*sumGroup, cand *roaring.Bitmap) []uint16 {
 	return gid
 }
 
+// foldByGroup folds sum (or average), min or max of arr over the rows next
+// yields into one accumulator per group, counting the values in counts.
+func foldByGroup[T int64 | float64](arr []T, gid []uint16, fn summaryFn, ng int, counts []int64, next func() []uint32) []T {
+	acc := make([]T, ng)
+	for rows := next(); len(rows) > 0; rows = next() {
+		for _, row := range rows {
+			g, v := gid[row], arr[row]
+			switch {
+			case fn == fnSum || fn == fnAverage:
+				acc[g] += v
+			case counts[g] == 0, fn == fnMin && v < acc[g], fn == fnMax && v > acc[g]:
+				acc[g] = v
+			}
+			counts[g]++
+		}
+	}
+	return acc
+}
+
 // foldGroups computes summary i of every group in one pass over the rows
 // of cand, labelled by gid, reading a dense value store; ok is false,
 // with nothing done, when the summary has no such pass. Per group, values
@@ -915,37 +934,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		if last >= len(ints) || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
 			return false
 		}
-		acc := make([]int64, ng)
-		switch fn {
-		case fnSum, fnAverage:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g := gid[row]
-					acc[g] += ints[row]
-					counts[g]++
-				}
-			}
-		case fnMin:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g, v := gid[row], ints[row]
-					if counts[g] == 0 || v < acc[g] {
-						acc[g] = v
-					}
-					counts[g]++
-				}
-			}
-		case fnMax:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g, v := gid[row], ints[row]
-					if counts[g] == 0 || v > acc[g] {
-						acc[g] = v
-					}
-					counts[g]++
-				}
-			}
-		}
+		acc := foldByGroup(ints, gid, fn, ng, counts, next)
 		kind := codec.KindInt
 		if t == ctDatetime {
 			kind = codec.KindDatetime
@@ -967,37 +956,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		if last >= len(floats) {
 			return false
 		}
-		acc := make([]float64, ng)
-		switch fn {
-		case fnSum, fnAverage:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g := gid[row]
-					acc[g] += floats[row]
-					counts[g]++
-				}
-			}
-		case fnMin:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g, v := gid[row], floats[row]
-					if counts[g] == 0 || v < acc[g] {
-						acc[g] = v
-					}
-					counts[g]++
-				}
-			}
-		case fnMax:
-			for rows := next(); len(rows) > 0; rows = next() {
-				for _, row := range rows {
-					g, v := gid[row], floats[row]
-					if counts[g] == 0 || v > acc[g] {
-						acc[g] = v
-					}
-					counts[g]++
-				}
-			}
-		}
+		acc := foldByGroup(floats, gid, fn, ng, counts, next)
 		for g, grp := range groups {
 			a := &grp.accs[i]
 			switch {
