@@ -1052,8 +1052,26 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 		if len(groups) > 1 && cand.GetCardinality() >= postingMinRows {
 			gid = labelRows(groups, cand)
 		}
+		// A sum and an average of one column accumulate the same: fold
+		// once and share.
+		type foldKey struct {
+			path string
+			fn   summaryFn
+		}
+		folded := map[foldKey]int{}
 		for i, e := range execs {
+			k := foldKey{e.spec.col.path, e.spec.fn}
+			if k.fn == fnAverage {
+				k.fn = fnSum
+			}
+			if j, ok := folded[k]; ok && gid != nil {
+				for _, g := range groups {
+					g.accs[i] = g.accs[j]
+				}
+				continue
+			}
 			if gid != nil && e.foldGroups(groups, i, cand, gid) {
+				folded[k] = i
 				continue
 			}
 			for _, g := range groups {
