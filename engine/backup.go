@@ -99,7 +99,7 @@ func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
 			return err
 		}
 		t.after = append(t.after, func(c *catalog) {
-			c.databases[id] = p
+			c.setDatabase(p)
 			c.dbCounter = id
 			// The batch is applied: the database's range is readable.
 			if d, err := loadDatabase(e.pdb, id); err == nil {

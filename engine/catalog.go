@@ -99,6 +99,7 @@ type catalog struct {
 	invites    map[string]map[string]*Invite  // core → invite id → invite
 	inviteKeys map[[32]byte]string            // hash of invite key → core/id
 	databases  map[uint32]*Database
+	dbNames    map[string]uint32 // workspace 0x00 name → database id
 	dbCounter  uint32
 	state      map[string][]byte // server-wide settings
 }
@@ -109,7 +110,7 @@ func newCatalog() *catalog {
 		userKeys:   map[string]map[string][32]byte{},
 		workspaces: map[string]*Workspace{}, members: map[string]map[string]*Member{},
 		invites: map[string]map[string]*Invite{}, inviteKeys: map[[32]byte]string{},
-		databases: map[uint32]*Database{}, state: map[string][]byte{},
+		databases: map[uint32]*Database{}, dbNames: map[string]uint32{}, state: map[string][]byte{},
 	}
 }
 
@@ -161,7 +162,7 @@ func loadCatalog(r pebble.Reader) (*catalog, error) {
 		case codec.CatDatabase:
 			d := &Database{}
 			if err = json.Unmarshal(v, d); err == nil {
-				c.databases[d.ID] = d
+				c.setDatabase(d)
 			}
 		case codec.CatCounter:
 			if string(k[2:]) == "db" && len(v) == 8 {
@@ -335,7 +336,7 @@ func (e *Engine) dropDatabase(t *catTx, p *Database) error {
 		if d != nil {
 			d.dropped = true
 		}
-		delete(c.databases, p.ID)
+		c.removeDatabase(p.ID)
 		e.dbMu.Lock()
 		delete(e.dbs, p.ID)
 		e.dbMu.Unlock()

@@ -32,12 +32,27 @@ func dbInfo(d *Database) DatabaseInfo {
 // findDatabase returns the placement of a database of a workspace by name.
 // The caller holds cat.mu (read or write).
 func (c *catalog) findDatabase(ws, name string) *Database {
-	for _, d := range c.databases {
-		if d.Workspace == ws && d.Name == name {
-			return d
-		}
+	return c.databases[c.dbNames[dbNameKey(ws, name)]]
+}
+
+func dbNameKey(ws, name string) string { return ws + "\x00" + name }
+
+// setDatabase records a new or changed placement, keeping the name index.
+// The caller holds mu for writing.
+func (c *catalog) setDatabase(p *Database) {
+	if old := c.databases[p.ID]; old != nil {
+		delete(c.dbNames, dbNameKey(old.Workspace, old.Name))
 	}
-	return nil
+	c.databases[p.ID] = p
+	c.dbNames[dbNameKey(p.Workspace, p.Name)] = p.ID
+}
+
+// removeDatabase forgets a placement. The caller holds mu for writing.
+func (c *catalog) removeDatabase(id uint32) {
+	if old := c.databases[id]; old != nil {
+		delete(c.dbNames, dbNameKey(old.Workspace, old.Name))
+	}
+	delete(c.databases, id)
 }
 
 // database returns the placement and open database for ws/name.
@@ -108,7 +123,7 @@ func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error)
 		d.state.Store(tx.state())
 		info = dbInfo(p)
 		t.after = append(t.after, func(c *catalog) {
-			c.databases[id] = p
+			c.setDatabase(p)
 			c.dbCounter = id
 			e.dbMu.Lock()
 			e.dbs[id] = d
@@ -185,7 +200,7 @@ func (e *Engine) UpdateDatabase(ws, name, newName string, uiColor *string) (Data
 			return err
 		}
 		info = dbInfo(&np)
-		t.after = append(t.after, func(c *catalog) { c.databases[p.ID] = &np })
+		t.after = append(t.after, func(c *catalog) { c.setDatabase(&np) })
 		return nil
 	})
 	return info, err
