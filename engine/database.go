@@ -191,8 +191,7 @@ type dbTx struct {
 	nextTable  uint32
 	nextBranch uint32
 	rows       map[uint32]uint32
-	pending    map[string]*codec.Delta // bitmap deltas by current chunk key
-	pendingLay map[string]uint32       // layer of each pending key (for hist)
+	pending    *pendingDeltas // bitmap deltas of this command
 	dropLayers []uint32
 	changes    []rowChange // rows written, for the column stores
 }
@@ -311,20 +310,32 @@ func (tx *dbTx) allocBranch() uint32 {
 	return tx.nextBranch
 }
 
+// pendingDeltas are the bitmap changes of one command, by bitmap (the chunk
+// key without its chunk) and chunk, so that reads inside the command find a
+// bitmap's changes directly.
+type pendingDeltas struct {
+	byBitmap map[string]map[uint16]*codec.Delta
+	layer    map[string]uint32 // layer of each bitmap, for the history log
+}
+
 // addBitmap stages a change of one row in a bitmap of the top layer. Each
 // call must be exact: add only a row not in the set, remove only one in it.
 func (tx *dbTx) addBitmap(layer, tableID uint32, bitmapID []byte, row uint32, add bool) {
-	key := string(codec.BitmapKey(nil, tx.d.id, layer, tableID, bitmapID, uint16(row>>16)))
 	if tx.pending == nil {
-		tx.pending = map[string]*codec.Delta{}
-		tx.pendingLay = map[string]uint32{}
+		tx.pending = &pendingDeltas{byBitmap: map[string]map[uint16]*codec.Delta{}, layer: map[string]uint32{}}
 	}
-	d := tx.pending[key]
+	key := string(codec.BitmapPrefix(nil, tx.d.id, layer, codec.KindBitmapCur, tableID, bitmapID))
+	chunks := tx.pending.byBitmap[key]
+	if chunks == nil {
+		chunks = map[uint16]*codec.Delta{}
+		tx.pending.byBitmap[key] = chunks
+		tx.pending.layer[key] = layer
+	}
+	d := chunks[uint16(row>>16)]
 	if d == nil {
 		nd := codec.NewDelta()
 		d = &nd
-		tx.pending[key] = d
-		tx.pendingLay[key] = layer
+		chunks[uint16(row>>16)] = d
 	}
 	// Compose exactly: an add cancels a pending delete of the same row and
 	// the other way round, so the logged delta of a commit stays exact.
@@ -369,31 +380,37 @@ func (tx *dbTx) finish() error {
 			return err
 		}
 	}
-	keys := make([]string, 0, len(tx.pending))
-	for k := range tx.pending {
-		keys = append(keys, k)
+	if tx.pending == nil {
+		return nil
 	}
-	sort.Strings(keys)
 	st := tx.state()
 	var buf []byte
-	for _, k := range keys {
-		d := tx.pending[k]
-		if d.Adds.IsEmpty() && d.Dels.IsEmpty() {
-			continue
+	for _, prefix := range sortedKeys(tx.pending.byBitmap) {
+		chunks := tx.pending.byBitmap[prefix]
+		order := make([]int, 0, len(chunks))
+		for c := range chunks {
+			order = append(order, int(c))
 		}
-		buf = codec.AppendDelta(buf[:0], *d)
-		if err := b.Merge([]byte(k), buf, nil); err != nil {
-			return err
-		}
-		if _, forked := st.forks[tx.pendingLay[k]]; forked {
-			dk, err := codec.ParseDataKey([]byte(k))
-			if err != nil {
+		sort.Ints(order)
+		_, forked := st.forks[tx.pending.layer[prefix]]
+		for _, c := range order {
+			d := chunks[uint16(c)]
+			if d.Adds.IsEmpty() && d.Dels.IsEmpty() {
+				continue
+			}
+			buf = codec.AppendDelta(buf[:0], *d)
+			key := binary.BigEndian.AppendUint16([]byte(prefix), uint16(c))
+			if err := b.Merge(key, buf, nil); err != nil {
 				return err
 			}
-			id, chunk := dk.Rest[:len(dk.Rest)-2], uint16(dk.Rest[len(dk.Rest)-2])<<8|uint16(dk.Rest[len(dk.Rest)-1])
-			hk := codec.BitmapHistKey(nil, dk.DB, dk.Layer, dk.Table, id, chunk, tx.seq)
-			if err := b.Set(hk, buf, nil); err != nil {
-				return err
+			if forked {
+				// The log key is the current key under the history kind,
+				// then the commit's seq.
+				hk := append([]byte{}, key...)
+				hk[9] = codec.KindBitmapHist
+				if err := b.Set(codec.AppendU64(hk, tx.seq), buf, nil); err != nil {
+					return err
+				}
 			}
 		}
 	}

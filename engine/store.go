@@ -169,9 +169,9 @@ func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *
 }
 
 // readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
-// not nil, holds deltas of the current write not yet in r, by current chunk
-// key; they apply to the top layer only (s == maxSeq).
-func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bitmapID []byte, pending map[string]*codec.Delta) (*roaring.Bitmap, error) {
+// not nil, holds deltas of the current write not yet in r; they apply to
+// the top layer only (s == maxSeq).
+func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
 	set := roaring.New()
 	prefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID, bitmapID)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
@@ -198,8 +198,8 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 		return nil, err
 	}
 	if pending != nil && lr.Seq == maxSeq {
-		for _, k := range pendingKeysWithPrefix(pending, prefix) {
-			pending[k].ApplyTo(set)
+		for _, d := range pending.byBitmap[string(prefix)] {
+			d.ApplyTo(set) // chunks hold disjoint rows: any order
 		}
 	}
 	if lr.Seq == maxSeq {
@@ -249,19 +249,9 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 	return set, nil
 }
 
-func pendingKeysWithPrefix(pending map[string]*codec.Delta, prefix []byte) []string {
-	var keys []string
-	for k := range pending {
-		if len(k) == len(prefix)+2 && k[:len(prefix)] == string(prefix) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
 // readBitmap composes one bitmap of a table across a branch's lineage:
 // bottom-up, acc = (acc − mask_i) ∪ own_i.
-func readBitmap(r pebble.Reader, db uint32, lin lineage, tableID uint32, bitmapID []byte, pending map[string]*codec.Delta) (*roaring.Bitmap, error) {
+func readBitmap(r pebble.Reader, db uint32, lin lineage, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
 	acc, err := readLayerBitmap(r, db, lin[len(lin)-1], tableID, bitmapID, pending)
 	if err != nil {
 		return nil, err
