@@ -885,30 +885,51 @@ func labelRows(groups []*sumGroup, cand *roaring.Bitmap) []uint16 {
 	return gid
 }
 
-// foldByGroup folds sum (or average), min or max of arr over the rows next
-// yields into one accumulator per group, counting the values in counts.
-func foldByGroup[T int64 | float64](arr []T, gid []uint16, fn summaryFn, ng int, counts []int64, next func() []uint32) []T {
-	acc := make([]T, ng)
+// groupFold holds, per group, the count, sum, minimum and maximum of a
+// numeric column's values: one pass serves every summary of the column.
+type groupFold[T int64 | float64] struct {
+	counts      []int64
+	sum, lo, hi []T
+}
+
+// foldAll folds arr over the rows next yields, by group (gid), values in
+// ascending row order.
+func foldAll[T int64 | float64](arr []T, gid []uint16, ng int, next func() []uint32) *groupFold[T] {
+	f := &groupFold[T]{counts: make([]int64, ng), sum: make([]T, ng), lo: make([]T, ng), hi: make([]T, ng)}
 	for rows := next(); len(rows) > 0; rows = next() {
 		for _, row := range rows {
 			g, v := gid[row], arr[row]
 			switch {
-			case fn == fnSum || fn == fnAverage:
-				acc[g] += v
-			case counts[g] == 0, fn == fnMin && v < acc[g], fn == fnMax && v > acc[g]:
-				acc[g] = v
+			case f.counts[g] == 0:
+				f.lo[g], f.hi[g] = v, v
+			case v < f.lo[g]:
+				f.lo[g] = v
+			case v > f.hi[g]:
+				f.hi[g] = v
 			}
-			counts[g]++
+			f.sum[g] += v
+			f.counts[g]++
 		}
 	}
-	return acc
+	return f
+}
+
+// pick returns group g's accumulation for fn.
+func (f *groupFold[T]) pick(fn summaryFn, g int) T {
+	switch fn {
+	case fnMin:
+		return f.lo[g]
+	case fnMax:
+		return f.hi[g]
+	}
+	return f.sum[g]
 }
 
 // foldGroups computes summary i of every group in one pass over the rows
 // of cand, labelled by gid, reading a dense value store; ok is false,
 // with nothing done, when the summary has no such pass. Per group, values
 // are taken in ascending row order, as addRows takes them.
-func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap, gid []uint16) bool {
+func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap, gid []uint16, folds map[string]any) bool {
 	sr, ok := e.rd.(storeReader)
 	if !ok {
 		return false
@@ -934,7 +955,11 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		if last >= len(ints) || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
 			return false
 		}
-		acc := foldByGroup(ints, gid, fn, ng, counts, next)
+		f, _ := folds[e.spec.col.path].(*groupFold[int64])
+		if f == nil {
+			f = foldAll(ints, gid, ng, next)
+			folds[e.spec.col.path] = f
+		}
 		kind := codec.KindInt
 		if t == ctDatetime {
 			kind = codec.KindDatetime
@@ -942,12 +967,12 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		for g, grp := range groups {
 			a := &grp.accs[i]
 			switch {
-			case counts[g] == 0:
+			case f.counts[g] == 0:
 			case fn == fnSum || fn == fnAverage:
-				a.n += counts[g]
-				a.sumI += acc[g]
+				a.n += f.counts[g]
+				a.sumI += f.sum[g]
 			default:
-				a.extreme(fn, codec.Value{Kind: kind, Int: acc[g]})
+				a.extreme(fn, codec.Value{Kind: kind, Int: f.pick(fn, g)})
 			}
 		}
 		return true
@@ -956,16 +981,20 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		if last >= len(floats) {
 			return false
 		}
-		acc := foldByGroup(floats, gid, fn, ng, counts, next)
+		f, _ := folds[e.spec.col.path].(*groupFold[float64])
+		if f == nil {
+			f = foldAll(floats, gid, ng, next)
+			folds[e.spec.col.path] = f
+		}
 		for g, grp := range groups {
 			a := &grp.accs[i]
 			switch {
-			case counts[g] == 0:
+			case f.counts[g] == 0:
 			case fn == fnSum || fn == fnAverage:
-				a.n += counts[g]
-				a.sumF += acc[g]
+				a.n += f.counts[g]
+				a.sumF += f.sum[g]
 			default:
-				a.extreme(fn, codec.Float(acc[g]))
+				a.extreme(fn, codec.Float(f.pick(fn, g)))
 			}
 		}
 		return true
@@ -1052,26 +1081,10 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 		if len(groups) > 1 && cand.GetCardinality() >= postingMinRows {
 			gid = labelRows(groups, cand)
 		}
-		// A sum and an average of one column accumulate the same: fold
-		// once and share.
-		type foldKey struct {
-			path string
-			fn   summaryFn
-		}
-		folded := map[foldKey]int{}
+		// Every numeric summary of one column comes from one fold.
+		folds := map[string]any{}
 		for i, e := range execs {
-			k := foldKey{e.spec.col.path, e.spec.fn}
-			if k.fn == fnAverage {
-				k.fn = fnSum
-			}
-			if j, ok := folded[k]; ok && gid != nil {
-				for _, g := range groups {
-					g.accs[i] = g.accs[j]
-				}
-				continue
-			}
-			if gid != nil && e.foldGroups(groups, i, cand, gid) {
-				folded[k] = i
+			if gid != nil && e.foldGroups(groups, i, cand, gid, folds) {
 				continue
 			}
 			for _, g := range groups {
