@@ -4,8 +4,9 @@
 // fasthttp/router.
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
-// tables.go, records.go, transactions.go, query.go); errors.go holds the one
-// table from engine error codes to HTTP statuses, render.go turns the
+// tables.go, records.go, transactions.go, query.go, summarize.go, users.go,
+// workspaces.go, members.go, invites.go); errors.go holds the one table from
+// engine error codes to HTTP statuses; render.go and docjson.go turn the
 // engine's projected records into JSON. Handlers return errors; the adapter in
 // server.go authenticates the caller and writes every error as JSON
 // {id, message}, id being the request id that every response also carries in
