@@ -939,6 +939,12 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 	if !ok || fn == fnCount {
 		return false
 	}
+	datetimeSum := t == ctDatetime && (fn == fnSum || fn == fnAverage)
+	if f, done := folds[e.spec.col.path]; done && !datetimeSum {
+		// Another summary of this column folded it already.
+		assignFold(groups, i, f, fn, t)
+		return true
+	}
 	have := roaring.And(cand, dv.Present())
 	if have.IsEmpty() {
 		return true
@@ -952,51 +958,21 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 	switch t {
 	case ctInt, ctDatetime:
 		ints := dv.Ints()
-		if last >= len(ints) || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
+		if last >= len(ints) || datetimeSum {
 			return false
 		}
-		f, _ := folds[e.spec.col.path].(*groupFold[int64])
-		if f == nil {
-			f = foldAll(ints, gid, ng, next)
-			folds[e.spec.col.path] = f
-		}
-		kind := codec.KindInt
-		if t == ctDatetime {
-			kind = codec.KindDatetime
-		}
-		for g, grp := range groups {
-			a := &grp.accs[i]
-			switch {
-			case f.counts[g] == 0:
-			case fn == fnSum || fn == fnAverage:
-				a.n += f.counts[g]
-				a.sumI += f.sum[g]
-			default:
-				a.extreme(fn, codec.Value{Kind: kind, Int: f.pick(fn, g)})
-			}
-		}
+		f := foldAll(ints, gid, ng, next)
+		folds[e.spec.col.path] = f
+		assignFold(groups, i, f, fn, t)
 		return true
 	case ctFloat:
 		floats := dv.Floats()
 		if last >= len(floats) {
 			return false
 		}
-		f, _ := folds[e.spec.col.path].(*groupFold[float64])
-		if f == nil {
-			f = foldAll(floats, gid, ng, next)
-			folds[e.spec.col.path] = f
-		}
-		for g, grp := range groups {
-			a := &grp.accs[i]
-			switch {
-			case f.counts[g] == 0:
-			case fn == fnSum || fn == fnAverage:
-				a.n += f.counts[g]
-				a.sumF += f.sum[g]
-			default:
-				a.extreme(fn, codec.Float(f.pick(fn, g)))
-			}
-		}
+		f := foldAll(floats, gid, ng, next)
+		folds[e.spec.col.path] = f
+		assignFold(groups, i, f, fn, t)
 		return true
 	case ctString, ctEmail:
 		strs := dv.Strings()
@@ -1021,6 +997,35 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		return true
 	}
 	return false
+}
+
+// assignFold sets summary i of every group from a column's fold.
+func assignFold(groups []*sumGroup, i int, fold any, fn summaryFn, t ColumnType) {
+	for g, grp := range groups {
+		a := &grp.accs[i]
+		switch f := fold.(type) {
+		case *groupFold[int64]:
+			switch {
+			case f.counts[g] == 0:
+			case fn == fnSum || fn == fnAverage:
+				a.n += f.counts[g]
+				a.sumI += f.sum[g]
+			case t == ctDatetime:
+				a.extreme(fn, codec.Value{Kind: codec.KindDatetime, Int: f.pick(fn, g)})
+			default:
+				a.extreme(fn, codec.Int(f.pick(fn, g)))
+			}
+		case *groupFold[float64]:
+			switch {
+			case f.counts[g] == 0:
+			case fn == fnSum || fn == fnAverage:
+				a.n += f.counts[g]
+				a.sumF += f.sum[g]
+			default:
+				a.extreme(fn, codec.Float(f.pick(fn, g)))
+			}
+		}
+	}
 }
 
 // eachRow calls fn for each row of rows in ascending order, stopping at
