@@ -44,9 +44,14 @@ func (r *request) projected(c *recordCall, recs ...*engine.Record) ([]*engine.Do
 	return r.s.project(c.ref.Ref, c.table, recs, c.columns)
 }
 
-// writeDoc answers with one projected record.
-func (r *request) writeDoc(status int, d *engine.Doc) {
-	writeJSON(r.ctx, status, rawJSON(r.s.appendDoc(nil, d)))
+// writeProjected answers with one record projected by the call's columns.
+func (r *request) writeProjected(c *recordCall, status int, rec *engine.Record) error {
+	out, err := r.projected(c, rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(r.ctx, status, rawJSON(r.s.appendDoc(nil, out[0])))
+	return nil
 }
 
 // writeDocs answers {"records": [...]}.
@@ -72,12 +77,7 @@ func (r *request) writeResult(c *recordCall, status int, res engine.OpResult) er
 		writeJSON(r.ctx, status, map[string]any{"id": rec.ID, r.s.meta: metaJSON(rec.Version, rec.CreatedAt, rec.UpdatedAt)})
 		return nil
 	}
-	out, err := r.projected(c, rec)
-	if err != nil {
-		return err
-	}
-	r.writeDoc(status, out[0])
-	return nil
+	return r.writeProjected(c, status, rec)
 }
 
 // insertRecord: POST T/data, a record with a generated id.
@@ -164,12 +164,7 @@ func (s *Server) getRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	out, err := r.projected(c, rec)
-	if err != nil {
-		return err
-	}
-	r.writeDoc(http.StatusOK, out[0])
-	return nil
+	return r.writeProjected(c, http.StatusOK, rec)
 }
 
 // deleteRecord: DELETE T/data/{id}; 204, or with `columns` 200 and the
@@ -191,12 +186,7 @@ func (s *Server) deleteRecord(r *request) error {
 		writeJSON(r.ctx, http.StatusNoContent, nil)
 		return nil
 	}
-	out, err := r.projected(c, res.Record)
-	if err != nil {
-		return err
-	}
-	r.writeDoc(http.StatusOK, out[0])
-	return nil
+	return r.writeProjected(c, http.StatusOK, res.Record)
 }
 
 // bulkInsert: POST T/bulk, up to engine.MaxBulkRecords records in one batch,
