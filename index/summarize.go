@@ -702,6 +702,25 @@ type DenseValues interface {
 // foldBatch is how many rows a dense fold takes from a bitmap at a time.
 const foldBatch = 1024
 
+// sumMinMax adds the values of the rows it yields to sum, in row order, and
+// returns it with their minimum and maximum; it yields at least one row.
+func sumMinMax[T int64 | float64](arr []T, it roaring.ManyIntIterable, buf []uint32, sum T) (T, T, T) {
+	var lo, hi T
+	first := true
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		for _, row := range buf[:n] {
+			v := arr[row]
+			sum += v
+			if first {
+				lo, hi, first = v, v, false
+				continue
+			}
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	return sum, lo, hi
+}
+
 // foldDense takes the values of rows of a column of type t into a, for a
 // sum, average, minimum or maximum, reading the arrays of a dense value
 // store in row order. ok is false, with nothing done, when vals is not
@@ -728,14 +747,7 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 		if t == ctDatetime {
 			kind = codec.KindDatetime
 		}
-		sum, lo, hi := a.sumI, int64(math.MaxInt64), int64(math.MinInt64)
-		for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
-			for _, row := range buf[:n] {
-				v := ints[row]
-				sum += v
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
+		sum, lo, hi := sumMinMax(ints, it, buf, a.sumI)
 		switch fn {
 		case fnSum, fnAverage:
 			a.n += int64(have.GetCardinality())
@@ -751,14 +763,7 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 		if last >= len(floats) {
 			return false
 		}
-		sum, lo, hi := a.sumF, math.Inf(1), math.Inf(-1)
-		for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
-			for _, row := range buf[:n] {
-				v := floats[row]
-				sum += v
-				lo, hi = min(lo, v), max(hi, v)
-			}
-		}
+		sum, lo, hi := sumMinMax(floats, it, buf, a.sumF)
 		switch fn {
 		case fnSum, fnAverage:
 			a.n += int64(have.GetCardinality())
