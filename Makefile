@@ -7,10 +7,10 @@ N         ?= 100000
 GOTAGS    ?= pebblegozstd
 FUZZTIME  ?= 30s
 
-.PHONY: help build run test test-long bench fuzz vet lint
+.PHONY: help build run test test-long bench bench-engine fuzz vet lint
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
 
 build: ## build bin/coppice
 	$(GO) build -tags $(GOTAGS) -o bin/coppice ./cmd/coppice
@@ -30,7 +30,10 @@ test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
 	  done; \
 	done
 
-bench: ## run the engine benchmarks (sizes up to 1e6) into bench/results/engine-DATE.txt
+bench: ## run the side-by-side suite (W1-W8 vs PostgreSQL, Bleve, ceilings) at N docs into bench/results/DATE-N.md
+	GO=$(GO) ./bench/run.sh $(N)
+
+bench-engine: ## run the engine benchmarks (sizes up to 1e6) into bench/results/engine-DATE.txt
 	@mkdir -p bench/results
 	@out=bench/results/engine-$$(date -u +%Y%m%d-%H%M%S).txt; \
 	COPPICE_BENCH_MAX=$(or $(BENCH_MAX),1000000) $(GO) test -tags $(GOTAGS) -run '^$$' -bench . \

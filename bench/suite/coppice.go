@@ -1,0 +1,690 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/bench/gen"
+)
+
+// Databases the Coppice server holds: the dataset, and a 1k-doc copy of
+// its beginning for branch creation at a small size.
+const (
+	benchDB = "bench"
+	smallDB = "small"
+	smallN  = 1000
+)
+
+// runCoppice starts a server on an empty data directory and runs W1–W8
+// against it over HTTP, one workload after another.
+func (s *suite) runCoppice() error {
+	dataDir := filepath.Join(s.cfg.work, "coppice")
+	logPath := filepath.Join(s.cfg.work, "coppice.log")
+	srv, err := startServer(s.cfg.bin, dataDir, logPath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if srv != nil {
+			srv.stop()
+		}
+	}()
+	if err := srv.ready(time.Minute); err != nil {
+		return err
+	}
+	s.ws = srv.ws
+	if _, err := s.coppiceLoad(srv, smallDB, smallN); err != nil {
+		return fmt.Errorf("load %s: %w", smallDB, err)
+	}
+	load, err := s.coppiceLoad(srv, benchDB, s.ds.n)
+	if err != nil {
+		return fmt.Errorf("W1: %w", err)
+	}
+	s.rep.add("W1", "bulk insert, everything indexed", sysCoppice, load,
+		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request", batchSize, s.cfg.loaders))
+	s.coppiceDisk = dirSize(dataDir)
+	s.rssAfterLoad = srv.peakRSS()
+
+	s.try("W2", func() error { return s.coppiceW2(srv) })
+	s.try("W3", func() error { return s.coppiceW3(srv) })
+	s.try("W4", func() error { return s.coppiceW4(srv) })
+	s.rep.add("W4", "group by category, 5 aggregates", sysCeiling, s.scanCeiling(s.cfg.reps*10).summary("q/s"),
+		"one pass over plain column arrays in memory")
+	s.try("W5", func() error { return s.coppiceW5(srv) })
+	s.rssAfterQueries = srv.peakRSS()
+	s.try("W6", func() error { return s.coppiceW6(srv) })
+	s.try("W7", func() error { return s.coppiceW7(srv) })
+
+	err = srv.stop()
+	s.rssEnd = srv.peakKB
+	srv = nil
+	if err != nil {
+		return fmt.Errorf("stop server: %w", err)
+	}
+	s.try("W8", func() error { return s.coppiceW8(dataDir, logPath) })
+	return nil
+}
+
+// tablePath is the path of a docs-table endpoint on a branch.
+func (s *suite) tablePath(srv *server, db, branch, table, rest string) string {
+	return srv.dataPath(db, branch, "/tables/"+table+rest)
+}
+
+// coppiceSchema creates database db with the users and docs tables.
+func (s *suite) coppiceSchema(srv *server, db string) error {
+	if err := srv.call("PUT", "/workspaces/"+srv.ws+"/dbs/"+db, map[string]any{"region": "local"}, 201, nil); err != nil {
+		return err
+	}
+	for _, t := range []struct {
+		name string
+		cols any
+	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
+		if err := srv.call("PUT", s.tablePath(srv, db, "main", t.name, ""), nil, 201, nil); err != nil {
+			return err
+		}
+		if err := srv.call("PUT", s.tablePath(srv, db, "main", t.name, "/schema"), map[string]any{"columns": t.cols}, 200, nil); err != nil {
+			return err
+		}
+	}
+	users := s.ds.users()
+	for at := 0; at < len(users); at += batchSize {
+		body := map[string]any{"records": users[at:min(len(users), at+batchSize)]}
+		if err := srv.call("POST", s.tablePath(srv, db, "main", gen.UsersTable, "/bulk"), body, 200, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// coppiceLoad creates database db and bulk-loads the first n docs into
+// it, timing the docs.
+func (s *suite) coppiceLoad(srv *server, db string, n int) (Summary, error) {
+	if err := s.coppiceSchema(srv, db); err != nil {
+		return Summary{}, err
+	}
+	logf("coppice: loading %d docs into %s", n, db)
+	res, err := s.coppiceBulk(srv, db, gen.DocsTable, n, false, nil)
+	return res.summary("docs/s"), err
+}
+
+// coppiceBulk inserts the first n docs into table in bulk requests, with
+// the configured requests in flight, until done or until stop is closed;
+// with wrap it goes on past n with renamed ids until stopped. It returns
+// one latency per request and the docs written as units.
+func (s *suite) coppiceBulk(srv *server, db, table string, n int, wrap bool, stop <-chan struct{}) (series, error) {
+	done := make(chan struct{})
+	defer close(done)
+	lines := s.ds.lineBatches(n, wrap, done)
+	type body struct {
+		json []byte
+		docs int
+	}
+	conc := s.cfg.loaders
+	bodies := make(chan body, conc)
+	go func() {
+		defer close(bodies)
+		for b := range lines {
+			select {
+			case bodies <- body{bulkBody(b), len(b)}:
+			case <-done:
+				return
+			}
+		}
+	}()
+	path := s.tablePath(srv, db, "main", table, "/bulk")
+	var (
+		mu      sync.Mutex
+		out     series
+		failed  error
+		wg      sync.WaitGroup
+		written atomic.Int64
+	)
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				var b body
+				var ok bool
+				select {
+				case b, ok = <-bodies:
+				case <-stop:
+				}
+				if !ok {
+					return
+				}
+				t0 := time.Now()
+				status, resp, err := srv.do("POST", path, b.json)
+				d := time.Since(t0)
+				if err == nil && status != 200 {
+					err = fmt.Errorf("bulk: status %d: %s", status, trim(resp, 300))
+				}
+				mu.Lock()
+				out.lat = append(out.lat, d)
+				if err != nil && failed == nil {
+					failed = err
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+				if n := written.Add(int64(b.docs)); n%100_000 < batchSize {
+					logf("coppice: %d docs into %s.%s", n, db, table)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	out.elapsed = time.Since(start)
+	out.units = int(written.Load())
+	return out, failed
+}
+
+// httpLoad sends n requests with conns connections in a closed loop; fill
+// sets up request i. Every answer must have status want.
+func httpLoad(client *fasthttp.HostClient, n, conns, want int, fill func(req *fasthttp.Request, i int)) (series, error) {
+	reqs := make([]*fasthttp.Request, conns)
+	resps := make([]*fasthttp.Response, conns)
+	for i := range reqs {
+		reqs[i], resps[i] = fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	}
+	defer func() {
+		for i := range reqs {
+			fasthttp.ReleaseRequest(reqs[i])
+			fasthttp.ReleaseResponse(resps[i])
+		}
+	}()
+	return measure(n, conns, func(w, i int) error {
+		req, resp := reqs[w], resps[w]
+		req.Reset()
+		fill(req, i)
+		req.URI().SetHost(client.Addr)
+		if err := client.Do(req, resp); err != nil {
+			return err
+		}
+		if resp.StatusCode() != want {
+			return fmt.Errorf("%s %s: status %d: %s", req.Header.Method(), req.URI().Path(), resp.StatusCode(), trim(resp.Body(), 200))
+		}
+		return nil
+	})
+}
+
+// docIndex spreads load request i over the n docs.
+func docIndex(i, n int) int { return int(uint64(i) * 7919 % uint64(n)) }
+
+// pointGets runs n point gets on a branch of the bench database with the
+// suite's connections, starting at request offset.
+func (s *suite) pointGets(srv *server, branch string, n, offset int) (series, error) {
+	prefix := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/data/")
+	return httpLoad(srv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
+		srv.fill(req, "GET", prefix+gen.DocID(docIndex(offset+i, s.ds.n)), nil)
+	})
+}
+
+// coppiceW2 alternates rounds of point gets on the server with the same
+// load on a trivial handler answering a record of the same size.
+func (s *suite) coppiceW2(srv *server) error {
+	var sample []byte
+	status, sample, err := srv.do("GET", s.tablePath(srv, benchDB, "main", gen.DocsTable, "/data/"+gen.DocID(0)), nil)
+	if err != nil || status != 200 {
+		return fmt.Errorf("get %s: status %d, %v", gen.DocID(0), status, err)
+	}
+	triv, err := startTrivial(sample)
+	if err != nil {
+		return err
+	}
+	defer triv.close()
+	trivLoad := func(n int) (series, error) {
+		return httpLoad(triv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
+			req.Header.SetMethod("GET")
+			req.SetRequestURI("/ws/x/db/bench:main/tables/docs/data/" + gen.DocID(docIndex(i, s.ds.n)))
+			req.Header.Set("Authorization", "Bearer "+benchKey)
+		})
+	}
+	warm := min(s.cfg.gets/10, 5000)
+	if _, err := trivLoad(warm); err != nil {
+		return err
+	}
+	if _, err := s.pointGets(srv, "main", warm, 0); err != nil {
+		return err
+	}
+	const rounds = 3
+	var cs, ts series
+	offset := warm
+	for range rounds {
+		t, err := trivLoad(s.cfg.gets / rounds)
+		if err != nil {
+			return err
+		}
+		ts.add(t)
+		c, err := s.pointGets(srv, "main", s.cfg.gets/rounds, offset)
+		if err != nil {
+			return err
+		}
+		cs.add(c)
+		offset += s.cfg.gets / rounds
+	}
+	note := fmt.Sprintf("%d connections, closed loop, %d rounds alternating", s.cfg.conns, rounds)
+	s.rep.add("W2", "point get", sysCoppice, cs.summary("req/s"), note)
+	s.rep.add("W2", "point get", sysCeiling, ts.summary("req/s"), "trivial fasthttp handler, same load tool, same body size")
+	return nil
+}
+
+// mixQuery is one query of the W3 mix as a Coppice request body.
+type mixQuery struct {
+	kind string
+	body []byte
+}
+
+// mix returns the filter queries of the run as request bodies.
+func (s *suite) mix() []mixQuery {
+	out := make([]mixQuery, 0, len(s.ds.q.Filter))
+	for _, q := range s.ds.q.Filter {
+		body := map[string]any{"filter": q.Filter, "page": map[string]any{"size": pageSize}}
+		if string(q.Sort) != "null" {
+			body["sort"] = q.Sort
+		}
+		js, _ := json.Marshal(body)
+		out = append(out, mixQuery{q.Kind, js})
+	}
+	return out
+}
+
+// kindOrder lists the kinds of the mix in the order they recur.
+func (s *suite) kindOrder() []string {
+	var kinds []string
+	seen := map[string]bool{}
+	for _, q := range s.ds.q.Filter {
+		if !seen[q.Kind] {
+			seen[q.Kind] = true
+			kinds = append(kinds, q.Kind)
+		}
+	}
+	return kinds
+}
+
+// runMix runs every query of the mix once with op, then reps more times
+// timed, and returns the latencies by kind and over all.
+func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]*series, series, error) {
+	filters := s.ds.q.Filter
+	for i, q := range filters {
+		if err := op(q.Kind, i); err != nil {
+			return nil, series{}, fmt.Errorf("%s query %d: %w", q.Kind, i, err)
+		}
+	}
+	byKind := map[string]*series{}
+	var all series
+	for range reps {
+		for i, q := range filters {
+			t0 := time.Now()
+			if err := op(q.Kind, i); err != nil {
+				return nil, series{}, fmt.Errorf("%s query %d: %w", q.Kind, i, err)
+			}
+			d := time.Since(t0)
+			if byKind[q.Kind] == nil {
+				byKind[q.Kind] = &series{}
+			}
+			byKind[q.Kind].add(series{lat: []time.Duration{d}, elapsed: d})
+			all.add(series{lat: []time.Duration{d}, elapsed: d})
+		}
+	}
+	return byKind, all, nil
+}
+
+// coppiceMix runs the W3 mix over HTTP on a branch of the bench database.
+func (s *suite) coppiceMix(srv *server, branch string, reps int) (map[string]*series, series, error) {
+	mix := s.mix()
+	path := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/query")
+	return s.runMix(reps, func(_ string, i int) error {
+		status, body, err := srv.do("POST", path, mix[i].body)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("status %d: %s", status, trim(body, 300))
+		}
+		return err
+	})
+}
+
+// addMix reports the rows of a mix run.
+func (s *suite) addMix(system string, byKind map[string]*series, note string) {
+	for _, k := range s.kindOrder() {
+		if sr := byKind[k]; sr != nil {
+			s.rep.add("W3", k, system, sr.summary("q/s"), note)
+		}
+	}
+}
+
+// coppiceW3 runs the filter/sort mix and the cursor walks over HTTP.
+func (s *suite) coppiceW3(srv *server) error {
+	byKind, _, err := s.coppiceMix(srv, "main", s.cfg.reps)
+	if err != nil {
+		return err
+	}
+	s.addMix(sysCoppice, byKind, "HTTP, one client")
+	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/query")
+	return s.cursorWalks(sysCoppice, func(q cursorQuery) (time.Duration, time.Duration, error) {
+		return coppiceWalk(srv, path, q)
+	})
+}
+
+// walksPerQuery is how many times each cursor query is walked, after a
+// warm-up walk.
+const walksPerQuery = 10
+
+// cursorWalks times page 1 and page 50 of each cursor query.
+func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Duration, time.Duration, error)) error {
+	for _, q := range cursorQueries {
+		var p1, p50 series
+		for r := range walksPerQuery + 1 {
+			a, b, err := walk(q)
+			if err != nil {
+				return fmt.Errorf("cursor walk %s: %w", q.name, err)
+			}
+			if r > 0 {
+				p1.add(series{lat: []time.Duration{a}, elapsed: a})
+				p50.add(series{lat: []time.Duration{b}, elapsed: b})
+			}
+		}
+		s.rep.add("W3", q.name+" page 1", system, p1.summary("q/s"), "")
+		s.rep.add("W3", q.name+" page 50", system, p50.summary("q/s"), "following cursors")
+	}
+	return nil
+}
+
+// queryPage is the part of a query answer the walks read.
+type queryPage struct {
+	Meta struct {
+		Page struct {
+			Cursor string `json:"cursor"`
+			More   bool   `json:"more"`
+		} `json:"page"`
+	} `json:"meta"`
+	Records []json.RawMessage `json:"records"`
+}
+
+// coppiceWalk fetches page 1 of q, then follows page.after cursors to
+// page 50, and returns the times of page 1 and of page 50.
+func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.Duration, error) {
+	body := map[string]any{"filter": q.filter, "sort": q.sortJSON(), "page": map[string]any{"size": pageSize}}
+	var first, last time.Duration
+	for page := 1; page <= cursorPages; page++ {
+		var out queryPage
+		t0 := time.Now()
+		err := srv.call("POST", path, body, 200, &out)
+		d := time.Since(t0)
+		if err != nil {
+			return 0, 0, fmt.Errorf("page %d: %w", page, err)
+		}
+		if page == 1 {
+			first = d
+		}
+		last = d
+		if page < cursorPages && (!out.Meta.Page.More || out.Meta.Page.Cursor == "") {
+			return 0, 0, fmt.Errorf("only %d pages", page)
+		}
+		body = map[string]any{"page": map[string]any{"after": out.Meta.Page.Cursor, "size": pageSize}}
+	}
+	return first, last, nil
+}
+
+// coppiceW4 times the summarize request.
+func (s *suite) coppiceW4(srv *server) error {
+	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/summarize")
+	body, _ := json.Marshal(summarizeBody())
+	var groups int
+	sr, err := s.timeReps(s.cfg.reps*10, func() error {
+		var out struct {
+			Summaries []map[string]any `json:"summaries"`
+		}
+		err := srv.call("POST", path, body, 200, &out)
+		groups = len(out.Summaries)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.rep.add("W4", "group by category, 5 aggregates", sysCoppice, sr.summary("q/s"), fmt.Sprintf("HTTP; %d groups", groups))
+	return nil
+}
+
+// timeReps runs op once to warm up, then n times timed.
+func (s *suite) timeReps(n int, op func() error) (series, error) {
+	if err := op(); err != nil {
+		return series{}, err
+	}
+	return sequential(n, func(int) error { return op() })
+}
+
+// coppiceW5 runs each search class over HTTP, or reports the endpoint
+// missing.
+func (s *suite) coppiceW5(srv *server) error {
+	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/search")
+	classes := s.ds.searchClasses()
+	probe := classes[0].searchBody(classes[0].queries[0])
+	if err := srv.call("POST", path, probe, 200, nil); err != nil {
+		why := "not available: " + err.Error()
+		if st := statusOf(err); st == 404 || st == 405 {
+			why = fmt.Sprintf("not available (the search endpoint answers %d)", st)
+		}
+		for _, c := range classes {
+			s.rep.missing("W5", c.name, sysCoppice, why)
+		}
+		return nil
+	}
+	for _, c := range classes {
+		qs := c.queries[:min(len(c.queries), s.cfg.search)]
+		bodies := make([][]byte, len(qs))
+		for i, q := range qs {
+			bodies[i], _ = json.Marshal(c.searchBody(q))
+		}
+		for _, b := range bodies { // warm-up
+			srv.do("POST", path, b)
+		}
+		sr, err := sequential(len(bodies), func(i int) error {
+			status, body, err := srv.do("POST", path, bodies[i])
+			if err == nil && status != 200 {
+				err = fmt.Errorf("search %s: status %d: %s", qs[i], status, trim(body, 300))
+			}
+			return err
+		})
+		if err != nil {
+			s.rep.missing("W5", c.name, sysCoppice, "failed: "+err.Error())
+			continue
+		}
+		s.rep.add("W5", c.name, sysCoppice, sr.summary("q/s"), fmt.Sprintf("HTTP, top %d, highlight", pageSize))
+	}
+	return nil
+}
+
+// coppiceW6 times branch creation at 1k and at N docs, compares reads and
+// queries on a child with main, and main with 20 live children with main
+// alone.
+func (s *suite) coppiceW6(srv *server) error {
+	create := func(db, prefix string, reps int) (series, error) {
+		return sequential(reps, func(i int) error {
+			return srv.call("PUT", srv.dataPath(db, prefix+strconv.Itoa(i), ""), map[string]any{"from": "main"}, 201, nil)
+		})
+	}
+	small, err := create(smallDB, "b", 10)
+	if err != nil {
+		return err
+	}
+	big, err := create(benchDB, "b", 10)
+	if err != nil {
+		return err
+	}
+	s.rep.add("W6", "create branch at 1k", sysCoppice, small.summary("req/s"), "")
+	s.rep.add("W6", fmt.Sprintf("create branch at %d", s.ds.n), sysCoppice, big.summary("req/s"), "")
+
+	// Child against main: the branch b0 was forked from main above.
+	gets := s.cfg.gets / 3
+	var mainGets, childGets, mainQ, childQ series
+	for r := range 2 {
+		m, err := s.pointGets(srv, "main", gets/2, r*gets)
+		if err != nil {
+			return err
+		}
+		c, err := s.pointGets(srv, "b0", gets/2, r*gets)
+		if err != nil {
+			return err
+		}
+		mainGets.add(m)
+		childGets.add(c)
+		_, mq, err := s.coppiceMix(srv, "main", 1)
+		if err != nil {
+			return err
+		}
+		_, cq, err := s.coppiceMix(srv, "b0", 1)
+		if err != nil {
+			return err
+		}
+		mainQ.add(mq)
+		childQ.add(cq)
+	}
+	s.rep.add("W6", "point get on main", sysCoppice, mainGets.summary("req/s"), "alternating with the child")
+	s.rep.add("W6", "point get on child", sysCoppice, childGets.summary("req/s"), "")
+	s.rep.add("W6", "query mix on main", sysCoppice, mainQ.summary("q/s"), "alternating with the child")
+	s.rep.add("W6", "query mix on child", sysCoppice, childQ.summary("q/s"), "")
+
+	// Main alone against main with 20 live children forked at different
+	// times (main written between forks), in alternating rounds: the
+	// children are deleted after each round.
+	for i := range 10 {
+		if err := srv.call("DELETE", srv.dataPath(benchDB, "b"+strconv.Itoa(i), ""), nil, 200, nil); err != nil {
+			return err
+		}
+	}
+	var alone, with, aloneQ, withQ series
+	for r := range 2 {
+		g, err := s.pointGets(srv, "main", gets/2, r*gets)
+		if err != nil {
+			return err
+		}
+		alone.add(g)
+		_, q, err := s.coppiceMix(srv, "main", 1)
+		if err != nil {
+			return err
+		}
+		aloneQ.add(q)
+		for i := range 20 {
+			for k := range 5 {
+				id := gen.DocID(docIndex(i*5+k+1, s.ds.n))
+				if err := srv.call("PATCH", s.tablePath(srv, benchDB, "main", gen.DocsTable, "/data/"+id),
+					map[string]any{"views": r*1000 + i*10 + k}, 200, nil); err != nil {
+					return err
+				}
+			}
+			if err := srv.call("PUT", srv.dataPath(benchDB, "live"+strconv.Itoa(i), ""), map[string]any{"from": "main"}, 201, nil); err != nil {
+				return err
+			}
+		}
+		if g, err = s.pointGets(srv, "main", gets/2, r*gets); err != nil {
+			return err
+		}
+		with.add(g)
+		if _, q, err = s.coppiceMix(srv, "main", 1); err != nil {
+			return err
+		}
+		withQ.add(q)
+		for i := range 20 {
+			if err := srv.call("DELETE", srv.dataPath(benchDB, "live"+strconv.Itoa(i), ""), nil, 200, nil); err != nil {
+				return err
+			}
+		}
+	}
+	s.rep.add("W6", "point get, main alone", sysCoppice, alone.summary("req/s"), "")
+	s.rep.add("W6", "point get, main with 20 children", sysCoppice, with.summary("req/s"), "5 updates on main between forks; 2 rounds alternating with main alone")
+	s.rep.add("W6", "query mix, main alone", sysCoppice, aloneQ.summary("q/s"), "")
+	s.rep.add("W6", "query mix, main with 20 children", sysCoppice, withQ.summary("q/s"), "")
+	return nil
+}
+
+// coppiceW7 runs the query mix idle, then again while a bulk ingest
+// writes into another table of the same database.
+func (s *suite) coppiceW7(srv *server) error {
+	_, idle, err := s.coppiceMix(srv, "main", 1)
+	if err != nil {
+		return err
+	}
+	if err := srv.call("PUT", s.tablePath(srv, benchDB, "main", "ingest", ""), nil, 201, nil); err != nil {
+		return err
+	}
+	if err := srv.call("PUT", s.tablePath(srv, benchDB, "main", "ingest", "/schema"), map[string]any{"columns": gen.DocsColumns()}, 200, nil); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	ingested := make(chan series, 1)
+	var ingestErr error
+	go func() {
+		sr, err := s.coppiceBulk(srv, benchDB, "ingest", s.ds.n, true, stop)
+		ingestErr = err
+		ingested <- sr
+	}()
+	time.Sleep(2 * time.Second) // the ingest is under way
+	_, busy, err := s.coppiceMix(srv, "main", 1)
+	close(stop)
+	in := <-ingested
+	if err != nil {
+		return err
+	}
+	if ingestErr != nil {
+		return fmt.Errorf("ingest: %w", ingestErr)
+	}
+	s.rep.add("W7", "query mix, idle", sysCoppice, idle.summary("q/s"), "")
+	s.rep.add("W7", "query mix during bulk ingest", sysCoppice, busy.summary("q/s"), "")
+	s.rep.add("W7", "the bulk ingest", sysCoppice, in.summary("docs/s"), "into another table of the database")
+	return nil
+}
+
+// coppiceW8 restarts the server on the loaded data directory and times
+// until a query on the docs table is answered.
+func (s *suite) coppiceW8(dataDir, logPath string) error {
+	var best series
+	for range 3 {
+		t0 := time.Now()
+		srv, err := startServer(s.cfg.bin, dataDir, logPath)
+		if err != nil {
+			return err
+		}
+		if err := func() error {
+			// The workspace id is the one the first start created; the
+			// first answered query is the mark, whatever readiness says.
+			srv.ws = s.ws
+			path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/query")
+			body := []byte(`{"filter":{"category":"books"},"page":{"size":20}}`)
+			for {
+				status, _, err := srv.do("POST", path, body)
+				if err == nil && status == 200 {
+					break
+				}
+				select {
+				case err := <-srv.exited:
+					return fmt.Errorf("server exited: %v", err)
+				default:
+				}
+				if time.Since(t0) > 5*time.Minute {
+					return fmt.Errorf("no answer after 5 minutes (status %d, %v)", status, err)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			d := time.Since(t0)
+			best.add(series{lat: []time.Duration{d}, elapsed: d})
+			return nil
+		}(); err != nil {
+			srv.stop()
+			return err
+		}
+		if err := srv.stop(); err != nil {
+			return err
+		}
+	}
+	s.rep.add("W8", "restart to first query answered", sysCoppice, best.summary("starts/s"), fmt.Sprintf("%d docs; process start included", s.ds.n))
+	return nil
+}

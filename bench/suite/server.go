@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// benchKey is the API key the suite bootstraps its servers with.
+const benchKey = "bench-suite-key-0123456789abcdef"
+
+// server is a `coppice serve` process on a loopback port, and a client
+// that talks to it with the bootstrap key.
+type server struct {
+	cmd     *exec.Cmd
+	addr    string
+	dataDir string
+	ws      string // public workspace id
+	client  *fasthttp.HostClient
+	exited  chan error
+	// peakKB is VmHWM read just before the process was stopped.
+	peakKB int64
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startServer runs bin on dataDir and returns once the process has been
+// started; ready waits until it answers.
+func startServer(bin, dataDir, logPath string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data", dataDir, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "COPPICE_BOOTSTRAP_KEY="+benchKey)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &server{
+		cmd: cmd, addr: addr, dataDir: dataDir, exited: make(chan error, 1),
+		client: &fasthttp.HostClient{
+			Addr:                addr,
+			MaxConns:            256,
+			ReadTimeout:         5 * time.Minute,
+			WriteTimeout:        time.Minute,
+			MaxIdleConnDuration: time.Minute,
+		},
+	}
+	go func() {
+		s.exited <- cmd.Wait()
+		logf.Close()
+	}()
+	return s, nil
+}
+
+// ready polls /healthz until it answers 200, then learns the workspace id.
+func (s *server) ready(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		status, _, err := s.do("GET", "/healthz", nil)
+		if err == nil && status == 200 {
+			break
+		}
+		select {
+		case err := <-s.exited:
+			return fmt.Errorf("server exited before answering: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server not ready after %v: %v", timeout, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	status, body, err := s.do("GET", "/workspaces", nil)
+	if err != nil || status != 200 {
+		return fmt.Errorf("list workspaces: status %d, %v: %s", status, err, body)
+	}
+	var out struct {
+		Workspaces []struct {
+			ID string `json:"id"`
+		} `json:"workspaces"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil || len(out.Workspaces) == 0 {
+		return fmt.Errorf("list workspaces: %v: %s", err, body)
+	}
+	s.ws = out.Workspaces[0].ID
+	return nil
+}
+
+// core returns the engine's workspace id: the part after the slug.
+func (s *server) core() string { return s.ws[strings.LastIndexByte(s.ws, '-')+1:] }
+
+// dataPath returns the data-plane path of a branch-relative path.
+func (s *server) dataPath(db, branch, rest string) string {
+	return "/ws/" + s.ws + "/db/" + db + ":" + branch + rest
+}
+
+// do sends one request and returns the status and a copy of the body.
+func (s *server) do(method, path string, body []byte) (int, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	s.fill(req, method, path, body)
+	if err := s.client.Do(req, resp); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
+}
+
+// fill sets up req for the server.
+func (s *server) fill(req *fasthttp.Request, method, path string, body []byte) {
+	req.Header.SetMethod(method)
+	req.SetRequestURI(path)
+	req.URI().SetHost(s.addr)
+	req.Header.Set("Authorization", "Bearer "+benchKey)
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(body)
+	}
+}
+
+// call sends a request whose answer must have status want, and decodes the
+// answer into out unless out is nil.
+func (s *server) call(method, path string, body any, want int, out any) error {
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			return err
+		}
+	}
+	status, resp, err := s.do(method, path, raw)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if status != want {
+		return &statusError{method: method, path: path, status: status, body: trim(resp, 300)}
+	}
+	if out != nil {
+		return json.Unmarshal(resp, out)
+	}
+	return nil
+}
+
+// statusError is an answer with an unexpected status.
+type statusError struct {
+	method, path string
+	status       int
+	body         string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s: status %d: %s", e.method, e.path, e.status, e.body)
+}
+
+// statusOf returns the status of a statusError, or 0.
+func statusOf(err error) int {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.status
+	}
+	return 0
+}
+
+// trim returns b as text, cut after n bytes, for error messages.
+func trim(b []byte, n int) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// peakRSS returns VmHWM of the process in kB.
+func (s *server) peakRSS() int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return s.peakKB
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// stop records the peak RSS, sends SIGTERM and waits for the process to
+// drain and close its data directory.
+func (s *server) stop() error {
+	s.peakKB = s.peakRSS()
+	s.client.CloseIdleConnections()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case err := <-s.exited:
+		return err
+	case <-time.After(2 * time.Minute):
+		s.cmd.Process.Kill()
+		return fmt.Errorf("server did not stop within 2 minutes; killed")
+	}
+}
