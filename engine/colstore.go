@@ -15,6 +15,8 @@ import (
 // under database.storeMu: writers hold it across making a batch visible and
 // updating the stores, queries hold it for reading while they take their
 // snapshot and scan, so a query's snapshot and its stores always agree.
+// The orders, dictionaries and trigram indexes derived from a column's
+// values (colindex.go) follow the same discipline.
 
 // storeKey names the store of one table of one branch.
 type storeKey struct {
@@ -36,6 +38,7 @@ type colValues struct {
 	strs    []string
 	lists   [][]string
 	present roaring.Bitmap
+	ix      colIndex // structures derived from the values, built on use
 }
 
 // Get implements index.ColumnValues.
@@ -57,6 +60,7 @@ func (c *colValues) Get(row uint32) codec.Value {
 }
 
 func (c *colValues) set(row uint32, v codec.Value) {
+	c.written(row, v)
 	if v.IsNull() {
 		c.present.Remove(row)
 		switch c.kind {

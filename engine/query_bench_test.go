@@ -2,6 +2,10 @@ package engine_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -55,6 +59,89 @@ func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 		gen.NumUsers, t1.Sub(t0).Round(time.Millisecond), n, t2.Sub(t1).Round(time.Millisecond),
 		float64(n)/t2.Sub(t1).Seconds(), g.VocabSize(), time.Since(t2).Round(time.Millisecond))
 	return f
+}
+
+// benchDirEnv names the variable that, when set, keeps the loaded datasets
+// of the query and summarize benchmarks in a directory of one's choosing,
+// so that later runs reopen them instead of loading again (minutes at 1e6).
+// A dataset directory is reused only once its loading completed.
+const benchDirEnv = "COPPICE_BENCH_DIR"
+
+// keptDataset returns the directory of a named dataset under
+// COPPICE_BENCH_DIR and the workspace recorded when its loading completed
+// ("" while not loaded); dir is "" when the variable is unset.
+func keptDataset(b *testing.B, name string) (dir, ws string) {
+	root := os.Getenv(benchDirEnv)
+	if root == "" {
+		return "", ""
+	}
+	dir = filepath.Join(root, name)
+	done, err := os.ReadFile(filepath.Join(dir, "loaded"))
+	switch {
+	case err == nil:
+		return dir, string(done)
+	case !errors.Is(err, fs.ErrNotExist):
+		b.Fatal(err)
+	}
+	// A load that did not complete leaves a directory to start over in.
+	if err := os.RemoveAll(dir); err != nil {
+		b.Fatal(err)
+	}
+	return dir, ""
+}
+
+// markLoaded records that the dataset in dir, of workspace ws, is complete.
+func markLoaded(b *testing.B, dir, ws string) {
+	if err := os.WriteFile(filepath.Join(dir, "loaded"), []byte(ws), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// queryFixtures returns a getter of the query fixture of each size, built
+// on first use like perSize does, or reopened from COPPICE_BENCH_DIR.
+func queryFixtures(owner *testing.B) func(b *testing.B, n int) *queryFixture {
+	built := map[int]*queryFixture{}
+	return func(b *testing.B, n int) *queryFixture {
+		if f, ok := built[n]; ok {
+			return f
+		}
+		b.StopTimer()
+		defer b.StartTimer()
+		dir, ws := keptDataset(b, "query-"+sizeLabel(n))
+		var f *queryFixture
+		switch {
+		case dir == "":
+			f = buildQueryFixture(b, newBenchEnv(b, owner), n)
+		case ws != "":
+			e, err := engine.Open(dir, engine.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			owner.Cleanup(func() { e.Close() })
+			env := &benchEnv{dir: dir, e: e, ws: ws}
+			f = &queryFixture{env: env, ref: env.ref("docs", "main"), g: gen.New(gen.Config{N: n, Seed: benchSeed})}
+		default:
+			env := &benchEnv{dir: dir}
+			var err error
+			if env.e, err = engine.Open(dir, engine.Options{NoSync: true}); err != nil {
+				b.Fatal(err)
+			}
+			owner.Cleanup(func() { env.e.Close() })
+			u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := env.e.CreateWorkspace(u.ID, "bench", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			env.ws = w.Core
+			f = buildQueryFixture(b, env, n)
+			markLoaded(b, dir, env.ws)
+		}
+		built[n] = f
+		return f
+	}
 }
 
 // loadGenerated bulk-inserts the records of a generator stream into a
@@ -171,7 +258,7 @@ func reportLatency(b *testing.B, prefix string, d []time.Duration) float64 {
 // against page 50 of the same filter and sort (target: page 50 ≤ 1.0×
 // page 1). Each case reports "matches", the rows its filter selects.
 func BenchmarkQuery(b *testing.B) {
-	get := perSize(b, buildQueryFixture)
+	get := queryFixtures(b)
 	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
 		label := sizeLabel(n)
 		for _, c := range queryCases {

@@ -3,6 +3,7 @@ package index
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,10 +20,13 @@ import (
 //     read postings of the ordered index (one bitmap per value);
 //   - range: $lt/$le/$gt/$ge and $startsWith compare in-memory column values
 //     of the candidates (or scan the ordered index when the column has no
-//     value store);
+//     value store). When the store keeps the column's rows in value order
+//     (OrderedValues), a range is a binary search and a slice of that
+//     order, and ranges leading an and run narrowest first;
 //   - scan: $contains, $endsWith, $pattern, array quantifiers other than
 //     "any equals", and columns without an index evaluate row by row on the
-//     candidates left;
+//     candidates left; $contains and $iContains first narrow them with the
+//     store's substring index (SubstringValues) when it has one;
 //   - link: a filter through a link evaluates on the linked table and maps
 //     the matching targets back through the link column's postings;
 //   - and: children cheapest first, stopping when nothing is left; negations
@@ -215,7 +219,11 @@ func (a *andNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error
 		return c.Clone(), nil
 	}
 	acc := cand
-	for _, c := range a.children {
+	children := a.children
+	if cand == nil {
+		children = x.narrowestFirst(children)
+	}
+	for _, c := range children {
 		r, err := c.exec(x, acc)
 		if err != nil {
 			return nil, err
@@ -226,6 +234,42 @@ func (a *andNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error
 		}
 	}
 	return acc, nil
+}
+
+// narrowestFirst reorders the range nodes that lead an and's children by
+// how many rows each holds, when their columns keep in-memory orders that
+// count them, so that the narrowest range makes the candidates the others
+// filter.
+func (x *execCtx) narrowestFirst(children []planNode) []planNode {
+	n := 0
+	for n < len(children) {
+		if _, ok := children[n].(*rangeNode); !ok {
+			break
+		}
+		n++
+	}
+	if n < 2 {
+		return children
+	}
+	est := make(map[planNode]uint64, n)
+	for _, c := range children[:n] {
+		e, ok := c.(*rangeNode).estimate(x)
+		if !ok {
+			e = math.MaxUint64
+		}
+		est[c] = e
+	}
+	out := slices.Clone(children)
+	slices.SortStableFunc(out[:n], func(p, q planNode) int {
+		switch {
+		case est[p] < est[q]:
+			return -1
+		case est[p] > est[q]:
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 func (a *andNode) format(b *strings.Builder, depth int) {
@@ -356,12 +400,17 @@ func mergeRanges(children []planNode) []planNode {
 func (r *rangeNode) cost() cost { return costRange }
 
 func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
-	c, err := x.candidates(cand)
+	col := r.preds[0].Column
+	vals, err := x.src.Values(col)
 	if err != nil {
 		return nil, err
 	}
-	col := r.preds[0].Column
-	vals, err := x.src.Values(col)
+	if vals != nil {
+		if out, ok := r.inOrder(vals, cand); ok {
+			return out, nil
+		}
+	}
+	c, err := x.candidates(cand)
 	if err != nil {
 		return nil, err
 	}
@@ -393,6 +442,59 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 		out.And(rows)
 	}
 	return out, nil
+}
+
+// inOrder answers the range from the column's in-memory order: a binary
+// search and the rows of a slice of it. ok is false when the store keeps
+// no order, the bounds do not suit it, or the candidates are so few that
+// comparing their values is cheaper.
+func (r *rangeNode) inOrder(vals ColumnValues, cand *roaring.Bitmap) (*roaring.Bitmap, bool) {
+	if dv, ok := vals.(DenseValues); !ok || (cand != nil && cand.GetCardinality() < dv.Present().GetCardinality()/16) {
+		return nil, false
+	}
+	fo, io, ok := ordered(vals, r.preds[0].Column.Type)
+	switch {
+	case !ok:
+		return nil, false
+	case fo.order != nil:
+		b, ok := floatBounds(r.preds)
+		if !ok {
+			return nil, false
+		}
+		return fo.filter(cand, b), true
+	}
+	b, ok := intBounds(r.preds)
+	if !ok {
+		return nil, false
+	}
+	return io.filter(cand, b), true
+}
+
+// estimate returns how many rows the range holds, when the column keeps an
+// in-memory order.
+func (r *rangeNode) estimate(x *execCtx) (uint64, bool) {
+	vals, err := x.src.Values(r.preds[0].Column)
+	if err != nil || vals == nil {
+		return 0, false
+	}
+	fo, io, ok := ordered(vals, r.preds[0].Column.Type)
+	switch {
+	case !ok:
+		return 0, false
+	case fo.order != nil:
+		b, ok := floatBounds(r.preds)
+		if !ok {
+			return 0, false
+		}
+		i, j := fo.span(b)
+		return uint64(j - i), true
+	}
+	b, ok := intBounds(r.preds)
+	if !ok {
+		return 0, false
+	}
+	i, j := io.span(b)
+	return uint64(j - i), true
 }
 
 func (r *rangeNode) match(v codec.Value) bool {
@@ -571,6 +673,11 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 			return nil, err
 		}
 	}
+	if vals != nil && s.pred.Quant == QuantNone && len(s.pred.JSONPath) == 0 {
+		if out, ok := s.inStrings(vals, c); ok {
+			return out, nil
+		}
+	}
 	out := roaring.New()
 	it := c.Iterator()
 	var rec codec.Record
@@ -594,6 +701,42 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 		}
 	}
 	return out, nil
+}
+
+// inStrings evaluates a string operator on the values array of a string
+// column: for $contains and $iContains only on the rows the store's
+// substring index leaves, and only on rows with a value (a null matches
+// no string operator). ok is false when the store hands out no array.
+func (s *scanNode) inStrings(vals ColumnValues, c *roaring.Bitmap) (*roaring.Bitmap, bool) {
+	dv, ok := vals.(DenseValues)
+	if !ok {
+		return nil, false
+	}
+	strs := dv.Strings()
+	if strs == nil {
+		return nil, false
+	}
+	p := s.pred
+	rows := roaring.And(c, dv.Present())
+	if sv, ok := vals.(SubstringValues); ok && (p.Op == OpContains || p.Op == OpIContains) {
+		if narrowed, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains); ok {
+			rows.And(narrowed)
+		}
+	}
+	out := roaring.New()
+	var buf, keep [256]uint32
+	it := rows.ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		k := 0
+		for _, row := range buf[:n] {
+			if int(row) < len(strs) && matchScalar(p, codec.String(strs[row])) {
+				keep[k] = row
+				k++
+			}
+		}
+		out.AddMany(keep[:k])
+	}
+	return out, true
 }
 
 func (s *scanNode) format(b *strings.Builder, depth int) {

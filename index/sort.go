@@ -344,7 +344,11 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 	if err != nil {
 		return nil, nil, err
 	}
-	if rows, ok := selectDense(kr, cand, o, w); ok {
+	rows, ok := selectDense(kr, cand, o, w)
+	if !ok {
+		rows, ok = selectByID(kr, cand, o, w)
+	}
+	if ok {
 		keys := make([]Key, 0, len(rows))
 		for _, row := range rows {
 			k, _, err := kr.key(row)
@@ -387,7 +391,7 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 		}
 	}
 	sort.Slice(h.rows, func(i, j int) bool { return cmp(h.rows[i].key, h.rows[j].key) < 0 })
-	rows := make([]uint32, len(h.rows))
+	rows = make([]uint32, len(h.rows))
 	keys := make([]Key, len(h.rows))
 	for i, r := range h.rows {
 		rows[i], keys[i] = r.row, r.key
@@ -482,7 +486,7 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		return rows, keys, err
 	}
 	var werr error
-	err = src.Scan(sk.Column, b, sk.Desc != w.Reverse, func(_ codec.Value, group *roaring.Bitmap) bool {
+	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, func(_ codec.Value, group *roaring.Bitmap) bool {
 		group.And(cand)
 		if group.IsEmpty() {
 			return true
@@ -506,6 +510,16 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		}
 	}
 	return rows, keys, nil
+}
+
+// scanColumn is src.Scan, served from the column's in-memory order when
+// its value store keeps one.
+func scanColumn(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
+	served, err := scanInMemory(src, c, b, desc, fn)
+	if err != nil || served {
+		return err
+	}
+	return src.Scan(c, b, desc, fn)
 }
 
 // walkIDs produces the default order (ascending id) by walking the id
@@ -532,6 +546,77 @@ func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []K
 		return len(rows) < w.Limit
 	})
 	return rows, keys, err
+}
+
+// selectByID is selectHeap for the default order (ascending id) when the
+// id store hands out its array: it compares id strings, with no keys
+// built but for the rows kept. ok is false when the order or store does
+// not allow it.
+func selectByID(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint32, bool) {
+	if len(o.Keys) != 0 || o.Random || kr.ids == nil {
+		return nil, false
+	}
+	dv, ok := kr.ids.(DenseValues)
+	if !ok {
+		return nil, false
+	}
+	strs := dv.Strings()
+	if strs == nil {
+		return nil, false
+	}
+	have := roaring.And(cand, dv.Present())
+	if !have.IsEmpty() && int(have.Maximum()) >= len(strs) {
+		return nil, false
+	}
+	// before reports whether id a comes first in the window's direction.
+	before := func(a, b string) bool {
+		if w.Reverse {
+			return a > b
+		}
+		return a < b
+	}
+	// A max-heap in the window's direction keeps the first Limit rows.
+	var h []uint32
+	less := func(i, j int) bool { return before(strs[h[j]], strs[h[i]]) }
+	down := func(i int) {
+		for {
+			l, r, m := 2*i+1, 2*i+2, i
+			if l < len(h) && less(l, m) {
+				m = l
+			}
+			if r < len(h) && less(r, m) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	var buf [256]uint32
+	it := have.ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			id := strs[row]
+			if (w.After != nil && id <= w.After.ID) || (w.Before != nil && id >= w.Before.ID) {
+				continue
+			}
+			if len(h) < w.Limit {
+				h = append(h, row)
+				for i := len(h) - 1; i > 0 && less(i, (i-1)/2); i = (i - 1) / 2 {
+					h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+				}
+				continue
+			}
+			if before(id, strs[h[0]]) {
+				h[0] = row
+				down(0)
+			}
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return before(strs[h[i]], strs[h[j]]) })
+	return h, true
 }
 
 // selectDense is selectHeap for one numeric or datetime sort key whose

@@ -14,6 +14,12 @@ package index
 //     store) and a sample of them shows few distinct values; at most
 //     maxPostingGroups values are walked before giving up. Counts are then
 //     cardinalities.
+//   - by codes: with one such column whose value store codes its few
+//     values (CodedValues), each summary is one pass over the candidates
+//     that adds every row to the accumulator of its code; the numeric
+//     columns every candidate has a value in are folded together, in the
+//     pass that counts the groups. Chosen over postings when the
+//     candidates are many.
 //   - by values: each candidate row's group values are read from the value
 //     stores (from the stored record for columns without one, through the
 //     linked records for link paths) and hashed into groups.
@@ -1066,6 +1072,11 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 		if err != nil {
 			return nil, err
 		}
+		if cv, ok := vals.(CodedValues); ok && cand.GetCardinality() >= postingMinRows {
+			if codes, dict, ok := cv.Codes(); ok {
+				return q.groupByCodes(cand, execs, codes, dict)
+			}
+		}
 		if vals != nil && (cand.GetCardinality() < postingMinRows || !fewValues(vals, cand)) {
 			break
 		}
@@ -1106,13 +1117,224 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 	} else if groups, err = q.groupByValues(x, cand, execs); err != nil {
 		return nil, err
 	}
+	finish(groups, execs)
+	return groups, nil
+}
+
+// finish computes the results of groups from their accumulators.
+func finish(groups []*sumGroup, execs []*summaryExec) {
 	for _, g := range groups {
 		g.res = make([]codec.Value, len(execs))
 		for i, e := range execs {
 			g.res[i] = e.result(&g.accs[i])
 		}
 	}
-	return groups, nil
+}
+
+// groupByCodes groups the candidates by the codes of the one group
+// column's value store: each summary is one pass over the candidates,
+// adding each row to the accumulator of its code, in ascending row order.
+// Codes without candidates make no group.
+func (q *summarizeReq) groupByCodes(cand *roaring.Bitmap, execs []*summaryExec, codes []uint16, dict []codec.Value) ([]*sumGroup, error) {
+	ng := len(dict) + 1
+	groups := make([]*sumGroup, ng)
+	accs := make([]summaryAcc, ng*len(execs))
+	for g := range groups {
+		v := codec.Null()
+		if g > 0 {
+			v = dict[g-1]
+		}
+		groups[g] = &sumGroup{vals: []codec.Value{v}, accs: accs[g*len(execs) : (g+1)*len(execs) : (g+1)*len(execs)]}
+	}
+	// Rows past the end of codes have no value: code 0.
+	gid := codes
+	if last := int(cand.Maximum()); last >= len(codes) {
+		gid = make([]uint16, last+1)
+		copy(gid, codes)
+	}
+	counts, folds := foldCodes(cand, gid, ng, execs)
+	for i, e := range execs {
+		switch {
+		case e.spec.star:
+			for g, n := range counts {
+				groups[g].accs[i].n = n
+			}
+		case e.exists != nil:
+			for g, n := range countCodes(roaring.And(cand, e.exists), gid, ng) {
+				groups[g].accs[i].n = n
+			}
+		case e.foldGroups(groups, i, cand, gid, folds):
+		default:
+			err := eachRow(cand, func(row uint32) error { return e.addRow(&groups[gid[row]].accs[i], row) })
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	kept := groups[:0]
+	for g, grp := range groups {
+		if counts[g] > 0 {
+			kept = append(kept, grp)
+		}
+	}
+	finish(kept, execs)
+	return kept, nil
+}
+
+// foldCodes counts the candidates of each code and, in the same pass,
+// folds the numeric columns that dense value stores hold for every
+// candidate: the sums, minimums and maximums their summaries need, by
+// code, in ascending row order. The folds are keyed by column path, as
+// foldGroups keeps them.
+func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec) ([]int64, map[string]any) {
+	counts := make([]int64, ng)
+	folds := map[string]any{}
+	var folders []codeFolder
+	byPath := map[string]codeFolder{}
+	total := cand.GetCardinality()
+	for _, e := range execs {
+		sr, ok := e.rd.(storeReader)
+		if !ok {
+			continue
+		}
+		dv, ok := sr.vals.(DenseValues)
+		fn, t := e.spec.fn, e.spec.col.col.Type
+		if !ok || fn == fnCount || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
+			continue
+		}
+		f := byPath[e.spec.col.path]
+		if f == nil {
+			last := int(cand.Maximum())
+			switch t {
+			case ctInt, ctDatetime:
+				if arr := dv.Ints(); last < len(arr) {
+					f = newCodeFold(arr, counts, ng)
+				}
+			case ctFloat:
+				if arr := dv.Floats(); last < len(arr) {
+					f = newCodeFold(arr, counts, ng)
+				}
+			}
+			// Only columns every candidate has a value in fold here: their
+			// count is the group's.
+			if f == nil || cand.AndCardinality(dv.Present()) != total {
+				continue
+			}
+			byPath[e.spec.col.path] = f
+			folders = append(folders, f)
+			folds[e.spec.col.path] = f.fold()
+		}
+		f.need(fn)
+	}
+	buf := make([]uint32, foldBatch)
+	gb := make([]uint16, foldBatch)
+	it := cand.ManyIterator()
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		rows, codes := buf[:n], gb[:n]
+		for i, row := range rows {
+			g := gid[row]
+			codes[i] = g
+			counts[g]++
+		}
+		for _, f := range folders {
+			f.add(rows, codes)
+		}
+	}
+	return counts, folds
+}
+
+// codeFolder folds one numeric column by code, batch by batch.
+type codeFolder interface {
+	need(fn summaryFn)
+	add(rows []uint32, codes []uint16)
+	fold() any // the *groupFold it fills
+}
+
+// codeFold fills a groupFold whose counts are the codes' counts. Minimums
+// start above every value and maximums below, so a code's first value
+// replaces them; a code without rows is never read.
+type codeFold[T int64 | float64] struct {
+	arr         []T
+	f           *groupFold[T]
+	sum, lo, hi bool
+}
+
+func newCodeFold[T int64 | float64](arr []T, counts []int64, ng int) codeFolder {
+	f := &groupFold[T]{counts: counts, sum: make([]T, ng), lo: make([]T, ng), hi: make([]T, ng)}
+	var top, bottom T
+	switch any(top).(type) {
+	case float64:
+		top, bottom = T(math.Inf(1)), T(math.Inf(-1))
+	case int64:
+		var maxInt int64 = math.MaxInt64
+		top, bottom = T(maxInt), T(-maxInt-1)
+	}
+	for g := range ng {
+		f.lo[g], f.hi[g] = top, bottom
+	}
+	return &codeFold[T]{arr: arr, f: f}
+}
+
+func (c *codeFold[T]) fold() any { return c.f }
+
+func (c *codeFold[T]) need(fn summaryFn) {
+	switch fn {
+	case fnSum, fnAverage:
+		c.sum = true
+	case fnMin:
+		c.lo = true
+	case fnMax:
+		c.hi = true
+	}
+}
+
+// add folds a batch of rows whose codes are codes: one loop for the one
+// function needed, or one loop for all three.
+func (c *codeFold[T]) add(rows []uint32, codes []uint16) {
+	arr, sum, lo, hi := c.arr, c.f.sum, c.f.lo, c.f.hi
+	codes = codes[:len(rows)]
+	switch {
+	case c.sum && !c.lo && !c.hi:
+		for i, row := range rows {
+			sum[codes[i]] += arr[row]
+		}
+	case c.lo && !c.sum && !c.hi:
+		for i, row := range rows {
+			if g, v := codes[i], arr[row]; v < lo[g] {
+				lo[g] = v
+			}
+		}
+	case c.hi && !c.sum && !c.lo:
+		for i, row := range rows {
+			if g, v := codes[i], arr[row]; v > hi[g] {
+				hi[g] = v
+			}
+		}
+	default:
+		for i, row := range rows {
+			g, v := codes[i], arr[row]
+			sum[g] += v
+			if v < lo[g] {
+				lo[g] = v
+			}
+			if v > hi[g] {
+				hi[g] = v
+			}
+		}
+	}
+}
+
+// countCodes counts the rows of each code.
+func countCodes(rows *roaring.Bitmap, gid []uint16, ng int) []int64 {
+	counts := make([]int64, ng)
+	buf := make([]uint32, foldBatch)
+	it := rows.ManyIterator()
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		for _, row := range buf[:n] {
+			counts[gid[row]]++
+		}
+	}
+	return counts
 }
 
 // Sampling decides whether a column has few enough values among the

@@ -1,0 +1,246 @@
+package index
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Value stores may keep, besides the values, structures that answer some
+// questions without visiting every row. Each is an optional interface of
+// ColumnValues; what it returns is read-only and valid while the Source is
+// in use.
+
+// OrderedValues is a DenseValues of an int, datetime or float column that
+// also keeps its rows in order of value.
+type OrderedValues interface {
+	DenseValues
+	// Order returns the rows of Present in ascending order of their
+	// values, rows of equal value in ascending row order; nil when the
+	// store keeps no order for the column.
+	Order() []uint32
+}
+
+// CodedValues is a ColumnValues of a string column with few distinct
+// values that also codes each row's value as a small integer.
+type CodedValues interface {
+	ColumnValues
+	// Codes returns a code per row, 0 for a row without a value (so are
+	// rows past the end of codes), and the value of code k ≥ 1 at
+	// vals[k-1]; ok is false when the column has no such codes. Codes
+	// are fewer than maxPostingGroups+1; a value may have a code and no
+	// row.
+	Codes() (codes []uint16, vals []codec.Value, ok bool)
+}
+
+// SubstringValues is a ColumnValues of a string column that can narrow
+// the rows a substring may occur in.
+type SubstringValues interface {
+	ColumnValues
+	// SubstringCandidates returns a superset of the rows whose value
+	// contains sub, under simple case folding when fold; ok is false when
+	// it cannot narrow them. The bitmap is the caller's.
+	SubstringCandidates(sub string, fold bool) (rows *roaring.Bitmap, ok bool)
+}
+
+// orderedColumn is a column's order with its values as one array type.
+type orderedColumn[T int64 | float64] struct {
+	arr     []T
+	order   []uint32
+	present *roaring.Bitmap
+}
+
+// span returns the positions [i, j) of the order whose values lie in b.
+func (o orderedColumn[T]) span(b bounds[T]) (int, int) {
+	i, j := 0, len(o.order)
+	if b.hasLo {
+		i = sort.Search(len(o.order), func(k int) bool {
+			v := o.arr[o.order[k]]
+			return v > b.lo || (b.loIncl && v == b.lo)
+		})
+	}
+	if b.hasHi {
+		j = sort.Search(len(o.order), func(k int) bool {
+			v := o.arr[o.order[k]]
+			return v > b.hi || (!b.hiIncl && v == b.hi)
+		})
+	}
+	return i, max(i, j)
+}
+
+// rows returns the rows at positions [i, j) of the order as a bitmap. A
+// few are sorted; more are set in a dense bitset, or cleared from the
+// present rows when the span is most of them.
+func (o orderedColumn[T]) rows(i, j int) *roaring.Bitmap {
+	n, count := len(o.order), j-i
+	switch {
+	case count == 0:
+		return roaring.New()
+	case count <= n/512:
+		rows := slices.Clone(o.order[i:j])
+		slices.Sort(rows)
+		out := roaring.New()
+		out.AddMany(rows)
+		return out
+	}
+	words := make([]uint64, o.present.Maximum()/64+1)
+	if count <= n-count {
+		for _, row := range o.order[i:j] {
+			words[row>>6] |= 1 << (row & 63)
+		}
+	} else {
+		o.present.WriteDenseTo(words)
+		for _, row := range o.order[:i] {
+			words[row>>6] &^= 1 << (row & 63)
+		}
+		for _, row := range o.order[j:] {
+			words[row>>6] &^= 1 << (row & 63)
+		}
+	}
+	return roaring.FromDense(words, false)
+}
+
+// filter returns the rows of cand (nil: every row) whose value lies in b.
+// When the candidates are few against the span it compares their values;
+// otherwise it takes the span's rows and intersects.
+func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bitmap {
+	i, j := o.span(b)
+	if cand == nil {
+		return o.rows(i, j)
+	}
+	n, count := len(o.order), j-i
+	if cand.GetCardinality()*4 < uint64(min(count, n-count)) {
+		return filterTyped(cand, o.present, o.arr, b)
+	}
+	out := o.rows(i, j)
+	out.And(cand)
+	return out
+}
+
+// walk calls fn for each distinct value in b, in ascending order
+// (descending when desc), with the rows holding it, until fn returns
+// false. of turns an array value into a codec value.
+func (o orderedColumn[T]) walk(b bounds[T], desc bool, of func(T) codec.Value, fn func(v codec.Value, rows *roaring.Bitmap) bool) {
+	i, j := o.span(b)
+	emit := func(s, e int) bool {
+		rows := roaring.New()
+		rows.AddMany(o.order[s:e])
+		return fn(of(o.arr[o.order[s]]), rows)
+	}
+	if desc {
+		for e := j; e > i; {
+			v, s := o.arr[o.order[e-1]], e-1
+			for s > i && o.arr[o.order[s-1]] == v {
+				s--
+			}
+			if !emit(s, e) {
+				return
+			}
+			e = s
+		}
+		return
+	}
+	for s := i; s < j; {
+		v, e := o.arr[o.order[s]], s+1
+		for e < j && o.arr[o.order[e]] == v {
+			e++
+		}
+		if !emit(s, e) {
+			return
+		}
+		s = e
+	}
+}
+
+// ordered returns a column's in-memory order as floats or ints (one of fo,
+// io set), or ok false when its value store keeps none.
+func ordered(vals ColumnValues, t ColumnType) (fo orderedColumn[float64], io orderedColumn[int64], ok bool) {
+	ov, isOrdered := vals.(OrderedValues)
+	if !isOrdered {
+		return fo, io, false
+	}
+	switch t {
+	case "float":
+		arr := ov.Floats()
+		if arr == nil {
+			return fo, io, false
+		}
+		if order := ov.Order(); order != nil {
+			return orderedColumn[float64]{arr: arr, order: order, present: ov.Present()}, io, true
+		}
+	case "int", "datetime":
+		arr := ov.Ints()
+		if arr == nil {
+			return fo, io, false
+		}
+		if order := ov.Order(); order != nil {
+			return fo, orderedColumn[int64]{arr: arr, order: order, present: ov.Present()}, true
+		}
+	}
+	return fo, io, false
+}
+
+// scanInMemory serves a Scan of a column from its value store's order;
+// served is false when the store keeps none or the bounds do not suit it.
+func scanInMemory(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) (served bool, err error) {
+	if b.Prefix != nil {
+		return false, nil
+	}
+	vals, err := src.Values(c)
+	if err != nil || vals == nil {
+		return false, err
+	}
+	fo, io, ok := ordered(vals, c.Type)
+	if !ok {
+		return false, nil
+	}
+	if fo.order != nil {
+		fb, ok := scanBounds(b, func(v codec.Value) (float64, bool) {
+			switch v.Kind {
+			case codec.KindFloat:
+				return v.Float, true
+			case codec.KindInt:
+				return float64(v.Int), true
+			}
+			return 0, false
+		})
+		if !ok {
+			return false, nil
+		}
+		fo.walk(fb, desc, codec.Float, fn)
+		return true, nil
+	}
+	kind := codec.KindInt
+	if c.Type == "datetime" {
+		kind = codec.KindDatetime
+	}
+	ib, ok := scanBounds(b, func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind })
+	if !ok {
+		return false, nil
+	}
+	io.walk(ib, desc, func(x int64) codec.Value { return codec.Value{Kind: kind, Int: x} }, fn)
+	return true, nil
+}
+
+// scanBounds converts scan bounds to an interval of the array's type.
+func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (bounds[T], bool) {
+	var out bounds[T]
+	if b.Lo != nil {
+		v, ok := conv(*b.Lo)
+		if !ok {
+			return out, false
+		}
+		out.lo, out.hasLo, out.loIncl = v, true, b.LoIncl
+	}
+	if b.Hi != nil {
+		v, ok := conv(*b.Hi)
+		if !ok {
+			return out, false
+		}
+		out.hi, out.hasHi, out.hiIncl = v, true, b.HiIncl
+	}
+	return out, true
+}
