@@ -4,13 +4,13 @@
 // fasthttp/router.
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
-// tables.go, records.go, transactions.go, query.go, summarize.go, users.go,
-// workspaces.go, members.go, invites.go); errors.go holds the one table from
-// engine error codes to HTTP statuses; render.go and docjson.go turn the
-// engine's projected records into JSON. Handlers return errors; the adapter in
-// server.go authenticates the caller and writes every error as JSON
-// {id, message}, id being the request id that every response also carries in
-// x-request-id.
+// tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
+// vector.go, users.go, workspaces.go, members.go, invites.go); errors.go
+// holds the one table from engine error codes to HTTP statuses; render.go
+// and docjson.go turn the engine's projected records into JSON. Handlers
+// return errors; the adapter in server.go authenticates the caller and
+// writes every error as JSON {id, message}, id being the request id that
+// every response also carries in x-request-id.
 //
 // Decisions the specs leave open:
 //

@@ -197,7 +197,10 @@ func (s *Server) routes() {
 	r.POST(t+"/query", s.handle(s.queryTable))
 	r.POST(t+"/summarize", s.handle(s.summarizeTable))
 	r.POST(t+"/aggregate", s.handle(s.aggregateTable))
+	r.POST(t+"/search", s.handle(s.searchTable))
+	r.POST(t+"/vectorSearch", s.handle(s.vectorSearch))
 	r.POST(dbb+"/transaction", s.handle(s.transaction))
+	r.POST(dbb+"/search", s.handle(s.searchBranch))
 }
 
 // routeMethods are the methods tried when a path matches no route of the

@@ -47,6 +47,7 @@ const (
 	KindIDMapHist  byte = 0x13 // | record id 0x00 | ^seq u64 → same value as KindIDMapCur
 	KindBitmapCur  byte = 0x20 // | bitmap id | chunk u16 → delta (merged)
 	KindBitmapHist byte = 0x21 // | bitmap id | chunk u16 | seq u64 → exact delta of that commit
+	KindTerm       byte = 0x30 // | term → empty: a word some text column of the table held in this layer
 )
 
 // Bitmap ids name one bitmap of a table: BitmapLive, BitmapMask, BitmapExists |
@@ -56,6 +57,8 @@ const (
 	BitmapMask    byte = 0x02 // rows this layer has an entry for (hides lower layers)
 	BitmapExists  byte = 0x03 // | col u32: rows whose column is not null
 	BitmapPosting byte = 0x04 // | col u32 | ordered value: rows holding the value
+	BitmapTerm    byte = 0x05 // | col u32 | ordered term [| level u8]: rows whose text holds the word [at least TFLevels[level] times]
+	BitmapLength  byte = 0x07 // | col u32 | bucket u8: rows whose text has that many words (LengthBucket)
 )
 
 // MetaLayer is the layer id of a database's metadata.
@@ -183,6 +186,35 @@ func PostingBitmapID(dst []byte, col uint32, v Value) ([]byte, error) {
 	return AppendOrdered(dst, v)
 }
 
+// TermBitmapID names the rows whose text column col holds the word term.
+func TermBitmapID(dst []byte, col uint32, term string) []byte {
+	dst = append(dst, BitmapTerm)
+	dst = AppendU32(dst, col)
+	return append(OrderedStringPrefix(dst, term), ordEscape, ordTerminator)
+}
+
+// TermTFBitmapID names the rows whose text column col holds term at least
+// fts.TFLevels[level] times: the term's bitmap id and the level, so that
+// one scan of a term's prefix reads its rows and its frequencies.
+func TermTFBitmapID(dst []byte, col uint32, level uint8, term string) []byte {
+	return append(TermBitmapID(dst, col, term), level)
+}
+
+// LengthBitmapID names the rows whose text column col counts a number of
+// words in the given LengthBucket.
+func LengthBitmapID(dst []byte, col uint32, bucket uint8) []byte {
+	dst = append(dst, BitmapLength)
+	dst = AppendU32(dst, col)
+	return append(dst, bucket)
+}
+
+// TermKey returns the key recording that a table's text held term in a
+// layer.
+func TermKey(dst []byte, db, layer, table uint32, term string) []byte {
+	dst = TablePrefix(dst, db, layer, KindTerm, table)
+	return append(dst, term...)
+}
+
 // PostingColumnPrefix returns the bitmap-id prefix shared by every posting of a
 // column: range and prefix scans start from it.
 func PostingColumnPrefix(dst []byte, col uint32) []byte {
@@ -247,6 +279,10 @@ func ParseDataKey(key []byte) (DataKey, error) {
 		}
 	case KindBitmapHist:
 		if len(k.Rest) < 11 {
+			return DataKey{}, ErrBadKey
+		}
+	case KindTerm:
+		if len(k.Rest) == 0 {
 			return DataKey{}, ErrBadKey
 		}
 	default:

@@ -79,6 +79,9 @@ type database struct {
 	hasStores atomic.Bool // some column store exists: writers must update them
 	caches    sync.Map    // storeKey → *bitmapCache
 	filled    fillSet     // key ranges known to be empty, for point reads
+
+	// vectors are the vector stores of vector.go, guarded by storeMu.
+	vectors map[vectorKey]*vectorStore
 }
 
 // counter names in the metadata layer.
@@ -193,7 +196,8 @@ type dbTx struct {
 	rows       map[uint32]uint32
 	pending    *pendingDeltas // bitmap deltas of this command
 	dropLayers []uint32
-	changes    []rowChange // rows written, for the column stores
+	changes    []rowChange                      // rows written, for the column stores
+	terms      map[storeKey]map[string]struct{} // words new to a table's layer
 }
 
 // rowChange is one row written by a command: its new version, or nil when
@@ -201,6 +205,7 @@ type dbTx struct {
 type rowChange struct {
 	branch, table, row uint32
 	rec                *codec.Record
+	lens               []fieldLength // text field lengths of rec
 }
 
 // beginTx starts a command on d; the caller holds d.mu.
@@ -310,44 +315,6 @@ func (tx *dbTx) allocBranch() uint32 {
 	return tx.nextBranch
 }
 
-// pendingDeltas are the bitmap changes of one command, by bitmap (the chunk
-// key without its chunk) and chunk, so that reads inside the command find a
-// bitmap's changes directly.
-type pendingDeltas struct {
-	byBitmap map[string]map[uint16]*codec.Delta
-	layer    map[string]uint32 // layer of each bitmap, for the history log
-}
-
-// addBitmap stages a change of one row in a bitmap of the top layer. Each
-// call must be exact: add only a row not in the set, remove only one in it.
-func (tx *dbTx) addBitmap(layer, tableID uint32, bitmapID []byte, row uint32, add bool) {
-	if tx.pending == nil {
-		tx.pending = &pendingDeltas{byBitmap: map[string]map[uint16]*codec.Delta{}, layer: map[string]uint32{}}
-	}
-	key := string(codec.BitmapPrefix(nil, tx.d.id, layer, codec.KindBitmapCur, tableID, bitmapID))
-	chunks := tx.pending.byBitmap[key]
-	if chunks == nil {
-		chunks = map[uint16]*codec.Delta{}
-		tx.pending.byBitmap[key] = chunks
-		tx.pending.layer[key] = layer
-	}
-	d := chunks[uint16(row>>16)]
-	if d == nil {
-		nd := codec.NewDelta()
-		d = &nd
-		chunks[uint16(row>>16)] = d
-	}
-	// Compose exactly: an add cancels a pending delete of the same row and
-	// the other way round, so the logged delta of a commit stays exact.
-	if add {
-		if !d.Dels.CheckedRemove(row) {
-			d.Adds.Add(row)
-		}
-	} else if !d.Adds.CheckedRemove(row) {
-		d.Dels.Add(row)
-	}
-}
-
 // finish writes staged counters and bitmap deltas into the batch, in sorted
 // key order so the batch bytes are deterministic.
 func (tx *dbTx) finish() error {
@@ -380,41 +347,13 @@ func (tx *dbTx) finish() error {
 			return err
 		}
 	}
+	if err := tx.writeTerms(); err != nil {
+		return err
+	}
 	if tx.pending == nil {
 		return nil
 	}
-	st := tx.state()
-	var buf []byte
-	for _, prefix := range sortedKeys(tx.pending.byBitmap) {
-		chunks := tx.pending.byBitmap[prefix]
-		order := make([]int, 0, len(chunks))
-		for c := range chunks {
-			order = append(order, int(c))
-		}
-		sort.Ints(order)
-		_, forked := st.forks[tx.pending.layer[prefix]]
-		for _, c := range order {
-			d := chunks[uint16(c)]
-			if d.Adds.IsEmpty() && d.Dels.IsEmpty() {
-				continue
-			}
-			buf = codec.AppendDelta(buf[:0], *d)
-			key := binary.BigEndian.AppendUint16([]byte(prefix), uint16(c))
-			if err := b.Merge(key, buf, nil); err != nil {
-				return err
-			}
-			if forked {
-				// The log key is the current key under the history kind,
-				// then the commit's seq.
-				hk := append([]byte{}, key...)
-				hk[9] = codec.KindBitmapHist
-				if err := b.Set(codec.AppendU64(hk, tx.seq), buf, nil); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+	return tx.pending.write(tx.batch, tx.state(), tx.seq)
 }
 
 // dropLayers deletes layers no branch references any more. It runs after
@@ -508,4 +447,6 @@ func (d *database) updateStores(tx *dbTx) {
 			s.apply(c.row, c.rec)
 		}
 	}
+	d.updateSearch(tx)
+	d.updateVectorStores(tx)
 }

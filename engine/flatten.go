@@ -137,10 +137,14 @@ func (e *Engine) materialize(db uint32, s *schema, lin lineage, layer uint32) er
 				}
 			}
 		}
-		for _, id := range sortedKeys(sets) {
+		ids := sortedKeys(sets)
+		for _, id := range ids {
 			if err := writeFullBitmap(batch, db, layer, t.ID, []byte(id), sets[id]); err != nil {
 				return err
 			}
+		}
+		if err := writeTermKeys(batch, db, layer, t.ID, ids); err != nil {
+			return err
 		}
 		if err := flush(); err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/fts"
 )
 
 // TestIndexStructures checks index maintenance against the records: after
@@ -73,8 +74,67 @@ func describeBitmapID(t *table, id []byte) string {
 			return fmt.Sprintf("posting(%s, malformed value %x)", colName(id[1:]), id[5:])
 		}
 		return fmt.Sprintf("posting(%s = %s)", colName(id[1:]), describeValue(v))
+	case len(id) > 5 && id[0] == codec.BitmapTerm:
+		v, rest, _ := codec.DecodeOrdered(id[5:])
+		if len(rest) == 1 {
+			return fmt.Sprintf("tf(%s, %q) ≥ level %d", colName(id[1:]), v.Str, rest[0])
+		}
+		return fmt.Sprintf("term(%s, %q)", colName(id[1:]), v.Str)
+	case len(id) == 6 && id[0] == codec.BitmapLength:
+		return fmt.Sprintf("length(%s) bucket %d", colName(id[1:]), id[5])
 	}
 	return fmt.Sprintf("malformed bitmap id %x", id)
+}
+
+// modelTextBitmaps returns the search bitmaps a text value of the model
+// belongs to, counted here from the analyzer's tokens.
+func modelTextBitmaps(col uint32, v any) [][]byte {
+	var texts []string
+	switch x := v.(type) {
+	case string:
+		texts = []string{x}
+	case []string:
+		texts = x
+	default:
+		return nil
+	}
+	tf := map[string]int{}
+	words := 0
+	for _, s := range texts {
+		for _, tok := range fts.Tokenize(s) {
+			tf[tok.Term]++
+			words++
+		}
+	}
+	out := [][]byte{codec.LengthBitmapID(nil, col, fts.LengthBucket(words))}
+	for term, n := range tf {
+		out = append(out, codec.TermBitmapID(nil, col, term))
+		for i, level := range fts.TFLevels {
+			if n >= int(level) {
+				out = append(out, codec.TermTFBitmapID(nil, col, uint8(i), term))
+			}
+		}
+	}
+	return out
+}
+
+// storedTerms lists the vocabulary keys of a table across a lineage.
+func storedTerms(r pebble.Reader, db uint32, lin lineage, tableID uint32) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, lr := range lin {
+		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, tableID)
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+		if err != nil {
+			return nil, err
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			out[string(it.Key()[len(prefix):])] = true
+		}
+		if err := it.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func describeValue(v codec.Value) string {
@@ -171,6 +231,11 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 				return fmt.Errorf("model column %s is not in the schema", col)
 			}
 			add(codec.ExistsBitmapID(c.ID), ent.Row)
+			if searchable(c.Type) {
+				for _, bid := range modelTextBitmaps(c.ID, v) {
+					add(bid, ent.Row)
+				}
+			}
 			if !c.Type.Indexed() {
 				continue
 			}
@@ -188,6 +253,18 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	if err != nil {
 		return err
 	}
+	vocab, err := storedTerms(db.e.pdb, d.id, b.Lineage, t.ID)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for id := range expected {
+		if term, ok := termOf(id); ok {
+			if !vocab[term] {
+				problems = append(problems, fmt.Sprintf("%s: word missing from the vocabulary", describeBitmapID(t, []byte(id))))
+			}
+		}
+	}
 	all := map[string]bool{string(codec.LiveBitmapID()): true}
 	for id := range expected {
 		all[id] = true
@@ -200,7 +277,6 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		keys = append(keys, id)
 	}
 	sort.Strings(keys)
-	var problems []string
 	for _, id := range keys {
 		got, err := readBitmap(db.e.pdb, d.id, b.Lineage, t.ID, []byte(id), nil)
 		if err != nil {

@@ -690,6 +690,9 @@ func memberships(t *table, rec *codec.Record) map[string]struct{} {
 			continue
 		}
 		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
+		if searchable(c.Type) {
+			textMemberships(out, c, f.Val)
+		}
 		if !c.Type.Indexed() {
 			continue
 		}
@@ -747,19 +750,27 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 		before = memberships(t, old)
 	}
 	if old != nil && oldLevel > 0 {
-		tx.addBitmap(top, t.ID, codec.MaskBitmapID(), row, true)
+		tx.addBitmap(top, t.ID, string(codec.MaskBitmapID()), row, true)
 	}
 	if rec != nil {
 		after = memberships(t, rec)
+		tx.changes[len(tx.changes)-1].lens = fieldLengths(after)
 	}
 	for id := range before {
 		if _, ok := after[id]; !ok {
-			tx.addBitmap(top, t.ID, []byte(id), row, false)
+			tx.addBitmap(top, t.ID, id, row, false)
 		}
 	}
+	var terms map[string]struct{}
 	for id := range after {
 		if _, ok := before[id]; !ok {
-			tx.addBitmap(top, t.ID, []byte(id), row, true)
+			tx.addBitmap(top, t.ID, id, row, true)
+			if term, ok := termOf(id); ok {
+				if terms == nil {
+					terms = tx.termsOf(w.br.ID, t.ID)
+				}
+				terms[term] = struct{}{}
+			}
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 
 // recFixture opens an engine with a database "db" whose main branch has the
 // tables and columns given, on a fixed clock.
-func recFixture(t *testing.T, tables map[string][]ColumnDef) (*Engine, Ref) {
+func recFixture(t testing.TB, tables map[string][]ColumnDef) (*Engine, Ref) {
 	t.Helper()
 	clock := time.Date(2024, 5, 1, 10, 20, 30, 123000000, time.UTC)
 	e, err := Open(t.TempDir(), Options{Clock: func() time.Time { return clock }})

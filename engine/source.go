@@ -318,6 +318,7 @@ var _ index.Source = (*source)(nil)
 type storeState struct {
 	storeMu sync.RWMutex
 	stores  map[storeKey]*tableStore
+	search  map[storeKey]*searchStore
 }
 
 // scanIDs walks the id map of a branch whose lineage is one layer (main, or

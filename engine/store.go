@@ -197,10 +197,8 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 	if err := it.Close(); err != nil {
 		return nil, err
 	}
-	if pending != nil && lr.Seq == maxSeq {
-		for _, d := range pending.byBitmap[string(prefix)] {
-			d.ApplyTo(set) // chunks hold disjoint rows: any order
-		}
+	if pb := pending.get(prefix); pb != nil && lr.Seq == maxSeq {
+		pb.applyTo(set)
 	}
 	if lr.Seq == maxSeq {
 		return set, nil

@@ -51,7 +51,7 @@ func bruteFuzzy(sorted []string, term string, maxDist, limit int) []Match {
 		if abs(utf8.RuneCountInString(t)-utf8.RuneCountInString(term)) > k {
 			continue
 		}
-		if dist := boundedDistance(t, term, k); dist <= k {
+		if dist := EditDistance(t, term, k); dist <= k {
 			out = append(out, Match{Term: t, ID: uint64(i), Dist: dist})
 		}
 	}
@@ -62,39 +62,6 @@ func bruteFuzzy(sorted []string, term string, maxDist, limit int) []Match {
 		out = out[:limit]
 	}
 	return out
-}
-
-// boundedDistance is editDistance with two rolling rows and an early exit
-// once every cell of a row exceeds k: a fair brute force for benchmarks.
-func boundedDistance(a, b string, k int) int {
-	x, y := []rune(a), []rune(b)
-	prev2 := make([]int, len(y)+1)
-	prev := make([]int, len(y)+1)
-	cur := make([]int, len(y)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(x); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			c := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				c = min(c, prev2[j-2]+1)
-			}
-			cur[j] = c
-			rowMin = min(rowMin, c)
-		}
-		if rowMin > k {
-			return k + 1
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(y)]
 }
 
 func abs(x int) int {
@@ -168,8 +135,8 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(a, b); got != want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", a, b, got, want)
 		}
-		if got := boundedDistance(a, b, 3); got != min(want, 4) {
-			t.Errorf("boundedDistance(%q, %q, 3) = %d, want %d", a, b, got, min(want, 4))
+		if got := EditDistance(a, b, 3); got != min(want, 4) {
+			t.Errorf("EditDistance(%q, %q, 3) = %d, want %d", a, b, got, min(want, 4))
 		}
 	}
 	f("", "", 0)

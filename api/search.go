@@ -1,0 +1,157 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// searchBody is the body of a table or branch search (spec §4.1.3–4.1.4).
+// Unknown keys are invalid; null is the same as absent.
+type searchBody struct {
+	Query     *string          `json:"query"`
+	Fuzziness *float64         `json:"fuzziness"`
+	Prefix    *string          `json:"prefix"`
+	Target    json.RawMessage  `json:"target"`
+	Filter    json.RawMessage  `json:"filter"`
+	Boosters  json.RawMessage  `json:"boosters"`
+	Highlight *searchHighlight `json:"highlight"`
+	Page      *searchPage      `json:"page"`
+	// Tables is read by branch search only.
+	Tables json.RawMessage `json:"tables"`
+}
+
+type searchHighlight struct {
+	Enabled    *bool `json:"enabled"`
+	EncodeHTML *bool `json:"encodeHTML"`
+}
+
+type searchPage struct {
+	Size   *int `json:"size"`
+	Offset *int `json:"offset"`
+}
+
+// searchTableEntry is the object form of an entry of a branch search's
+// tables list.
+type searchTableEntry struct {
+	Table    *string         `json:"table"`
+	Filter   json.RawMessage `json:"filter"`
+	Target   json.RawMessage `json:"target"`
+	Boosters json.RawMessage `json:"boosters"`
+}
+
+// input converts a decoded body to the engine's request.
+func (b *searchBody) input() engine.SearchInput {
+	in := engine.SearchInput{
+		Query: b.Query, Fuzziness: b.Fuzziness, Prefix: b.Prefix,
+		Target: rawOrNil(b.Target), Filter: rawOrNil(b.Filter), Boosters: rawOrNil(b.Boosters),
+	}
+	if h := b.Highlight; h != nil {
+		in.Highlight, in.EncodeHTML = h.Enabled, h.EncodeHTML
+	}
+	if p := b.Page; p != nil {
+		in.Size, in.Offset = p.Size, p.Offset
+	}
+	return in
+}
+
+func (s *Server) searchOptions() engine.SearchOptions {
+	return engine.SearchOptions{Meta: s.meta}
+}
+
+// searchTable: POST T/search. An empty body finds nothing.
+func (s *Server) searchTable(r *request) error {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return err
+	}
+	var body searchBody
+	if err := r.decode(&body, true); err != nil {
+		return err
+	}
+	if body.Tables != nil {
+		return invalid("unknown field \"tables\": a table search takes no tables list")
+	}
+	res, err := s.eng.SearchTable(ref.Ref, table, body.input(), s.searchOptions())
+	if err != nil {
+		return err
+	}
+	s.writeSearch(r, res)
+	return nil
+}
+
+// searchBranch: POST DB/search, over every table or the listed ones.
+func (s *Server) searchBranch(r *request) error {
+	ref, err := r.branchRef()
+	if err != nil {
+		return err
+	}
+	var body searchBody
+	if err := r.decode(&body, false); err != nil {
+		return err
+	}
+	if body.Query == nil {
+		return invalid("query is required")
+	}
+	switch {
+	case body.Target != nil:
+		return invalid("unknown field \"target\": a branch search takes targets per table, in tables")
+	case body.Filter != nil:
+		return invalid("unknown field \"filter\": a branch search takes filters per table, in tables")
+	case body.Boosters != nil:
+		return invalid("unknown field \"boosters\": a branch search takes boosters per table, in tables")
+	}
+	in := body.input()
+	if !isNullJSON(body.Tables) {
+		var items []json.RawMessage
+		if err := json.Unmarshal(body.Tables, &items); err != nil {
+			return invalid("tables must be an array of table names or {table, filter, target, boosters} objects")
+		}
+		in.Tables = []engine.SearchTable{}
+		for _, it := range items {
+			var st engine.SearchTable
+			if t := bytes.TrimSpace(it); len(t) > 0 && t[0] == '{' {
+				var e searchTableEntry
+				if err := decodeStrict(t, &e); err != nil {
+					return err
+				}
+				if e.Table == nil {
+					return invalid("tables: an object entry needs a table")
+				}
+				st = engine.SearchTable{Table: *e.Table, Filter: rawOrNil(e.Filter), Target: rawOrNil(e.Target), Boosters: rawOrNil(e.Boosters)}
+			} else if err := json.Unmarshal(it, &st.Table); err != nil {
+				return invalid("tables: entries must be table names or {table, filter, target, boosters} objects")
+			}
+			in.Tables = append(in.Tables, st)
+		}
+	}
+	res, err := s.eng.SearchBranch(ref.Ref, in, s.searchOptions())
+	if err != nil {
+		return err
+	}
+	s.writeSearch(r, res)
+	return nil
+}
+
+// writeSearch sends {records, totalCount, warning?}: each record whole,
+// with score, table and highlight in its metadata.
+func (s *Server) writeSearch(r *request, res *engine.SearchResult) {
+	recs := make([]any, 0, len(res.Records))
+	for _, h := range res.Records {
+		doc := s.renderDoc(h.Doc)
+		meta := doc[s.meta].(map[string]any)
+		meta["score"] = h.Score
+		meta["table"] = h.Table
+		if h.Highlight != nil {
+			meta["highlight"] = h.Highlight
+		}
+		recs = append(recs, doc)
+	}
+	out := map[string]any{"records": recs, "totalCount": res.TotalCount}
+	if res.Warning != "" {
+		out["warning"] = res.Warning
+	}
+	writeJSON(r.ctx, http.StatusOK, out)
+}

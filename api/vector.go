@@ -1,0 +1,47 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// vectorSearchBody is the body of POST T/vectorSearch (compat-api.md §9).
+// Unknown keys are invalid; null is the same as absent.
+type vectorSearchBody struct {
+	QueryVector        []float64       `json:"queryVector"`
+	Column             string          `json:"column"`
+	SimilarityFunction *string         `json:"similarityFunction"`
+	Size               *int            `json:"size"`
+	Filter             json.RawMessage `json:"filter"`
+}
+
+// vectorSearch: POST T/vectorSearch → {"records": [...], "totalCount": n}.
+// Records are whole (links as {id}), their metadata object carrying the
+// score; the engine checks the request.
+func (s *Server) vectorSearch(r *request) error {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return err
+	}
+	var body vectorSearchBody
+	if err := r.decode(&body, false); err != nil {
+		return err
+	}
+	res, err := s.eng.VectorSearch(ref.Ref, table, engine.VectorSearchInput{
+		Column: body.Column, Query: body.QueryVector, Similarity: body.SimilarityFunction,
+		Size: body.Size, Filter: rawOrNil(body.Filter),
+	}, s.meta)
+	if err != nil {
+		return err
+	}
+	recs := make([]any, len(res.Hits))
+	for i, h := range res.Hits {
+		rec := s.renderDoc(h.Doc)
+		rec[s.meta].(map[string]any)["score"] = h.Score
+		recs[i] = rec
+	}
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"records": recs, "totalCount": res.TotalCount})
+	return nil
+}

@@ -1,0 +1,73 @@
+package fts
+
+import "math/bits"
+
+// What the engine indexes for one text field: its distinct terms with how
+// often each occurs, and its length in words. Term frequencies and lengths
+// are kept coarsely, as bitmaps of rows: TFLevels says which frequencies
+// get a bitmap of their own and LengthBucket how lengths are grouped.
+
+// TFLevels are the term frequencies that get a bitmap: a row whose field
+// holds a term at least TFLevels[i] times is in that term's i-th frequency
+// bitmap. BM25 saturates quickly (k1 = 1.2), so a few levels rank almost as
+// exact counts do.
+var TFLevels = [...]uint8{2, 3, 5}
+
+// TFClass returns the frequency a row counts with given how many TFLevels
+// its count reaches: 1 for none, else the highest level reached.
+func TFClass(levels int) int {
+	if levels <= 0 {
+		return 1
+	}
+	return int(TFLevels[min(levels, len(TFLevels))-1])
+}
+
+// Field collects the terms of one field value for indexing.
+type Field struct {
+	// TF counts each distinct term's occurrences.
+	TF map[string]int
+	// Words is the field's length in words.
+	Words int
+	toks  []Token
+}
+
+// Reset empties the field for reuse.
+func (f *Field) Reset() {
+	clear(f.TF)
+	f.Words = 0
+}
+
+// Add analyses one text of the field (a multiple column adds each element).
+func (f *Field) Add(text string) {
+	if f.TF == nil {
+		f.TF = map[string]int{}
+	}
+	f.toks = AppendTokens(f.toks[:0], text)
+	for _, t := range f.toks {
+		f.TF[t.Term]++
+	}
+	f.Words += len(f.toks)
+}
+
+// LengthBucket groups a field length in words: lengths below 16 exactly,
+// longer ones in four buckets per power of two (16–19, 20–23, 24–27,
+// 28–31, 32–39, …), so a bucket's lengths differ by less than 25%.
+func LengthBucket(words int) uint8 {
+	if words < 16 {
+		return uint8(max(words, 0))
+	}
+	e := bits.Len32(uint32(min(words, 1<<31-1))) - 1 // ≥ 4
+	sub := (words >> (e - 2)) & 3
+	return uint8(16 + (e-4)*4 + sub)
+}
+
+// BucketLength is the smallest length in bucket b: what a field of that
+// bucket counts as.
+func BucketLength(b uint8) int {
+	if b < 16 {
+		return int(b)
+	}
+	e := int(b-16)/4 + 4
+	sub := int(b-16) % 4
+	return (4 + sub) << (e - 2)
+}
