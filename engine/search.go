@@ -512,8 +512,9 @@ type searchExec struct {
 	words  [][]expansion // by query word
 	capped bool
 
-	total []float64 // text score by row
-	best  []float64 // scratch: one word's best score in one column
+	total   []float64       // text score by row
+	best    []float64       // scratch: one word's best score in one column
+	touched *roaring.Bitmap // rows whose total may be non-zero
 	// found holds, by column id, the terms that matched some candidate:
 	// what highlighting marks.
 	found map[uint32]map[string]bool
@@ -547,27 +548,31 @@ func (x *searchExec) expand() {
 	}
 }
 
-// scorePool recycles the per-row score arrays.
+// scorePool recycles the per-row score arrays. A pooled array is zero over
+// its whole capacity: a search clears only the rows it touched.
 var scorePool sync.Pool
 
 func getScores(n int) []float64 {
 	if v, ok := scorePool.Get().(*[]float64); ok && cap(*v) >= n {
-		s := (*v)[:n]
-		clear(s)
-		return s
+		return (*v)[:n]
 	}
 	return make([]float64, n, n+n/8)
 }
 
-func putScores(s []float64) {
-	if s != nil {
-		scorePool.Put(&s)
-	}
-}
-
+// free returns the score arrays to the pool, zeroing the rows the search
+// touched (best is zero already). A search that failed half way drops its
+// arrays instead.
 func (x *searchExec) free() {
-	putScores(x.total)
-	putScores(x.best)
+	if x.total == nil {
+		return
+	}
+	total, best := x.total, x.best
+	if !x.touched.IsEmpty() {
+		// One span of memory to clear beats a walk of the rows.
+		clear(total[x.touched.Minimum() : x.touched.Maximum()+1])
+	}
+	scorePool.Put(&total)
+	scorePool.Put(&best)
 	x.total, x.best = nil, nil
 }
 
@@ -632,13 +637,18 @@ func (x *searchExec) score() (*roaring.Bitmap, error) {
 				u = roaring.FastOr(union...)
 			}
 			total, best := x.total, x.best
-			eachRow(u, func(row uint32) {
-				total[row] += best[row]
-				best[row] = 0
-			})
+			var buf [512]uint32
+			it := u.ManyIterator()
+			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+				for _, row := range buf[:n] {
+					total[row] += best[row]
+					best[row] = 0
+				}
+			}
 			matched.Or(u)
 		}
 	}
+	x.touched = matched.Clone()
 	return matched, nil
 }
 
@@ -655,15 +665,19 @@ func (x *searchExec) scoreRows(rows *roaring.Bitmap, fs *fieldStats, scale float
 		byBucket[b] = scale * fts.TermBM25(1, tf, l, avg)
 	}
 	best, buckets := x.best, fs.bucket
-	eachRow(rows, func(row uint32) {
-		var b uint8
-		if int(row) < len(buckets) {
-			b = buckets[row]
+	var buf [512]uint32
+	it := rows.ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			var b uint8
+			if int(row) < len(buckets) {
+				b = buckets[row]
+			}
+			if s := byBucket[b]; s > best[row] {
+				best[row] = s
+			}
 		}
-		if s := byBucket[b]; s > best[row] {
-			best[row] = s
-		}
-	})
+	}
 }
 
 // eachRow calls fn for the rows of a bitmap in order, a block at a time.
@@ -790,10 +804,7 @@ func (x *searchExec) top(matched *roaring.Bitmap, k int) ([]uint32, []float64, e
 			i = m
 		}
 	}
-	it := matched.Iterator()
-	for it.HasNext() {
-		row := it.Next()
-		e := entry{row, x.total[row]}
+	consider := func(e entry) {
 		if len(h) < k {
 			h = append(h, e)
 			for i := len(h) - 1; i > 0; {
@@ -804,13 +815,23 @@ func (x *searchExec) top(matched *roaring.Bitmap, k int) ([]uint32, []float64, e
 				h[i], h[p] = h[p], h[i]
 				i = p
 			}
-			continue
+			return
 		}
-		if k == 0 || !worse(h[0], e) {
-			continue
+		// Most rows lose on the score alone; the id decides ties only.
+		if k == 0 || e.score < h[0].score || !worse(h[0], e) {
+			return
 		}
 		h[0] = e
 		down(0)
+	}
+	var buf [512]uint32
+	many := matched.ManyIterator()
+	for n := many.NextMany(buf[:]); n > 0; n = many.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			if sc := x.total[row]; len(h) < k || k > 0 && sc >= h[0].score {
+				consider(entry{row, sc})
+			}
+		}
 	}
 	slices.SortFunc(h, func(a, b entry) int {
 		if worse(b, a) {
