@@ -5,12 +5,14 @@
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
-// vector.go, users.go, workspaces.go, members.go, invites.go); errors.go
-// holds the one table from engine error codes to HTTP statuses; render.go
-// and docjson.go turn the engine's projected records into JSON. Handlers
-// return errors; the adapter in server.go authenticates the caller and
-// writes every error as JSON {id, message}, id being the request id that
-// every response also carries in x-request-id.
+// vector.go, files.go, schema.go for the schema edit endpoints, stats.go
+// for branch stats and the 501 answers of SQL and ask, users.go,
+// workspaces.go, members.go, invites.go); errors.go holds the one
+// table from engine error codes to HTTP statuses; render.go and docjson.go
+// turn the engine's projected records into JSON. Handlers return errors;
+// the adapter in server.go authenticates the caller and writes every error
+// as JSON {id, message}, id being the request id that every response also
+// carries in x-request-id.
 //
 // Decisions the specs leave open:
 //
@@ -42,4 +44,18 @@
 //     size ≤ 1000 and offset ≤ 49000. consistency is checked and ignored.
 //   - Bulk failures answer 400 with {"errors":[{message, status}]} unless
 //     every failure has the same status (e.g. all 422 for existing ids).
+//   - Files: file URLs are Options.PublicURL (default http://{listen
+//     address}) + /file/{accessId}. An access id names one version of one
+//     file on one branch and is not secret; private files need a signature
+//     (?verify=), an HMAC with a server secret of the purpose (read or
+//     upload), the access id and the expiry. Reading through a URL needs the
+//     version it names; an upload URL writes the file at any version.
+//     F/{fileId} on a file column and F on a file[] column are 400.
+//   - Schema edits: an operation that fails inside a list (apply, update,
+//     push) is a 400 naming it, whatever its status on its own endpoint.
+//     History pages are cut at migration ids: meta.cursor is the last id of
+//     the page, for page.after. Push checks every checksum and parent before
+//     applying anything, then applies each migration as its own command.
+//   - Stats: one successful record read or write request counts once; the
+//     counters live in memory since the server started.
 package api

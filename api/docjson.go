@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -48,6 +49,116 @@ func (s *Server) appendDoc(b []byte, d *engine.Doc) []byte {
 	return append(b, '}')
 }
 
+// appendView appends a record read as a view, exactly as appendDoc appends
+// the same record projected with every column. The fields come in key
+// order (engine.ComparePaths), so objects open and close as the paths go.
+func (s *Server) appendView(b []byte, v *engine.RecordView) []byte {
+	b = append(b, '{')
+	depth := 0   // objects open below the record
+	prev := ""   // path of the previous field
+	pending := 2 // "id" and the metadata key, in key order, still to write
+	fixed := [2]string{"id", s.meta}
+	if s.meta < "id" {
+		fixed[0], fixed[1] = fixed[1], fixed[0]
+	}
+	// writeFixed writes the fixed keys that sort before top (all when top
+	// is ""), closing any open object first.
+	writeFixed := func(top string) {
+		for pending > 0 {
+			k := fixed[2-pending]
+			if top != "" && k > top {
+				return
+			}
+			for ; depth > 0; depth-- {
+				b = append(b, '}')
+			}
+			if b[len(b)-1] != '{' {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			if k == "id" {
+				b = appendString(b, v.ID)
+			} else {
+				b = appendMeta(b, v.Version, v.CreatedAt, v.UpdatedAt)
+			}
+			prev = k
+			pending--
+		}
+	}
+	for i := range v.Fields {
+		f := &v.Fields[i]
+		path := f.Path
+		// The open objects are the first depth segments of prev: keep those
+		// this path shares, close the others.
+		shared, common := 0, 0 // segments kept, and their length with dots
+		for shared < depth {
+			j := strings.IndexByte(path[common:], '.')
+			if j < 0 || !strings.HasPrefix(prev[common:], path[common:common+j+1]) {
+				break
+			}
+			common += j + 1
+			shared++
+		}
+		if shared == 0 {
+			top := path
+			if j := strings.IndexByte(path, '.'); j >= 0 {
+				top = path[:j]
+			}
+			writeFixed(top)
+		}
+		for ; depth > shared; depth-- {
+			b = append(b, '}')
+		}
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		// Open the objects of the remaining segments but the last.
+		rest := path[common:]
+		for {
+			j := strings.IndexByte(rest, '.')
+			if j < 0 {
+				break
+			}
+			b = appendString(b, rest[:j])
+			b = append(b, ':', '{')
+			depth++
+			rest = rest[j+1:]
+		}
+		b = appendString(b, rest)
+		b = append(b, ':')
+		b = s.appendField(b, f)
+		prev = path
+	}
+	writeFixed("")
+	for ; depth > 0; depth-- {
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// appendField appends one value of a view as appendValue appends the value
+// engine.Record holds for it.
+func (s *Server) appendField(b []byte, f *engine.FieldView) []byte {
+	switch f.Type {
+	case engine.TypeString, engine.TypeText, engine.TypeEmail:
+		return appendString(b, f.Value.Str)
+	case engine.TypeInt:
+		return strconv.AppendInt(b, f.Value.Int, 10)
+	case engine.TypeFloat:
+		return appendFloat(b, f.Value.Float)
+	case engine.TypeBool:
+		return strconv.AppendBool(b, f.Value.Int != 0)
+	case engine.TypeDatetime:
+		return appendTime(b, f.Value.Time())
+	case engine.TypeLink:
+		b = append(b, `{"id":`...)
+		b = appendString(b, f.Value.Str)
+		return append(b, '}')
+	}
+	return s.appendValue(b, f.Any())
+}
+
 // appendMeta appends the record metadata object.
 func appendMeta(b []byte, version uint64, createdAt, updatedAt time.Time) []byte {
 	b = append(b, `{"createdAt":`...)
@@ -59,10 +170,25 @@ func appendMeta(b []byte, version uint64, createdAt, updatedAt time.Time) []byte
 	return append(b, '}')
 }
 
+// appendTime appends a timestamp as a JSON string in timeLayout. Every
+// record has two, so the four-digit years are written by hand; others go
+// through time.Format.
 func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, timeLayout)
-	return append(b, '"')
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		b = t.AppendFormat(b, timeLayout)
+		return append(b, '"')
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	b = append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+	return b
 }
 
 // appendValue appends one projected value (renderValue's rules).

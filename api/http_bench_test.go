@@ -126,6 +126,7 @@ func httpBenchID(i int) string { return fmt.Sprintf("it%06d", i) }
 // httpBenchServer is a real server on a loopback port over a benchmark
 // table.
 type httpBenchServer struct {
+	srv  *Server
 	addr string
 	base string // path prefix of the table: /ws/{ws}/db/bench:main/tables/items
 }
@@ -183,6 +184,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 		}
 	})
 	return &httpBenchServer{
+		srv:  srv,
 		addr: addr,
 		base: "/ws/" + info.WorkspaceID + "/db/" + httpBenchDB + ":main/tables/" + httpBenchTable,
 	}
@@ -370,6 +372,42 @@ func BenchmarkHTTPInsert(b *testing.B) {
 	body := fetchOnce(b, srv.addr, 201, fill)
 	trivial := startTrivialServer(b, 201, body)
 	compareLoads(b, cfg, cfg.inserts, srv.addr, trivial, 201, 201, fill)
+}
+
+// BenchmarkServePointGet is the server's share of W2 without the network:
+// the handler answering point gets of records spread over the table, in
+// this goroutine. Its ns/op and allocs/op are what the HTTP ratio loses to
+// the trivial handler.
+func BenchmarkServePointGet(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, cfg.records)
+	paths := make([]string, cfg.records)
+	for i := range paths {
+		paths[i] = srv.base + "/data/" + httpBenchID(i)
+	}
+	var ctx fasthttp.RequestCtx
+	auth := "Bearer " + testKey
+	serve := func(i int) {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI(paths[i*7919%len(paths)])
+		ctx.Request.Header.Set("Authorization", auth)
+		srv.srv.serve(&ctx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		ctx.ResetUserValues()
+	}
+	for i := range paths {
+		serve(i) // as after the HTTP benchmark's first pass
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		serve(i)
+		i++
+	}
 }
 
 // fetchOnce sends request 0 of a load and returns the response body.

@@ -70,6 +70,10 @@ func (s *Server) renderValue(v any) (out any, ok bool) {
 		return map[string]any{"id": x.ID}, true
 	case engine.JSONText:
 		return string(x), true
+	case engine.File:
+		return s.fileJSON(&x), true
+	case []engine.File:
+		return s.filesJSON(x), true
 	case time.Time:
 		return formatTime(x), true
 	case map[string]any:

@@ -24,6 +24,17 @@ type request struct {
 	wsLabel string // workspace label of a /ws/{id} path prefix
 	user    *engine.User
 	key     *engine.APIKey
+
+	// params are the path parameters (name, raw value) when serve matched
+	// the route itself; nil when the router did, which keeps them in the
+	// context's user values.
+	params   [][2]string
+	paramBuf [3][2]string
+
+	// branch is what branchRef resolved, once resolved is set.
+	branch    dbRef
+	resolved  bool
+	branchErr error
 }
 
 // authenticate resolves the Bearer key to a user and key.
@@ -58,12 +69,35 @@ func (r *request) canAccess(core string) bool {
 // workspaceByLabel checks access to the workspace a public id or host label
 // names and returns its core id.
 func (r *request) workspaceByLabel(label string) (string, error) {
-	core, ok := engine.WorkspaceCore(label)
+	core, ok := r.s.workspaceCore(label)
 	if !ok || !r.canAccess(core) {
 		return "", noAccess(label)
 	}
 	return core, nil
 }
+
+// workspaceCore is engine.WorkspaceCore, remembered for the first
+// maxWorkspaceLabels valid labels: every data-plane request names one.
+func (s *Server) workspaceCore(label string) (string, bool) {
+	s.labels.RLock()
+	core, ok := s.labels.m[label]
+	s.labels.RUnlock()
+	if ok {
+		return core, true
+	}
+	core, ok = engine.WorkspaceCore(label)
+	if ok {
+		s.labels.Lock()
+		if len(s.labels.m) < maxWorkspaceLabels {
+			s.labels.m[strings.Clone(label)] = core
+		}
+		s.labels.Unlock()
+	}
+	return core, ok
+}
+
+// maxWorkspaceLabels bounds the labels workspaceCore remembers.
+const maxWorkspaceLabels = 4096
 
 // dataWorkspace resolves the workspace of a data-plane request (compat-api.md
 // §2.2): the /ws/{id} prefix, else the Host header, else the key's scope or
@@ -121,7 +155,16 @@ func splitHostPort(h string) (string, string, error) {
 
 // param returns a path parameter, percent-decoded.
 func (r *request) param(name string) (string, error) {
-	raw, _ := r.ctx.UserValue(name).(string)
+	var raw string
+	if r.params != nil {
+		for _, p := range r.params {
+			if p[0] == name {
+				raw = p[1]
+			}
+		}
+	} else {
+		raw, _ = r.ctx.UserValue(name).(string)
+	}
 	v, err := decodeSegment(raw)
 	if err != nil {
 		return "", invalid("invalid path segment [%s]: %s", raw, err.Error())
@@ -144,8 +187,18 @@ type dbRef struct {
 	Raw string
 }
 
-// branchRef resolves the workspace and the {dbb} parameter.
+// branchRef resolves the workspace and the {dbb} parameter, once per
+// request.
 func (r *request) branchRef() (dbRef, error) {
+	if !r.resolved {
+		r.branch, r.branchErr = r.resolveBranch()
+		r.resolved = true
+	}
+	return r.branch, r.branchErr
+}
+
+// resolveBranch is branchRef's work.
+func (r *request) resolveBranch() (dbRef, error) {
 	ws, err := r.dataWorkspace()
 	if err != nil {
 		return dbRef{}, err

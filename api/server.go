@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,10 @@ type Options struct {
 	// BootstrapKey, when set, is the API key that Run creates on a first
 	// start instead of a generated one.
 	BootstrapKey string
+	// PublicURL is the base of the absolute file URLs the server hands out
+	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
+	// http:// and the address the server listens on.
+	PublicURL string
 	// Logger receives the server's logs; nil means a text logger on stderr
 	// at LogLevel.
 	Logger *slog.Logger
@@ -76,7 +81,21 @@ type Server struct {
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
+
+	records  *engine.RecordCache     // point reads by id
+	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
+
+	labels struct { // workspace label → core, see workspaceCore
+		sync.RWMutex
+		m map[string]string
+	}
+
+	stats accessStats // reads and writes per branch and hour, see stats.go
+	files fileURLs    // default base of file URLs, see files.go
 }
+
+// recordCacheBytes is the memory budget of the records point reads keep.
+const recordCacheBytes = 32 << 20
 
 // New returns a Server that serves eng. The caller keeps ownership of eng
 // and closes it after Shutdown.
@@ -99,9 +118,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	s.labels.m = map[string]string{}
 	if opts.Compat == CompatXata {
 		s.meta = "xata"
 	}
+	s.records = engine.NewRecordCache(recordCacheBytes, s.appendView)
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}
 	if len(opts.Domains) > 0 {
@@ -114,6 +135,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s.router = router.New()
 	s.routes()
+	s.pointGet = s.pointGetHandler()
 	s.http = &fasthttp.Server{
 		Handler:                      s.serve,
 		ErrorHandler:                 s.transportError,
@@ -129,7 +151,10 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 }
 
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	s.files.listening(ln.Addr())
+	return s.http.Serve(ln)
+}
 
 // Shutdown stops accepting connections and waits for the requests in flight
 // to finish, or for ctx to end.
@@ -167,6 +192,7 @@ func (s *Server) routes() {
 	r.DELETE(dbb, s.handle(s.deleteBranch))
 	r.GET(dbb+"/metadata", s.handle(s.getBranchMetadata))
 	r.PUT(dbb+"/metadata", s.handle(s.setBranchMetadata))
+	r.GET(dbb+"/stats", s.handle(s.branchStats))
 
 	// Git branch mapping.
 	r.GET("/dbs/{db}/gitBranches", s.handle(s.listGitBranches))
@@ -187,40 +213,67 @@ func (s *Server) routes() {
 	r.DELETE(t+"/columns/{column}", s.handle(s.deleteColumn))
 
 	// Records.
-	r.POST(t+"/data", s.handle(s.insertRecord))
-	r.PUT(t+"/data/{id}", s.handle(s.putRecord))
-	r.PATCH(t+"/data/{id}", s.handle(s.updateRecord))
-	r.POST(t+"/data/{id}", s.handle(s.upsertRecord))
-	r.GET(t+"/data/{id}", s.handle(s.getRecord))
-	r.DELETE(t+"/data/{id}", s.handle(s.deleteRecord))
-	r.POST(t+"/bulk", s.handle(s.bulkInsert))
-	r.POST(t+"/query", s.handle(s.queryTable))
-	r.POST(t+"/summarize", s.handle(s.summarizeTable))
-	r.POST(t+"/aggregate", s.handle(s.aggregateTable))
-	r.POST(t+"/search", s.handle(s.searchTable))
-	r.POST(t+"/vectorSearch", s.handle(s.vectorSearch))
-	r.POST(dbb+"/transaction", s.handle(s.transaction))
-	r.POST(dbb+"/search", s.handle(s.searchBranch))
+	r.POST(t+"/data", s.handle(s.writes(s.insertRecord)))
+	r.PUT(t+"/data/{id}", s.handle(s.writes(s.putRecord)))
+	r.PATCH(t+"/data/{id}", s.handle(s.writes(s.updateRecord)))
+	r.POST(t+"/data/{id}", s.handle(s.writes(s.upsertRecord)))
+	r.GET(t+"/data/{id}", s.handle(s.reads(s.getRecord)))
+	r.DELETE(t+"/data/{id}", s.handle(s.writes(s.deleteRecord)))
+	r.POST(t+"/bulk", s.handle(s.writes(s.bulkInsert)))
+	r.POST(t+"/query", s.handle(s.reads(s.queryTable)))
+	r.POST(t+"/summarize", s.handle(s.reads(s.summarizeTable)))
+	r.POST(t+"/aggregate", s.handle(s.reads(s.aggregateTable)))
+	r.POST(t+"/search", s.handle(s.reads(s.searchTable)))
+	r.POST(t+"/vectorSearch", s.handle(s.reads(s.vectorSearch)))
+	r.POST(dbb+"/transaction", s.handle(s.writes(s.transaction)))
+	r.POST(dbb+"/search", s.handle(s.reads(s.searchBranch)))
+
+	// Files: binary endpoints and access URLs (files.go).
+	s.fileRoutes(t)
+
+	// Schema edits.
+	r.POST(dbb+"/schema/compare", s.handle(s.compareSchema))
+	r.POST(dbb+"/schema/compare/{branch}", s.handle(s.compareBranchSchemas))
+	r.POST(dbb+"/schema/apply", s.handle(s.applySchemaEdits))
+	r.POST(dbb+"/schema/preview", s.handle(s.previewSchemaEdits))
+	r.POST(dbb+"/schema/update", s.handle(s.updateSchema))
+	r.POST(dbb+"/schema/history", s.handle(s.schemaHistory))
+	r.POST(dbb+"/schema/push", s.handle(s.pushMigrations))
+
+	// Not implemented (compat-api.md §13): 501.
+	r.POST(dbb+"/sql", s.handle(unsupported("sql")))
+	r.POST(dbb+"/sql/batch", s.handle(unsupported("sql")))
+	r.POST(t+"/ask", s.handle(unsupported("ask")))
+	r.POST(t+"/ask/{sessionId}", s.handle(unsupported("ask")))
 }
 
 // routeMethods are the methods tried when a path matches no route of the
 // request's method, to tell 405 from 404.
 var routeMethods = []string{"GET", "PUT", "POST", "PATCH", "DELETE"}
 
-// User value keys set by serve for the handlers.
+// keyRequest is the user value key under which serve hands the request to
+// the handlers.
 type ctxKey int
 
-const (
-	keyRequestID ctxKey = iota
-	keyWorkspaceLabel
-)
+const keyRequest ctxKey = 0
+
+// requests recycles the request values of finished requests.
+var requests = sync.Pool{New: func() any { return new(request) }}
 
 // serve is the entry point of every request: request id, path
 // normalization, the /ws/{id} prefix, health, then routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	id := s.requestID()
 	ctx.Response.Header.Set("x-request-id", id)
-	ctx.SetUserValue(keyRequestID, id)
+	r := requests.Get().(*request)
+	*r = request{ctx: ctx, s: s, id: id}
+	ctx.SetUserValue(keyRequest, r)
+	defer func() {
+		// The handler is done with r: no reference to it outlives serve.
+		ctx.RemoveUserValue(keyRequest)
+		*r = request{}
+		requests.Put(r)
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic", slog.String("request", id), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
@@ -228,33 +281,53 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
 		}
 	}()
-	start := time.Now()
-	defer func() {
-		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		start := time.Now()
+		defer func() {
 			s.log.Debug("request", slog.String("request", id), slog.String("method", string(ctx.Method())),
 				slog.String("path", string(ctx.URI().PathOriginal())), slog.Int("status", ctx.Response.StatusCode()),
 				slog.Duration("took", time.Since(start)))
-		}
-	}()
+		}()
+	}
 
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
 	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
-		seg, tail, _ := strings.Cut(rest, "/")
+		// The rest of the path keeps its leading slash: no new string.
+		seg, tail := rest, "/"
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			seg, tail = rest[:i], rest[i:]
+		}
 		label, err := decodeSegment(seg)
 		if err != nil || label == "" {
 			s.writeError(ctx, id, invalid("invalid workspace path segment [%s]", seg))
 			return
 		}
-		ctx.SetUserValue(keyWorkspaceLabel, label)
-		path = "/" + tail
+		r.wsLabel = label
+		path = tail
 	}
 	method := string(ctx.Method())
 	if path == "/healthz" && (method == "GET" || method == "HEAD") {
 		writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
 		return
 	}
+	if s.pointGet != nil && method == "GET" {
+		if dbb, table, id, ok := pointGetParams(path); ok {
+			r.paramBuf = [3][2]string{{"dbb", dbb}, {"table", table}, {"id", id}}
+			r.params = r.paramBuf[:]
+			s.pointGet(ctx)
+			return
+		}
+	}
 	if h, _ := s.router.Lookup(method, path, ctx); h != nil {
 		h(ctx)
+		return
+	}
+	if h := s.fileIndexRoute(method, path, ctx); h != nil {
+		h(ctx) // .../file/, which the router cannot tell from .../file
+		return
+	}
+	if h := s.askSessionRoute(method, path, ctx); h != nil {
+		h(ctx) // .../ask/, which the router cannot tell from .../ask
 		return
 	}
 	for _, m := range routeMethods {
@@ -269,13 +342,86 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	s.writeError(ctx, id, &statusError{http.StatusNotFound, "no endpoint at " + path})
 }
 
+// pointGetRoute is the route of point reads, the most frequent request.
+// serve matches it itself, ahead of the router, whose parameters cost
+// several allocations per request; pointGetHandler says when that is exact.
+const pointGetRoute = "/db/{dbb}/tables/{table}/data/{id}"
+
+// pointGetHandler returns the handler registered for pointGetRoute, for
+// serve to call directly, or nil when another route could match some of its
+// paths (serve then leaves every request to the router). Paths of the route
+// are /db/D/tables/T/data/I with D, T and I non-empty segments.
+func (s *Server) pointGetHandler() fasthttp.RequestHandler {
+	want := strings.Split(pointGetRoute, "/")
+	found := false
+	for method, paths := range s.router.List() {
+		if method != "GET" && method != router.MethodWild {
+			continue
+		}
+		for _, p := range paths {
+			if method == "GET" && p == pointGetRoute {
+				found = true
+				continue
+			}
+			if strings.ContainsAny(p, "*?") {
+				return nil // catch-all and optional segments: not worth the analysis
+			}
+			segs := strings.Split(p, "/")
+			if len(segs) != len(want) {
+				continue
+			}
+			overlaps := true
+			for i, w := range want {
+				isParam := strings.HasPrefix(segs[i], "{")
+				if !strings.HasPrefix(w, "{") && !isParam && segs[i] != w {
+					overlaps = false
+				}
+			}
+			if overlaps {
+				return nil
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	// No other route matches the route's paths: the router answers any of
+	// them with the route's handler.
+	h, _ := s.router.Lookup("GET", "/db/d:b/tables/t/data/i", nil)
+	return h
+}
+
+// pointGetParams matches a path against pointGetRoute.
+func pointGetParams(path string) (dbb, table, id string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/db/")
+	if !ok {
+		return "", "", "", false
+	}
+	dbb, rest, ok = strings.Cut(rest, "/")
+	if !ok || dbb == "" {
+		return "", "", "", false
+	}
+	if rest, ok = strings.CutPrefix(rest, "tables/"); !ok {
+		return "", "", "", false
+	}
+	table, rest, ok = strings.Cut(rest, "/")
+	if !ok || table == "" {
+		return "", "", "", false
+	}
+	if id, ok = strings.CutPrefix(rest, "data/"); !ok || id == "" || strings.IndexByte(id, '/') >= 0 {
+		return "", "", "", false
+	}
+	return dbb, table, id, true
+}
+
 // handle adapts an endpoint to a fasthttp handler: it authenticates the
 // caller and writes the endpoint's error, if any.
 func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		r := &request{ctx: ctx, s: s}
-		r.id, _ = ctx.UserValue(keyRequestID).(string)
-		r.wsLabel, _ = ctx.UserValue(keyWorkspaceLabel).(string)
+		r, _ := ctx.UserValue(keyRequest).(*request)
+		if r == nil {
+			r = &request{ctx: ctx, s: s}
+		}
 		err := r.authenticate()
 		if err == nil {
 			err = fn(r)

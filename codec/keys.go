@@ -48,6 +48,7 @@ const (
 	KindBitmapCur  byte = 0x20 // | bitmap id | chunk u16 → delta (merged)
 	KindBitmapHist byte = 0x21 // | bitmap id | chunk u16 | seq u64 → exact delta of that commit
 	KindTerm       byte = 0x30 // | term → empty: a word some text column of the table held in this layer
+	KindFileChunk  byte = 0x40 // | col u32 | file id 0x00 | seq u64 | chunk u16 → bytes of a file's content
 )
 
 // Bitmap ids name one bitmap of a table: BitmapLive, BitmapMask, BitmapExists |
@@ -215,6 +216,25 @@ func TermKey(dst []byte, db, layer, table uint32, term string) []byte {
 	return append(dst, term...)
 }
 
+// FileChunkKey returns the key of one chunk of the content a commit seq
+// wrote for a file of a file or file[] column. File ids never contain 0x00,
+// which terminates them; seq is the database-wide commit number, so the
+// contents two branches write for one file never share a key.
+func FileChunkKey(dst []byte, db, layer, table, col uint32, fileID string, seq uint64, chunk uint16) []byte {
+	dst = FileContentPrefix(dst, db, layer, table, col, fileID, seq)
+	return binary.BigEndian.AppendUint16(dst, chunk)
+}
+
+// FileContentPrefix returns the prefix of every chunk key of one content of
+// a file.
+func FileContentPrefix(dst []byte, db, layer, table, col uint32, fileID string, seq uint64) []byte {
+	dst = TablePrefix(dst, db, layer, KindFileChunk, table)
+	dst = AppendU32(dst, col)
+	dst = append(dst, fileID...)
+	dst = append(dst, 0)
+	return AppendU64(dst, seq)
+}
+
 // PostingColumnPrefix returns the bitmap-id prefix shared by every posting of a
 // column: range and prefix scans start from it.
 func PostingColumnPrefix(dst []byte, col uint32) []byte {
@@ -283,6 +303,11 @@ func ParseDataKey(key []byte) (DataKey, error) {
 		}
 	case KindTerm:
 		if len(k.Rest) == 0 {
+			return DataKey{}, ErrBadKey
+		}
+	case KindFileChunk:
+		// col u32 | file id (≥ 1 byte) 0x00 | seq u64 | chunk u16
+		if n := len(k.Rest); n < 16 || k.Rest[n-11] != 0 || indexZero(k.Rest[4:]) != n-15 {
 			return DataKey{}, ErrBadKey
 		}
 	default:

@@ -282,3 +282,63 @@ func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, 
 	}
 	return Resolution{Branch: def, Code: ReasonDefault, Message: "using default branch"}, nil
 }
+
+// RecordCount returns the number of records of a branch: the sum over its
+// tables of the cardinality of the live-row bitmap. A table whose bitmap
+// cache holds the live bitmap of the current state answers from memory;
+// the others compose it from storage, all from one snapshot.
+func (e *Engine) RecordCount(ref Ref) (int64, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return 0, err
+	}
+	// The layers of the lineage read stay until the last read.
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return 0, err
+	}
+	caches := make([]*bitmapCache, len(b.Schema.Tables))
+	epochs := make([]uint64, len(b.Schema.Tables))
+	for i, t := range b.Schema.Tables {
+		if c, ok := d.caches.Load(storeKey{b.ID, t.ID}); ok {
+			caches[i] = c.(*bitmapCache)
+			epochs[i] = caches[i].epoch.Load()
+		}
+	}
+	snap := e.pdb.NewSnapshot()
+	defer snap.Close()
+	live := string(codec.LiveBitmapID())
+	var n int64
+	for i, t := range b.Schema.Tables {
+		// Same epoch, even, before and after the snapshot: the cache and
+		// the snapshot show the same state (see bitmapCache).
+		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.epoch.Load() == epochs[i] {
+			if k, ok := c.cardinality(live, epochs[i]); ok {
+				n += int64(k)
+				continue
+			}
+		}
+		bm, err := readBitmap(snap, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+		if err != nil {
+			return 0, err
+		}
+		n += int64(bm.GetCardinality())
+	}
+	return n, nil
+}
+
+// cardinality returns the cardinality of the cached bitmap of id at epoch
+// e, without copying it.
+func (c *bitmapCache) cardinality(id string, e uint64) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at != e {
+		return 0, false
+	}
+	if b := c.m[id]; b != nil {
+		return b.GetCardinality(), true
+	}
+	return 0, false
+}

@@ -119,6 +119,9 @@ func (e *Engine) materialize(db uint32, s *schema, lin lineage, layer uint32) er
 			if err := batch.Set(kb, codec.AppendRecord(nil, &rec), nil); err != nil {
 				return err
 			}
+			if err := copyFileContents(snap, batch, db, lin, layer, t, &rec); err != nil {
+				return err
+			}
 			kb = codec.IDMapKey(kb[:0], db, layer, t.ID, rec.ID)
 			if err := batch.Set(kb, encodeIDEntry(idEntry{Row: row, Seq: rec.Seq}), nil); err != nil {
 				return err

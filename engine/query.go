@@ -75,11 +75,14 @@ type QueryResult struct {
 // cursorSecretName is the server-state entry holding the cursor key.
 const cursorSecretName = "cursor-secret"
 
-// cursorSecret returns the per-server secret that signs cursors, creating
-// it on first use.
-func (e *Engine) cursorSecret() ([]byte, error) {
+// cursorSecret returns the per-server secret that signs cursors.
+func (e *Engine) cursorSecret() ([]byte, error) { return e.serverSecret(cursorSecretName) }
+
+// serverSecret returns the per-server secret stored under name, creating it
+// on first use (as cursorSecret does for cursors).
+func (e *Engine) serverSecret(name string) ([]byte, error) {
 	e.cat.mu.RLock()
-	s := e.cat.state[cursorSecretName]
+	s := e.cat.state[name]
 	e.cat.mu.RUnlock()
 	if s != nil {
 		return s, nil
@@ -89,14 +92,14 @@ func (e *Engine) cursorSecret() ([]byte, error) {
 		return nil, err
 	}
 	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.state[cursorSecretName] != nil {
-			fresh = c.state[cursorSecretName]
+		if c.state[name] != nil {
+			fresh = c.state[name]
 			return nil
 		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(cursorSecretName)), fresh, nil); err != nil {
+		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(name)), fresh, nil); err != nil {
 			return err
 		}
-		t.after = append(t.after, func(c *catalog) { c.state[cursorSecretName] = fresh })
+		t.after = append(t.after, func(c *catalog) { c.state[name] = fresh })
 		return nil
 	})
 	return fresh, err
@@ -224,6 +227,16 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 				continue
 			}
 		}
+		if isFileType(c.Type) {
+			v, err := s.docFiles(c, rec, f.Val, p)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				setPath(d.Values, c.path, v)
+			}
+			continue
+		}
 		if p.Selected(c.path) {
 			setPath(d.Values, c.path, fromValue(c, f.Val))
 		}
@@ -305,15 +318,7 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, m
 // and reverse links attached, read at one snapshot of the branch. Records
 // that did not come from the engine are an error.
 func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json.RawMessage, meta string) ([]*Doc, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.state.Load().branch(ref.Branch)
-	if err != nil {
-		return nil, err
-	}
-	t, err := b.Schema.table(tableName)
+	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +327,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 	if err != nil {
 		return nil, queryError(err)
 	}
-	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 {
+	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
 		if src, release, err = e.openSource(ref, tableName); err != nil {

@@ -220,15 +220,7 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 
 // validateBulk adds to errs the records that fail validation on their own.
 func (e *Engine) validateBulk(ref Ref, tableName string, records []map[string]any, errs []OpError) []OpError {
-	_, d, err := e.database(ref.Workspace, ref.Database)
-	if err != nil {
-		return errs
-	}
-	b, err := d.state.Load().branch(ref.Branch)
-	if err != nil {
-		return errs
-	}
-	t, err := b.Schema.table(tableName)
+	_, _, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return errs
 	}
@@ -241,7 +233,11 @@ func (e *Engine) validateBulk(ref Ref, tableName string, records []map[string]an
 			continue
 		}
 		var rec codec.Record
-		if err := (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true, false); err != nil {
+		err := checkNoFiles(t, r)
+		if err == nil {
+			err = (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true, false)
+		}
+		if err != nil {
 			var ee *Error
 			if errors.As(err, &ee) {
 				errs = append(errs, OpError{Index: i, Err: ee})
@@ -268,20 +264,9 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, notFoundf("record [%s] not found", id)
-	}
 	var rec codec.Record
-	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, &rec)
-	if err != nil {
+	if err := e.readRecord(d, b, t, id, &rec); err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, notFoundf("record [%s] not found", id)
 	}
 	return publicRecord(t, &rec), nil
 }
@@ -332,6 +317,12 @@ func (w *writer) apply(op *Op) (OpResult, error) {
 	t, err := w.br.Schema.table(op.Table)
 	if err != nil {
 		return OpResult{}, err
+	}
+	if !op.MissingNotFound {
+		// Bulk inserts and transactions carry no files (files.go).
+		if err := checkNoFiles(t, op.Values); err != nil {
+			return OpResult{}, err
+		}
 	}
 	res, err := w.applyTable(t, op)
 	if err != nil && !op.MissingNotFound && !op.bulk {
@@ -715,6 +706,10 @@ func memberships(t *table, rec *codec.Record) map[string]struct{} {
 // top layer and stages its bitmap changes. old is the visible version (nil
 // for a new row) and oldLevel the lineage index it was read from.
 func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) error {
+	// File content goes in the same batch; rec's file values become final.
+	if err := w.writeFiles(t, old, rec); err != nil {
+		return err
+	}
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
 	hasParent := len(w.br.Lineage) > 1

@@ -266,15 +266,7 @@ type expansion struct {
 // searchOne searches one table and returns its k best hits, read and
 // highlighted.
 func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*tableHits, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.state.Load().branch(ref.Branch)
-	if err != nil {
-		return nil, err
-	}
-	t, err := b.Schema.table(spec.Table)
+	d, b, t, err := e.resolveTable(ref, spec.Table)
 	if err != nil {
 		return nil, err
 	}

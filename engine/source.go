@@ -50,18 +50,27 @@ type source struct {
 	epoch uint64
 }
 
-// openSource returns a Source for a table of a branch. The caller must call
-// release when done; until then the branch's column store cannot change.
-func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) {
+// resolveTable finds the database, branch and table a request names.
+func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *branch, *table, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, err := d.state.Load().branch(ref.Branch)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	t, err := b.Schema.table(tableName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return d, b, t, nil
+}
+
+// openSource returns a Source for a table of a branch. The caller must call
+// release when done; until then the branch's column store cannot change.
+func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) {
+	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,7 +51,7 @@ type lineage []layerRef
 
 // getVersion reads the version of a versioned key visible in a layer at seq
 // s. found is false when the layer holds no version at s. The returned slice
-// is a copy.
+// is a copy. histPrefix is not read when s is maxSeq.
 func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
 	v, closer, err := r.Get(curKey)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -123,8 +123,11 @@ func lookupID(r pebble.Reader, db uint32, lin lineage, tableID uint32, id string
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
-		hp := codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
-		hp = hp[:len(hp)-8]
+		var hp []byte // the top layer (maxSeq) reads no history
+		if lr.Seq != maxSeq {
+			hp = codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
+			hp = hp[:len(hp)-8]
+		}
 		v, found, err := getVersion(r, kb, hp, lr.Seq, idEntrySeq)
 		if err != nil {
 			return idEntry{}, 0, false, err
@@ -151,8 +154,11 @@ func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
-		hp := codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
-		hp = hp[:len(hp)-8]
+		var hp []byte // the top layer (maxSeq) reads no history
+		if lr.Seq != maxSeq {
+			hp = codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
+			hp = hp[:len(hp)-8]
+		}
 		v, found, err := getVersion(r, kb, hp, lr.Seq, recordSeq)
 		if err != nil {
 			return 0, false, err

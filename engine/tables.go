@@ -10,20 +10,68 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// MigrationOp is one schema operation of a migration (compat-api.md §5.4).
+// MigrationOp is one schema operation of a migration (compat-api.md §5.4):
+// exactly one of its fields is set.
 type MigrationOp struct {
-	AddTable     *struct{ Table string }                   `json:"addTable,omitempty"`
-	RemoveTable  *struct{ Table string }                   `json:"removeTable,omitempty"`
-	RenameTable  *struct{ OldName, NewName string }        `json:"renameTable,omitempty"`
-	AddColumn    *AddColumnOp                              `json:"addColumn,omitempty"`
-	RemoveColumn *struct{ Table, Column string }           `json:"removeColumn,omitempty"`
-	RenameColumn *struct{ Table, OldName, NewName string } `json:"renameColumn,omitempty"`
+	AddTable     *TableOp        `json:"addTable,omitempty"`
+	RemoveTable  *TableOp        `json:"removeTable,omitempty"`
+	RenameTable  *RenameTableOp  `json:"renameTable,omitempty"`
+	AddColumn    *AddColumnOp    `json:"addColumn,omitempty"`
+	RemoveColumn *RemoveColumnOp `json:"removeColumn,omitempty"`
+	RenameColumn *RenameColumnOp `json:"renameColumn,omitempty"`
 }
 
-// AddColumnOp adds a column to a table.
+// TableOp names the table of addTable and removeTable.
+type TableOp struct {
+	Table string `json:"table"`
+}
+
+// RenameTableOp renames a table.
+type RenameTableOp struct {
+	OldName string `json:"oldName"`
+	NewName string `json:"newName"`
+}
+
+// AddColumnOp adds a column to a table; a dotted name adds a sub-column to
+// an object column.
 type AddColumnOp struct {
 	Table  string    `json:"table"`
 	Column ColumnDef `json:"column"`
+}
+
+// RemoveColumnOp removes a column (a dotted path for a sub-column).
+type RemoveColumnOp struct {
+	Table  string `json:"table"`
+	Column string `json:"column"`
+}
+
+// RenameColumnOp renames the column at the dotted path OldName; NewName is
+// the new last element of the path.
+type RenameColumnOp struct {
+	Table   string `json:"table"`
+	OldName string `json:"oldName"`
+	NewName string `json:"newName"`
+}
+
+// kind names the operation by its JSON key, or "" unless exactly one field
+// is set.
+func (op *MigrationOp) kind() string {
+	kind, n := "", 0
+	for _, k := range []struct {
+		set  bool
+		name string
+	}{
+		{op.AddTable != nil, "addTable"}, {op.RemoveTable != nil, "removeTable"}, {op.RenameTable != nil, "renameTable"},
+		{op.AddColumn != nil, "addColumn"}, {op.RemoveColumn != nil, "removeColumn"}, {op.RenameColumn != nil, "renameColumn"},
+	} {
+		if k.set {
+			kind, n = k.name, n+1
+		}
+	}
+	if n != 1 {
+		return ""
+	}
+	return kind
 }
 
 // Migration is one recorded schema change of a branch.
@@ -31,6 +79,8 @@ type Migration struct {
 	ID         string        `json:"id"`
 	ParentID   string        `json:"parentID,omitempty"`
 	Checksum   string        `json:"checksum"`
+	Title      string        `json:"title,omitempty"`
+	Message    string        `json:"message,omitempty"`
 	CreatedAt  time.Time     `json:"createdAt"`
 	Operations []MigrationOp `json:"operations"`
 }
@@ -41,20 +91,35 @@ type SchemaChange struct {
 	ParentMigrationID string
 }
 
+// migrationSpec says how changeSchema records its migration. The zero value
+// records a new migration on top of whatever the head is.
+type migrationSpec struct {
+	id             string  // the migration id; "" makes a new one
+	parent         *string // when set, the head the branch must be at
+	title, message string
+}
+
 // changeSchema applies fn to a copy of a branch's schema and records the
 // change as a migration: it bumps the branch version and moves its head.
-func (e *Engine) changeSchema(ref Ref, fn func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error)) (SchemaChange, error) {
+// Everything fn does is one command: when fn fails, nothing changes.
+func (e *Engine) changeSchema(ref Ref, spec migrationSpec, fn func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error)) (SchemaChange, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return SchemaChange{}, err
 	}
 	now := e.now()
-	migID := e.ids.next("mig_", now)
+	migID := spec.id
+	if migID == "" {
+		migID = e.ids.next("mig_", now)
+	}
 	var out SchemaChange
 	err = e.run(d, func(tx *dbTx) error {
 		b, err := tx.st.branch(ref.Branch)
 		if err != nil {
 			return err
+		}
+		if spec.parent != nil && *spec.parent != b.LastMigrationID {
+			return errNotHead(*spec.parent, b)
 		}
 		s := b.Schema.clone()
 		ops, err := fn(tx, b, s)
@@ -62,7 +127,7 @@ func (e *Engine) changeSchema(ref Ref, fn func(tx *dbTx, b *branch, s *schema) (
 			return err
 		}
 		s.index()
-		m := Migration{ID: migID, ParentID: b.LastMigrationID, CreatedAt: now, Operations: ops}
+		m := Migration{ID: migID, ParentID: b.LastMigrationID, Title: spec.title, Message: spec.message, CreatedAt: now, Operations: ops}
 		m.Checksum = migrationChecksum(m.ParentID, ops)
 		v, err := json.Marshal(m)
 		if err != nil {
@@ -82,9 +147,23 @@ func (e *Engine) changeSchema(ref Ref, fn func(tx *dbTx, b *branch, s *schema) (
 	return out, err
 }
 
+// errNotHead is the answer to a change made against a migration that is
+// not the branch's head.
+func errNotHead(parent string, b *branch) error {
+	head := b.LastMigrationID
+	if head == "" {
+		head = "none"
+	}
+	return invalidf("migration [%s] is not the head of branch [%s]: the head is [%s]", parent, b.Name, head)
+}
+
 // migrationChecksum is "1:" + SHA-256 of the canonical JSON of the parent id
-// and the operations.
+// and the operations: the encoding of json.Marshal, whose field order and
+// omitted empty fields are fixed by the types.
 func migrationChecksum(parent string, ops []MigrationOp) string {
+	if ops == nil {
+		ops = []MigrationOp{}
+	}
 	b, _ := json.Marshal(struct {
 		ParentID   string        `json:"parentID"`
 		Operations []MigrationOp `json:"operations"`
@@ -93,70 +172,113 @@ func migrationChecksum(parent string, ops []MigrationOp) string {
 	return "1:" + hex.EncodeToString(sum[:])
 }
 
+// applyOne records one operation as a migration of its own.
+func (e *Engine) applyOne(ref Ref, op MigrationOp) (SchemaChange, error) {
+	return e.changeSchema(ref, migrationSpec{}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
+		if err := tx.applyOp(b, s, op); err != nil {
+			return nil, err
+		}
+		return []MigrationOp{op}, nil
+	})
+}
+
+// applyOp applies one operation to s, the schema of branch b being changed
+// by tx, and re-indexes s so that the next operation sees the change.
+func (tx *dbTx) applyOp(b *branch, s *schema, op MigrationOp) error {
+	var err error
+	switch op.kind() {
+	case "addTable":
+		err = tx.addTable(s, op.AddTable.Table)
+	case "removeTable":
+		err = s.removeTable(op.RemoveTable.Table)
+	case "renameTable":
+		err = s.renameTable(op.RenameTable.OldName, op.RenameTable.NewName)
+	case "addColumn":
+		err = tx.addColumn(b, s, op.AddColumn.Table, op.AddColumn.Column)
+	case "removeColumn":
+		err = s.removeColumn(op.RemoveColumn.Table, op.RemoveColumn.Column)
+	case "renameColumn":
+		err = s.renameColumn(op.RenameColumn.Table, op.RenameColumn.OldName, op.RenameColumn.NewName)
+	default:
+		err = invalidf("an operation must have exactly one of addTable, removeTable, renameTable, addColumn, removeColumn, renameColumn")
+	}
+	if err != nil {
+		return err
+	}
+	s.index()
+	return nil
+}
+
 // CreateTable adds an empty table to a branch; a name that exists (in any
 // letter case) is CodeAlreadyExists.
 func (e *Engine) CreateTable(ref Ref, name string) (SchemaChange, error) {
+	return e.applyOne(ref, MigrationOp{AddTable: &TableOp{Table: name}})
+}
+
+func (tx *dbTx) addTable(s *schema, name string) error {
 	if err := checkName("table", name); err != nil {
-		return SchemaChange{}, err
+		return err
 	}
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		for _, t := range s.Tables {
-			if strings.EqualFold(t.Name, name) {
-				return nil, Errorf(CodeAlreadyExists, "table [%s] already exists", name)
-			}
+	for _, t := range s.Tables {
+		if strings.EqualFold(t.Name, name) {
+			return Errorf(CodeAlreadyExists, "table [%s] already exists", name)
 		}
-		s.Tables = append(s.Tables, &table{ID: tx.allocTable(), Name: name, Columns: []*column{}})
-		return []MigrationOp{{AddTable: &struct{ Table string }{name}}}, nil
-	})
+	}
+	s.Tables = append(s.Tables, &table{ID: tx.allocTable(), Name: name, Columns: []*column{}})
+	return nil
 }
 
 // DeleteTable removes a table from a branch. Its rows stay readable by
 // branches forked earlier; table ids are never reused.
 func (e *Engine) DeleteTable(ref Ref, name string) (SchemaChange, error) {
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(name)
-		if err != nil {
-			return nil, err
+	return e.applyOne(ref, MigrationOp{RemoveTable: &TableOp{Table: name}})
+}
+
+func (s *schema) removeTable(name string) error {
+	t, err := s.table(name)
+	if err != nil {
+		return err
+	}
+	for _, other := range s.Tables {
+		if other == t {
+			continue
 		}
-		for _, other := range s.Tables {
-			if other == t {
-				continue
-			}
-			for _, c := range other.leaves {
-				if c.Type == TypeLink && c.LinkTable == t.ID {
-					return nil, invalidf("table [%s] is linked from column [%s] of table [%s]", name, c.path, other.Name)
-				}
-			}
-		}
-		kept := s.Tables[:0]
-		for _, x := range s.Tables {
-			if x != t {
-				kept = append(kept, x)
+		for _, c := range other.leaves {
+			if c.Type == TypeLink && c.LinkTable == t.ID {
+				return invalidf("table [%s] is linked from column [%s] of table [%s]", name, c.path, other.Name)
 			}
 		}
-		s.Tables = kept
-		return []MigrationOp{{RemoveTable: &struct{ Table string }{name}}}, nil
-	})
+	}
+	kept := s.Tables[:0]
+	for _, x := range s.Tables {
+		if x != t {
+			kept = append(kept, x)
+		}
+	}
+	s.Tables = kept
+	return nil
 }
 
 // RenameTable renames a table; keys carry ids, so no data moves.
 func (e *Engine) RenameTable(ref Ref, name, newName string) (SchemaChange, error) {
+	return e.applyOne(ref, MigrationOp{RenameTable: &RenameTableOp{OldName: name, NewName: newName}})
+}
+
+func (s *schema) renameTable(name, newName string) error {
 	if err := checkName("table", newName); err != nil {
-		return SchemaChange{}, err
+		return err
 	}
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(name)
-		if err != nil {
-			return nil, err
+	t, err := s.table(name)
+	if err != nil {
+		return err
+	}
+	for _, o := range s.Tables {
+		if o != t && strings.EqualFold(o.Name, newName) {
+			return Errorf(CodeAlreadyExists, "table [%s] already exists", newName)
 		}
-		for _, o := range s.Tables {
-			if o != t && strings.EqualFold(o.Name, newName) {
-				return nil, Errorf(CodeAlreadyExists, "table [%s] already exists", newName)
-			}
-		}
-		t.Name = newName
-		return []MigrationOp{{RenameTable: &struct{ OldName, NewName string }{name, newName}}}, nil
-	})
+	}
+	t.Name = newName
+	return nil
 }
 
 // TableColumns returns a table's columns as defined (objects nested).
@@ -195,63 +317,67 @@ func (tx *dbTx) tableIsEmpty(b *branch, t *table) (bool, error) {
 
 // AddColumn adds a column (with its sub-columns) to a table.
 func (e *Engine) AddColumn(ref Ref, tableName string, def ColumnDef) (SchemaChange, error) {
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(tableName)
+	return e.applyOne(ref, MigrationOp{AddColumn: &AddColumnOp{Table: tableName, Column: def}})
+}
+
+func (tx *dbTx) addColumn(b *branch, s *schema, tableName string, def ColumnDef) error {
+	t, err := s.table(tableName)
+	if err != nil {
+		return err
+	}
+	parent, prefix, name := t.Columns, "", def.Name
+	var obj *column
+	if i := strings.LastIndexByte(def.Name, '.'); i >= 0 {
+		obj = t.byPath[def.Name[:i]]
+		if obj == nil || obj.Type != TypeObject {
+			return invalidf("column [%s]: object column [%s] not found", def.Name, def.Name[:i])
+		}
+		parent, prefix, name = obj.Columns, def.Name[:i+1], def.Name[i+1:]
+	}
+	for _, c := range parent {
+		if c.Name == name {
+			return invalidf("column [%s] already exists", def.Name)
+		}
+	}
+	if def.NotNull && def.DefaultValue == nil {
+		empty, err := tx.tableIsEmpty(b, t)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		parent, prefix, name := t.Columns, "", def.Name
-		var obj *column
-		if i := strings.LastIndexByte(def.Name, '.'); i >= 0 {
-			obj = t.byPath[def.Name[:i]]
-			if obj == nil || obj.Type != TypeObject {
-				return nil, invalidf("column [%s]: object column [%s] not found", def.Name, def.Name[:i])
-			}
-			parent, prefix, name = obj.Columns, def.Name[:i+1], def.Name[i+1:]
+		if !empty {
+			return invalidf("column [%s]: a notNull column on a non-empty table needs a defaultValue", def.Name)
 		}
-		for _, c := range parent {
-			if c.Name == name {
-				return nil, invalidf("column [%s] already exists", def.Name)
-			}
-		}
-		if def.NotNull && def.DefaultValue == nil {
-			empty, err := tx.tableIsEmpty(b, t)
-			if err != nil {
-				return nil, err
-			}
-			if !empty {
-				return nil, invalidf("column [%s]: a notNull column on a non-empty table needs a defaultValue", def.Name)
-			}
-		}
-		nd := def
-		nd.Name = name
-		c, err := s.newColumn(t, nd, prefix)
-		if err != nil {
-			return nil, err
-		}
-		if obj != nil {
-			obj.Columns = append(obj.Columns, c)
-		} else {
-			t.Columns = append(t.Columns, c)
-		}
-		return []MigrationOp{{AddColumn: &AddColumnOp{Table: tableName, Column: def}}}, nil
-	})
+	}
+	nd := def
+	nd.Name = name
+	c, err := s.newColumn(t, nd, prefix)
+	if err != nil {
+		return err
+	}
+	if obj != nil {
+		obj.Columns = append(obj.Columns, c)
+	} else {
+		t.Columns = append(t.Columns, c)
+	}
+	return nil
 }
 
 // DeleteColumn removes a column (an object column with all its sub-columns).
 // Stored values of the column are ignored from now on.
 func (e *Engine) DeleteColumn(ref Ref, tableName, path string) (SchemaChange, error) {
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(tableName)
-		if err != nil {
-			return nil, err
-		}
-		if t.byPath[path] == nil {
-			return nil, notFoundf("column [%s] not found", path)
-		}
-		removeColumn(&t.Columns, "", path)
-		return []MigrationOp{{RemoveColumn: &struct{ Table, Column string }{tableName, path}}}, nil
-	})
+	return e.applyOne(ref, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: path}})
+}
+
+func (s *schema) removeColumn(tableName, path string) error {
+	t, err := s.table(tableName)
+	if err != nil {
+		return err
+	}
+	if t.byPath[path] == nil {
+		return notFoundf("column [%s] not found", path)
+	}
+	removeColumn(&t.Columns, "", path)
+	return nil
 }
 
 func removeColumn(cols *[]*column, prefix, path string) bool {
@@ -270,35 +396,37 @@ func removeColumn(cols *[]*column, prefix, path string) bool {
 
 // RenameColumn renames a column (the last element of a dotted path).
 func (e *Engine) RenameColumn(ref Ref, tableName, path, newName string) (SchemaChange, error) {
+	return e.applyOne(ref, MigrationOp{RenameColumn: &RenameColumnOp{Table: tableName, OldName: path, NewName: newName}})
+}
+
+func (s *schema) renameColumn(tableName, path, newName string) error {
 	if err := checkName("column", newName); err != nil {
-		return SchemaChange{}, err
+		return err
 	}
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(tableName)
-		if err != nil {
-			return nil, err
-		}
-		c := t.byPath[path]
-		if c == nil {
-			return nil, notFoundf("column [%s] not found", path)
-		}
-		sibling := path[:len(path)-len(c.Name)] + newName
-		if t.byPath[sibling] != nil {
-			return nil, invalidf("column [%s] already exists", sibling)
-		}
-		if !strings.Contains(path, ".") && (newName == "id" || newName == "svc" || newName == "xata") {
-			return nil, invalidf("column name [%s] is reserved", newName)
-		}
-		c.Name = newName
-		return []MigrationOp{{RenameColumn: &struct{ Table, OldName, NewName string }{tableName, path, newName}}}, nil
-	})
+	t, err := s.table(tableName)
+	if err != nil {
+		return err
+	}
+	c := t.byPath[path]
+	if c == nil {
+		return notFoundf("column [%s] not found", path)
+	}
+	sibling := path[:len(path)-len(c.Name)] + newName
+	if t.byPath[sibling] != nil {
+		return invalidf("column [%s] already exists", sibling)
+	}
+	if !strings.Contains(path, ".") && (newName == "id" || newName == "svc" || newName == "xata") {
+		return invalidf("column name [%s] is reserved", newName)
+	}
+	c.Name = newName
+	return nil
 }
 
 // SetTableColumns replaces a table's column set: columns kept with the same
 // definition keep their data, new ones are added, unlisted ones removed. A
 // changed definition on a non-empty table is a conflict.
 func (e *Engine) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (SchemaChange, error) {
-	return e.changeSchema(ref, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
+	return e.changeSchema(ref, migrationSpec{}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
 		t, err := s.table(tableName)
 		if err != nil {
 			return nil, err
@@ -333,7 +461,7 @@ func (e *Engine) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (S
 				if !*empty {
 					return nil, Errorf(CodeConflict, "column [%s]: changing the definition of a column of a non-empty table is not supported", def.Name)
 				}
-				ops = append(ops, MigrationOp{RemoveColumn: &struct{ Table, Column string }{tableName, def.Name}})
+				ops = append(ops, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: def.Name}})
 			}
 			c, err := s.newColumn(t, def, "")
 			if err != nil {
@@ -344,7 +472,7 @@ func (e *Engine) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (S
 		}
 		for _, c := range t.Columns {
 			if !seen[c.Name] {
-				ops = append(ops, MigrationOp{RemoveColumn: &struct{ Table, Column string }{tableName, c.Name}})
+				ops = append(ops, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: c.Name}})
 			}
 		}
 		t.Columns = cols

@@ -196,20 +196,8 @@ func toValue(c *column, in any) (codec.Value, error) {
 		}
 		return codec.String(string(b)), nil
 	case TypeFile, TypeFileArray:
-		// Files are kept as their JSON description; content endpoints are
-		// served elsewhere.
-		b, err := canonicalJSON(in)
-		if err != nil {
-			return bad("a file object")
-		}
-		if c.Type == TypeFile {
-			if _, ok := in.(map[string]any); !ok {
-				return bad("a file object")
-			}
-		} else if _, ok := in.([]any); !ok {
-			return bad("an array of file objects")
-		}
-		return codec.String(string(b)), nil
+		// Validated here, stored by writeRow (files.go).
+		return toFileValue(c, in)
 	}
 	return bad("a value")
 }
@@ -226,8 +214,8 @@ func canonicalJSON(v any) ([]byte, error) {
 }
 
 // fromValue converts a stored value of column c to its output form: bool,
-// int64, float64, string, time.Time, []string, []float64, Link, JSONText or,
-// for file columns, json.RawMessage.
+// int64, float64, string, time.Time, []string, []float64, Link, JSONText,
+// File (file) or []File (file[]).
 func fromValue(c *column, v codec.Value) any {
 	switch c.Type {
 	case TypeBool:
@@ -247,7 +235,7 @@ func fromValue(c *column, v codec.Value) any {
 	case TypeJSON:
 		return JSONText(v.Str)
 	case TypeFile, TypeFileArray:
-		return json.RawMessage(v.Str)
+		return fromFileValue(c, v)
 	}
 	return v.Str
 }

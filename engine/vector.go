@@ -99,15 +99,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 	if meta == "" {
 		meta = "svc"
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.state.Load().branch(ref.Branch)
-	if err != nil {
-		return nil, err
-	}
-	t, err := b.Schema.table(tableName)
+	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,47 @@ type Projection struct {
 	Links map[string]*Projection
 	// RevLinks are the reverse links to attach.
 	RevLinks []*RevLink
+	// FileFields holds, by path of a file or file[] column, the fields of
+	// its file objects named one by one ("photo.base64Content"): with the
+	// column selected they add to its default fields, else they are the
+	// only ones returned.
+	FileFields map[string]map[string]bool
+}
+
+// FileFieldNames are the fields of a file object a column path may name.
+var FileFieldNames = map[string]bool{
+	"id": true, "name": true, "mediaType": true, "size": true, "version": true,
+	"enablePublicUrl": true, "signedUrlTimeout": true, "uploadUrlTimeout": true,
+	"attributes": true, "url": true, "base64Content": true, "signedUrl": true, "uploadUrl": true,
+}
+
+// addFileField selects one field of the file objects of a file column; ok
+// is false when path is not <file column>.<field>.
+func (p *Projection) addFileField(t *Table, path string) (ok bool) {
+	i := strings.LastIndexByte(path, '.')
+	if i <= 0 {
+		return false
+	}
+	c := t.Columns[path[:i]]
+	if c == nil || (c.Type != "file" && c.Type != "file[]") {
+		return false
+	}
+	field := path[i+1:]
+	if field == "*" {
+		p.Leaves[c.Path] = true
+		return true
+	}
+	if !FileFieldNames[field] {
+		return false
+	}
+	if p.FileFields == nil {
+		p.FileFields = map[string]map[string]bool{}
+	}
+	if p.FileFields[c.Path] == nil {
+		p.FileFields[c.Path] = map[string]bool{}
+	}
+	p.FileFields[c.Path][field] = true
+	return true
 }
 
 // RevLink is a ProjectionConfig for "<-table.column": the records of
@@ -143,6 +184,9 @@ func (p *Projection) add(t *Table, path, meta string) error {
 		default:
 			p.Leaves[path] = true
 		}
+		return nil
+	}
+	if p.addFileField(t, path) {
 		return nil
 	}
 	// A path through a link: the longest prefix that is a link column.

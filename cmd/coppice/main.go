@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -81,7 +82,15 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", strconv.Itoa(api.DefaultMaxBody)),
 		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
+		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {
+		if o.PublicURL == "" {
+			o.PublicURL = "http://" + o.Addr
+		}
+		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--public-url must be an http or https URL, got %q", o.PublicURL)
+		}
 		o.Regions = splitList(regions)
 		o.Domains = splitList(domains)
 		n, err := strconv.Atoi(strings.TrimSpace(maxBody))

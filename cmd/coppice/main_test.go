@@ -62,20 +62,23 @@ func TestServeOptions(t *testing.T) {
 		}
 	}
 	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, LogLevel: "info"}
+		MaxBody: api.DefaultMaxBody, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
 	f(nil, def)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test"}
 	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z"},
 		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, LogLevel: "warn", BootstrapKey: "k"})
+			MaxBody: 5, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
+	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
+	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
 
-	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--nope"}, {"extra"}} {
+	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}

@@ -1,0 +1,221 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// viewColumns name columns so that object paths and the fixed keys (id and
+// the metadata key of either mode) interleave with plain columns in key
+// order: "o-x" sorts after the object "o" as a key but before "o.x" as a
+// path.
+var viewColumns = []engine.ColumnDef{
+	{Name: "a", Type: engine.TypeString},
+	{Name: "a-b", Type: engine.TypeText},
+	{Name: "ab", Type: engine.TypeEmail},
+	{Name: "i", Type: engine.TypeInt},
+	{Name: "ie", Type: engine.TypeFloat},
+	{Name: "o", Type: engine.TypeObject, Columns: []engine.ColumnDef{
+		{Name: "x", Type: engine.TypeBool},
+		{Name: "x-y", Type: engine.TypeDatetime},
+		{Name: "p", Type: engine.TypeObject, Columns: []engine.ColumnDef{
+			{Name: "q", Type: engine.TypeMultiple},
+			{Name: "q_r", Type: engine.TypeString},
+		}},
+		{Name: "z", Type: engine.TypeJSON},
+	}},
+	{Name: "o-x", Type: engine.TypeString},
+	{Name: "o_x", Type: engine.TypeInt},
+	{Name: "svb", Type: engine.TypeLink, Link: &engine.LinkDef{Table: "items"}},
+	{Name: "svd", Type: engine.TypeVector, Vector: &engine.VectorDef{Dimension: 2}},
+	{Name: "xat", Type: engine.TypeJSON},
+	{Name: "xatb", Type: engine.TypeString},
+	{Name: "y", Type: engine.TypeFile},
+	{Name: "~", Type: engine.TypeFileArray},
+}
+
+// viewValues returns random values for viewColumns, each column present
+// about half the time; links point to one of the first n records.
+func viewValues(rng *rand.Rand, n int) map[string]any {
+	strs := []string{"", "plain", "quote\"back\\slash", "ctl\x01\n\t", "<&>", "é ☃ 𝄞", "line\u2028sep"}
+	str := func() string { return strs[rng.Intn(len(strs))] }
+	all := map[string]any{
+		"a":       str(),
+		"a-b":     str() + " words",
+		"ab":      "u" + strconv.Itoa(rng.Intn(100)) + "@example.com",
+		"i":       rng.Int63() - rng.Int63(),
+		"ie":      []float64{0, 1e21, 1e-7, -2.5, 0.1}[rng.Intn(5)],
+		"o.x":     rng.Intn(2) == 0,
+		"o.x-y":   "2024-02-03T04:05:06." + strconv.Itoa(100+rng.Intn(900)) + "Z",
+		"o.p.q":   []any{str(), "t"},
+		"o.p.q_r": str(),
+		"o.z":     `{"k":[1,2,{"<":"&"}]}`,
+		"o-x":     str(),
+		"o_x":     int64(rng.Intn(1000)),
+		"svb":     "it" + strconv.Itoa(rng.Intn(max(n, 1))),
+		"svd":     []any{1.5, -2.0},
+		"xat":     `"just a string"`,
+		"xatb":    str(),
+		"y":       map[string]any{"name": "a(b)!.txt", "mediaType": "text/plain"},
+		"~":       []any{map[string]any{"name": "x.png"}},
+	}
+	out := map[string]any{}
+	for k, v := range all {
+		if rng.Intn(2) == 0 || k == "svb" && n == 0 {
+			continue
+		}
+		m := out
+		for {
+			i := bytes.IndexByte([]byte(k), '.')
+			if i < 0 {
+				break
+			}
+			sub, _ := m[k[:i]].(map[string]any)
+			if sub == nil {
+				sub = map[string]any{}
+				m[k[:i]] = sub
+			}
+			m, k = sub, k[i+1:]
+		}
+		m[k] = v
+	}
+	return out
+}
+
+// TestAppendViewMatchesAppendDoc: a point read encoded from the stored
+// record writes exactly what the projecting path writes, in both metadata
+// modes, for every column type and interleavings of object paths.
+func TestAppendViewMatchesAppendDoc(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	info, err := Bootstrap(eng, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := engine.Ref{Workspace: info.Workspace, Database: "db", Branch: "main"}
+	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: "db", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.CreateTable(ref, "items"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.SetTableColumns(ref, "items", viewColumns); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	const n = 300
+	for i := range n {
+		values := viewValues(rng, i)
+		values["id"] = "it" + strconv.Itoa(i)
+		if _, err := eng.WriteOne(ref, engine.Op{Kind: engine.OpInsert, Table: "items", Values: values}); err != nil {
+			t.Fatalf("record %d %v: %v", i, values, err)
+		}
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, compat := range []string{CompatNone, CompatXata} {
+		s, err := New(eng, Options{Compat: compat, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 2 { // the second round reads from the cache
+			for i := range n {
+				id := "it" + strconv.Itoa(i)
+				rec, err := eng.Get(ref, "items", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				docs, err := s.project(ref, "items", []*engine.Record{rec}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := s.appendDoc(nil, docs[0])
+				v, err := eng.GetView(s.records, ref, "items", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := s.appendView([]byte("prefix"), v); !bytes.Equal(got[6:], want) {
+					t.Fatalf("%s round %d record %s:\n got %s\nwant %s", compat, round, id, got[6:], want)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendTime: the hand-written timestamp writer agrees with
+// time.Format for every year, in and out of the four-digit range.
+func TestAppendTime(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	f := func(tm time.Time) {
+		t.Helper()
+		want := `"` + tm.UTC().Format(timeLayout) + `"`
+		if got := string(appendTime(nil, tm)); got != want {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
+	}
+	f(time.Time{})
+	f(time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC))
+	f(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	f(time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC))
+	f(time.Date(2024, 2, 29, 12, 0, 0, 1e6, time.FixedZone("x", -7*3600)))
+	for range 100000 {
+		f(time.Unix(rng.Int63n(1<<38)-1<<37, rng.Int63n(2e9)-1e9))
+	}
+}
+
+// TestPointGetRoute: serve's own match of point reads takes exactly the
+// paths the router gives the route, with the same parameters, and stands
+// down when another route could take some of them.
+func TestPointGetRoute(t *testing.T) {
+	s, err := New(nil, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.pointGet == nil {
+		t.Fatal("the routes leave point reads to the router")
+	}
+	segs := []string{"db", "tables", "data", "x", "a:b", "", "%2F", "data "}
+	rng := rand.New(rand.NewSource(1))
+	for range 20000 {
+		path := ""
+		for n := 1 + rng.Intn(8); n > 0; n-- {
+			path += "/" + segs[rng.Intn(len(segs))]
+		}
+		if rng.Intn(3) == 0 {
+			path = "/db/" + segs[rng.Intn(len(segs))] + "/tables/" + segs[rng.Intn(len(segs))] + "/data/" + segs[rng.Intn(len(segs))]
+		}
+		path = collapseSlashes(path)
+		var ctx fasthttp.RequestCtx
+		h, _ := s.router.Lookup("GET", path, &ctx)
+		id, routed := ctx.UserValue("id").(string)
+		routed = routed && h != nil && strings.Count(path, "/") == 6 && strings.Contains(path, "/data/")
+		dbb, table, gotID, ok := pointGetParams(path)
+		if ok != routed {
+			t.Fatalf("%q: matched %v, the router %v", path, ok, routed)
+		}
+		if ok && (dbb != ctx.UserValue("dbb") || table != ctx.UserValue("table") || gotID != id) {
+			t.Fatalf("%q: %q %q %q, the router %v %v %q", path, dbb, table, gotID, ctx.UserValue("dbb"), ctx.UserValue("table"), id)
+		}
+	}
+	h := func(*fasthttp.RequestCtx) {}
+	s.router.GET("/db/{dbb}/tables/{table}/columns/{column}/x", h)
+	if s.pointGetHandler() == nil {
+		t.Error("a route of other paths disabled the fast path")
+	}
+	s.router.GET("/db/{dbb}/tables/{table}/data/count", h)
+	if s.pointGetHandler() != nil {
+		t.Error("a static route among point-read paths left the fast path on")
+	}
+}

@@ -1,0 +1,560 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// schemaPath is the path of a schema edit endpoint of db:main.
+func schemaPath(db, op string) string { return "/db/" + db + ":main/schema/" + op }
+
+// head returns the lastMigrationID of a branch.
+func (ts *testServer) head(dbb string) string {
+	ts.t.Helper()
+	return ts.expect(200, "GET", "/db/"+dbb, nil).obj()["lastMigrationID"].(string)
+}
+
+// opsJSON returns the operations of a compare answer as JSON text, object
+// keys sorted.
+func opsJSON(r *response) string {
+	b, _ := json.Marshal(r.obj()["edits"].(map[string]any)["operations"])
+	return string(b)
+}
+
+// wantOps fails unless the operations of a compare answer are want.
+func wantOps(t *testing.T, what string, r *response, want string) {
+	t.Helper()
+	jsonEq(t, what, r.obj()["edits"].(map[string]any)["operations"], want)
+}
+
+// TestSchemaBootstrap follows the flow of SDK test harnesses: compare a
+// schema with a fresh branch, apply the returned edits, and find the
+// branch with that schema.
+func TestSchemaBootstrap(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	schema := `{"tables":[
+		{"name":"users","columns":[
+			{"name":"name","type":"string"},
+			{"name":"email","type":"email","unique":true},
+			{"name":"team","type":"link","link":{"table":"teams"}},
+			{"name":"address","type":"object","columns":[{"name":"city","type":"string"}]},
+			{"name":"files","type":"fileMap"}]},
+		{"name":"teams","columns":[{"name":"name","type":"string","notNull":true,"defaultValue":"none"}]}]}`
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":`+schema+`}`)
+	jsonEq(t, "source", r.obj()["source"], `{"tables":[]}`)
+	if _, ok := r.obj()["edits"].(map[string]any)["sourceMigrationID"]; ok {
+		t.Errorf("sourceMigrationID on a branch without migrations: %s", r.raw)
+	}
+	jsonEq(t, "operations", r.obj()["edits"].(map[string]any)["operations"], `[
+		{"addTable":{"table":"users"}},
+		{"addTable":{"table":"teams"}},
+		{"addColumn":{"table":"users","column":{"name":"name","type":"string"}}},
+		{"addColumn":{"table":"users","column":{"name":"email","type":"email","unique":true}}},
+		{"addColumn":{"table":"users","column":{"name":"team","type":"link","link":{"table":"teams"}}}},
+		{"addColumn":{"table":"users","column":{"name":"address","type":"object","columns":[{"name":"city","type":"string"}]}}},
+		{"addColumn":{"table":"users","column":{"name":"files","type":"file[]"}}},
+		{"addColumn":{"table":"teams","column":{"name":"name","type":"string","notNull":true,"defaultValue":"none"}}}]`)
+
+	a := ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	if keys(a.body) != "migrationID,parentMigrationID,status" || a.obj()["parentMigrationID"] != "" || a.obj()["status"] != "completed" {
+		t.Fatalf("apply: %s", a.raw)
+	}
+	head := a.obj()["migrationID"].(string)
+	if len(head) != 24 || strings.Trim(head[4:], "0123456789abcdefghijklmnopqrstuv") != "" {
+		t.Errorf("migration id %q", head)
+	}
+	det := ts.expect(200, "GET", "/db/db:main", nil).obj()
+	if det["lastMigrationID"] != head {
+		t.Errorf("head %v, want %s", det["lastMigrationID"], head)
+	}
+	jsonEq(t, "schema", det["schema"], `{"tables":[
+		{"name":"users","columns":[
+			{"name":"name","type":"string"},
+			{"name":"email","type":"email","unique":true},
+			{"name":"team","type":"link","link":{"table":"teams"}},
+			{"name":"address","type":"object","columns":[{"name":"city","type":"string"}]},
+			{"name":"files","type":"file[]"}]},
+		{"name":"teams","columns":[{"name":"name","type":"string","notNull":true,"defaultValue":"none"}],
+		 "revLinks":[{"table":"users","column":"team"}]}]}`)
+
+	// The branch's own schema, sent back with its revLinks, compares equal;
+	// applying no operations changes nothing.
+	b, _ := json.Marshal(map[string]any{"schema": det["schema"]})
+	r = ts.expect(200, "POST", schemaPath("db", "compare"), string(b))
+	if opsJSON(r) != "[]" || r.obj()["edits"].(map[string]any)["sourceMigrationID"] != head {
+		t.Errorf("compare with itself: %s", r.raw)
+	}
+	a = ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	jsonEq(t, "empty apply", a.body, `{"migrationID":"`+head+`","parentMigrationID":"","status":"completed"}`)
+
+	// Bad input.
+	f := func(status int, path, body string) {
+		t.Helper()
+		ts.expect(status, "POST", path, body)
+	}
+	f(400, schemaPath("db", "compare"), `{}`)
+	f(400, schemaPath("db", "compare"), ``)
+	f(400, schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a"},{"name":"A"}]}}`)
+	f(400, schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a","columns":[{"name":"l","type":"link","link":{"table":"nope"}}]}]}}`)
+	f(400, schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a","columns":[{"name":"x","type":"wat"}]}]}}`)
+	f(400, schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a","extra":1}]}}`)
+	f(400, schemaPath("db", "compare"), `{"schema":{"tables":[]},"schemaOperations":[{}]}`)
+	f(404, "/db/db:nope/schema/compare", `{"schema":{"tables":[]}}`)
+	f(404, "/db/nodb:main/schema/compare", `{"schema":{"tables":[]}}`)
+	f(400, schemaPath("db", "apply"), `{}`)
+	f(400, schemaPath("db", "apply"), `{"edits":{}}`)
+	f(404, "/db/db:nope/schema/apply", `{"edits":{"operations":[]}}`)
+}
+
+// TestSchemaCompareOrder checks the order of compare's operations and that
+// applying them yields the target.
+func TestSchemaCompareOrder(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[
+		{"addTable":{"table":"a"}},{"addTable":{"table":"b"}},{"addTable":{"table":"gone1"}},{"addTable":{"table":"gone2"}},
+		{"addColumn":{"table":"a","column":{"name":"x","type":"int"}}},
+		{"addColumn":{"table":"a","column":{"name":"y","type":"string"}}},
+		{"addColumn":{"table":"a","column":{"name":"toB","type":"link","link":{"table":"b"}}}},
+		{"addColumn":{"table":"gone1","column":{"name":"g2","type":"link","link":{"table":"gone2"}}}},
+		{"addColumn":{"table":"gone2","column":{"name":"g1","type":"link","link":{"table":"gone1"}}}}]}`)
+	target := `{"tables":[
+		{"name":"a","columns":[{"name":"x","type":"float"},{"name":"toB","type":"link","link":{"table":"b"}},{"name":"toC","type":"link","link":{"table":"c"}},{"name":"z","type":"bool"}]},
+		{"name":"b","columns":[]},
+		{"name":"c","columns":[{"name":"toA","type":"link","link":{"table":"a"}},{"name":"n","type":"text"}]}]}`
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":`+target+`}`)
+	jsonEq(t, "operations", r.obj()["edits"].(map[string]any)["operations"], `[
+		{"addTable":{"table":"c"}},
+		{"removeColumn":{"table":"a","column":"x"}},
+		{"addColumn":{"table":"a","column":{"name":"x","type":"float"}}},
+		{"addColumn":{"table":"a","column":{"name":"toC","type":"link","link":{"table":"c"}}}},
+		{"addColumn":{"table":"a","column":{"name":"z","type":"bool"}}},
+		{"addColumn":{"table":"c","column":{"name":"toA","type":"link","link":{"table":"a"}}}},
+		{"addColumn":{"table":"c","column":{"name":"n","type":"text"}}},
+		{"removeColumn":{"table":"a","column":"y"}},
+		{"removeColumn":{"table":"gone1","column":"g2"}},
+		{"removeColumn":{"table":"gone2","column":"g1"}},
+		{"removeTable":{"table":"gone1"}},
+		{"removeTable":{"table":"gone2"}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	r = ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":`+target+`}`)
+	if opsJSON(r) != "[]" {
+		t.Errorf("after apply: %s", opsJSON(r))
+	}
+
+	// Branch against branch: the edits turn this branch into the other.
+	ts.expect(201, "PUT", "/db/db:dev", map[string]any{"from": "main"})
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"d"}},{"removeColumn":{"table":"a","column":"z"}}]}`)
+	r = ts.expect(200, "POST", schemaPath("db", "compare/dev"), nil)
+	edits := r.obj()["edits"].(map[string]any)
+	wantOps(t, "compare branches", r, `[{"addTable":{"table":"d"}},{"removeColumn":{"table":"a","column":"z"}}]`)
+	if edits["sourceMigrationID"] != ts.head("db:main") || edits["targetMigrationID"] != ts.head("db:dev") {
+		t.Errorf("compare branches: %s", r.raw)
+	}
+	// The changed column x was removed and added again: it comes after toB.
+	jsonEq(t, "target", r.obj()["target"], `{"tables":`+
+		`[{"name":"a","columns":[{"name":"toB","type":"link","link":{"table":"b"}},{"name":"x","type":"float"},{"name":"toC","type":"link","link":{"table":"c"}}],"revLinks":[{"table":"c","column":"toA"}]},`+
+		`{"name":"b","columns":[],"revLinks":[{"table":"a","column":"toB"}]},`+
+		`{"name":"c","columns":[{"name":"toA","type":"link","link":{"table":"a"}},{"name":"n","type":"text"}],"revLinks":[{"table":"a","column":"toC"}]},`+
+		`{"name":"d","columns":[]}]}`)
+	ts.expect(200, "POST", schemaPath("db", "compare/db:dev"), `{}`)
+	ts.expect(404, "POST", schemaPath("db", "compare/nope"), nil)
+	ts.expect(400, "POST", schemaPath("db", "compare/other:dev"), nil)
+}
+
+// TestSchemaRenameHints: renames come only from the operation hints, and
+// keep the data.
+func TestSchemaRenameHints(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "people", map[string]any{"name": "fullname", "type": "string"}, map[string]any{"name": "age", "type": "int"})
+	ts.expect(201, "PUT", "/db/db:main/tables/people/data/p1", map[string]any{"fullname": "Ann", "age": 3})
+	target := `{"tables":[{"name":"users","columns":[{"name":"name","type":"string"},{"name":"age","type":"int"}]}]}`
+
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":`+target+`}`)
+	wantOps(t, "without hints", r, `[{"addTable":{"table":"users"}},`+
+		`{"addColumn":{"table":"users","column":{"name":"name","type":"string"}}},`+
+		`{"addColumn":{"table":"users","column":{"name":"age","type":"int"}}},`+
+		`{"removeTable":{"table":"people"}}]`)
+	r = ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":`+target+`,
+		"schemaOperations":[{"renameTable":{"oldName":"people","newName":"users"}}],
+		"branchOperations":[{"renameColumn":{"table":"people","oldName":"fullname","newName":"name"}}]}`)
+	wantOps(t, "with hints", r, `[{"renameTable":{"oldName":"people","newName":"users"}},`+
+		`{"renameColumn":{"table":"users","oldName":"fullname","newName":"name"}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	got := ts.expect(200, "GET", "/db/db:main/tables/users/data/p1?columns=name,age", nil).obj()
+	if got["name"] != "Ann" || got["age"] != json.Number("3") {
+		t.Errorf("record after renames: %v", got)
+	}
+}
+
+// TestSchemaApplyIsAtomic: a failing operation in the middle of a list
+// leaves the schema as it was; so does a stale sourceMigrationID.
+func TestSchemaApplyIsAtomic(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "t", map[string]any{"name": "a", "type": "string"})
+	before := ts.expect(200, "GET", "/db/db:main", nil).obj()
+	edits := func(ops string) string { return `{"edits":{"operations":` + ops + `}}` }
+
+	r := ts.expect(400, "POST", schemaPath("db", "apply"), edits(`[
+		{"addTable":{"table":"u"}},
+		{"addColumn":{"table":"t","column":{"name":"b","type":"int"}}},
+		{"addColumn":{"table":"missing","column":{"name":"c","type":"int"}}},
+		{"removeColumn":{"table":"t","column":"a"}}]`))
+	if msg := r.obj()["message"].(string); !strings.Contains(msg, "operation 3 (addColumn)") || !strings.Contains(msg, "table [missing] not found") {
+		t.Errorf("message %q", msg)
+	}
+	for _, ops := range []string{
+		`[{"removeColumn":{"table":"t","column":"a"}},{"removeColumn":{"table":"t","column":"a"}}]`,
+		`[{"addTable":{"table":"u"}},{"addTable":{"table":"U"}}]`,
+		`[{"renameTable":{"oldName":"t","newName":"bad name"}}]`,
+		`[{"addTable":{"table":"u"}},{"addTable":{"table":"v"},"removeTable":{"table":"t"}}]`,
+		`[{"addTable":{"table":"u","extra":true}}]`,
+		`[{"wat":{}}]`,
+	} {
+		ts.expect(400, "POST", schemaPath("db", "apply"), edits(ops))
+	}
+	jsonEq(t, "unchanged", ts.expect(200, "GET", "/db/db:main", nil).body, schemaJSONText(before))
+
+	// sourceMigrationID must be the head.
+	head := before["lastMigrationID"].(string)
+	ts.expect(400, "POST", schemaPath("db", "apply"), `{"edits":{"operations":[{"addTable":{"table":"u"}}],"sourceMigrationID":"mig_00000000000000000000"}}`)
+	a := ts.expect(200, "POST", schemaPath("db", "apply"), `{"edits":{"operations":[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}}],"sourceMigrationID":"`+head+`"}}`)
+	if a.obj()["parentMigrationID"] != head {
+		t.Errorf("apply: %s", a.raw)
+	}
+	ts.expect(200, "GET", "/db/db:main/tables/u/schema", nil)
+	ts.expect(200, "GET", "/db/db:main/tables/t/columns/b", nil)
+}
+
+// schemaJSONText returns v as JSON text.
+func schemaJSONText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// TestSchemaPreview: the schema before and after, nothing applied.
+func TestSchemaPreview(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "t", map[string]any{"name": "a", "type": "string"})
+	head := ts.head("db:main")
+	r := ts.expect(200, "POST", schemaPath("db", "preview"), `{"edits":{"operations":[
+		{"addTable":{"table":"u"}},{"addColumn":{"table":"u","column":{"name":"t","type":"link","link":{"table":"t"}}}}]}}`)
+	jsonEq(t, "original", r.obj()["original"], `{"tables":[{"name":"t","columns":[{"name":"a","type":"string"}]}]}`)
+	jsonEq(t, "updated", r.obj()["updated"], `{"tables":[
+		{"name":"t","columns":[{"name":"a","type":"string"}],"revLinks":[{"table":"u","column":"t"}]},
+		{"name":"u","columns":[{"name":"t","type":"link","link":{"table":"t"}}]}]}`)
+	if ts.head("db:main") != head {
+		t.Errorf("preview moved the head")
+	}
+	ts.expect(404, "GET", "/db/db:main/tables/u/schema", nil)
+	r = ts.expect(200, "POST", schemaPath("db", "preview"), nil)
+	if schemaJSONText(r.obj()["original"]) != schemaJSONText(r.obj()["updated"]) {
+		t.Errorf("preview without edits: %s", r.raw)
+	}
+	ts.expect(400, "POST", schemaPath("db", "preview"), `{"edits":{"operations":[{"removeTable":{"table":"nope"}}]}}`)
+	ts.expect(404, "POST", "/db/db:nope/schema/preview", nil)
+
+	// A table created by a preview does not use up anything: the next real
+	// change still works and the head moves once.
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"u"}}],"parentID":"`+head+`"}`)
+}
+
+// TestSchemaUpdate: operations on top of parentID.
+func TestSchemaUpdate(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	r := ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"t"}}]}`)
+	first := r.obj()["migrationID"].(string)
+	ts.expect(400, "POST", schemaPath("db", "update"), `{"parentID":"","operations":[{"addTable":{"table":"u"}}]}`)
+	ts.expect(400, "POST", schemaPath("db", "update"), `{"parentID":"mig_00000000000000000000","operations":[{"addTable":{"table":"u"}}]}`)
+	r = ts.expect(200, "POST", schemaPath("db", "update"), `{"parentID":"`+first+`","operations":[{"addTable":{"table":"u"}}]}`)
+	if r.obj()["parentMigrationID"] != first {
+		t.Errorf("update: %s", r.raw)
+	}
+	ts.expect(400, "POST", schemaPath("db", "update"), `{}`)
+	ts.expect(400, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"v"}}],"extra":1}`)
+	ts.expect(400, "POST", schemaPath("db", "update"), `{"operations":[{"addColumn":{"table":"t","column":{"type":"int"}}}]}`)
+	ts.expect(404, "POST", "/db/db:nope/schema/update", `{"operations":[]}`)
+}
+
+// TestSchemaHistory: newest first, paged with the cursor, since, and the
+// history of a fork continuing with its source's.
+func TestSchemaHistory(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	r := ts.expect(200, "POST", schemaPath("db", "history"), nil)
+	jsonEq(t, "empty", r.body, `{"meta":{"cursor":"","more":false},"logs":[]}`)
+	var ids []string // oldest first
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		r := ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"`+name+`"}}]}`)
+		ids = append(ids, r.obj()["migrationID"].(string))
+	}
+	page := func(body string) (got []string, cursor string, more bool) {
+		t.Helper()
+		r := ts.expect(200, "POST", schemaPath("db", "history"), body)
+		for _, l := range r.obj()["logs"].([]any) {
+			got = append(got, l.(map[string]any)["id"].(string))
+		}
+		meta := r.obj()["meta"].(map[string]any)
+		return got, meta["cursor"].(string), meta["more"].(bool)
+	}
+	rev := func(ids ...string) string {
+		out := make([]string, len(ids))
+		for i, id := range ids {
+			out[len(ids)-1-i] = id
+		}
+		return strings.Join(out, ",")
+	}
+	got, cur, more := page(`{"page":{"size":2}}`)
+	if strings.Join(got, ",") != rev(ids[3], ids[4]) || cur != ids[3] || !more {
+		t.Fatalf("page 1: %v %s %v", got, cur, more)
+	}
+	got, cur, more = page(`{"page":{"size":2,"after":"` + cur + `"}}`)
+	if strings.Join(got, ",") != rev(ids[1], ids[2]) || cur != ids[1] || !more {
+		t.Fatalf("page 2: %v %s %v", got, cur, more)
+	}
+	got, _, more = page(`{"page":{"size":2,"after":"` + cur + `"}}`)
+	if strings.Join(got, ",") != ids[0] || more {
+		t.Fatalf("page 3: %v %v", got, more)
+	}
+	got, _, more = page(`{"page":{"size":2,"before":"` + ids[1] + `"}}`)
+	if strings.Join(got, ",") != rev(ids[2], ids[3]) || !more {
+		t.Fatalf("before: %v %v", got, more)
+	}
+	got, _, _ = page(`{"since":"` + ids[2] + `"}`)
+	if strings.Join(got, ",") != rev(ids[3], ids[4]) {
+		t.Fatalf("since: %v", got)
+	}
+	got, _, _ = page(`{"page":{"size":null}}`)
+	if len(got) != 5 {
+		t.Fatalf("default size: %v", got)
+	}
+
+	// A commit in full.
+	r = ts.expect(200, "POST", schemaPath("db", "history"), `{"page":{"size":1}}`)
+	c := r.obj()["logs"].([]any)[0].(map[string]any)
+	if keys(c) != "checksum,createdAt,id,operations,parentID" || c["parentID"] != ids[3] ||
+		c["checksum"] != checksum(ids[3], `[{"addTable":{"table":"e"}}]`) {
+		t.Errorf("commit: %v", c)
+	}
+	jsonEq(t, "operations", c["operations"], `[{"addTable":{"table":"e"}}]`)
+
+	// A fork's history continues with its source's, up to the fork.
+	ts.expect(201, "PUT", "/db/db:dev", map[string]any{"from": "main"})
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"f"}}]}`)
+	r = ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"g"}}]}`)
+	devHead := r.obj()["migrationID"].(string)
+	r = ts.expect(200, "POST", "/db/db:dev/schema/history", nil)
+	var dev []string
+	for _, l := range r.obj()["logs"].([]any) {
+		dev = append(dev, l.(map[string]any)["id"].(string))
+	}
+	if strings.Join(dev, ",") != devHead+","+rev(ids...) {
+		t.Errorf("fork history: %v", dev)
+	}
+
+	ts.expect(400, "POST", schemaPath("db", "history"), `{"page":{"after":"mig_00000000000000000000"}}`)
+	ts.expect(400, "POST", schemaPath("db", "history"), `{"since":"nope"}`)
+	ts.expect(400, "POST", schemaPath("db", "history"), `{"page":{"size":0}}`)
+	ts.expect(400, "POST", schemaPath("db", "history"), `{"page":{"size":1.5}}`)
+	ts.expect(400, "POST", schemaPath("db", "history"), `{"page":{"after":"`+ids[1]+`","before":"`+ids[2]+`"}}`)
+	ts.expect(404, "POST", "/db/db:nope/schema/history", nil)
+}
+
+// checksum is the migration checksum of compat-api.md §5.4 as Coppice
+// defines it: SHA-256 of {"parentID","operations"} in that order.
+func checksum(parent, ops string) string {
+	var o []engine.MigrationOp
+	if err := json.Unmarshal([]byte(ops), &o); err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(struct {
+		ParentID   string               `json:"parentID"`
+		Operations []engine.MigrationOp `json:"operations"`
+	}{parent, o})
+	sum := sha256.Sum256(b)
+	return "1:" + hex.EncodeToString(sum[:])
+}
+
+// TestSchemaPush: pull the history of one database, push it to another,
+// and push again; known migrations are skipped, parents and checksums
+// checked.
+func TestSchemaPush(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("src")
+	ts.createDB("dst")
+	ts.createTable("src", "t", map[string]any{"name": "a", "type": "string"})
+	ts.expect(200, "PATCH", "/db/src:main/tables/t/columns/a", map[string]any{"name": "b"})
+	r := ts.expect(200, "POST", schemaPath("src", "history"), `{"page":{"size":200}}`)
+	logs := r.obj()["logs"].([]any)
+	pulled := make([]any, len(logs)) // oldest first
+	for i, l := range logs {
+		pulled[len(logs)-1-i] = l
+	}
+	if len(pulled) != 3 {
+		t.Fatalf("pulled %d migrations", len(pulled))
+	}
+	srcHead := ts.head("src:main")
+
+	p := ts.expect(200, "POST", schemaPath("dst", "push"), map[string]any{"migrations": pulled})
+	if p.obj()["migrationID"] != srcHead || p.obj()["parentMigrationID"] != logs[1].(map[string]any)["id"] {
+		t.Errorf("push: %s", p.raw)
+	}
+	src := ts.expect(200, "GET", "/db/src:main", nil).obj()
+	dst := ts.expect(200, "GET", "/db/dst:main", nil).obj()
+	if schemaJSONText(src["schema"]) != schemaJSONText(dst["schema"]) || dst["lastMigrationID"] != srcHead {
+		t.Errorf("pushed schema %v, want %v", dst["schema"], src["schema"])
+	}
+	r = ts.expect(200, "POST", schemaPath("dst", "history"), nil)
+	if schemaJSONText(r.obj()["logs"].([]any)[0].(map[string]any)["operations"]) != schemaJSONText(logs[0].(map[string]any)["operations"]) {
+		t.Errorf("pushed history: %s", r.raw)
+	}
+
+	// Again: every migration is known, nothing changes.
+	p = ts.expect(200, "POST", schemaPath("dst", "push"), map[string]any{"migrations": pulled})
+	if p.obj()["migrationID"] != srcHead {
+		t.Errorf("push again: %s", p.raw)
+	}
+	ts.expect(200, "POST", schemaPath("dst", "push"), `{"migrations":[]}`)
+
+	// A new migration must sit on the head, with the right checksum.
+	mig := func(id, parent, ops, sum string) string {
+		return `{"migrations":[{"id":"` + id + `","parentID":"` + parent + `","checksum":"` + sum + `","title":"t","operations":` + ops + `}]}`
+	}
+	ops := `[{"addTable":{"table":"u"}}]`
+	const id = "mig_cbth7sqbn4oua7eme8q0"
+	r = ts.expect(400, "POST", schemaPath("dst", "push"), mig(id, "mig_00000000000000000000", ops, checksum("mig_00000000000000000000", ops)))
+	if !strings.Contains(r.obj()["message"].(string), "not the head") {
+		t.Errorf("parent mismatch: %s", r.raw)
+	}
+	r = ts.expect(400, "POST", schemaPath("dst", "push"), mig(id, srcHead, ops, checksum("", ops)))
+	if !strings.Contains(r.obj()["message"].(string), "checksum mismatch") {
+		t.Errorf("checksum mismatch: %s", r.raw)
+	}
+	ts.expect(400, "POST", schemaPath("dst", "push"), mig("mig_x", srcHead, ops, checksum(srcHead, ops)))
+	ts.expect(400, "POST", schemaPath("dst", "push"), mig(id, srcHead, `[{"removeTable":{"table":"nope"}}]`, checksum(srcHead, `[{"removeTable":{"table":"nope"}}]`)))
+	ts.expect(400, "POST", schemaPath("dst", "push"), `{}`)
+	if ts.head("dst:main") != srcHead {
+		t.Fatalf("a failed push moved the head")
+	}
+	p = ts.expect(200, "POST", schemaPath("dst", "push"), mig(id, srcHead, ops, checksum(srcHead, ops)))
+	jsonEq(t, "pushed", p.body, `{"migrationID":"`+id+`","parentMigrationID":"`+srcHead+`","status":"completed"}`)
+	r = ts.expect(200, "POST", schemaPath("dst", "history"), `{"page":{"size":1}}`)
+	if c := r.obj()["logs"].([]any)[0].(map[string]any); c["id"] != id || c["title"] != "t" || c["checksum"] != checksum(srcHead, ops) {
+		t.Errorf("pushed commit: %v", c)
+	}
+	ts.expect(404, "POST", "/db/dst:nope/schema/push", `{"migrations":[]}`)
+}
+
+// TestStats: the record count now and the reads and writes of the last 24
+// hours, per branch.
+func TestStats(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "t", map[string]any{"name": "n", "type": "int"})
+	ts.createTable("db", "u", map[string]any{"name": "n", "type": "int"})
+	for _, id := range []string{"a", "b", "c"} {
+		ts.expect(201, "PUT", "/db/db:main/tables/t/data/"+id, map[string]any{"n": 1})
+	}
+	ts.expect(200, "POST", "/db/db:main/tables/u/bulk", map[string]any{"records": []any{map[string]any{"n": 1}, map[string]any{"n": 2}}})
+	ts.expect(204, "DELETE", "/db/db:main/tables/t/data/c", nil)
+	ts.expect(200, "GET", "/db/db:main/tables/t/data/a", nil)
+	ts.expect(200, "GET", "/db/db:main/tables/t/data/b", nil)
+	ts.expect(404, "GET", "/db/db:main/tables/t/data/c", nil) // failed: not counted
+	ts.expect(200, "POST", "/db/db:main/tables/t/query", nil)
+	ts.expect(201, "PUT", "/db/db:dev", map[string]any{"from": "main"})
+	ts.expect(200, "POST", "/db/db:dev/tables/t/query", nil)
+
+	sum := func(points []any) (n int64) {
+		for _, p := range points {
+			v, _ := p.(map[string]any)["value"].(json.Number).Int64()
+			n += v
+		}
+		return n
+	}
+	r := ts.expect(200, "GET", "/db/db:main/stats", nil)
+	o := r.obj()
+	if keys(o) != "interval,numberOfRecords,readsOverTime,resolution,timestamp,writesOverTime" ||
+		o["interval"] != "24h" || o["resolution"] != "1h" {
+		t.Fatalf("stats: %s", r.raw)
+	}
+	reads, writes := o["readsOverTime"].([]any), o["writesOverTime"].([]any)
+	recs := o["numberOfRecords"].([]any)
+	if len(reads) != 24 || len(writes) != 24 || len(recs) != 1 {
+		t.Fatalf("datapoints: %d reads, %d writes, %d counts", len(reads), len(writes), len(recs))
+	}
+	if sum(writes) != 5 || sum(reads) != 3 || sum(recs) != 4 {
+		t.Errorf("writes %d (want 5), reads %d (want 3), records %d (want 4)", sum(writes), sum(reads), sum(recs))
+	}
+	for i, p := range writes {
+		m := p.(map[string]any)
+		if keys(m) != "timestamp,value" || !strings.HasSuffix(m["timestamp"].(string), ":00:00.000Z") {
+			t.Errorf("datapoint %v", m)
+		}
+		if i > 0 && m["timestamp"].(string) <= writes[i-1].(map[string]any)["timestamp"].(string) {
+			t.Errorf("datapoints out of order at %d", i)
+		}
+	}
+	if recs[0].(map[string]any)["timestamp"] != writes[23].(map[string]any)["timestamp"] {
+		t.Errorf("record count at %v", recs[0])
+	}
+
+	// dev: its own counters, main's records.
+	o = ts.expect(200, "GET", "/db/db:dev/stats", nil).obj()
+	if sum(o["writesOverTime"].([]any)) != 0 || sum(o["readsOverTime"].([]any)) != 1 || sum(o["numberOfRecords"].([]any)) != 4 {
+		t.Errorf("dev stats: %v", o)
+	}
+	ts.expect(204, "DELETE", "/db/db:dev/tables/u/data/"+firstID(t, ts, "db:dev", "u"), nil)
+	if n := sum(ts.expect(200, "GET", "/db/db:dev/stats", nil).obj()["numberOfRecords"].([]any)); n != 3 {
+		t.Errorf("dev records after a delete: %d", n)
+	}
+	if n := sum(ts.expect(200, "GET", "/db/db:main/stats", nil).obj()["numberOfRecords"].([]any)); n != 4 {
+		t.Errorf("main records after a delete on dev: %d", n)
+	}
+	ts.expect(404, "GET", "/db/db:nope/stats", nil)
+	ts.expect(404, "GET", "/db/nodb:main/stats", nil)
+}
+
+// firstID returns the id of the first record of a table.
+func firstID(t *testing.T, ts *testServer, dbb, table string) string {
+	t.Helper()
+	r := ts.expect(200, "POST", "/db/"+dbb+"/tables/"+table+"/query", map[string]any{"page": map[string]any{"size": 1}})
+	return r.obj()["records"].([]any)[0].(map[string]any)["id"].(string)
+}
+
+// TestUnsupportedEndpoints: SQL and ask answer 501 with a JSON error, also
+// to clients asking for an event stream.
+func TestUnsupportedEndpoints(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("db")
+	ts.createTable("db", "t")
+	sse := withHeader("Accept", "text/event-stream")
+	f := func(path, body, feature string) {
+		t.Helper()
+		for _, opts := range [][]reqOpt{nil, {sse}} {
+			r := ts.expect(501, "POST", path, body, opts...)
+			if r.obj()["message"] != feature+" is not supported by this server" {
+				t.Errorf("%s: %s", path, r.raw)
+			}
+		}
+	}
+	f("/db/db:main/sql", `{"statement":"SELECT 1"}`, "sql")
+	f("/db/db:main/sql/batch", `{"statements":[{"statement":"SELECT 1"}]}`, "sql")
+	f("/db/db:main/tables/t/ask", `{"question":"why?"}`, "ask")
+	f("/db/db:main/tables/t/ask/", `{"question":"why?"}`, "ask")
+	f("/db/db:main/tables/t/ask/sess1", `{"question":"why?"}`, "ask")
+	ts.key = ""
+	ts.expect(401, "POST", "/db/db:main/sql", `{"statement":"SELECT 1"}`)
+}

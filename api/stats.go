@@ -1,0 +1,216 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// Branch stats (compat-api.md §6): the number of records now, and reads and
+// writes per hour over the last 24 hours.
+//
+// The read and write counters live in the server's memory only: they start
+// at zero when the server starts and are not shared between servers. One
+// successful request is one read or one write, whatever the number of
+// records it touches (a bulk insert is one write, a query one read).
+// Counters belong to a branch name: a branch deleted and created again
+// within the window keeps them.
+
+// Stats window and resolution.
+const (
+	statsHours      = 24
+	statsResolution = time.Hour
+)
+
+// maxStatsBranches bounds the branches counted at once; past it, branches
+// idle for the whole window are forgotten, and new ones wait for room.
+const maxStatsBranches = 1 << 14
+
+// accessStats are the per-branch counters. The zero value is ready to use;
+// it is safe for concurrent use.
+type accessStats struct {
+	mu sync.RWMutex
+	m  map[engine.Ref]*branchAccess
+}
+
+// branchAccess is a ring of hourly buckets of one branch.
+type branchAccess struct {
+	mu    sync.Mutex
+	hours [statsHours]accessBucket
+}
+
+// accessBucket counts one hour; hour is in hours since the Unix epoch and
+// tells whether the slot still holds that hour or an older one.
+type accessBucket struct {
+	hour          int64
+	reads, writes int64
+}
+
+// hourOf returns the hour number of t.
+func hourOf(t time.Time) int64 { return t.Unix() / int64(statsResolution/time.Second) }
+
+// note counts one read or write of a branch at now.
+func (a *accessStats) note(ref engine.Ref, write bool, now time.Time) {
+	a.mu.RLock()
+	b := a.m[ref]
+	a.mu.RUnlock()
+	if b == nil {
+		if b = a.add(ref, now); b == nil {
+			return
+		}
+	}
+	h := hourOf(now)
+	b.mu.Lock()
+	slot := &b.hours[h%statsHours]
+	if slot.hour != h {
+		*slot = accessBucket{hour: h}
+	}
+	if write {
+		slot.writes++
+	} else {
+		slot.reads++
+	}
+	b.mu.Unlock()
+}
+
+// add returns the counters of a branch, creating them; nil when the table
+// is full of branches active within the window.
+func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[engine.Ref]*branchAccess{}
+	}
+	if b := a.m[ref]; b != nil {
+		return b
+	}
+	if len(a.m) >= maxStatsBranches {
+		oldest := hourOf(now) - statsHours + 1
+		for k, b := range a.m {
+			b.mu.Lock()
+			idle := true
+			for _, s := range b.hours {
+				if s.hour >= oldest && s.reads+s.writes > 0 {
+					idle = false
+				}
+			}
+			b.mu.Unlock()
+			if idle {
+				delete(a.m, k)
+			}
+		}
+		if len(a.m) >= maxStatsBranches {
+			return nil
+		}
+	}
+	b := &branchAccess{}
+	a.m[ref] = b
+	return b
+}
+
+// series returns the reads and writes of a branch, one datapoint per hour
+// of the window, oldest first; the last is the current hour.
+func (a *accessStats) series(ref engine.Ref, now time.Time) (reads, writes []map[string]any) {
+	a.mu.RLock()
+	b := a.m[ref]
+	a.mu.RUnlock()
+	var hours [statsHours]accessBucket
+	if b != nil {
+		b.mu.Lock()
+		hours = b.hours
+		b.mu.Unlock()
+	}
+	cur := hourOf(now)
+	reads = make([]map[string]any, 0, statsHours)
+	writes = make([]map[string]any, 0, statsHours)
+	for h := cur - statsHours + 1; h <= cur; h++ {
+		var r, w int64
+		if s := hours[h%statsHours]; s.hour == h {
+			r, w = s.reads, s.writes
+		}
+		ts := formatTime(time.Unix(h*int64(statsResolution/time.Second), 0))
+		reads = append(reads, map[string]any{"timestamp": ts, "value": r})
+		writes = append(writes, map[string]any{"timestamp": ts, "value": w})
+	}
+	return reads, writes
+}
+
+// reads wraps a read endpoint: each successful call counts as one read of
+// its branch.
+func (s *Server) reads(fn func(r *request) error) func(r *request) error {
+	return func(r *request) error { return s.counted(r, fn, false) }
+}
+
+// writes wraps a write endpoint: each successful call counts as one write
+// of its branch.
+func (s *Server) writes(fn func(r *request) error) func(r *request) error {
+	return func(r *request) error { return s.counted(r, fn, true) }
+}
+
+func (s *Server) counted(r *request, fn func(r *request) error, write bool) error {
+	if err := fn(r); err != nil {
+		return err
+	}
+	if ref, err := r.branchRef(); err == nil {
+		// The time fasthttp took when it began handling the request: no
+		// second clock read per request.
+		now := r.ctx.Time()
+		if now.IsZero() {
+			now = time.Now()
+		}
+		s.stats.note(ref.Ref, write, now)
+	}
+	return nil
+}
+
+// branchStats: GET /db/{dbb}/stats.
+func (s *Server) branchStats(r *request) error {
+	ref, err := r.branchRef()
+	if err != nil {
+		return err
+	}
+	n, err := s.eng.RecordCount(ref.Ref)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	reads, writes := s.stats.series(ref.Ref, now)
+	// Past record counts are not kept: the series is the count now, at
+	// the current hour.
+	records := []map[string]any{{"timestamp": writes[len(writes)-1]["timestamp"], "value": n}}
+	writeJSON(r.ctx, http.StatusOK, map[string]any{
+		"timestamp":       formatTime(now),
+		"interval":        "24h",
+		"resolution":      "1h",
+		"numberOfRecords": records,
+		"writesOverTime":  writes,
+		"readsOverTime":   reads,
+	})
+	return nil
+}
+
+// unsupported is the endpoint of a feature this server does not implement
+// (compat-api.md §13): 501 with a JSON error, also when the client asks
+// for an event stream.
+func unsupported(feature string) func(r *request) error {
+	return func(r *request) error {
+		return engine.Errorf(engine.CodeUnsupported, "%s is not supported by this server", feature)
+	}
+}
+
+// askSessionRoute returns the handler of T/ask/ paths (ask with an empty
+// session id, a new session), which the router keeps as one node with
+// T/ask: the T/ask route's. It returns nil for any other path.
+func (s *Server) askSessionRoute(method, path string, ctx *fasthttp.RequestCtx) fasthttp.RequestHandler {
+	rest, ok := strings.CutSuffix(path, "/ask/")
+	if !ok || !strings.Contains(rest, "/tables/") {
+		return nil
+	}
+	h, _ := s.router.Lookup(method, path[:len(path)-1], ctx)
+	return h
+}

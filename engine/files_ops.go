@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"mime"
+	"strings"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// FileTarget selects a file of a record for the binary file endpoints
+// (compat-api.md §11.2).
+type FileTarget struct {
+	Table, Record, Column string
+	// Item is true on the .../file/{fileId} route, with FileID its id ("" for
+	// .../file/): an item of a file[] column, or a new one. Item false
+	// (.../file) selects the file of a file column.
+	Item   bool
+	FileID string
+}
+
+// fileOp is what a binary file write does.
+type fileOp struct {
+	put       bool   // store content; else delete the file
+	content   []byte // the new content
+	mediaType string // "" keeps the stored one (or the default)
+	// requireID, when set, is the id the selected file must have (upload
+	// URLs name a file, which must still exist).
+	requireID string
+}
+
+// fileColumn resolves the column of a target: 404 when the table has no
+// such column, 400 when it holds no files.
+func fileColumn(t *table, name string) (*column, error) {
+	c := t.byPath[name]
+	if c == nil {
+		return nil, notFoundf("column [%s] not found", name)
+	}
+	if !isFileType(c.Type) {
+		return nil, invalidf("column [%s] is not a file column", name)
+	}
+	return c, nil
+}
+
+// pickFile finds the target's file among the files of c: its index, or -1
+// when there is none yet. It enforces which routes each kind of column
+// takes.
+func pickFile(c *column, files []storedFile, tg FileTarget) (int, error) {
+	if c.Type == TypeFile {
+		if tg.Item && tg.FileID != "" {
+			return 0, invalidf("column [%s] is a file column: its file has no id, use .../file", c.path)
+		}
+		if len(files) == 0 {
+			return -1, nil
+		}
+		return 0, nil
+	}
+	if !tg.Item {
+		return 0, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+	}
+	if tg.FileID == "" {
+		return -1, nil
+	}
+	for i := range files {
+		if files[i].ID == tg.FileID {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// GetFile reads the content of a file with its description. A file column
+// without a file gives a nil *File and no error.
+func (e *Engine) GetFile(ref Ref, tg FileTarget) (*File, []byte, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := b.Schema.table(tg.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := fileColumn(t, tg.Column)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rec codec.Record
+	if err := e.readRecord(d, b, t, tg.Record, &rec); err != nil {
+		return nil, nil, err
+	}
+	v, _ := rec.Get(c.ID)
+	files := storedFiles(c, v)
+	i, err := pickFile(c, files, tg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if i < 0 {
+		if c.Type == TypeFileArray {
+			if tg.FileID == "" {
+				return nil, nil, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+			}
+			return nil, nil, notFoundf("file [%s] not found", tg.FileID)
+		}
+		return nil, nil, nil
+	}
+	data, err := readFileContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, &files[i])
+	if err != nil {
+		return nil, nil, err
+	}
+	scope := &fileScope{e: e, d: d, b: b, t: t, recordID: rec.ID}
+	f, err := scope.file(c, &files[i], fileWant{})
+	return &f, data, err
+}
+
+// PutFile stores content as the target's file: it replaces the content of
+// an existing file, or creates the file (with the name "") and reports
+// created. mediaType "" keeps the stored media type. The record's version
+// grows.
+func (e *Engine) PutFile(ref Ref, tg FileTarget, mediaType string, content []byte) (*File, bool, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, false, err
+	}
+	return e.writeFile(d, ref.Branch, tg, fileOp{put: true, content: content, mediaType: mediaType})
+}
+
+// DeleteFile removes the target's file and returns it as it was. The
+// record's version grows; a file column becomes null.
+func (e *Engine) DeleteFile(ref Ref, tg FileTarget) (*File, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, err
+	}
+	f, _, err := e.writeFile(d, ref.Branch, tg, fileOp{})
+	return f, err
+}
+
+// checkMediaType normalizes a Content-Type for storage: parameters dropped,
+// "" kept as "keep the stored one".
+func checkMediaType(s string) (string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(s)
+	if err != nil || len(mt) < 3 || len(mt) > 255 || !mediaTypePattern.MatchString(mt) {
+		return "", invalidf("invalid media type [%s]", s)
+	}
+	return mt, nil
+}
+
+// writeFile applies a binary write to one file of a record as one command,
+// and returns the file as a FileResponse shows it: with its signed and
+// upload URLs.
+func (e *Engine) writeFile(d *database, branchName string, tg FileTarget, op fileOp) (*File, bool, error) {
+	if len(op.content) > MaxFileBytes {
+		return nil, false, invalidf("file content is larger than %d bytes", MaxFileBytes)
+	}
+	mt, err := checkMediaType(op.mediaType)
+	if err != nil {
+		return nil, false, err
+	}
+	now := e.now()
+	var (
+		out     storedFile
+		created bool
+		c       *column
+		t       *table
+		b       *branch
+	)
+	err = e.run(d, func(tx *dbTx) error {
+		if b, err = tx.st.branch(branchName); err != nil {
+			return err
+		}
+		if t, err = b.Schema.table(tg.Table); err != nil {
+			return err
+		}
+		if c, err = fileColumn(t, tg.Column); err != nil {
+			return err
+		}
+		ent, _, exists, err := lookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
+		if err != nil {
+			return err
+		}
+		var old codec.Record
+		level := -1
+		if exists {
+			if level, exists, err = readRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
+				return err
+			}
+		}
+		if !exists {
+			return notFoundf("record [%s] not found", tg.Record)
+		}
+		v, _ := old.Get(c.ID)
+		files := storedFiles(c, v)
+		i, err := pickFile(c, files, tg)
+		if err != nil {
+			return err
+		}
+		if op.requireID != "" && (i < 0 || files[i].ID != op.requireID) {
+			return notFoundf("file not found")
+		}
+		switch {
+		case !op.put && i < 0 && c.Type == TypeFile:
+			return notFoundf("column [%s] has no file", c.path)
+		case !op.put && i < 0 && tg.FileID == "":
+			return invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+		case !op.put && i < 0:
+			return notFoundf("file [%s] not found", tg.FileID)
+		case !op.put:
+			out = files[i]
+			files = append(files[:i:i], files[i+1:]...)
+		default:
+			if i < 0 {
+				id := tg.FileID
+				if c.Type == TypeFile || id == "" {
+					id = newFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
+				} else if !validFileID(id) {
+					return invalidf("invalid file id [%s]", id)
+				}
+				if len(files) >= maxFileItems {
+					return invalidf("column [%s]: a file[] value holds at most %d files", c.path, maxFileItems)
+				}
+				files = append(files, newStoredFile(c, id, tx.seq))
+				i, created = len(files)-1, true
+			}
+			f := &files[i]
+			if mt != "" {
+				f.MediaType = mt
+			}
+			f.setContent(op.content, tx.seq)
+			if err := putFileContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, op.content); err != nil {
+				return err
+			}
+			out = *f
+		}
+		rec := old.Clone()
+		rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, now.UnixNano()
+		rec.Set(c.ID, storedValue(c, files))
+		w := &writer{tx: tx, br: b, now: now}
+		_, err = w.finishWrite(t, OpResult{}, ent.Row, &old, level, rec)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	scope := &fileScope{e: e, d: d, b: b, t: t, recordID: tg.Record}
+	f, err := scope.file(c, &out, fileWant{signedURL: true, uploadURL: true})
+	if err != nil {
+		return nil, false, err
+	}
+	return &f, created, nil
+}
+
+// accessFile finds the file an access id names, for the access URLs; the
+// caller holds d.gcMu for reading.
+func (e *Engine) accessFile(accessID string) (fileLoc, *database, error) {
+	loc, err := decodeAccessID(accessID)
+	if err != nil {
+		return loc, nil, err
+	}
+	e.dbMu.RLock()
+	d := e.dbs[loc.db]
+	e.dbMu.RUnlock()
+	if d == nil {
+		return loc, nil, notFoundf("file not found")
+	}
+	return loc, d, nil
+}
+
+// locate resolves the branch, table and column of an access id's location.
+func (loc fileLoc) locate(d *database) (*branch, *table, *column, error) {
+	b := d.state.Load().byID[loc.branch]
+	if b == nil {
+		return nil, nil, nil, notFoundf("file not found")
+	}
+	t := b.Schema.byID[loc.table]
+	if t == nil {
+		return nil, nil, nil, notFoundf("file not found")
+	}
+	c := t.byID[loc.col]
+	if c == nil || !isFileType(c.Type) {
+		return nil, nil, nil, notFoundf("file not found")
+	}
+	return b, t, c, nil
+}
+
+// ReadFileByAccess reads the file an access URL names (GET /file/{accessId}):
+// a public file, or any file with a valid read signature (verify). The
+// file must still be at the version the URL names.
+func (e *Engine) ReadFileByAccess(accessID, verify string) (*File, []byte, error) {
+	loc, d, err := e.accessFile(accessID)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
+	b, t, c, err := loc.locate(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rec codec.Record
+	if err := e.readRecord(d, b, t, loc.recordID, &rec); err != nil {
+		if CodeOf(err) == CodeNotFound {
+			err = notFoundf("file not found")
+		}
+		return nil, nil, err
+	}
+	v, _ := rec.Get(c.ID)
+	var sf *storedFile
+	files := storedFiles(c, v)
+	for i := range files {
+		if files[i].ID == loc.fileID && files[i].Seq == loc.seq {
+			sf = &files[i]
+		}
+	}
+	if sf == nil {
+		return nil, nil, notFoundf("file not found")
+	}
+	if !sf.Public {
+		ok, err := e.checkFileURL(purposeRead, accessID, verify)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, errFileAccess
+		}
+	}
+	data, err := readFileContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, sf)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := publicFile(c, sf)
+	return &f, data, nil
+}
+
+// UploadFileByAccess stores content as the file an upload URL names (PUT
+// /file/{accessId}?verify=): the signature must be a valid upload signature;
+// the file must still exist (at any version). mediaType "" keeps the stored
+// one.
+func (e *Engine) UploadFileByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
+	ok, err := e.checkFileURL(purposeUpload, accessID, verify)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errFileAccess
+	}
+	loc, d, err := e.accessFile(accessID)
+	if err != nil {
+		return nil, err
+	}
+	b, t, c, err := loc.locate(d)
+	if err != nil {
+		return nil, err
+	}
+	tg := FileTarget{Table: t.Name, Record: loc.recordID, Column: c.path}
+	if c.Type == TypeFileArray {
+		tg.Item, tg.FileID = true, loc.fileID
+	}
+	f, _, err := e.writeFile(d, b.Name, tg, fileOp{put: true, content: content, mediaType: mediaType, requireID: loc.fileID})
+	return f, err
+}

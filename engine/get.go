@@ -1,0 +1,327 @@
+package engine
+
+import (
+	"errors"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Point reads by id are the most frequent request of the service, and Get
+// pays for two storage reads (the id map, then the row) and for building
+// Record.Values. GetView returns the stored record with its columns instead,
+// for callers that encode it themselves, and keeps what it read in a
+// RecordCache so that the next read of the same record reads no storage.
+//
+// A cached view is exact, not merely recent. It is tagged with the epoch of
+// its table's cache (bitmapcache.go) at which it was read: every command that
+// writes a row of a table of a branch makes that epoch odd before its batch
+// becomes visible and even again after, so a view read while the epoch was
+// even and unchanged from before the first storage read to after the last
+// shows the table as of that epoch, and stays the answer for as long as the
+// epoch has not moved. Nothing else changes the visible rows of a branch:
+// forks and branch deletions do not touch an existing branch's rows (and
+// ids of branches and tables are never reused), and flattening rewrites
+// layers without changing what a branch sees. Schema changes publish new
+// table objects; a view is used only with the table object it was built
+// from. TestGetViewModel holds this against random writes, forks, branch
+// deletions, flattening and reopens.
+
+// RecordView is one record as GetView reads it: its stored values with
+// their columns, for callers that encode records without going through
+// Record.Values. A view may be shared by concurrent callers and by the
+// cache: nobody may change it or anything it refers to.
+type RecordView struct {
+	ID        string
+	Version   uint64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Fields are the values of the record's live columns in the key order
+	// of the record's JSON form: by column path compared segment by segment
+	// (ComparePaths), so that the columns of an object are adjacent and
+	// every level is sorted.
+	Fields []FieldView
+}
+
+// FieldView is one value of a RecordView.
+type FieldView struct {
+	// Path is the dotted path of the column from the table root.
+	Path string
+	// Type is the column's type; it says which member of Value is set, as
+	// fromValue reads them.
+	Type  ColumnType
+	Value codec.Value
+
+	col   *column
+	files *fileScope // the record's location, for file fields (files_output.go)
+}
+
+// Any returns the value in the form Record.Values holds it; files carry
+// their access ids.
+func (f *FieldView) Any() any {
+	if f.files != nil {
+		v, err := f.files.files(f.col, f.Value, fileWant{})
+		if err == nil {
+			return v
+		}
+	}
+	return fromValue(f.col, f.Value)
+}
+
+// ComparePaths orders dotted column paths segment by segment: the order of
+// the keys of nested JSON objects. It returns -1, 0 or +1.
+func ComparePaths(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		// A segment that ends sorts before one that goes on.
+		switch {
+		case x == '.':
+			return -1
+		case y == '.':
+			return +1
+		case x < y:
+			return -1
+		}
+		return +1
+	}
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return +1
+	}
+	return 0
+}
+
+// newRecordView builds the view of a stored record through a table's
+// columns. rec must not change afterwards: the view shares its values.
+func newRecordView(t *table, rec *codec.Record) *RecordView {
+	v := &RecordView{
+		ID: rec.ID, Version: rec.Version,
+		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
+	}
+	// Sort the fields' indexes, not the fields: moving views costs write
+	// barriers.
+	cols := make([]*column, len(rec.Fields))
+	order := make([]int, 0, len(rec.Fields))
+	for i, f := range rec.Fields {
+		if cols[i] = t.byID[f.Col]; cols[i] != nil { // else a deleted column
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].path, cols[b].path) })
+	v.Fields = make([]FieldView, len(order))
+	for j, i := range order {
+		c := cols[i]
+		v.Fields[j] = FieldView{Path: c.path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
+	}
+	return v
+}
+
+// readRecord reads the visible version of a record of a table of a branch
+// into rec; a missing or deleted record is a not-found error. The caller
+// holds d.gcMu for reading, and loaded b after taking it.
+func (e *Engine) readRecord(d *database, b *branch, t *table, id string, rec *codec.Record) error {
+	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFoundf("record [%s] not found", id)
+	}
+	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notFoundf("record [%s] not found", id)
+	}
+	return nil
+}
+
+// GetView reads one record of a branch, as Get does, as a view. With a
+// cache (c not nil) it answers from the cache when the record has not been
+// written since it was cached, and caches what it reads; the answer is the
+// same as without.
+func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
+	cv, err := e.getCached(c, ref, tableName, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return cv.view, nil
+}
+
+// GetEncoded reads one record of a branch, as GetView does, and returns it
+// encoded by the cache's encoder, which c must have. The encoding is kept
+// with the cached record: reading the record again until it is written
+// returns the same bytes. They are shared: the caller must not change them.
+func (e *Engine) GetEncoded(c *RecordCache, ref Ref, tableName, id string) ([]byte, error) {
+	if c == nil || c.encode == nil {
+		return nil, errors.New("engine: GetEncoded needs a record cache with an encoder")
+	}
+	cv, err := e.getCached(c, ref, tableName, id, true)
+	if err != nil {
+		return nil, err
+	}
+	return cv.enc, nil
+}
+
+// getCached reads a record through the cache c (nil: read storage) and,
+// with encode, makes sure the result carries its encoding.
+func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode bool) (*cachedView, error) {
+	d, b, t, err := e.resolveTable(ref, tableName)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		bc *bitmapCache
+		e0 uint64
+	)
+	key := recordKey{d: d, branch: b.ID, table: t.ID, id: id}
+	if c != nil {
+		bc = d.cacheFor(storeKey{b.ID, t.ID})
+		if e0 = bc.epoch.Load(); e0%2 == 0 {
+			if cv := c.get(key, bc, e0, t); cv != nil && (cv.enc != nil || !encode) {
+				return cv, nil
+			}
+		}
+	}
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
+	// The lineage read must be loaded under gcMu: layers it names stay.
+	if b, err = d.state.Load().branch(ref.Branch); err != nil {
+		return nil, err
+	}
+	if t, err = b.Schema.table(tableName); err != nil {
+		return nil, err
+	}
+	rec := &codec.Record{}
+	if err := e.readRecord(d, b, t, id, rec); err != nil {
+		return nil, err
+	}
+	cv := &cachedView{bc: bc, epoch: e0, t: t, view: newRecordView(t, rec)}
+	scopeViewFiles(cv.view, e, d, b, t)
+	if c != nil && c.encode != nil {
+		cv.enc = c.encode(nil, cv.view)
+	}
+	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == key.branch && t.ID == key.table {
+		c.put(key, cv)
+	}
+	return cv, nil
+}
+
+// RecordCache keeps the records GetView and GetEncoded read, up to a memory
+// budget, each with its encoding when the cache has an encoder. It is safe
+// for concurrent use and may serve several engines and databases; the
+// caller owns it.
+type RecordCache struct {
+	seed   maphash.Seed
+	limit  int // bytes per shard
+	encode func(dst []byte, v *RecordView) []byte
+	shards [recordCacheShards]recordShard
+}
+
+// recordCacheShards spreads the cache's lock over this many maps.
+const recordCacheShards = 16
+
+// recordShard is one lock's share of a RecordCache.
+type recordShard struct {
+	mu    sync.RWMutex
+	m     map[recordKey]*cachedView
+	bytes int
+}
+
+// recordKey names a record of a table of a branch of an open database. The
+// database pointer keeps apart databases that reuse an id after a delete,
+// a restore or a reopen.
+type recordKey struct {
+	d             *database
+	branch, table uint32
+	id            string
+}
+
+// cachedView is a view and its encoding with what makes them valid: the
+// epoch of its table's cache it was read at, and the table object it was
+// built with.
+type cachedView struct {
+	bc    *bitmapCache
+	epoch uint64
+	t     *table
+	view  *RecordView
+	enc   []byte
+	size  int
+}
+
+// NewRecordCache returns a cache that holds about maxBytes of records.
+// encode, when not nil, is how the caller encodes a record for GetEncoded:
+// it appends the encoding of v to dst, and must depend on nothing else.
+func NewRecordCache(maxBytes int, encode func(dst []byte, v *RecordView) []byte) *RecordCache {
+	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1), encode: encode}
+	for i := range c.shards {
+		c.shards[i].m = map[recordKey]*cachedView{}
+	}
+	return c
+}
+
+func (c *RecordCache) shard(k recordKey) *recordShard {
+	h := maphash.String(c.seed, k.id) ^ uint64(k.table)<<32 ^ uint64(k.branch)
+	return &c.shards[h%recordCacheShards]
+}
+
+// get returns the entry of k if it is cached at epoch e of bc with table t.
+func (c *RecordCache) get(k recordKey, bc *bitmapCache, e uint64, t *table) *cachedView {
+	s := c.shard(k)
+	s.mu.RLock()
+	cv := s.m[k]
+	s.mu.RUnlock()
+	if cv == nil || cv.bc != bc || cv.epoch != e || cv.t != t {
+		return nil
+	}
+	return cv
+}
+
+// put caches a view, dropping other entries of its shard, in the map's
+// random order, while the shard is over its budget.
+func (c *RecordCache) put(k recordKey, cv *cachedView) {
+	k.id = strings.Clone(k.id) // the key outlives the caller's string
+	cv.size = cachedSize(cv)
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.m[k]; old != nil {
+		s.bytes -= old.size
+	}
+	s.m[k] = cv
+	s.bytes += cv.size
+	for victim, old := range s.m {
+		if s.bytes <= c.limit {
+			break
+		}
+		if victim != k {
+			delete(s.m, victim)
+			s.bytes -= old.size
+		}
+	}
+}
+
+// cachedSize estimates the memory a cache entry holds.
+func cachedSize(cv *cachedView) int {
+	const entry = 256 // key, entry, view header and map overhead
+	v := cv.view
+	n := entry + 2*len(v.ID) + cap(cv.enc)
+	for _, f := range v.Fields {
+		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)
+		for _, s := range f.Value.Strs {
+			n += 16 + len(s)
+		}
+	}
+	return n
+}

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// viewRecord converts a view to the Record Get returns for the same read.
+func viewRecord(v *RecordView) *Record {
+	if v == nil {
+		return nil
+	}
+	r := &Record{ID: v.ID, Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Values: map[string]any{}}
+	for i := range v.Fields {
+		setPath(r.Values, v.Fields[i].Path, v.Fields[i].Any())
+	}
+	return r
+}
+
+// encodeView is a test encoder of views: every part of the view in text.
+func encodeView(dst []byte, v *RecordView) []byte {
+	dst = fmt.Appendf(dst, "%s v%d %d %d", v.ID, v.Version, v.CreatedAt.UnixNano(), v.UpdatedAt.UnixNano())
+	for i := range v.Fields {
+		dst = fmt.Appendf(dst, " %s=%v", v.Fields[i].Path, v.Fields[i].Any())
+	}
+	return dst
+}
+
+// checkView compares one cached point read, as a view and encoded, with
+// the model.
+func (m *modelRun) checkView(c *RecordCache, branch, table, id string) {
+	m.t.Helper()
+	m.stats["view"]++
+	ref := m.db.ref(branch)
+	v, err := m.db.e.GetView(c, ref, table, id)
+	if err != nil && CodeOf(err) != CodeNotFound {
+		m.fatalf("view %s %s/%s: %v", branch, table, id, err)
+	}
+	if d := diffRecord(viewRecord(v), id, m.live[branch][table][id]); d != "" {
+		m.fatalf("view %s %s/%s: %s", branch, table, id, d)
+	}
+	enc, err := m.db.e.GetEncoded(c, ref, table, id)
+	if v == nil {
+		if CodeOf(err) != CodeNotFound {
+			m.fatalf("encoded %s %s/%s: %v, want not found", branch, table, id, err)
+		}
+		return
+	}
+	if want := encodeView(nil, v); err != nil || string(enc) != string(want) {
+		m.fatalf("encoded %s %s/%s: %q (%v), want %q", branch, table, id, enc, err, want)
+	}
+}
+
+// checkViews reads every pooled id and some generated ones of every table
+// of a branch through the cache.
+func (m *modelRun) checkViews(c *RecordCache, branch string) {
+	m.t.Helper()
+	for _, table := range testTables {
+		for i := range modelIDPool {
+			m.checkView(c, branch, table, "r"+strconv.Itoa(i))
+		}
+		for i := 0; i < 5 && len(m.gen) > 0; i++ {
+			m.checkView(c, branch, table, m.gen[len(m.gen)-1-m.rng.IntN(min(len(m.gen), 50))])
+		}
+	}
+}
+
+// TestGetViewModel runs the random operations of TestBranchModel (writes,
+// transactions, forks, branch deletions, flattening, reopens) and after
+// every one reads the ids of the branch it touched and of another branch
+// through one RecordCache: a cached read must never differ from the model.
+// -seed reproduces a run; -model.ops sets its length.
+func TestGetViewModel(t *testing.T) {
+	n := *modelOps
+	if n == 0 {
+		n = 10000
+		if testing.Short() {
+			n = 2000
+		}
+	}
+	m := newModelRun(t)
+	c := NewRecordCache(1<<20, encodeView)
+	for m.step = 1; m.step <= n; m.step++ {
+		if m.step%(n/3+1) == 0 {
+			m.logf("reopen")
+			m.db.reopen()
+		}
+		branch := m.pick(m.liveNames())
+		br := m.live[branch]
+		switch r := m.rng.IntN(1000); {
+		case r < 40:
+			m.fork()
+		case r < 60:
+			m.deleteBranch()
+		case r < 200:
+			ops := make([]Op, 2+m.rng.IntN(5))
+			for i := range ops {
+				ops[i] = m.genOp(br, true)
+			}
+			m.write(branch, ops, false)
+		default:
+			m.write(branch, []Op{m.genOp(br, false)}, true)
+		}
+		if m.live[branch] != nil {
+			m.checkViews(c, branch)
+		}
+		m.checkViews(c, m.pick(m.liveNames()))
+	}
+	t.Logf("seed %d, flatten depth %d: %d operations, %d cached reads", m.seed, m.depth, n, m.stats["view"])
+}
+
+// TestGetViewSchemaChanges: cached reads follow column renames, deletions
+// and additions, and a table or branch deleted and created again under the
+// same name.
+func TestGetViewSchemaChanges(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e, c := db.e, NewRecordCache(1<<20, encodeView)
+	main := db.ref("main")
+	check := func(what string, ref Ref, table, id string) {
+		t.Helper()
+		want, werr := e.Get(ref, table, id)
+		for round := range 2 {
+			v, err := e.GetView(c, ref, table, id)
+			if CodeOf(err) != CodeOf(werr) {
+				t.Fatalf("%s, read %d: error %v, want %v", what, round, err, werr)
+			}
+			if werr != nil {
+				continue
+			}
+			got := viewRecord(v)
+			if got.ID != want.ID || got.Version != want.Version || !got.UpdatedAt.Equal(want.UpdatedAt) || !reflect.DeepEqual(got.Values, want.Values) {
+				t.Fatalf("%s, read %d: %+v, want %+v", what, round, got, want)
+			}
+			enc, err := e.GetEncoded(c, ref, table, id)
+			if wantEnc := encodeView(nil, v); err != nil || string(enc) != string(wantEnc) {
+				t.Fatalf("%s, read %d: encoded %q (%v), want %q", what, round, enc, err, wantEnc)
+			}
+		}
+	}
+	write := func(ref Ref, table, id string, values map[string]any) {
+		t.Helper()
+		db.clock.tick()
+		if _, err := e.WriteOne(ref, Op{Kind: OpUpdate, Upsert: true, Table: table, ID: id, Values: values}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(main, "items", "a", map[string]any{"name": "ann", "n": 1})
+	check("written", main, "items", "a")
+	write(main, "items", "a", map[string]any{"n": 2})
+	check("updated", main, "items", "a")
+	if _, err := e.RenameColumn(main, "items", "name", "title"); err != nil {
+		t.Fatal(err)
+	}
+	check("column renamed", main, "items", "a")
+	if _, err := e.DeleteColumn(main, "items", "n"); err != nil {
+		t.Fatal(err)
+	}
+	check("column deleted", main, "items", "a")
+	if _, err := e.AddColumn(main, "items", ColumnDef{Name: "n", Type: TypeString}); err != nil {
+		t.Fatal(err)
+	}
+	check("column added", main, "items", "a")
+	write(main, "items", "a", map[string]any{"n": "two"})
+	check("new column written", main, "items", "a")
+
+	if err := e.CreateBranch(db.ref("dev"), CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	dev := db.ref("dev")
+	check("forked", dev, "items", "a")
+	write(main, "items", "a", map[string]any{"title": "main only"})
+	check("parent written after the fork: child", dev, "items", "a")
+	check("parent written after the fork: parent", main, "items", "a")
+	write(dev, "items", "a", map[string]any{"title": "dev only"})
+	check("child written: child", dev, "items", "a")
+	check("child written: parent", main, "items", "a")
+	if err := e.DeleteBranch(dev); err != nil {
+		t.Fatal(err)
+	}
+	check("branch deleted", dev, "items", "a")
+	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	check("branch created again", dev, "items", "a")
+
+	if _, err := e.DeleteTable(main, "notes"); err != nil {
+		t.Fatal(err)
+	}
+	check("table deleted", main, "notes", "a")
+	if _, err := e.CreateTable(main, "notes"); err != nil {
+		t.Fatal(err)
+	}
+	check("table created again", main, "notes", "a")
+	if _, err := e.AddColumn(main, "notes", ColumnDef{Name: "name", Type: TypeString}); err != nil {
+		t.Fatal(err)
+	}
+	write(main, "notes", "a", map[string]any{"name": "note"})
+	check("new table written", main, "notes", "a")
+	if _, err := e.WriteOne(main, Op{Kind: OpDelete, Table: "notes", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	check("record deleted", main, "notes", "a")
+}
+
+// TestGetViewConcurrentWrites: while a record is written over and over,
+// cached reads never return a version older than one already acknowledged
+// when the read started (run it with -race).
+func TestGetViewConcurrentWrites(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e, c, ref := db.e, NewRecordCache(1<<20, encodeView), db.ref("main")
+	if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "items", ID: "a", Values: map[string]any{"n": 0}}); err != nil {
+		t.Fatal(err)
+	}
+	writes := 300
+	if testing.Short() {
+		writes = 100
+	}
+	var acked atomic.Uint64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				floor := acked.Load()
+				v, err := e.GetView(c, ref, "items", "a")
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				n := int64(-1)
+				for _, f := range v.Fields {
+					if f.Path == "n" {
+						n = f.Value.Int
+					}
+				}
+				if v.Version < floor || n != int64(v.Version) {
+					errs <- "read version " + strconv.FormatUint(v.Version, 10) + " n " + strconv.FormatInt(n, 10) +
+						" after version " + strconv.FormatUint(floor, 10) + " was acknowledged"
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= writes; i++ {
+		res, err := e.WriteOne(ref, Op{Kind: OpUpdate, Table: "items", ID: "a", Values: map[string]any{"n": i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked.Store(res.Record.Version)
+	}
+	close(done)
+	wg.Wait()
+	select {
+	case msg := <-errs:
+		t.Fatal(msg)
+	default:
+	}
+}

@@ -1,0 +1,590 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// Schema edits (compat-api.md §5.4): comparing schemas into operations,
+// applying a list of operations as one migration, previewing it, the
+// history of a branch's migrations, and pushing migrations made elsewhere.
+// Every change goes through changeSchema and applyOp of tables.go, so an
+// operation means the same in a list as in its single endpoint.
+
+// SchemaComparison is the answer of CompareSchema and CompareBranches: the
+// operations that turn Source into Target.
+type SchemaComparison struct {
+	Source, Target SchemaDef
+	Operations     []MigrationOp
+	// SourceMigrationID is the head of the compared branch ("" before its
+	// first migration); TargetMigrationID the head of the target branch
+	// when the target is a branch.
+	SourceMigrationID, TargetMigrationID string
+}
+
+// HistoryRequest selects a page of a branch's history. After and Before are
+// migration ids of an earlier page (at most one of them); Since, when set,
+// keeps only the migrations newer than that one. Size 0 means
+// DefaultHistoryPageSize.
+type HistoryRequest struct {
+	After, Before, Since string
+	Size                 int
+}
+
+// HistoryPage is one page of a branch's history, newest first. Cursor is
+// the id of its last migration, for After; More tells whether more
+// migrations lie beyond the page in the direction it was read.
+type HistoryPage struct {
+	Migrations []Migration
+	Cursor     string
+	More       bool
+}
+
+// Page sizes of SchemaHistory.
+const (
+	DefaultHistoryPageSize = 20
+	MaxHistoryPageSize     = 1000
+)
+
+// migrationIDPattern is the form of migration ids: "mig_" and 20 characters
+// of base32hex, as idGen makes them.
+var migrationIDPattern = regexp.MustCompile(`^mig_[0-9a-v]{20}$`)
+
+// errAbandon ends a command whose changes are only looked at, never
+// committed (previews).
+var errAbandon = errors.New("engine: command abandoned")
+
+// ApplyMigration applies operations, in order, as one migration in one
+// command: if any of them fails, nothing changes and the error names it.
+// When parent is set, the branch's head must be that migration id ("" for a
+// branch without migrations). An empty list records nothing and returns the
+// head.
+func (e *Engine) ApplyMigration(ref Ref, parent *string, ops []MigrationOp) (SchemaChange, error) {
+	if len(ops) == 0 {
+		return e.headChange(ref, parent)
+	}
+	return e.changeSchema(ref, migrationSpec{parent: parent}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
+		if err := tx.applyOps(b, s, ops); err != nil {
+			return nil, err
+		}
+		return ops, nil
+	})
+}
+
+// applyOps applies a list of operations to s. A failing operation is bad
+// input of the list, whatever its code on its own endpoint, and the error
+// says which operation failed.
+func (tx *dbTx) applyOps(b *branch, s *schema, ops []MigrationOp) error {
+	for i, op := range ops {
+		if err := tx.applyOp(b, s, op); err != nil {
+			var ee *Error
+			if !errors.As(err, &ee) || ee.Code == CodeInternal {
+				return err
+			}
+			if k := op.kind(); k != "" {
+				return invalidf("operation %d (%s): %s", i+1, k, ee.Message)
+			}
+			return invalidf("operation %d: %s", i+1, ee.Message)
+		}
+	}
+	return nil
+}
+
+// PreviewMigration returns a branch's schema and the schema it would have
+// after ApplyMigration(ref, nil, ops). The operations run in a command that
+// is then abandoned, so a preview fails exactly where the apply would, and
+// changes nothing.
+func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return original, updated, err
+	}
+	err = e.run(d, func(tx *dbTx) error {
+		b, err := tx.st.branch(ref.Branch)
+		if err != nil {
+			return err
+		}
+		s := b.Schema.clone()
+		if err := tx.applyOps(b, s, ops); err != nil {
+			return err
+		}
+		original, updated = b.Schema.public(), s.public()
+		return errAbandon
+	})
+	if errors.Is(err, errAbandon) {
+		err = nil
+	}
+	return original, updated, err
+}
+
+// headChange answers a change that changes nothing: the head and its
+// parent, after checking parent against the head.
+func (e *Engine) headChange(ref Ref, parent *string) (SchemaChange, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return SchemaChange{}, err
+	}
+	st := d.state.Load()
+	b, err := st.branch(ref.Branch)
+	if err != nil {
+		return SchemaChange{}, err
+	}
+	if parent != nil && *parent != b.LastMigrationID {
+		return SchemaChange{}, errNotHead(*parent, b)
+	}
+	out := SchemaChange{MigrationID: b.LastMigrationID}
+	if b.LastMigrationID == "" {
+		return out, nil
+	}
+	chain, err := migrationChain(e.pdb, d, st, b)
+	if err != nil {
+		return SchemaChange{}, err
+	}
+	for _, m := range chain {
+		if m.ID == b.LastMigrationID {
+			out.ParentMigrationID = m.ParentID
+			break
+		}
+	}
+	return out, nil
+}
+
+// CompareSchema compares a branch's schema with target. Renames are only
+// found through the renameTable and renameColumn operations of hints
+// (other operations there are ignored); without them a renamed table or
+// column is a removal and an addition. The target is validated as a whole
+// schema: names, types, settings and link targets.
+func (e *Engine) CompareSchema(ref Ref, target SchemaDef, hints []MigrationOp) (SchemaComparison, error) {
+	det, err := e.BranchDetails(ref)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	norm, err := normalizeSchema(target)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	return SchemaComparison{
+		Source: det.Schema, Target: norm, Operations: diffSchemas(det.Schema, norm, hints),
+		SourceMigrationID: det.LastMigrationID,
+	}, nil
+}
+
+// CompareBranches compares a branch's schema with the schema of another
+// branch of the same database, as CompareSchema does.
+func (e *Engine) CompareBranches(ref Ref, targetBranch string, hints []MigrationOp) (SchemaComparison, error) {
+	src, err := e.BranchDetails(ref)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	tref := ref
+	tref.Branch = targetBranch
+	dst, err := e.BranchDetails(tref)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	return SchemaComparison{
+		Source: src.Schema, Target: dst.Schema, Operations: diffSchemas(src.Schema, dst.Schema, hints),
+		SourceMigrationID: src.LastMigrationID, TargetMigrationID: dst.LastMigrationID,
+	}, nil
+}
+
+// normalizeSchema validates a schema as the engine would build it and
+// returns it in the form branch details show, so that equal definitions
+// compare equal (fileMap becomes file[], empty settings disappear).
+func normalizeSchema(def SchemaDef) (SchemaDef, error) {
+	s := &schema{}
+	for i, td := range def.Tables {
+		if err := checkName("table", td.Name); err != nil {
+			return SchemaDef{}, err
+		}
+		for _, t := range s.Tables {
+			if strings.EqualFold(t.Name, td.Name) {
+				return SchemaDef{}, invalidf("table [%s] is defined twice", td.Name)
+			}
+		}
+		s.Tables = append(s.Tables, &table{ID: uint32(i + 1), Name: td.Name, Columns: []*column{}})
+	}
+	s.index()
+	for i, td := range def.Tables {
+		t := s.Tables[i]
+		seen := map[string]bool{}
+		for _, cd := range td.Columns {
+			if seen[cd.Name] {
+				return SchemaDef{}, invalidf("table [%s]: column [%s] is defined twice", td.Name, cd.Name)
+			}
+			seen[cd.Name] = true
+			c, err := s.newColumn(t, cd, "")
+			if err != nil {
+				return SchemaDef{}, invalidf("table [%s]: %s", td.Name, err.Error())
+			}
+			t.Columns = append(t.Columns, c)
+		}
+	}
+	s.index()
+	return s.public(), nil
+}
+
+// diffSchemas returns the operations that turn src into dst, in the order
+// of compat-api.md §5.4: renames taken from hints (tables, then columns),
+// every addTable, then addColumn, then removeColumn, then removeTable.
+// Since every table exists before the first addColumn, link columns need no
+// later place, and columns are added in the target's order, so a new table
+// gets its columns in that order. A column whose definition changed is a
+// removeColumn immediately followed by its addColumn. Both schemas are in
+// normalized form.
+func diffSchemas(src, dst SchemaDef, hints []MigrationOp) []MigrationOp {
+	type wtable struct {
+		name string
+		cols []ColumnDef
+	}
+	work := make([]*wtable, 0, len(src.Tables))
+	byName := map[string]*wtable{}
+	for _, t := range src.Tables {
+		w := &wtable{name: t.Name, cols: append([]ColumnDef(nil), t.Columns...)}
+		work = append(work, w)
+		byName[t.Name] = w
+	}
+	dstByName := map[string]TableDef{}
+	for _, t := range dst.Tables {
+		dstByName[t.Name] = t
+	}
+	inDst := func(name string) bool { _, ok := dstByName[name]; return ok }
+
+	var renames, addTables, addCols, removeCols, removeTables []MigrationOp
+	renamed := map[string]string{} // old table name → new
+	for _, h := range hints {
+		r := h.RenameTable
+		if r == nil || r.OldName == r.NewName {
+			continue
+		}
+		w := byName[r.OldName]
+		if w == nil || byName[r.NewName] != nil || !inDst(r.NewName) || inDst(r.OldName) {
+			continue
+		}
+		delete(byName, r.OldName)
+		w.name = r.NewName
+		byName[r.NewName] = w
+		renamed[r.OldName] = r.NewName
+		for _, o := range work {
+			renameLinkTargets(o.cols, r.OldName, r.NewName)
+		}
+		renames = append(renames, MigrationOp{RenameTable: &RenameTableOp{OldName: r.OldName, NewName: r.NewName}})
+	}
+	for _, h := range hints {
+		r := h.RenameColumn
+		if r == nil || r.OldName == r.NewName || strings.Contains(r.OldName, ".") || strings.Contains(r.NewName, ".") {
+			continue
+		}
+		w := byName[r.Table]
+		if w == nil {
+			w = byName[renamed[r.Table]]
+		}
+		if w == nil || !inDst(w.name) {
+			continue
+		}
+		dt := dstByName[w.name]
+		i := columnIndex(w.cols, r.OldName)
+		if i < 0 || columnIndex(w.cols, r.NewName) >= 0 || columnIndex(dt.Columns, r.NewName) < 0 || columnIndex(dt.Columns, r.OldName) >= 0 {
+			continue
+		}
+		w.cols[i].Name = r.NewName
+		renames = append(renames, MigrationOp{RenameColumn: &RenameColumnOp{Table: w.name, OldName: r.OldName, NewName: r.NewName}})
+	}
+
+	add := func(table string, c ColumnDef, replace bool) {
+		if replace {
+			addCols = append(addCols, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: table, Column: c.Name}})
+		}
+		addCols = append(addCols, MigrationOp{AddColumn: &AddColumnOp{Table: table, Column: c}})
+	}
+	for _, dt := range dst.Tables {
+		w := byName[dt.Name]
+		if w == nil {
+			addTables = append(addTables, MigrationOp{AddTable: &TableOp{Table: dt.Name}})
+			for _, c := range dt.Columns {
+				add(dt.Name, c, false)
+			}
+			continue
+		}
+		for _, c := range dt.Columns {
+			i := columnIndex(w.cols, c.Name)
+			if i < 0 {
+				add(dt.Name, c, false)
+			} else if !sameColumn(w.cols[i], c) {
+				add(dt.Name, c, true)
+			}
+		}
+		for _, c := range w.cols {
+			if columnIndex(dt.Columns, c.Name) < 0 {
+				removeCols = append(removeCols, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: w.name, Column: c.Name}})
+			}
+		}
+	}
+	for _, w := range work {
+		if inDst(w.name) {
+			continue
+		}
+		// A link between two removed tables would stop the first
+		// removeTable: such columns go first.
+		for _, c := range w.cols {
+			if linksTo(c, func(t string) bool { return t != w.name && byName[t] != nil && !inDst(t) }) {
+				removeCols = append(removeCols, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: w.name, Column: c.Name}})
+			}
+		}
+		removeTables = append(removeTables, MigrationOp{RemoveTable: &TableOp{Table: w.name}})
+	}
+	out := make([]MigrationOp, 0, len(renames)+len(addTables)+len(addCols)+len(removeCols)+len(removeTables))
+	for _, part := range [][]MigrationOp{renames, addTables, addCols, removeCols, removeTables} {
+		out = append(out, part...)
+	}
+	return out
+}
+
+// columnIndex returns the index of the column named name, or -1.
+func columnIndex(cols []ColumnDef, name string) int {
+	for i, c := range cols {
+		if c.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// sameColumn reports whether two normalized definitions are equal.
+func sameColumn(a, b ColumnDef) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// linksTo reports whether a column is, or holds, a link to a table for
+// which match is true.
+func linksTo(c ColumnDef, match func(table string) bool) bool {
+	if c.Type == TypeLink && c.Link != nil && match(c.Link.Table) {
+		return true
+	}
+	for _, sc := range c.Columns {
+		if linksTo(sc, match) {
+			return true
+		}
+	}
+	return false
+}
+
+// renameLinkTargets points the links to table old at table new. Link
+// settings are shared with the source schema, so they are replaced, not
+// changed in place.
+func renameLinkTargets(cols []ColumnDef, old, new string) {
+	for i := range cols {
+		c := &cols[i]
+		if c.Type == TypeLink && c.Link != nil && c.Link.Table == old {
+			c.Link = &LinkDef{Table: new}
+		}
+		if len(c.Columns) > 0 {
+			c.Columns = append([]ColumnDef(nil), c.Columns...)
+			renameLinkTargets(c.Columns, old, new)
+		}
+	}
+}
+
+// SchemaHistory returns a page of a branch's migrations, newest first. The
+// history of a branch continues, past its first own migration, with the
+// history of the branch it was created from, up to the migration it was
+// created at; it stops at a source branch that has been deleted.
+func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error) {
+	size := req.Size
+	switch {
+	case size == 0:
+		size = DefaultHistoryPageSize
+	case size < 0:
+		return HistoryPage{}, invalidf("page size must be positive")
+	case size > MaxHistoryPageSize:
+		return HistoryPage{}, invalidf("page size exceeds max limit of %d", MaxHistoryPageSize)
+	}
+	if req.After != "" && req.Before != "" {
+		return HistoryPage{}, invalidf("page.after and page.before cannot be used together")
+	}
+	b, chain, err := e.branchHistory(ref)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	find := func(what, id string) (int, error) {
+		for i, m := range chain {
+			if m.ID == id {
+				return i, nil
+			}
+		}
+		return 0, invalidf("%s: migration [%s] is not in the history of branch [%s]", what, id, b.Name)
+	}
+	if req.Since != "" {
+		i, err := find("since", req.Since)
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		chain = chain[:i]
+	}
+	var page HistoryPage
+	switch {
+	case req.Before != "":
+		i, err := find("page.before", req.Before)
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		lo := max(0, i-size)
+		page.Migrations, page.More = chain[lo:i], lo > 0
+	default:
+		lo := 0
+		if req.After != "" {
+			i, err := find("page.after", req.After)
+			if err != nil {
+				return HistoryPage{}, err
+			}
+			lo = i + 1
+		}
+		hi := min(len(chain), lo+size)
+		page.Migrations, page.More = chain[lo:hi], hi < len(chain)
+	}
+	if n := len(page.Migrations); n > 0 {
+		page.Cursor = page.Migrations[n-1].ID
+	} else {
+		page.Cursor = req.After + req.Before
+	}
+	return page, nil
+}
+
+// branchHistory returns a branch and its migrations, as migrationChain
+// lists them.
+func (e *Engine) branchHistory(ref Ref) (*branch, []Migration, error) {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := d.state.Load()
+	b, err := st.branch(ref.Branch)
+	if err != nil {
+		return nil, nil, err
+	}
+	chain, err := migrationChain(e.pdb, d, st, b)
+	return b, chain, err
+}
+
+// migrationChain returns the history of branch b, newest first (see
+// SchemaHistory).
+func migrationChain(r pebble.Reader, d *database, st *dbState, b *branch) ([]Migration, error) {
+	var out []Migration
+	stop := "" // the migration a fork was created at: newer ones are not its history
+	for cur := b; cur != nil; {
+		own, err := readMigrations(r, d.id, cur.ID)
+		if err != nil {
+			return nil, err
+		}
+		i := len(own) - 1
+		if cur != b {
+			for i >= 0 && own[i].ID != stop {
+				i--
+			}
+		}
+		for ; i >= 0; i-- {
+			out = append(out, own[i])
+		}
+		sf := cur.StartedFrom
+		if sf == nil || sf.MigrationID == "" {
+			break
+		}
+		stop, cur = sf.MigrationID, nil
+		for _, o := range st.byID {
+			if o.PublicID == sf.DBBranchID {
+				cur = o
+			}
+		}
+	}
+	return out, nil
+}
+
+// readMigrations returns the migrations recorded on one branch, oldest
+// first.
+func readMigrations(r pebble.Reader, db, branchID uint32) ([]Migration, error) {
+	prefix := codec.MetaKey(db, codec.MetaMigration, codec.AppendU32(nil, branchID))
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Migration
+	for ok := it.First(); ok; ok = it.Next() {
+		var m Migration
+		if err := json.Unmarshal(it.Value(), &m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, it.Error()
+}
+
+// PushMigrations appends migrations made elsewhere, oldest first, keeping
+// their ids. Migrations whose id is already in the branch's history are
+// skipped; each other one must name the head as its parent (the previous
+// pushed migration, or the branch's head for the first) and carry the
+// checksum of its parent and operations. Those checks run before anything
+// is applied. Each migration is then applied atomically in its own
+// command; if one fails, the ones before it stay applied, and pushing the
+// same list again skips them. The result is the new head.
+func (e *Engine) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error) {
+	b, chain, err := e.branchHistory(ref)
+	if err != nil {
+		return SchemaChange{}, err
+	}
+	known := make(map[string]bool, len(chain))
+	for _, m := range chain {
+		known[m.ID] = true
+	}
+	head := b.LastMigrationID
+	var todo []Migration
+	for i, m := range migs {
+		if !migrationIDPattern.MatchString(m.ID) {
+			return SchemaChange{}, invalidf("migration %d: id [%s] is not mig_ followed by 20 characters of [0-9a-v]", i+1, m.ID)
+		}
+		if m.Checksum != migrationChecksum(m.ParentID, m.Operations) {
+			return SchemaChange{}, invalidf("migration [%s]: checksum mismatch", m.ID)
+		}
+		if known[m.ID] {
+			continue
+		}
+		if m.ParentID != head {
+			return SchemaChange{}, invalidf("migration [%s]: parent [%s] is not the head [%s]", m.ID, m.ParentID, head)
+		}
+		if len(m.Operations) == 0 {
+			return SchemaChange{}, invalidf("migration [%s]: operations are required", m.ID)
+		}
+		known[m.ID] = true
+		head = m.ID
+		todo = append(todo, m)
+	}
+	if len(todo) == 0 {
+		return e.headChange(ref, nil)
+	}
+	var out SchemaChange
+	for _, m := range todo {
+		parent := m.ParentID
+		spec := migrationSpec{id: m.ID, parent: &parent, title: m.Title, message: m.Message}
+		out, err = e.changeSchema(ref, spec, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
+			if err := tx.applyOps(b, s, m.Operations); err != nil {
+				if CodeOf(err) != CodeInvalid {
+					return nil, err
+				}
+				return nil, invalidf("migration [%s]: %s", m.ID, err.Error())
+			}
+			return m.Operations, nil
+		})
+		if err != nil {
+			return SchemaChange{}, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/coppice-db/coppice/index"
+)
+
+// schemaOf parses a SchemaDef from JSON text.
+func schemaOf(t *testing.T, s string) SchemaDef {
+	t.Helper()
+	var d SchemaDef
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		t.Fatalf("bad schema %s: %v", s, err)
+	}
+	return d
+}
+
+// opsOf parses operations from JSON text.
+func opsOf(t *testing.T, s string) []MigrationOp {
+	t.Helper()
+	var ops []MigrationOp
+	if err := json.Unmarshal([]byte(s), &ops); err != nil {
+		t.Fatalf("bad operations %s: %v", s, err)
+	}
+	return ops
+}
+
+func TestDiffSchemas(t *testing.T) {
+	f := func(src, dst, hints, want string) {
+		t.Helper()
+		var h []MigrationOp
+		if hints != "" {
+			h = opsOf(t, hints)
+		}
+		got, _ := json.Marshal(diffSchemas(schemaOf(t, src), schemaOf(t, dst), h))
+		if string(got) == "null" {
+			got = []byte("[]")
+		}
+		if string(got) != want {
+			t.Errorf("diff\n  %s\n→ %s (hints %s)\n got %s\nwant %s", src, dst, hints, got, want)
+		}
+	}
+	empty := `{"tables":[]}`
+	f(empty, empty, "", `[]`)
+	// Every new table first, then columns in the target's order: links
+	// find their tables.
+	f(empty, `{"tables":[{"name":"a","columns":[{"name":"l","type":"link","link":{"table":"b"}},{"name":"x","type":"int"}]},{"name":"b","columns":[{"name":"y","type":"string"}]}]}`, "",
+		`[{"addTable":{"table":"a"}},{"addTable":{"table":"b"}},`+
+			`{"addColumn":{"table":"a","column":{"name":"l","type":"link","link":{"table":"b"}}}},`+
+			`{"addColumn":{"table":"a","column":{"name":"x","type":"int"}}},`+
+			`{"addColumn":{"table":"b","column":{"name":"y","type":"string"}}}]`)
+	f(`{"tables":[{"name":"a","columns":[]}]}`, `{"tables":[{"name":"a","columns":[{"name":"o","type":"object","columns":[{"name":"l","type":"link","link":{"table":"a"}}]},{"name":"x","type":"int"}]}]}`, "",
+		`[{"addColumn":{"table":"a","column":{"name":"o","type":"object","columns":[{"name":"l","type":"link","link":{"table":"a"}}]}}},`+
+			`{"addColumn":{"table":"a","column":{"name":"x","type":"int"}}}]`)
+	// A changed column is removed right before it is added again; removals
+	// come after every addition.
+	f(`{"tables":[{"name":"a","columns":[{"name":"x","type":"int"},{"name":"y","type":"int"}]},{"name":"old","columns":[]}]}`,
+		`{"tables":[{"name":"a","columns":[{"name":"x","type":"int","notNull":true,"defaultValue":"0"},{"name":"z","type":"int"}]}]}`, "",
+		`[{"removeColumn":{"table":"a","column":"x"}},{"addColumn":{"table":"a","column":{"name":"x","type":"int","notNull":true,"defaultValue":"0"}}},`+
+			`{"addColumn":{"table":"a","column":{"name":"z","type":"int"}}},`+
+			`{"removeColumn":{"table":"a","column":"y"}},{"removeTable":{"table":"old"}}]`)
+	// Removed tables that link to each other lose their links first.
+	f(`{"tables":[{"name":"a","columns":[{"name":"b","type":"link","link":{"table":"b"}},{"name":"me","type":"link","link":{"table":"a"}}]},{"name":"b","columns":[{"name":"a","type":"link","link":{"table":"a"}}]}]}`, empty, "",
+		`[{"removeColumn":{"table":"a","column":"b"}},{"removeColumn":{"table":"b","column":"a"}},{"removeTable":{"table":"a"}},{"removeTable":{"table":"b"}}]`)
+	// Renames come only from hints, and first; links follow a renamed table.
+	src := `{"tables":[{"name":"p","columns":[{"name":"n","type":"string"},{"name":"self","type":"link","link":{"table":"p"}}]}]}`
+	dst := `{"tables":[{"name":"q","columns":[{"name":"m","type":"string"},{"name":"self","type":"link","link":{"table":"q"}}]}]}`
+	f(src, dst, "", `[{"addTable":{"table":"q"}},{"addColumn":{"table":"q","column":{"name":"m","type":"string"}}},`+
+		`{"addColumn":{"table":"q","column":{"name":"self","type":"link","link":{"table":"q"}}}},{"removeTable":{"table":"p"}}]`)
+	f(src, dst, `[{"renameColumn":{"table":"p","oldName":"n","newName":"m"}},{"renameTable":{"oldName":"p","newName":"q"}}]`,
+		`[{"renameTable":{"oldName":"p","newName":"q"}},{"renameColumn":{"table":"q","oldName":"n","newName":"m"}}]`)
+	f(src, dst, `[{"renameTable":{"oldName":"p","newName":"q"}}]`,
+		`[{"renameTable":{"oldName":"p","newName":"q"}},{"addColumn":{"table":"q","column":{"name":"m","type":"string"}}},{"removeColumn":{"table":"q","column":"n"}}]`)
+	// Hints that do not fit the two schemas are ignored.
+	f(src, src, `[{"renameTable":{"oldName":"p","newName":"q"}},{"renameColumn":{"table":"p","oldName":"n","newName":"x"}},{"addTable":{"table":"z"}}]`, `[]`)
+}
+
+// TestApplyMigrationIsAtomic: a failing operation in a list leaves the
+// branch as it was; a good list is one migration.
+func TestApplyMigrationIsAtomic(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}}})
+	if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", ID: "r1", Values: map[string]any{"a": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.BranchDetails(ref)
+	_, err := e.ApplyMigration(ref, nil, opsOf(t, `[
+		{"addTable":{"table":"u"}},
+		{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
+		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true}}}]`))
+	mustCode(t, err, CodeInvalid, "operation 3 (addColumn): column [n]: a notNull column on a non-empty table needs a defaultValue")
+	_, err = e.ApplyMigration(ref, nil, []MigrationOp{{}})
+	mustCode(t, err, CodeInvalid, "operation 1: an operation must have exactly one of")
+	after, _ := e.BranchDetails(ref)
+	b1, _ := json.Marshal(before)
+	b2, _ := json.Marshal(after)
+	if string(b1) != string(b2) {
+		t.Fatalf("failed apply changed the branch:\n%s\n%s", b1, b2)
+	}
+
+	stale := "mig_00000000000000000000"
+	_, err = e.ApplyMigration(ref, &stale, opsOf(t, `[{"addTable":{"table":"u"}}]`))
+	mustCode(t, err, CodeInvalid, "is not the head of branch [main]")
+	head := before.LastMigrationID
+	ch, err := e.ApplyMigration(ref, &head, opsOf(t, `[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
+		{"addColumn":{"table":"u","column":{"name":"t","type":"link","link":{"table":"t"}}}}]`))
+	if err != nil || ch.ParentMigrationID != head {
+		t.Fatalf("apply: %+v %v", ch, err)
+	}
+	after, _ = e.BranchDetails(ref)
+	if after.Version != before.Version+1 || after.LastMigrationID != ch.MigrationID || len(after.Schema.Tables) != 2 {
+		t.Fatalf("after apply: %+v", after)
+	}
+	rec, err := e.Get(ref, "t", "r1")
+	if err != nil || rec.Values["b"] != "x" {
+		t.Fatalf("record after rename: %+v %v", rec, err)
+	}
+	// No operations: nothing recorded, the head answered.
+	same, err := e.ApplyMigration(ref, nil, nil)
+	if err != nil || same != ch {
+		t.Fatalf("empty apply = %+v, %v; want %+v", same, err, ch)
+	}
+}
+
+func TestPreviewMigration(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}}})
+	before, _ := e.BranchDetails(ref)
+	orig, upd, err := e.PreviewMigration(ref, opsOf(t, `[{"addTable":{"table":"u"}},{"removeColumn":{"table":"t","column":"a"}}]`))
+	if err != nil || len(orig.Tables) != 1 || len(orig.Tables[0].Columns) != 1 || len(upd.Tables) != 2 || len(upd.Tables[0].Columns) != 0 {
+		t.Fatalf("preview: %+v → %+v, %v", orig, upd, err)
+	}
+	_, _, err = e.PreviewMigration(ref, opsOf(t, `[{"removeTable":{"table":"nope"}}]`))
+	mustCode(t, err, CodeInvalid, "operation 1 (removeTable): table [nope] not found")
+	after, _ := e.BranchDetails(ref)
+	if after.Version != before.Version || after.LastMigrationID != before.LastMigrationID {
+		t.Fatalf("preview changed the branch")
+	}
+	// The table id a preview took is not taken: the next table gets it.
+	if _, err := e.CreateTable(ref, "u"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSchemaHistoryAndPush: the history of a fork runs through its
+// source's; pushing a history elsewhere reproduces the schema.
+func TestSchemaHistoryAndPush(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}}})
+	all := func(r Ref) []Migration {
+		t.Helper()
+		p, err := e.SchemaHistory(r, HistoryRequest{Size: MaxHistoryPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Migrations
+	}
+	main := all(ref)
+	if len(main) != 2 || main[0].Operations[0].AddColumn == nil || main[1].Operations[0].AddTable == nil || main[0].ParentID != main[1].ID {
+		t.Fatalf("main history: %+v", main)
+	}
+	for _, m := range main {
+		if m.Checksum != migrationChecksum(m.ParentID, m.Operations) || !migrationIDPattern.MatchString(m.ID) {
+			t.Fatalf("migration %+v", m)
+		}
+	}
+	dev := ref
+	dev.Branch = "dev"
+	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	feat := ref
+	feat.Branch = "feat"
+	if err := e.CreateBranch(feat, CreateBranchRequest{From: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateTable(ref, "onMain"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.CreateTable(feat, "onFeat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := all(feat)
+	if len(h) != 3 || h[0].ID != c.MigrationID || h[1].ID != main[0].ID || h[2].ID != main[1].ID {
+		t.Fatalf("feat history: %+v", h)
+	}
+
+	// Push feat's history into a new database.
+	if _, err := e.CreateDatabase(CreateDatabaseRequest{Workspace: ref.Workspace, Name: "copy", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	cp := Ref{Workspace: ref.Workspace, Database: "copy", Branch: "main"}
+	push := make([]Migration, len(h))
+	for i, m := range h {
+		push[len(h)-1-i] = m
+	}
+	ch, err := e.PushMigrations(cp, push)
+	if err != nil || ch.MigrationID != c.MigrationID || ch.ParentMigrationID != main[0].ID {
+		t.Fatalf("push = %+v, %v", ch, err)
+	}
+	want, _ := e.BranchDetails(feat)
+	got, _ := e.BranchDetails(cp)
+	w, _ := json.Marshal(want.Schema)
+	g, _ := json.Marshal(got.Schema)
+	if string(w) != string(g) {
+		t.Fatalf("pushed schema %s, want %s", g, w)
+	}
+	if ch, err := e.PushMigrations(cp, push); err != nil || ch.MigrationID != c.MigrationID {
+		t.Fatalf("push again = %+v, %v", ch, err)
+	}
+	bad := push[2]
+	bad.Checksum = migrationChecksum("", bad.Operations)
+	_, err = e.PushMigrations(cp, []Migration{bad})
+	mustCode(t, err, CodeInvalid, "checksum mismatch")
+	// A migration pushed on an old head: main's onMain table after feat's.
+	_, err = e.PushMigrations(cp, []Migration{all(ref)[0]})
+	mustCode(t, err, CodeInvalid, "is not the head")
+	_, err = e.SchemaHistory(cp, HistoryRequest{After: "mig_00000000000000000000"})
+	mustCode(t, err, CodeInvalid, "is not in the history")
+	_, err = e.SchemaHistory(Ref{Workspace: ref.Workspace, Database: "copy", Branch: "nope"}, HistoryRequest{})
+	mustCode(t, err, CodeNotFound, "branch [nope] not found")
+}
+
+func TestCompareSchemaValidatesTarget(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{})
+	f := func(target, want string) {
+		t.Helper()
+		_, err := e.CompareSchema(ref, schemaOf(t, target), nil)
+		mustCode(t, err, CodeInvalid, want)
+	}
+	f(`{"tables":[{"name":"a"},{"name":"A"}]}`, "table [A] is defined twice")
+	f(`{"tables":[{"name":"a b"}]}`, "table name [a b] is invalid")
+	f(`{"tables":[{"name":"a","columns":[{"name":"x","type":"int"},{"name":"x","type":"int"}]}]}`, "column [x] is defined twice")
+	f(`{"tables":[{"name":"a","columns":[{"name":"l","type":"link","link":{"table":"b"}}]}]}`, "link target table [b] not found")
+	c, err := e.CompareSchema(ref, schemaOf(t, `{"tables":[{"name":"a","columns":[{"name":"f","type":"file","file":{}}]}]}`), nil)
+	if err != nil || !strings.Contains(mustJSONText(c.Target), `{"name":"f","type":"file"}`) {
+		t.Fatalf("normalized target %+v, %v", c.Target, err)
+	}
+}
+
+func mustJSONText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestRecordCount: live records over every table of a branch, from the
+// cache or from storage, per branch.
+func TestRecordCount(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"a": {{Name: "n", Type: TypeInt}}, "b": {{Name: "n", Type: TypeInt}}})
+	count := func(r Ref, want int64) {
+		t.Helper()
+		n, err := e.RecordCount(r)
+		if err != nil || n != want {
+			t.Fatalf("%s: %d records, %v; want %d", r.Branch, n, err, want)
+		}
+	}
+	count(ref, 0)
+	for i := 0; i < 5; i++ {
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "a", Values: map[string]any{"n": json.Number("1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "b", ID: "x", Values: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	count(ref, 6)
+	// A query fills the table's bitmap cache; the count then reads it.
+	if _, err := e.Query(ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	count(ref, 6)
+	dev := ref
+	dev.Branch = "dev"
+	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.WriteOne(dev, Op{Kind: OpDelete, Table: "b", ID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	count(dev, 5)
+	count(ref, 6)
+	if _, err := e.DeleteTable(ref, "b"); err != nil {
+		t.Fatal(err)
+	}
+	count(ref, 5)
+	_, err := e.RecordCount(Ref{Workspace: ref.Workspace, Database: "db", Branch: "nope"})
+	mustCode(t, err, CodeNotFound, "not found")
+}
