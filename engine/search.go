@@ -504,9 +504,11 @@ type searchExec struct {
 	words  [][]expansion // by query word
 	capped bool
 
-	total   []float64       // text score by row
-	best    []float64       // scratch: one word's best score in one column
-	touched *roaring.Bitmap // rows whose total may be non-zero
+	total []float64 // text score by row
+	best  []float64 // scratch: one word's best score in one column
+	// span holds the first and last row whose total may be non-zero;
+	// empty when span[0] > span[1].
+	span [2]uint32
 	// found holds, by column id, the terms that matched some candidate:
 	// what highlighting marks.
 	found map[uint32]map[string]bool
@@ -559,9 +561,9 @@ func (x *searchExec) free() {
 		return
 	}
 	total, best := x.total, x.best
-	if !x.touched.IsEmpty() {
+	if x.span[0] <= x.span[1] {
 		// One span of memory to clear beats a walk of the rows.
-		clear(total[x.touched.Minimum() : x.touched.Maximum()+1])
+		clear(total[x.span[0] : x.span[1]+1])
 	}
 	scorePool.Put(&total)
 	scorePool.Put(&best)
@@ -640,7 +642,10 @@ func (x *searchExec) score() (*roaring.Bitmap, error) {
 			matched.Or(u)
 		}
 	}
-	x.touched = matched.Clone()
+	x.span = [2]uint32{1, 0}
+	if !matched.IsEmpty() {
+		x.span = [2]uint32{matched.Minimum(), matched.Maximum()}
+	}
 	return matched, nil
 }
 
@@ -668,17 +673,6 @@ func (x *searchExec) scoreRows(rows *roaring.Bitmap, fs *fieldStats, scale float
 			if s := byBucket[b]; s > best[row] {
 				best[row] = s
 			}
-		}
-	}
-}
-
-// eachRow calls fn for the rows of a bitmap in order, a block at a time.
-func eachRow(rows *roaring.Bitmap, fn func(row uint32)) {
-	var buf [512]uint32
-	it := rows.ManyIterator()
-	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-		for _, row := range buf[:n] {
-			fn(row)
 		}
 	}
 }

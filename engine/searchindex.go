@@ -283,46 +283,14 @@ func (s *searchStore) apply(c *rowChange) {
 }
 
 // ensureSearchStore returns the search store of a table of a branch,
-// building it if needed, as ensureStore does for column stores.
+// building it if needed.
 func (e *Engine) ensureSearchStore(d *database, b *branch, t *table) (*searchStore, error) {
-	k := storeKey{b.ID, t.ID}
-	d.storeMu.RLock()
-	s := d.search[k]
-	d.storeMu.RUnlock()
-	if s != nil && s.version == b.Version {
-		return s, nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.storeMu.RLock()
-	s = d.search[k]
-	d.storeMu.RUnlock()
-	if s != nil && s.version == b.Version {
-		return s, nil
-	}
-	if b = d.state.Load().byID[b.ID]; b == nil {
-		return nil, notFoundf("branch not found")
-	}
-	if t = b.Schema.byID[t.ID]; t == nil {
-		return nil, notFoundf("table not found")
-	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	snap := e.pdb.NewSnapshot()
-	defer snap.Close()
-	s, err := buildSearchStore(snap, d.id, b, t)
-	if err != nil {
-		return nil, err
-	}
-	d.storeMu.Lock()
-	if d.search == nil {
-		d.search = map[storeKey]*searchStore{}
-	}
-	d.search[k] = s
-	d.hasStores.Store(true)
-	d.storeMu.Unlock()
-	return s, nil
+	return ensureBuilt(e, d, b, t, &d.search, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *branch, t *table) (*searchStore, error) {
+		return buildSearchStore(r, d.id, b, t)
+	})
 }
+
+func (s *searchStore) schemaVersion() uint64 { return s.version }
 
 // updateSearch applies a command to the search stores. The caller holds
 // storeMu.

@@ -111,44 +111,63 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 // ensureStore returns the column store of a table of a branch, building it
 // if needed.
 func (e *Engine) ensureStore(d *database, b *branch, t *table) (*tableStore, error) {
-	k := storeKey{b.ID, t.ID}
-	d.storeMu.RLock()
-	s := d.stores[k]
-	d.storeMu.RUnlock()
-	if s != nil && s.version == b.Version {
+	return ensureBuilt(e, d, b, t, &d.stores, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *branch, t *table) (*tableStore, error) {
+		return buildTableStore(r, d.id, b, t)
+	})
+}
+
+// builtStore is an in-memory structure built for one schema version of a
+// branch (a column store, a search store).
+type builtStore interface {
+	comparable
+	schemaVersion() uint64
+}
+
+func (s *tableStore) schemaVersion() uint64 { return s.version }
+
+// ensureBuilt returns the store m[k] of a table of a branch, building it
+// from a snapshot when it is missing or was built for another schema.
+// Building holds the writer lock: no write can slip between the snapshot
+// the store is built from and the store's installation, after which writes
+// keep it current under storeMu.
+func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *branch, t *table, m *map[K]S, k K,
+	build func(r pebble.Reader, b *branch, t *table) (S, error)) (S, error) {
+	var zero S
+	current := func() (S, bool) {
+		d.storeMu.RLock()
+		defer d.storeMu.RUnlock()
+		s, ok := (*m)[k]
+		return s, ok && s.schemaVersion() == b.Version
+	}
+	if s, ok := current(); ok {
 		return s, nil
 	}
-	// Building holds the writer lock: no write can slip between the
-	// snapshot the store is built from and the store's installation.
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.storeMu.RLock()
-	s = d.stores[k]
-	d.storeMu.RUnlock()
-	if s != nil && s.version == b.Version {
+	if s, ok := current(); ok {
 		return s, nil
 	}
 	// Under d.mu the state is current: no lineage swap can happen, and
 	// layers still to be dropped are in no current lineage.
 	if b = d.state.Load().byID[b.ID]; b == nil {
-		return nil, notFoundf("branch not found")
+		return zero, notFoundf("branch not found")
 	}
 	if t = b.Schema.byID[t.ID]; t == nil {
-		return nil, notFoundf("table not found")
+		return zero, notFoundf("table not found")
 	}
 	d.gcMu.RLock()
 	defer d.gcMu.RUnlock()
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
-	s, err := buildTableStore(snap, d.id, b, t)
+	s, err := build(snap, b, t)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	d.storeMu.Lock()
-	if d.stores == nil {
-		d.stores = map[storeKey]*tableStore{}
+	if *m == nil {
+		*m = map[K]S{}
 	}
-	d.stores[k] = s
+	(*m)[k] = s
 	d.hasStores.Store(true)
 	d.storeMu.Unlock()
 	return s, nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 
@@ -523,49 +524,24 @@ func (e *Engine) ensureVectorStore(d *database, b *branch, t *table, path string
 	if c == nil || c.Type != TypeVector {
 		return nil
 	}
-	k := vectorKey{b.ID, t.ID, c.ID}
-	d.storeMu.RLock()
-	vs := d.vectors[k]
-	d.storeMu.RUnlock()
-	if vs != nil && vs.version == b.Version {
+	_, err := ensureBuilt(e, d, b, t, &d.vectors, vectorKey{b.ID, t.ID, c.ID}, func(r pebble.Reader, b *branch, t *table) (*vectorStore, error) {
+		c := t.byID[c.ID]
+		if c == nil || c.Type != TypeVector {
+			return nil, errNoVectorColumn
+		}
+		return buildVectorStore(r, d, b, t, c)
+	})
+	if errors.Is(err, errNoVectorColumn) {
 		return nil
 	}
-	// As ensureStore: building holds the writer lock, so that no write
-	// slips between the snapshot read and the store's installation.
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if b = d.state.Load().byID[b.ID]; b == nil {
-		return notFoundf("branch not found")
-	}
-	if t = b.Schema.byID[t.ID]; t == nil {
-		return notFoundf("table not found")
-	}
-	if c = t.byID[c.ID]; c == nil || c.Type != TypeVector {
-		return nil
-	}
-	d.storeMu.RLock()
-	vs = d.vectors[k]
-	d.storeMu.RUnlock()
-	if vs != nil && vs.version == b.Version {
-		return nil
-	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	snap := e.pdb.NewSnapshot()
-	defer snap.Close()
-	vs, err := buildVectorStore(snap, d, b, t, c)
-	if err != nil {
-		return err
-	}
-	d.storeMu.Lock()
-	if d.vectors == nil {
-		d.vectors = map[vectorKey]*vectorStore{}
-	}
-	d.vectors[k] = vs
-	d.hasStores.Store(true)
-	d.storeMu.Unlock()
-	return nil
+	return err
 }
+
+// errNoVectorColumn stops building a vector store whose column a schema
+// change removed meanwhile.
+var errNoVectorColumn = errors.New("engine: not a vector column")
+
+func (s *vectorStore) schemaVersion() uint64 { return s.version }
 
 // buildVectorStore reads the vector of every row of a branch's table
 // whose column is not null.
