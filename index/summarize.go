@@ -53,9 +53,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -1181,17 +1183,21 @@ func (q *summarizeReq) groupByCodes(cand *roaring.Bitmap, execs []*summaryExec, 
 	return kept, nil
 }
 
-// foldCodes counts the candidates of each code and, in the same pass,
-// folds the numeric columns that dense value stores hold for every
-// candidate: the sums, minimums and maximums their summaries need, by
-// code, in ascending row order. The folds are keyed by column path, as
-// foldGroups keeps them.
+// foldCodes counts the candidates of each code and folds the numeric
+// columns that dense value stores hold for every candidate: the sums,
+// minimums and maximums their summaries need, by code. The folds are keyed
+// by column path, as foldGroups keeps them.
+//
+// Many candidates are folded on every core without changing a result: the
+// candidates' codes are labelled in slices of rows (counts are exact), then
+// each column is folded whole by one goroutine, in ascending row order, so
+// its float sums are those of every other path.
 func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec) ([]int64, map[string]any) {
-	counts := make([]int64, ng)
 	folds := map[string]any{}
 	var folders []codeFolder
 	byPath := map[string]codeFolder{}
 	total := cand.GetCardinality()
+	last := int(cand.Maximum())
 	for _, e := range execs {
 		sr, ok := e.rd.(storeReader)
 		if !ok {
@@ -1204,15 +1210,14 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 		}
 		f := byPath[e.spec.col.path]
 		if f == nil {
-			last := int(cand.Maximum())
 			switch t {
 			case ctInt, ctDatetime:
 				if arr := dv.Ints(); last < len(arr) {
-					f = newCodeFold(arr, counts, ng)
+					f = newCodeFold(arr, ng)
 				}
 			case ctFloat:
 				if arr := dv.Floats(); last < len(arr) {
-					f = newCodeFold(arr, counts, ng)
+					f = newCodeFold(arr, ng)
 				}
 			}
 			// Only columns every candidate has a value in fold here: their
@@ -1226,6 +1231,71 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 		}
 		f.need(fn)
 	}
+	workers := 1
+	if total >= parallelFoldRows {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers == 1 || len(folders) == 0 {
+		return foldCodeBatches(cand, gid, ng, folders), folds
+	}
+	lab := foldLabels.Get().(*foldLabel)
+	defer foldLabels.Put(lab)
+	lab.rows = slices.Grow(lab.rows[:0], int(total))[:total]
+	lab.codes = slices.Grow(lab.codes[:0], int(total))[:total]
+	rows, codes := lab.rows, lab.codes
+	for it, n := cand.ManyIterator(), 0; ; {
+		k := it.NextMany(rows[n:])
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	parts := make([][]int64, workers)
+	inParallel(workers, func(w int) {
+		lo, hi := len(rows)*w/workers, len(rows)*(w+1)/workers
+		n := make([]int64, ng)
+		for i, row := range rows[lo:hi] {
+			g := gid[row]
+			codes[lo+i] = g
+			n[g]++
+		}
+		parts[w] = n
+	})
+	counts := parts[0]
+	for _, n := range parts[1:] {
+		for g, c := range n {
+			counts[g] += c
+		}
+	}
+	inParallel(min(workers, len(folders)), func(w int) {
+		for i := w; i < len(folders); i += workers {
+			folders[i].add(rows, codes)
+		}
+	})
+	for _, f := range folders {
+		f.setCounts(counts)
+	}
+	return counts, folds
+}
+
+// foldLabel is the candidates and their codes of a parallel foldCodes,
+// kept between calls: millions of rows are megabytes the collector would
+// otherwise reclaim after every request.
+type foldLabel struct {
+	rows  []uint32
+	codes []uint16
+}
+
+var foldLabels = sync.Pool{New: func() any { return new(foldLabel) }}
+
+// parallelFoldRows is the number of candidates from which foldCodes uses
+// every core: below it, starting goroutines costs more than it saves.
+const parallelFoldRows = 1 << 16
+
+// foldCodeBatches is foldCodes in one goroutine: codes and folds in the
+// same pass over the candidates, a batch at a time.
+func foldCodeBatches(cand *roaring.Bitmap, gid []uint16, ng int, folders []codeFolder) []int64 {
+	counts := make([]int64, ng)
 	buf := make([]uint32, foldBatch)
 	gb := make([]uint16, foldBatch)
 	it := cand.ManyIterator()
@@ -1240,14 +1310,33 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 			f.add(rows, codes)
 		}
 	}
-	return counts, folds
+	for _, f := range folders {
+		f.setCounts(counts)
+	}
+	return counts
+}
+
+// inParallel runs fn(0) … fn(n-1), each in its own goroutine but the first,
+// and returns when all have.
+func inParallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	fn(0)
+	wg.Wait()
 }
 
 // codeFolder folds one numeric column by code, batch by batch.
 type codeFolder interface {
 	need(fn summaryFn)
 	add(rows []uint32, codes []uint16)
-	fold() any // the *groupFold it fills
+	setCounts(counts []int64) // the codes' counts, once every row is added
+	fold() any                // the *groupFold it fills
 }
 
 // codeFold fills a groupFold whose counts are the codes' counts. Minimums
@@ -1259,8 +1348,8 @@ type codeFold[T int64 | float64] struct {
 	sum, lo, hi bool
 }
 
-func newCodeFold[T int64 | float64](arr []T, counts []int64, ng int) codeFolder {
-	f := &groupFold[T]{counts: counts, sum: make([]T, ng), lo: make([]T, ng), hi: make([]T, ng)}
+func newCodeFold[T int64 | float64](arr []T, ng int) codeFolder {
+	f := &groupFold[T]{sum: make([]T, ng), lo: make([]T, ng), hi: make([]T, ng)}
 	var top, bottom T
 	switch any(top).(type) {
 	case float64:
@@ -1276,6 +1365,8 @@ func newCodeFold[T int64 | float64](arr []T, counts []int64, ng int) codeFolder 
 }
 
 func (c *codeFold[T]) fold() any { return c.f }
+
+func (c *codeFold[T]) setCounts(counts []int64) { c.f.counts = counts }
 
 func (c *codeFold[T]) need(fn summaryFn) {
 	switch fn {

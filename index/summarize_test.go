@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -405,5 +406,73 @@ func TestSummarizeMultipleGroupsWholeList(t *testing.T) {
 	want := `[{"c":1,"tags":["b"]},{"c":1,"tags":["x","y"]},{"c":3,"tags":null}]`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// codedDense is a dense value store that also codes its strings, as the
+// engine's column stores do for columns of few values.
+type codedDense struct{ *memDense }
+
+func (d codedDense) Codes() ([]uint16, []codec.Value, bool) {
+	if d.strs == nil {
+		return nil, nil, false
+	}
+	index := map[string]uint16{}
+	var vals []codec.Value
+	codes := make([]uint16, len(d.strs))
+	for row, s := range d.strs {
+		if !d.present.Contains(uint32(row)) {
+			continue
+		}
+		k, ok := index[s]
+		if !ok {
+			vals = append(vals, codec.String(s))
+			k = uint16(len(vals))
+			index[s] = k
+		}
+		codes[row] = k
+	}
+	return codes, vals, true
+}
+
+// codedSource is a memSource whose dense stores have codes.
+type codedSource struct{ *memSource }
+
+func (s codedSource) Values(c *Column) (ColumnValues, error) {
+	v, err := s.memSource.Values(c)
+	if d, ok := v.(*memDense); ok {
+		return codedDense{d}, err
+	}
+	return v, err
+}
+
+// TestSummarizeCodesOnEveryCore groups more candidates than foldCodes
+// folds in one goroutine, with float values whose sums depend on the
+// order they are added in: the answer must be the one of the path that
+// reads every row's values one by one.
+func TestSummarizeCodesOnEveryCore(t *testing.T) {
+	const n = parallelFoldRows + 4321
+	things, _ := sumTestTables()
+	build := func(dense bool) *memSource {
+		src := &memSource{t: things, rows: map[uint32]*codec.Record{}, dense: dense}
+		for i := range n {
+			h := uint64(i) * 0x9e3779b97f4a7c15
+			r := &codec.Record{ID: "r" + strconv.Itoa(i), Version: 1}
+			r.Set(1, codec.String("k"+strconv.Itoa(int(h>>59)%20)))
+			r.Set(2, codec.Int(int64(h>>40)%1000-500))
+			r.Set(3, codec.Float(float64(h>>11)/float64(1<<53)*1000-300.1))
+			r.Set(4, codec.Datetime(time.Unix(int64(h>>34), 0).UTC()))
+			src.rows[uint32(i)] = r
+		}
+		return src
+	}
+	for _, body := range []string{
+		`{"columns":["kind"],"summaries":{"c":{"count":"*"},"s":{"sum":"n"},"fs":{"sum":"f"},"fa":{"average":"f"},"lo":{"min":"f"},"hi":{"max":"d"}}}`,
+		`{"columns":["kind"],"filter":{"f":{"$lt":400}},"summaries":{"fs":{"sum":"f"},"n":{"max":"n"}}}`,
+	} {
+		want := summarizeJSON(t, build(false), body)
+		if got := summarizeJSON(t, codedSource{build(true)}, body); got != want {
+			t.Errorf("%s:\ngot  %s\nwant %s", body, got, want)
+		}
 	}
 }
