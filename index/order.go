@@ -121,14 +121,20 @@ func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bit
 }
 
 // walk calls fn for each distinct value in b, in ascending order
-// (descending when desc), with the rows holding it, until fn returns
-// false. of turns an array value into a codec value.
-func (o orderedColumn[T]) walk(b bounds[T], desc bool, of func(T) codec.Value, fn func(v codec.Value, rows *roaring.Bitmap) bool) {
+// (descending when desc), with the rows of cand holding it, until fn
+// returns false; values no candidate holds are skipped. The rows passed
+// are valid until fn returns.
+func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) {
 	i, j := o.span(b)
+	var buf []uint32
 	emit := func(s, e int) bool {
-		rows := roaring.New()
-		rows.AddMany(o.order[s:e])
-		return fn(of(o.arr[o.order[s]]), rows)
+		buf = buf[:0]
+		for _, row := range o.order[s:e] {
+			if cand.Contains(row) {
+				buf = append(buf, row)
+			}
+		}
+		return len(buf) == 0 || fn(buf)
 	}
 	if desc {
 		for e := j; e > i; {
@@ -185,7 +191,7 @@ func ordered(vals ColumnValues, t ColumnType) (fo orderedColumn[float64], io ord
 
 // scanInMemory serves a Scan of a column from its value store's order;
 // served is false when the store keeps none or the bounds do not suit it.
-func scanInMemory(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) (served bool, err error) {
+func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) (served bool, err error) {
 	if b.Prefix != nil {
 		return false, nil
 	}
@@ -210,7 +216,7 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Va
 		if !ok {
 			return false, nil
 		}
-		fo.walk(fb, desc, codec.Float, fn)
+		fo.walk(fb, desc, cand, fn)
 		return true, nil
 	}
 	kind := codec.KindInt
@@ -221,7 +227,7 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Va
 	if !ok {
 		return false, nil
 	}
-	io.walk(ib, desc, func(x int64) codec.Value { return codec.Value{Kind: kind, Int: x} }, fn)
+	io.walk(ib, desc, cand, fn)
 	return true, nil
 }
 

@@ -411,11 +411,9 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	var keys []Key
 	full := func() bool { return len(rows) >= w.Limit }
 	// take adds a group of rows sharing one sort value, in window order.
-	take := func(group *roaring.Bitmap) (bool, error) {
+	take := func(group []uint32) (bool, error) {
 		var ks []keyedRow
-		it := group.Iterator()
-		for it.HasNext() {
-			row := it.Next()
+		for _, row := range group {
 			k, ok, err := kr.key(row)
 			if err != nil {
 				return false, err
@@ -459,11 +457,20 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	if err != nil {
 		return nil, nil, err
 	}
-	nulls := roaring.AndNot(cand, exists)
+	// The candidates without a value, read only when the walk gets to
+	// them and only when there are any: a sort column rarely has nulls.
+	nulls := func() []uint32 {
+		if cand.AndCardinality(exists) == cand.GetCardinality() {
+			return nil
+		}
+		return roaring.AndNot(cand, exists).ToArray()
+	}
 	// Nulls sort last in both directions: in reverse they come first.
-	if w.Reverse && !nulls.IsEmpty() {
-		if more, err := take(nulls); err != nil || !more {
-			return rows, keys, err
+	if w.Reverse {
+		if n := nulls(); len(n) > 0 {
+			if more, err := take(n); err != nil || !more {
+				return rows, keys, err
+			}
 		}
 	}
 	var b Bounds
@@ -482,15 +489,11 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	}
 	if pos != nil && pos.Values[0].IsNull() && !w.Reverse {
 		// Past the non-null values already: only nulls are left.
-		_, err := take(nulls)
+		_, err := take(nulls())
 		return rows, keys, err
 	}
 	var werr error
-	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, func(_ codec.Value, group *roaring.Bitmap) bool {
-		group.And(cand)
-		if group.IsEmpty() {
-			return true
-		}
+	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cand, func(group []uint32) bool {
 		more, err := take(group)
 		if err != nil {
 			werr = err
@@ -504,8 +507,8 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	if err != nil {
 		return nil, nil, err
 	}
-	if !w.Reverse && !full() && !nulls.IsEmpty() {
-		if _, err := take(nulls); err != nil {
+	if !w.Reverse && !full() {
+		if _, err := take(nulls()); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -514,12 +517,15 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 
 // scanColumn is src.Scan, served from the column's in-memory order when
 // its value store keeps one.
-func scanColumn(src Source, c *Column, b Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
-	served, err := scanInMemory(src, c, b, desc, fn)
+func scanColumn(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) error {
+	served, err := scanInMemory(src, c, b, desc, cand, fn)
 	if err != nil || served {
 		return err
 	}
-	return src.Scan(c, b, desc, fn)
+	return src.Scan(c, b, desc, func(_ codec.Value, group *roaring.Bitmap) bool {
+		group.And(cand)
+		return group.IsEmpty() || fn(group.ToArray())
+	})
 }
 
 // walkIDs produces the default order (ascending id) by walking the id
