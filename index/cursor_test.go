@@ -1,8 +1,13 @@
 package index
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/flate"
 
 	"github.com/coppice-db/coppice/codec"
 )
@@ -39,6 +44,46 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeKey(st.Last, 2); err == nil {
 		t.Fatal("a key with more values than the sort has keys must fail")
+	}
+}
+
+// TestCursorVersions: short states travel as they are, long ones
+// deflated; both open, neither opens as the other version, and a cursor
+// of version 1 (deflated JSON) still opens.
+func TestCursorVersions(t *testing.T) {
+	long := json.RawMessage(`{"$any":[` + strings.Repeat(`{"title":{"$contains":"needle"}},`, 40) + `{"a":1}]}`)
+	for _, c := range []struct {
+		filter  json.RawMessage
+		version byte
+	}{{json.RawMessage(`{"a":1}`), cursorBinary}, {long, cursorDeflated}} {
+		s, err := sealCursor(&cursorState{Filter: c.filter, Size: 5}, testSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(s)
+		if raw[0] != c.version {
+			t.Errorf("filter of %d bytes: version %d, want %d", len(c.filter), raw[0], c.version)
+		}
+		st, err := openCursor(s, testSecret)
+		if err != nil || string(st.Filter) != string(c.filter) {
+			t.Fatalf("version %d: %v, %s", c.version, err, st.Filter)
+		}
+		raw[0] = cursorBinary + cursorDeflated - raw[0]
+		if _, err := openCursor(base64.RawURLEncoding.EncodeToString(raw), testSecret); !IsCursorError(err) {
+			t.Errorf("version %d opened as the other: %v", c.version, err)
+		}
+	}
+	// Version 1: the JSON state deflated, tagged without the version byte.
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	w.Write([]byte(`{"f":{"a":2},"z":7,"b":{"v":"AQI=","i":"r9"}}`))
+	w.Close()
+	raw := append([]byte{cursorDeflatedJSON}, make([]byte, 16)...)
+	raw = append(raw, buf.Bytes()...)
+	copy(raw[1:17], cursorMAC(testSecret, nil, raw[17:]))
+	st, err := openCursor(base64.RawURLEncoding.EncodeToString(raw), testSecret)
+	if err != nil || string(st.Filter) != `{"a":2}` || st.Size != 7 || st.Last.ID != "r9" || string(st.Last.Values) != "\x01\x02" {
+		t.Fatalf("version 1: %+v, %v", st, err)
 	}
 }
 
