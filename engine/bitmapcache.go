@@ -80,7 +80,10 @@ func (d *database) startWrite(tx *dbTx) (done func()) {
 	}
 }
 
-// get returns a copy of the cached bitmap of id at epoch e, or nil.
+// get returns a copy of the cached bitmap of id at epoch e, or nil. The
+// cached bitmaps are copy-on-write: a copy shares their containers until
+// the caller changes one, so that reading a posting of hundreds of
+// thousands of rows does not copy it.
 func (c *bitmapCache) get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,7 +108,9 @@ func (c *bitmapCache) put(id string, b *roaring.Bitmap, e uint64) {
 	if _, ok := c.m[id]; !ok {
 		c.entries++
 	}
-	c.m[id] = b.Clone()
+	kept := b.Clone()
+	kept.SetCopyOnWrite(true)
+	c.m[id] = kept
 }
 
 // reset starts the entries over when they belong to another epoch or are

@@ -184,21 +184,21 @@ func (s *source) sourceFor(t *table) *source {
 
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
-	out := make([]*Doc, 0, len(rows))
-	var rec codec.Record
-	for _, row := range rows {
-		ok, err := s.Record(row, &rec)
-		if err != nil {
-			return nil, err
+	byRow := make([]*Doc, len(rows))
+	lin := s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := readRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+		d, err := s.doc(rec, p)
+		byRow[i] = d
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := byRow[:0]
+	for _, d := range byRow {
+		if d != nil {
+			out = append(out, d)
 		}
-		if !ok {
-			continue
-		}
-		d, err := s.doc(&rec, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
 	}
 	return out, nil
 }

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -172,6 +174,73 @@ func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *
 		return i, !rec.Deleted, nil
 	}
 	return 0, false, nil
+}
+
+// readRows reads the visible versions of rows of a branch, as readRow does
+// for each, and calls fn with the index in rows of each row found live, in
+// ascending row order. The rows of the branch's own layer (the top of the
+// lineage, read without history) are read with one iterator seeking
+// forward, which costs less than a point read per row; rows it does not
+// hold are read one by one from the layers below. rec is reused between
+// calls of fn.
+func readRows(r pebble.Reader, db uint32, lin lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
+	if len(rows) == 0 || len(lin) == 0 {
+		return nil
+	}
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(rows[a], rows[b]) })
+	var rec codec.Record
+	rest := lin
+	top := lin[0]
+	var it *pebble.Iterator
+	if top.Seq == maxSeq {
+		rest = lin[1:]
+		lo := codec.RecordKey(nil, db, top.Layer, tableID, rows[order[0]])
+		hi := codec.RecordKey(nil, db, top.Layer, tableID, rows[order[len(order)-1]])
+		var err error
+		if it, err = r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: codec.PrefixEnd(hi)}); err != nil {
+			return err
+		}
+		defer it.Close()
+	}
+	var kb []byte
+	for _, i := range order {
+		if it != nil {
+			kb = codec.RecordKey(kb[:0], db, top.Layer, tableID, rows[i])
+			if it.SeekGE(kb) && bytes.Equal(it.Key(), kb) {
+				v, err := it.ValueAndErr()
+				if err != nil {
+					return err
+				}
+				if err := codec.DecodeRecord(v, &rec); err != nil {
+					return err
+				}
+				if rec.Deleted {
+					continue
+				}
+				if err := fn(i, &rec); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := it.Error(); err != nil {
+				return err
+			}
+		}
+		_, ok, err := readRow(r, db, rest, tableID, rows[i], &rec)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := fn(i, &rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
