@@ -153,7 +153,7 @@ func (s *Server) getDatabase(r *request) error {
 }
 
 // updateDatabase: PATCH /workspaces/{ws}/dbs/{db}. An unknown database is
-// a 400 here, as the legacy API answered.
+// a 404, or a 400 in compat mode as the legacy API answered.
 func (s *Server) updateDatabase(r *request) error {
 	ws, name, err := r.controlDatabase()
 	if err != nil {
@@ -172,7 +172,7 @@ func (s *Server) updateDatabase(r *request) error {
 		return invalid("ui.color must not be empty")
 	}
 	d, err := s.eng.UpdateDatabase(ws, name, "", body.UI.Color)
-	if engine.CodeOf(err) == engine.CodeNotFound {
+	if engine.CodeOf(err) == engine.CodeNotFound && s.opts.Compat == CompatXata {
 		return invalid("database [%s] not found", name)
 	}
 	if err != nil {

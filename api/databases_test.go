@@ -44,9 +44,10 @@ func TestDatabases(t *testing.T) {
 		t.Errorf("first branch: %s", r.raw)
 	}
 
-	// Update metadata: {} and an unknown database are 400.
+	// Update metadata: {} is 400, an unknown database 404 (400 in compat
+	// mode, below).
 	f(400, "PATCH", "/dbs/shop", map[string]any{})
-	f(400, "PATCH", "/dbs/nope", map[string]any{"ui": map[string]any{"color": "blue"}})
+	f(404, "PATCH", "/dbs/nope", map[string]any{"ui": map[string]any{"color": "blue"}})
 	r = ts.expect(200, "PATCH", ws+"/dbs/shop", map[string]any{"ui": map[string]any{"color": "blue"}})
 	jsonEq(t, "patched ui", r.obj()["ui"], `{"color":"blue"}`)
 
@@ -78,6 +79,7 @@ func TestRegionsConfigured(t *testing.T) {
 	}
 	ts.expect(201, "PUT", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/a", map[string]any{"region": "us-east-1"})
 	ts.expect(400, "PUT", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/b", map[string]any{"region": "local"})
+	ts.expect(400, "PATCH", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/nope", map[string]any{"ui": map[string]any{"color": "blue"}})
 
 	ts = startServer(t, Options{Regions: []string{"dc1", "us-west-2"}})
 	r = ts.expect(200, "GET", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/regions", nil)

@@ -263,6 +263,14 @@ func TestBulkInsert(t *testing.T) {
 	for _, id := range []string{"d1", "d2", "d3"} {
 		ts.expect(404, "GET", "/db/db:main/tables/users/data/"+id, nil)
 	}
+	// Bad ids are reported with the other failures, one entry each.
+	r = ts.expect(400, "POST", T, map[string]any{"records": []any{
+		map[string]any{"id": "f1"}, map[string]any{"id": 7}, map[string]any{"id": "bad id"}, map[string]any{"id": "f4", "age": "x"},
+	}})
+	if errs := r.obj()["errors"].([]any); len(errs) != 3 {
+		t.Errorf("bad ids: %s", r.raw)
+	}
+	ts.expect(404, "GET", "/db/db:main/tables/users/data/f1", nil)
 	// An existing id is an insert failure.
 	r = ts.expect(422, "POST", T, map[string]any{"records": []any{map[string]any{"id": "e1"}, map[string]any{"id": "b1"}}})
 	if len(r.obj()["errors"].([]any)) != 1 {

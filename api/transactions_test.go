@@ -94,6 +94,14 @@ func TestTransactionFailureChangesNothing(t *testing.T) {
 	}
 	f([]any{map[string]any{"update": map[string]any{"table": "users", "id": "nope", "fields": map[string]any{"age": 1}}}},
 		`[{"index":0,"message":"table [users]: record [nope] not found"}]`)
+	// Ids are checked before anything is applied; every bad one is named.
+	f([]any{
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"id": "fresh"}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"id": "u9"}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u1", "upsert": true, "fields": map[string]any{"id": "u8"}}},
+	}, `[{"index":1,"message":"table [users]: id [u9] in the body does not match the record id [u0]"},`+
+		`{"index":2,"message":"table [users]: id [u8] in the body does not match the record id [u1]"}]`)
+	ts.expect(404, "GET", "/db/db:main/tables/users/data/fresh", nil)
 	f([]any{map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"id": "u0"}, "createOnly": true}}},
 		`[{"index":0,"message":"table [users]: record [u0] already exists"}]`)
 	f([]any{map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"age": 1}, "ifVersion": 7}}},

@@ -67,7 +67,7 @@ func (s *Server) updateUser(r *request) error {
 
 // deleteUser: DELETE /user. Every key of the user stops working at once,
 // the calling one included. The last owner of a workspace cannot delete
-// their account: 409 (engine.DeleteUser).
+// their account: 400 (engine.DeleteUser).
 func (s *Server) deleteUser(r *request) error {
 	if err := s.eng.DeleteUser(r.user.ID); err != nil {
 		return err

@@ -96,34 +96,50 @@ const (
 )
 
 // resolveOps fixes the non-deterministic parts of a write before it is
-// applied: generated ids and the time.
+// applied: generated ids and the time. Operations whose ids are invalid
+// are all reported in *OpErrors.
 func (e *Engine) resolveOps(ops []Op) (time.Time, error) {
 	now := e.now()
+	var errs []OpError
 	for i := range ops {
 		op := &ops[i]
-		if op.Values != nil {
-			if v, ok := op.Values["id"]; ok {
-				s, isStr := v.(string)
-				if !isStr {
-					return now, invalidf("id must be a string")
-				}
-				if op.ID == "" && op.Kind == OpInsert {
-					op.ID = s
-				} else if s != op.ID {
-					return now, invalidf("id [%s] in the body does not match the record id [%s]", s, op.ID)
-				}
+		if err := e.resolveOp(op, now); err != nil {
+			if !op.MissingNotFound && !op.bulk { // a transaction's, as writer.apply names them
+				err = &Error{Code: err.Code, Message: "table [" + op.Table + "]: " + err.Message}
 			}
-		}
-		if op.ID == "" {
-			if op.Kind != OpInsert {
-				return now, invalidf("record id is required")
-			}
-			op.ID = e.ids.next("rec_", now)
-		} else if err := CheckRecordID(op.ID); err != nil {
-			return now, err
+			errs = append(errs, OpError{Index: i, Err: err})
 		}
 	}
+	if errs != nil {
+		return now, &OpErrors{Errors: errs}
+	}
 	return now, nil
+}
+
+// resolveOp checks the id of one operation, taking it from the body or
+// generating one for an insert without.
+func (e *Engine) resolveOp(op *Op, now time.Time) *Error {
+	if op.Values != nil {
+		if v, ok := op.Values["id"]; ok {
+			s, isStr := v.(string)
+			if !isStr {
+				return invalidf("id must be a string")
+			}
+			if op.ID == "" && op.Kind == OpInsert {
+				op.ID = s
+			} else if s != op.ID {
+				return invalidf("id [%s] in the body does not match the record id [%s]", s, op.ID)
+			}
+		}
+	}
+	if op.ID == "" {
+		if op.Kind != OpInsert {
+			return invalidf("record id is required")
+		}
+		op.ID = e.ids.next("rec_", now)
+		return nil
+	}
+	return recordIDError(op.ID)
 }
 
 // Write applies ops as one transaction on a branch: all of them or none.

@@ -151,8 +151,8 @@ func checkName(what, name string) error {
 
 // CheckRecordID enforces the RecordID rule of spec §2.1.
 func CheckRecordID(id string) error {
-	if len(id) == 0 || len(id) > 255 || !recordIDPattern.MatchString(id) {
-		return invalidf("record id [%s] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'", id)
+	if err := recordIDError(id); err != nil {
+		return err
 	}
 	return nil
 }
@@ -456,4 +456,12 @@ func (s *schema) tableDef(t *table) TableDef {
 		return a.Column < b.Column
 	})
 	return td
+}
+
+// recordIDError is CheckRecordID's error as an *Error, nil for a valid id.
+func recordIDError(id string) *Error {
+	if len(id) == 0 || len(id) > 255 || !recordIDPattern.MatchString(id) {
+		return invalidf("record id [%s] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'", id)
+	}
+	return nil
 }
