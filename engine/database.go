@@ -198,6 +198,7 @@ type dbTx struct {
 	dropLayers []uint32
 	changes    []rowChange                      // rows written, for the column stores
 	terms      map[storeKey]map[string]struct{} // words new to a table's layer
+	backfills  []columnRef                      // notNull columns added to tables with records
 }
 
 // rowChange is one row written by a command: its new version, or nil when

@@ -287,3 +287,50 @@ func TestRecordCount(t *testing.T) {
 	_, err := e.RecordCount(Ref{Workspace: ref.Workspace, Database: "db", Branch: "nope"})
 	mustCode(t, err, CodeNotFound, "not found")
 }
+
+// TestAddNotNullColumnBackfills: a notNull column added to a table with
+// records gives them its default, on the branch it is added to only, and
+// the value is indexed like a written one. A column the same migration
+// removes again is not written.
+func TestAddNotNullColumnBackfills(t *testing.T) {
+	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}, {Name: "o", Type: TypeObject}}})
+	for _, id := range []string{"r1", "r2", "r3"} {
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", ID: id, Values: map[string]any{"a": id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.WriteOne(ref, Op{Kind: OpDelete, Table: "t", ID: "r3"}); err != nil {
+		t.Fatal(err)
+	}
+	other := ref
+	other.Branch = "other"
+	if err := e.CreateBranch(other, CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ApplyMigration(ref, nil, opsOf(t, `[
+		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true,"defaultValue":"7"}}},
+		{"addColumn":{"table":"t","column":{"name":"o.s","type":"string","notNull":true,"defaultValue":"x"}}},
+		{"addColumn":{"table":"t","column":{"name":"gone","type":"int","notNull":true,"defaultValue":"1"}}},
+		{"removeColumn":{"table":"t","column":"gone"}}]`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		r, err := e.Get(ref, "t", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(r.Values); string(got) != `{"a":"`+id+`","n":7,"o":{"s":"x"}}` {
+			t.Errorf("%s: %s", id, got)
+		}
+	}
+	if _, err := e.Get(ref, "t", "r3"); CodeOf(err) != CodeNotFound {
+		t.Errorf("deleted record: %v", err)
+	}
+	rows, err := e.FilterRows(ref, "t", json.RawMessage(`{"n":7,"o.s":"x"}`), "svc")
+	if err != nil || rows.GetCardinality() != 2 {
+		t.Errorf("filter on the backfilled columns: %v, %v", rows, err)
+	}
+	if r, err := e.Get(other, "t", "r1"); err != nil || r.Values["n"] != nil {
+		t.Errorf("the other branch changed: %+v, %v", r, err)
+	}
+}

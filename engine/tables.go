@@ -142,9 +142,67 @@ func (e *Engine) changeSchema(ref Ref, spec migrationSpec, fn func(tx *dbTx, b *
 		nb.Version++
 		nb.LastMigrationID = migID
 		out = SchemaChange{MigrationID: migID, ParentMigrationID: b.LastMigrationID}
-		return tx.putBranch(&nb)
+		if err := tx.putBranch(&nb); err != nil {
+			return err
+		}
+		return tx.backfill(&nb, now)
 	})
 	return out, err
+}
+
+// columnRef names a column of a table by ids, which renames keep.
+type columnRef struct{ table, column uint32 }
+
+// backfill gives every live record of b the default value of each notNull
+// column this command added to a table that had records, unless a later
+// operation of the migration removed it again. The records are updated
+// like any other (version and updatedAt move), in this command's batch.
+func (tx *dbTx) backfill(b *branch, now time.Time) error {
+	for _, ref := range tx.backfills {
+		t := b.Schema.byID[ref.table]
+		if t == nil {
+			continue
+		}
+		c := t.byID[ref.column]
+		if c == nil || c.Default == nil {
+			continue
+		}
+		v := c.defaultVal
+		if c.defaultNow {
+			v = now.Format(time.RFC3339Nano)
+		}
+		live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+		if err != nil {
+			return err
+		}
+		w := &writer{tx: tx, br: b, now: now}
+		var rec codec.Record
+		for it := live.Iterator(); it.HasNext(); {
+			_, ok, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			op := Op{Kind: OpUpdate, Table: t.Name, ID: rec.ID, Values: nestedValue(c.path, v), MissingNotFound: true}
+			if _, err := w.apply(&op); err != nil {
+				return err
+			}
+		}
+	}
+	tx.backfills = nil
+	return nil
+}
+
+// nestedValue is the record body that sets the column at a dotted path.
+func nestedValue(path string, v any) map[string]any {
+	parts := strings.Split(path, ".")
+	out := map[string]any{parts[len(parts)-1]: v}
+	for i := len(parts) - 2; i >= 0; i-- {
+		out = map[string]any{parts[i]: out}
+	}
+	return out
 }
 
 // errNotHead is the answer to a change made against a migration that is
@@ -339,12 +397,12 @@ func (tx *dbTx) addColumn(b *branch, s *schema, tableName string, def ColumnDef)
 			return invalidf("column [%s] already exists", def.Name)
 		}
 	}
-	if def.NotNull && def.DefaultValue == nil {
-		empty, err := tx.tableIsEmpty(b, t)
-		if err != nil {
+	empty := true
+	if def.NotNull {
+		if empty, err = tx.tableIsEmpty(b, t); err != nil {
 			return err
 		}
-		if !empty {
+		if !empty && def.DefaultValue == nil {
 			return invalidf("column [%s]: a notNull column on a non-empty table needs a defaultValue", def.Name)
 		}
 	}
@@ -353,6 +411,11 @@ func (tx *dbTx) addColumn(b *branch, s *schema, tableName string, def ColumnDef)
 	c, err := s.newColumn(t, nd, prefix)
 	if err != nil {
 		return err
+	}
+	if !empty {
+		// The records already there get the default, or they would break
+		// the constraint (backfill, once the migration's schema is known).
+		tx.backfills = append(tx.backfills, columnRef{table: t.ID, column: c.ID})
 	}
 	if obj != nil {
 		obj.Columns = append(obj.Columns, c)
