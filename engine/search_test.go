@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"sort"
@@ -428,17 +429,36 @@ func checkRandomSearch(t *testing.T, e *Engine, ref Ref, m searchOracle, rng *ra
 	if len(want) > size {
 		want = want[:size]
 	}
-	var gotList, wantList []string
-	for _, h := range res.Records {
-		gotList = append(gotList, fmt.Sprintf("%s %.12g", h.Doc.ID, h.Score))
+	got := make([]oracleHit, len(res.Records))
+	for i, h := range res.Records {
+		got[i] = oracleHit{h.Doc.ID, h.Score}
 	}
-	for _, h := range want {
-		wantList = append(wantList, fmt.Sprintf("%s %.12g", h.id, h.score))
-	}
+	gotList, wantList := hitList(got), hitList(want)
 	if !slices.Equal(gotList, wantList) {
 		t.Fatalf("%s: %q fuzziness %d phrase %v target %v filter %s:\n got %v\nwant %v", label, query, fuzz, phrase, target, filter, gotList, wantList)
 	}
 	return len(gotList)
+}
+
+// hitList prints hits for comparison. Scores are sums whose rounding
+// depends on the order of their terms, so scores within a billionth of
+// each other count as a tie, and tied hits are listed by id.
+func hitList(hits []oracleHit) []string {
+	hits = slices.Clone(hits)
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+	for i := 0; i < len(hits); {
+		j := i + 1
+		for j < len(hits) && near(hits[j-1].score, hits[j].score) {
+			j++
+		}
+		slices.SortFunc(hits[i:j], func(a, b oracleHit) int { return strings.Compare(a.id, b.id) })
+		i = j
+	}
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = fmt.Sprintf("%s %.10g", h.id, h.score)
+	}
+	return out
 }
 
 // TestSearchSeesAcknowledgedWrites runs writers and searchers side by side:
