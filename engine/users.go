@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"regexp"
 	"strings"
 	"time"
 )
@@ -21,8 +20,6 @@ type Credential struct {
 }
 
 const keyAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-var workspaceCorePattern = regexp.MustCompile(`^[a-z0-9]{6}$`)
 
 // CreateUser creates a user.
 func (e *Engine) CreateUser(u NewUser) (*User, error) {
@@ -315,8 +312,24 @@ func WorkspaceCore(id string) (string, bool) {
 	if i := strings.LastIndexByte(id, '-'); i >= 0 {
 		id = id[i+1:]
 	}
-	id = strings.ToLower(id)
-	return id, workspaceCorePattern.MatchString(id)
+	if len(id) != 6 {
+		return id, false
+	}
+	var core [6]byte
+	for i := range 6 {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return id, false
+		}
+		core[i] = c
+	}
+	if string(core[:]) == id { // already lower case: no copy
+		return id, true
+	}
+	return string(core[:]), true
 }
 
 // slugify replaces each run of characters outside [a-zA-Z0-9_~-] by one '-'.
