@@ -263,8 +263,7 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // serve is the entry point of every request: request id, path
 // normalization, the /ws/{id} prefix, health, then routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
-	id := s.requestID()
-	ctx.Response.Header.Set("x-request-id", id)
+	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}
 	ctx.SetUserValue(keyRequest, r)
@@ -434,8 +433,7 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 
 // transportError answers requests fasthttp rejects before a handler runs.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
-	id := s.requestID()
-	ctx.Response.Header.Set("x-request-id", id)
+	id := s.setRequestID(ctx)
 	status, msg := http.StatusBadRequest, "malformed request: "+err.Error()
 	var small *fasthttp.ErrSmallBuffer
 	switch {
@@ -449,11 +447,19 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	writeJSON(ctx, status, errorBody(id, msg))
 }
 
-// requestID returns a new id, unique within this process run: a random
-// per-server prefix and a counter.
-func (s *Server) requestID() string {
-	return "req_" + s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 36)
+// setRequestID gives a response a new request id, unique within this
+// process run (a random per-server prefix and a counter), and returns it.
+func (s *Server) setRequestID(ctx *fasthttp.RequestCtx) string {
+	var buf [40]byte
+	id := append(append(buf[:0], "req_"...), s.reqPrefix...)
+	id = strconv.AppendUint(id, s.reqSeq.Add(1), 36)
+	ctx.Response.Header.SetCanonical(headerRequestID, id)
+	return string(id)
 }
+
+// headerRequestID is the response header of request ids, in the form
+// fasthttp sends.
+var headerRequestID = []byte("X-Request-Id")
 
 // randomHex returns n random bytes in hex.
 func randomHex(n int) string {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,7 @@ import (
 // that epoch. Otherwise it reads storage.
 type bitmapCache struct {
 	epoch atomic.Uint64
+	salt  uint64 // sets its records apart in a RecordCache
 
 	mu      sync.Mutex
 	at      uint64 // the epoch of the entries in m and scans
@@ -51,7 +53,7 @@ func (d *database) cacheFor(k storeKey) *bitmapCache {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	c, _ := d.caches.LoadOrStore(k, &bitmapCache{})
+	c, _ := d.caches.LoadOrStore(k, &bitmapCache{salt: rand.Uint64()})
 	return c.(*bitmapCache)
 }
 

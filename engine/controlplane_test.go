@@ -499,6 +499,11 @@ func TestKeyListDelete(t *testing.T) {
 		t.Fatalf("keys %+v", got)
 	}
 
+	// A key that authenticated (and so had its hash remembered) fails as
+	// soon as it is deleted.
+	if _, _, err := e.Authenticate(kb.Secret); err != nil {
+		t.Fatal(err)
+	}
 	mustOK(t, e.DeleteAPIKey(a, "b"))
 	if _, _, err := e.Authenticate(kb.Secret); CodeOf(err) != CodeUnauthenticated {
 		t.Fatalf("deleted key authenticates: %v", err)

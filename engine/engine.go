@@ -49,6 +49,8 @@ type Engine struct {
 	catMu sync.Mutex // serializes catalog commands
 	cat   *catalog   // guarded by its own RWMutex for readers
 
+	hashes keyHashes // of secrets that authenticated lately
+
 	dbMu sync.RWMutex
 	dbs  map[uint32]*database
 

@@ -185,11 +185,11 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode
 		bc *bitmapCache
 		e0 uint64
 	)
-	key := recordKey{d: d, branch: b.ID, table: t.ID, id: id}
+	branchID, tableID := b.ID, t.ID
 	if c != nil {
-		bc = d.cacheFor(storeKey{b.ID, t.ID})
+		bc = d.cacheFor(storeKey{branchID, tableID})
 		if e0 = bc.epoch.Load(); e0%2 == 0 {
-			if cv := c.get(key, bc, e0, t); cv != nil && (cv.enc != nil || !encode) {
+			if cv := c.get(bc, id, e0, t); cv != nil && (cv.enc != nil || !encode) {
 				return cv, nil
 			}
 		}
@@ -207,13 +207,13 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode
 	if err := e.readRecord(d, b, t, id, rec); err != nil {
 		return nil, err
 	}
-	cv := &cachedView{bc: bc, epoch: e0, t: t, view: newRecordView(t, rec)}
+	cv := &cachedView{bc: bc, id: id, epoch: e0, t: t, view: newRecordView(t, rec)}
 	scopeViewFiles(cv.view, e, d, b, t)
 	if c != nil && c.encode != nil {
 		cv.enc = c.encode(nil, cv.view)
 	}
-	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == key.branch && t.ID == key.table {
-		c.put(key, cv)
+	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == branchID && t.ID == tableID {
+		c.put(cv)
 	}
 	return cv, nil
 }
@@ -232,27 +232,23 @@ type RecordCache struct {
 // recordCacheShards spreads the cache's lock over this many maps.
 const recordCacheShards = 16
 
-// recordShard is one lock's share of a RecordCache.
+// recordShard is one lock's share of a RecordCache. Its map is keyed by a
+// hash of the record's table cache and id, which the entry repeats: two
+// records of the same hash take turns, and neither is ever mistaken for
+// the other.
 type recordShard struct {
 	mu    sync.RWMutex
-	m     map[recordKey]*cachedView
+	m     map[uint64]*cachedView
 	bytes int
 }
 
-// recordKey names a record of a table of a branch of an open database. The
-// database pointer keeps apart databases that reuse an id after a delete,
-// a restore or a reopen.
-type recordKey struct {
-	d             *database
-	branch, table uint32
-	id            string
-}
-
 // cachedView is a view and its encoding with what makes them valid: the
-// epoch of its table's cache it was read at, and the table object it was
+// cache of its table (which names the database, branch and table) and the
+// epoch of it the record was read at, and the table object the view was
 // built with.
 type cachedView struct {
 	bc    *bitmapCache
+	id    string
 	epoch uint64
 	t     *table
 	view  *RecordView
@@ -266,23 +262,26 @@ type cachedView struct {
 func NewRecordCache(maxBytes int, encode func(dst []byte, v *RecordView) []byte) *RecordCache {
 	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1), encode: encode}
 	for i := range c.shards {
-		c.shards[i].m = map[recordKey]*cachedView{}
+		c.shards[i].m = map[uint64]*cachedView{}
 	}
 	return c
 }
 
-func (c *RecordCache) shard(k recordKey) *recordShard {
-	h := maphash.String(c.seed, k.id) ^ uint64(k.table)<<32 ^ uint64(k.branch)
-	return &c.shards[h%recordCacheShards]
+// slot returns the map key of record id of the table bc caches, and its
+// shard.
+func (c *RecordCache) slot(bc *bitmapCache, id string) (uint64, *recordShard) {
+	h := maphash.String(c.seed, id) ^ bc.salt
+	return h, &c.shards[h%recordCacheShards]
 }
 
-// get returns the entry of k if it is cached at epoch e of bc with table t.
-func (c *RecordCache) get(k recordKey, bc *bitmapCache, e uint64, t *table) *cachedView {
-	s := c.shard(k)
+// get returns the entry of record id of bc's table if it is cached at
+// epoch e of bc with table t.
+func (c *RecordCache) get(bc *bitmapCache, id string, e uint64, t *table) *cachedView {
+	h, s := c.slot(bc, id)
 	s.mu.RLock()
-	cv := s.m[k]
+	cv := s.m[h]
 	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.epoch != e || cv.t != t {
+	if cv == nil || cv.bc != bc || cv.id != id || cv.epoch != e || cv.t != t {
 		return nil
 	}
 	return cv
@@ -290,22 +289,22 @@ func (c *RecordCache) get(k recordKey, bc *bitmapCache, e uint64, t *table) *cac
 
 // put caches a view, dropping other entries of its shard, in the map's
 // random order, while the shard is over its budget.
-func (c *RecordCache) put(k recordKey, cv *cachedView) {
-	k.id = strings.Clone(k.id) // the key outlives the caller's string
+func (c *RecordCache) put(cv *cachedView) {
+	cv.id = strings.Clone(cv.id) // the entry outlives the caller's string
 	cv.size = cachedSize(cv)
-	s := c.shard(k)
+	h, s := c.slot(cv.bc, cv.id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.m[k]; old != nil {
+	if old := s.m[h]; old != nil {
 		s.bytes -= old.size
 	}
-	s.m[k] = cv
+	s.m[h] = cv
 	s.bytes += cv.size
 	for victim, old := range s.m {
 		if s.bytes <= c.limit {
 			break
 		}
-		if victim != k {
+		if victim != h {
 			delete(s.m, victim)
 			s.bytes -= old.size
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -92,18 +93,64 @@ func (e *Engine) CreateAPIKey(userID, name, workspace, secret string) (Credentia
 // Authenticate returns the user and key an API key secret belongs to, or
 // CodeUnauthenticated.
 func (e *Engine) Authenticate(secret string) (*User, *APIKey, error) {
-	h := HashKey(secret)
+	h, known := e.hashes.get(secret)
+	if !known {
+		h = HashKey(secret)
+	}
 	e.cat.mu.RLock()
-	defer e.cat.mu.RUnlock()
 	k := e.cat.keys[h]
-	if k == nil {
+	var u *User
+	if k != nil {
+		u = e.cat.users[k.UserID]
+	}
+	e.cat.mu.RUnlock()
+	if u == nil {
+		if known {
+			e.hashes.forget(secret) // revoked
+		}
 		return nil, nil, Errorf(CodeUnauthenticated, "invalid API key")
 	}
-	u := e.cat.users[k.UserID]
-	if u == nil {
-		return nil, nil, Errorf(CodeUnauthenticated, "invalid API key")
+	if !known {
+		e.hashes.put(secret, h)
 	}
 	return u, k, nil
+}
+
+// keyHashes remembers the hashes of the secrets of valid keys, so that a
+// client sending the same key on every request pays for hashing it once.
+// Only secrets that authenticated get in, and a bounded number of them; the
+// key itself is still looked up by hash on every request, so a revoked key
+// fails at once.
+type keyHashes struct {
+	mu sync.RWMutex
+	m  map[string][32]byte
+}
+
+// maxKeyHashes bounds the secrets keyHashes holds.
+const maxKeyHashes = 1024
+
+func (kh *keyHashes) get(secret string) ([32]byte, bool) {
+	kh.mu.RLock()
+	h, ok := kh.m[secret]
+	kh.mu.RUnlock()
+	return h, ok
+}
+
+func (kh *keyHashes) put(secret string, h [32]byte) {
+	kh.mu.Lock()
+	defer kh.mu.Unlock()
+	if kh.m == nil {
+		kh.m = map[string][32]byte{}
+	}
+	if len(kh.m) < maxKeyHashes {
+		kh.m[strings.Clone(secret)] = h
+	}
+}
+
+func (kh *keyHashes) forget(secret string) {
+	kh.mu.Lock()
+	delete(kh.m, secret)
+	kh.mu.Unlock()
 }
 
 // APIKeyInfo describes an API key without its secret.
