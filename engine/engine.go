@@ -37,6 +37,11 @@ type Options struct {
 	// FlattenDepth is the lineage depth above which a branch's frozen
 	// ancestors are flattened in the background; 0 means 4.
 	FlattenDepth int
+	// BackgroundBuildRows is the table size from which the in-memory column
+	// store of a table is built in the background on first use, queries
+	// reading storage meanwhile; smaller tables build it before answering.
+	// 0 means 100,000; a negative value builds every store before answering.
+	BackgroundBuildRows int
 }
 
 // Engine is an open data directory.
@@ -50,6 +55,10 @@ type Engine struct {
 	cat   *catalog   // guarded by its own RWMutex for readers
 
 	hashes keyHashes // of secrets that authenticated lately
+
+	// storeless makes every reader go without column stores; tests set it
+	// to run the storage paths of the planner.
+	storeless bool
 
 	dbMu sync.RWMutex
 	dbs  map[uint32]*database
@@ -68,6 +77,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if opts.FlattenDepth == 0 {
 		opts.FlattenDepth = 4
+	}
+	if opts.BackgroundBuildRows == 0 {
+		opts.BackgroundBuildRows = 100_000
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()

@@ -112,7 +112,7 @@ func (e *Engine) Query(ref Ref, tableName string, in index.QueryInput, opts Quer
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ref, tableName)
+	src, release, err := e.openSource(ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +301,7 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 // FilterRows returns how many rows of a table match a filter (JSON). It
 // serves aggregate's default count and tests.
 func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, meta string) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(ref, tableName)
+	src, release, err := e.openSource(ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(ref, tableName); err != nil {
+		if src, release, err = e.openSource(ref, tableName, storeOptional); err != nil {
 			return nil, err
 		}
 		defer release()

@@ -20,6 +20,12 @@ var querySeed = flag.Int64("query.seed", 0, "seed of TestFilterDifferential (0: 
 // row-by-row evaluator, on main and on a child branch with its own writes,
 // and compares the matching records.
 func TestFilterDifferential(t *testing.T) {
+	for _, storeless := range []bool{false, true} {
+		t.Run(storePath(storeless), func(t *testing.T) { filterDifferential(t, storeless) })
+	}
+}
+
+func filterDifferential(t *testing.T, storeless bool) {
 	seed := *querySeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -40,6 +46,7 @@ func TestFilterDifferential(t *testing.T) {
 			{Name: "l", Type: TypeLink, Link: &LinkDef{Table: "owners"}},
 		},
 	})
+	e.storeless = storeless
 	words := []string{"alpha", "beta", "Gamma", "delta", "al", "b*c", "", "ALPHA", "ε"}
 	pick := func() string { return words[rng.Intn(len(words))] }
 	for i := 0; i < 8; i++ {
@@ -146,6 +153,15 @@ func TestFilterDifferential(t *testing.T) {
 	}
 }
 
+// storePath names the subtest of a differential test run with or without
+// column stores.
+func storePath(storeless bool) string {
+	if storeless {
+		return "storage"
+	}
+	return "store"
+}
+
 // diffFilter returns the ids matching a filter by the planner and by the
 // naive evaluator.
 func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (got, want []string, err error) {
@@ -153,7 +169,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (got, want []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	src, release, err := e.openSource(ref, "items")
+	src, release, err := e.openSource(ref, "items", storeOptional)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -277,7 +277,7 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 	if _, err := e.ensureSearchStore(d, b, t); err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ref, spec.Table)
+	src, release, err := e.openSource(ref, spec.Table, storeOptional)
 	if err != nil {
 		return nil, err
 	}

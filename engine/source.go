@@ -67,14 +67,27 @@ func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *branch, *t
 	return d, b, t, nil
 }
 
+// storeUse says how a reader of a table depends on its column store.
+type storeUse int
+
+const (
+	// storeOptional readers (queries, searches) read storage while the
+	// store of a large table is built in the background.
+	storeOptional storeUse = iota
+	// storeRequired readers (summaries, aggregations) visit every
+	// candidate's values: without the store they would take longer than
+	// building it, so they wait for it.
+	storeRequired
+)
+
 // openSource returns a Source for a table of a branch. The caller must call
 // release when done; until then the branch's column store cannot change.
-func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) {
+func (e *Engine) openSource(ref Ref, tableName string, use storeUse) (*source, func(), error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := e.ensureStore(d, b, t)
+	store, err := e.storeFor(d, b, t, use)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,6 +119,84 @@ func (e *Engine) openSource(ref Ref, tableName string) (*source, func(), error) 
 		d.storeMu.RUnlock()
 		d.gcMu.RUnlock()
 	}, nil
+}
+
+// storeFor returns the column store of a table of a branch for a reader,
+// or nil when the reader goes without. A table of Options.BackgroundBuildRows
+// records or more gets its store built in the background on first use, and
+// optional readers answer from storage meanwhile: a restarted server
+// answers its first queries at once instead of after a scan of the table.
+func (e *Engine) storeFor(d *database, b *branch, t *table, use storeUse) (*tableStore, error) {
+	if e.storeless {
+		return nil, nil
+	}
+	k := storeKey{b.ID, t.ID}
+	d.storeMu.RLock()
+	s, building := d.stores[k], d.building[k]
+	d.storeMu.RUnlock()
+	if s != nil && s.version == b.Version {
+		return s, nil
+	}
+	if use == storeOptional && e.opts.BackgroundBuildRows > 0 {
+		if building {
+			return nil, nil
+		}
+		n, err := e.liveRows(d, b, t)
+		if err != nil {
+			return nil, err
+		}
+		if n >= uint64(e.opts.BackgroundBuildRows) {
+			e.buildStoreInBackground(d, b, t)
+			return nil, nil
+		}
+	}
+	return e.ensureStore(d, b, t)
+}
+
+// liveRows counts the records of a table of a branch.
+func (e *Engine) liveRows(d *database, b *branch, t *table) (uint64, error) {
+	d.gcMu.RLock()
+	defer d.gcMu.RUnlock()
+	// The lineage read must be loaded under gcMu: layers it names stay.
+	cur := d.state.Load().byID[b.ID]
+	if cur == nil {
+		return 0, nil // gone: building says so
+	}
+	live, err := readBitmap(e.pdb, d.id, cur.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	if err != nil {
+		return 0, err
+	}
+	return live.GetCardinality(), nil
+}
+
+// buildStoreInBackground starts building the column store of a table of a
+// branch unless a build of it is under way. A failed build is dropped: the
+// next reader starts another.
+func (e *Engine) buildStoreInBackground(d *database, b *branch, t *table) {
+	k := storeKey{b.ID, t.ID}
+	d.storeMu.Lock()
+	if d.building[k] {
+		d.storeMu.Unlock()
+		return
+	}
+	if d.building == nil {
+		d.building = map[storeKey]bool{}
+	}
+	d.building[k] = true
+	d.storeMu.Unlock()
+	select {
+	case <-e.closing:
+		return
+	default:
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		_, _ = e.ensureStore(d, b, t)
+		d.storeMu.Lock()
+		delete(d.building, k)
+		d.storeMu.Unlock()
+	}()
 }
 
 // ensureStore returns the column store of a table of a branch, building it
@@ -222,6 +313,9 @@ func (s *source) Posting(c *index.Column, v codec.Value) (*roaring.Bitmap, error
 func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
 	if c.ID == index.MetaIDColumn {
 		return s.scanIDs(bd, desc, fn)
+	}
+	if isMeta(c) {
+		return index.ErrNoOrderedIndex // versions and timestamps have no postings
 	}
 	var lo, hi []byte
 	colPrefix := codec.PostingColumnPrefix(nil, c.ID)
@@ -344,9 +438,10 @@ var _ index.Source = (*source)(nil)
 
 // storeState is embedded in database: the column stores and their lock.
 type storeState struct {
-	storeMu sync.RWMutex
-	stores  map[storeKey]*tableStore
-	search  map[storeKey]*searchStore
+	storeMu  sync.RWMutex
+	stores   map[storeKey]*tableStore
+	search   map[storeKey]*searchStore
+	building map[storeKey]bool // column stores built in the background
 }
 
 // scanIDs walks the id map of a branch whose lineage is one layer (main, or
@@ -358,12 +453,28 @@ func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows
 	}
 	prefix := codec.TablePrefix(nil, s.d.id, s.b.Lineage[0].Layer, codec.KindIDMapCur, s.t.ID)
 	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)}
+	// The key of id x is prefix, x, 0x00: ids hold no 0x00. Its own key
+	// is the lowest key of x, and x, 0x00, 0x00 is just past it.
+	idKey := func(x string, past bool) []byte {
+		k := append(append(bytes.Clone(prefix), x...), 0)
+		if past {
+			k = append(k, 0)
+		}
+		return k
+	}
+	if bd.Prefix != nil {
+		lo := append(bytes.Clone(prefix), *bd.Prefix...)
+		opts.LowerBound, opts.UpperBound = lo, codec.PrefixEnd(lo)
+	}
 	if bd.Lo != nil {
-		// Just past the key of Lo: ids hold no 0x00, which ends them.
-		opts.LowerBound = append(append(bytes.Clone(prefix), bd.Lo.Str...), 0, 0)
+		if k := idKey(bd.Lo.Str, !bd.LoIncl); bytes.Compare(k, opts.LowerBound) > 0 {
+			opts.LowerBound = k
+		}
 	}
 	if bd.Hi != nil {
-		opts.UpperBound = append(append(bytes.Clone(prefix), bd.Hi.Str...), 0)
+		if k := idKey(bd.Hi.Str, bd.HiIncl); bytes.Compare(k, opts.UpperBound) < 0 {
+			opts.UpperBound = k
+		}
 	}
 	it, err := s.snap.NewIter(opts)
 	if err != nil {

@@ -24,7 +24,7 @@ func (e *Engine) Summarize(ref Ref, table string, in index.SummarizeInput, meta 
 	if meta == "" {
 		meta = "svc"
 	}
-	src, release, err := e.openSource(ref, table)
+	src, release, err := e.openSource(ref, table, storeRequired)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (e *Engine) Aggregate(ref Ref, table string, filter, aggs json.RawMessage, 
 	if meta == "" {
 		meta = "svc"
 	}
-	src, release, err := e.openSource(ref, table)
+	src, release, err := e.openSource(ref, table, storeRequired)
 	if err != nil {
 		return nil, err
 	}

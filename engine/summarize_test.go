@@ -292,6 +292,12 @@ func TestAggregateErrorsEngine(t *testing.T) {
 // a table large enough that single-column groups walk postings, and
 // compares the outputs.
 func TestSummarizeDifferential(t *testing.T) {
+	for _, storeless := range []bool{false, true} {
+		t.Run(storePath(storeless), func(t *testing.T) { summarizeDifferential(t, storeless) })
+	}
+}
+
+func summarizeDifferential(t *testing.T, storeless bool) {
 	seed := *summarizeSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
@@ -299,6 +305,7 @@ func TestSummarizeDifferential(t *testing.T) {
 	t.Logf("seed %d (rerun with -summarize.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
 	e, ref := recFixture(t, petsTables)
+	e.storeless = storeless
 	names := []string{"ann", "bob", "cid", "dee", "eve"}
 	for i, n := range names {
 		vals := map[string]any{"name": n}
@@ -512,7 +519,7 @@ type summarizeOracle struct {
 func newSummarizeOracle(t *testing.T, e *Engine, ref Ref) *summarizeOracle {
 	t.Helper()
 	read := func(table string) (*index.Table, []*codec.Record) {
-		src, release, err := e.openSource(ref, table)
+		src, release, err := e.openSource(ref, table, storeRequired)
 		if err != nil {
 			t.Fatal(err)
 		}

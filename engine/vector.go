@@ -113,7 +113,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 			return nil, err
 		}
 	}
-	src, release, err := e.openSource(ref, tableName)
+	src, release, err := e.openSource(ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -436,10 +437,32 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 			rows.Or(found)
 			return true
 		})
+		if errors.Is(err, ErrNoOrderedIndex) {
+			return r.scanRecords(x, c)
+		}
 		if err != nil {
 			return nil, err
 		}
 		out.And(rows)
+	}
+	return out, nil
+}
+
+// scanRecords evaluates the range on the records of the candidates, for a
+// column the source keeps in no ordered index.
+func (r *rangeNode) scanRecords(x *execCtx, c *roaring.Bitmap) (*roaring.Bitmap, error) {
+	out := roaring.New()
+	var rec codec.Record
+	it := c.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		found, err := x.src.Record(row, &rec)
+		if err != nil {
+			return nil, err
+		}
+		if found && r.match(recordValue(&rec, r.preds[0].Column)) {
+			out.Add(row)
+		}
 	}
 	return out, nil
 }

@@ -300,7 +300,12 @@ func Select(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Ke
 		return nil, nil, nil
 	}
 	if walkable(o) && preferWalk(src, cand, w) {
-		return walk(src, cand, o, w)
+		rows, keys, err := walk(src, cand, o, w)
+		if !errors.Is(err, ErrNoOrderedIndex) {
+			return rows, keys, err
+		}
+		// The source keeps no order of the column: what the walk took is
+		// dropped, and the heap starts over.
 	}
 	return selectHeap(src, cand, o, w)
 }
@@ -446,11 +451,7 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		return !full(), nil
 	}
 	if len(o.Keys) == 0 {
-		rows, keys, err := walkIDs(src, cand, o, w)
-		if errors.Is(err, ErrNoOrderedIndex) {
-			return selectHeap(src, cand, o, w)
-		}
-		return rows, keys, err
+		return walkIDs(src, cand, o, w)
 	}
 	sk := o.Keys[0]
 	exists, err := src.Exists(sk.Column)

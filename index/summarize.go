@@ -1587,6 +1587,9 @@ func partitionPostings(src Source, c *Column, cand *roaring.Bitmap, limit int) (
 		}
 		return true
 	})
+	if errors.Is(err, ErrNoOrderedIndex) {
+		return nil, false, nil
+	}
 	if err != nil || over {
 		return nil, false, err
 	}
