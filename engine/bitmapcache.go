@@ -58,8 +58,9 @@ func (d *database) cacheFor(k storeKey) *bitmapCache {
 }
 
 // startWrite makes odd the epochs of the caches of every table a command
-// writes, before its batch becomes visible; the returned func makes them
-// even again after. Both run under the writer lock.
+// writes, before its batch becomes visible, and notes the tables as
+// written; the returned func makes the epochs even again after. Both run
+// under the writer lock.
 func (d *database) startWrite(tx *dbTx) (done func()) {
 	var bumped []*bitmapCache
 	seen := map[storeKey]bool{}
@@ -69,6 +70,10 @@ func (d *database) startWrite(tx *dbTx) (done func()) {
 			continue
 		}
 		seen[k] = true
+		if d.written == nil {
+			d.written = map[storeKey]uint64{}
+		}
+		d.written[k] = tx.seq
 		if c, ok := d.caches.Load(k); ok {
 			bc := c.(*bitmapCache)
 			bc.epoch.Add(1)

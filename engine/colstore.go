@@ -23,9 +23,13 @@ type storeKey struct {
 	branch, table uint32
 }
 
-// tableStore holds the column values of one table of one branch.
+// tableStore holds the column values of one table of one branch. The
+// branch that owns it keeps it current; a child branch may borrow it while
+// it sees exactly the owner's rows (Engine.borrowStore).
 type tableStore struct {
 	version uint64 // branch schema version it was built for
+	owner   uint32 // the branch whose writes it follows
+	lent    bool   // some other branch borrows it; guarded by storeMu
 	cols    map[uint32]*colValues
 }
 
@@ -128,7 +132,7 @@ func storedKind(t ColumnType) (codec.Kind, bool) {
 // newTableStore makes an empty store for the stored columns of t, meta
 // columns included.
 func newTableStore(b *branch, t *table) *tableStore {
-	s := &tableStore{version: b.Version, cols: map[uint32]*colValues{
+	s := &tableStore{version: b.Version, owner: b.ID, cols: map[uint32]*colValues{
 		index.MetaIDColumn:        {kind: codec.KindString},
 		index.MetaVersionColumn:   {kind: codec.KindInt},
 		index.MetaCreatedAtColumn: {kind: codec.KindDatetime},

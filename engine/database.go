@@ -74,6 +74,12 @@ type database struct {
 	nextTable  uint32
 	nextBranch uint32
 	rows       map[uint32]uint32 // table id → last row id allocated
+	// openSeq is seq when the database was opened: written knows nothing
+	// older.
+	openSeq uint64
+	// written holds, for every table of a branch written since the open,
+	// the seq of the last command that wrote its rows.
+	written map[storeKey]uint64
 
 	storeState
 	hasStores atomic.Bool // some column store exists: writers must update them
@@ -175,6 +181,7 @@ func loadDatabase(r pebble.Reader, id uint32) (*database, error) {
 		}
 	}
 	d.state.Store(newDBState(branches, git))
+	d.openSeq = d.seq
 	return d, it.Error()
 }
 
@@ -444,7 +451,17 @@ func (d *database) updateStores(tx *dbTx) {
 		}
 	}
 	for _, c := range tx.changes {
-		if s := d.stores[storeKey{c.branch, c.table}]; s != nil {
+		k := storeKey{c.branch, c.table}
+		s := d.stores[k]
+		switch {
+		case s == nil:
+		case s.owner != c.branch:
+			// A borrowed store: the branch now has rows of its own.
+			delete(d.stores, k)
+		default:
+			if s.lent {
+				d.endLoans(s)
+			}
 			s.apply(c.row, c.rec)
 		}
 	}

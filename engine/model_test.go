@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Flags of the randomized branch tests (this file and indexcheck_test.go).
@@ -867,6 +868,45 @@ func (m *modelRun) checkBranch(branch string) {
 		for i := 0; i < 20 && len(m.gen) > 0; i++ {
 			m.checkGet(branch, table, m.pick(m.gen))
 		}
+		m.checkRange(branch, table)
+	}
+}
+
+// checkRange queries a range of n on a table of a branch, which the
+// branch's column store answers (its own, or one borrowed from the branch
+// it was forked from), and compares the ids with the model's.
+func (m *modelRun) checkRange(branch, table string) {
+	m.t.Helper()
+	recs := m.live[branch][table]
+	if len(recs) == 0 {
+		return
+	}
+	ids := m.live[branch].sortedIDs(table)
+	pivot, _ := recs[m.pick(ids)].values["n"].(int64)
+	var want []string
+	for _, id := range ids {
+		if n, ok := recs[id].values["n"].(int64); ok && n >= pivot {
+			want = append(want, id)
+		}
+	}
+	size := 1000
+	res, err := m.db.e.Query(m.db.ref(branch), table, index.QueryInput{
+		Filter: json.RawMessage(fmt.Sprintf(`{"n": {"$ge": %d}}`, pivot)),
+		Page:   index.PageInput{Size: &size},
+	}, QueryOptions{MaxSize: size, NoDepthLimit: true})
+	if err != nil {
+		m.fatalf("query %s %s: %v", branch, table, err)
+	}
+	m.stats["range check"]++
+	if d, b, t, err := m.db.e.resolveTable(m.db.ref(branch), table); err == nil {
+		d.storeMu.RLock()
+		if s := d.stores[storeKey{b.ID, t.ID}]; s != nil && s.owner != b.ID {
+			m.stats["range check, borrowed store"]++
+		}
+		d.storeMu.RUnlock()
+	}
+	if got := docIDs(res.Records); len(want) <= size && !slices.Equal(got, want) {
+		m.fatalf("query %s %s n ≥ %d: ids %v, want %v", branch, table, pivot, got, want)
 	}
 }
 
@@ -923,6 +963,12 @@ func (m *modelRun) fork() {
 	m.stats["fork"]++
 	m.live[to] = m.live[from].clone()
 	m.checkGet(to, m.pick(testTables), m.pickID(m.live[to], testTables[0]))
+	if m.chance(0.3) {
+		// Queried before either writes, the child borrows the parent's store.
+		table := m.pick(testTables)
+		m.checkRange(from, table)
+		m.checkRange(to, table)
+	}
 }
 
 // deleteBranch deletes a live branch, or checks that the last one or a

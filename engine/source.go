@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -137,6 +138,11 @@ func (e *Engine) storeFor(d *database, b *branch, t *table, use storeUse) (*tabl
 	if s != nil && s.version == b.Version {
 		return s, nil
 	}
+	if !building {
+		if s := e.borrowStore(d, b, t); s != nil {
+			return s, nil
+		}
+	}
 	if use == storeOptional && e.opts.BackgroundBuildRows > 0 {
 		if building {
 			return nil, nil
@@ -151,6 +157,63 @@ func (e *Engine) storeFor(d *database, b *branch, t *table, use storeUse) (*tabl
 		}
 	}
 	return e.ensureStore(d, b, t)
+}
+
+// borrowStore lends a branch the column store of the branch it was forked
+// from while neither has written the table since the fork and their
+// schemas are one: the child then sees exactly the parent's rows, and
+// answers from the parent's store at once instead of building a copy. The
+// loan ends at the first write of either (updateStores). Writes from before
+// the database was opened are not known, so only forks since then borrow.
+func (e *Engine) borrowStore(d *database, b *branch, t *table) *tableStore {
+	if len(b.Lineage) < 2 || b.Lineage[1].Seq < d.openSeq {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.state.Load()
+	if b = st.byID[b.ID]; b == nil || len(b.Lineage) < 2 {
+		return nil
+	}
+	k := storeKey{b.ID, t.ID}
+	if _, wrote := d.written[k]; wrote {
+		return nil
+	}
+	fork := b.Lineage[1]
+	var parent *branch
+	for _, p := range st.byID {
+		if p.Lineage[0].Layer == fork.Layer {
+			parent = p
+			break
+		}
+	}
+	if parent == nil || parent.Schema != b.Schema || parent.Version != b.Version ||
+		!slices.Equal(parent.Lineage[1:], b.Lineage[2:]) || d.written[storeKey{parent.ID, t.ID}] > fork.Seq {
+		return nil
+	}
+	d.storeMu.Lock()
+	defer d.storeMu.Unlock()
+	if cur := d.stores[k]; cur != nil && cur.version == b.Version {
+		return cur
+	}
+	s := d.stores[storeKey{parent.ID, t.ID}]
+	if s == nil || s.version != b.Version {
+		return nil
+	}
+	s.lent = true
+	d.stores[k] = s
+	return s
+}
+
+// endLoans takes a store back from the branches that borrow it, before a
+// write of its owner changes it. The caller holds storeMu.
+func (d *database) endLoans(s *tableStore) {
+	for k, o := range d.stores {
+		if o == s && k.branch != s.owner {
+			delete(d.stores, k)
+		}
+	}
+	s.lent = false
 }
 
 // liveRows counts the records of a table of a branch.

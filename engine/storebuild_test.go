@@ -108,3 +108,103 @@ func TestBackgroundStoreBuild(t *testing.T) {
 		t.Fatalf("store %v, building %v after the first query of a small table", s != nil, building)
 	}
 }
+
+// TestBorrowedStore: a branch forked from a parent with a column store
+// borrows it while neither writes the table, and every branch answers with
+// its own rows once either does.
+func TestBorrowedStore(t *testing.T) {
+	e, main := recFixture(t, map[string][]ColumnDef{"t": {{Name: "n", Type: TypeInt}}})
+	var batch []map[string]any
+	for i := range 40 {
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("r%02d", i), "n": json.Number(fmt.Sprint(i % 5))})
+	}
+	if _, err := e.BulkInsert(main, "t", batch); err != nil {
+		t.Fatal(err)
+	}
+	on := func(name string) Ref { r := main; r.Branch = name; return r }
+	fork := func(name, from string) Ref {
+		t.Helper()
+		if err := e.CreateBranch(on(name), CreateBranchRequest{From: from}); err != nil {
+			t.Fatal(err)
+		}
+		return on(name)
+	}
+	// ids answers the branch's rows with n = 4, by id.
+	ids := func(ref Ref) string {
+		t.Helper()
+		res, err := e.Query(ref, "t", index.QueryInput{Filter: json.RawMessage(`{"n": 4}`)}, QueryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(docIDs(res.Records), ",")
+	}
+	set := func(ref Ref, id string, n int) {
+		t.Helper()
+		if _, err := e.WriteOne(ref, Op{Kind: OpUpdate, Table: "t", ID: id, Values: map[string]any{"n": json.Number(fmt.Sprint(n))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := func(ref Ref) *tableStore {
+		t.Helper()
+		s, _ := storeOf(t, e, ref, "t")
+		return s
+	}
+	want := "r04,r09,r14,r19,r24,r29,r34,r39"
+	if got := ids(main); got != want {
+		t.Fatalf("main: %s", got)
+	}
+
+	a := fork("a", "main")
+	b := fork("b", "a")
+	if got := ids(a); got != want || store(a) != store(main) {
+		t.Fatalf("a: %s, borrowed %v", got, store(a) == store(main))
+	}
+	if got := ids(b); got != want || store(b) != store(main) {
+		t.Fatalf("b: %s, borrowed %v", got, store(b) == store(main))
+	}
+
+	// A write of the owner ends every loan; the children keep their rows.
+	set(main, "r00", 4)
+	if store(a) != nil || store(b) != nil {
+		t.Fatal("a loan outlived a write of the owner")
+	}
+	if got := ids(main); got != "r00,"+want {
+		t.Fatalf("main after its write: %s", got)
+	}
+	for _, r := range []Ref{a, b} {
+		if got := ids(r); got != want || store(r) == store(main) {
+			t.Fatalf("%s after main's write: %s", r.Branch, got)
+		}
+	}
+
+	// A child forked after that write borrows again until it writes.
+	c := fork("c", "main")
+	if got := ids(c); got != "r00,"+want || store(c) != store(main) {
+		t.Fatalf("c: %s", got)
+	}
+	set(c, "r04", 0)
+	if store(c) != nil {
+		t.Fatal("a borrower kept the store after its own write")
+	}
+	if got := ids(c); got != "r00,r09,r14,r19,r24,r29,r34,r39" {
+		t.Fatalf("c after its write: %s", got)
+	}
+	if got := ids(main); got != "r00,"+want {
+		t.Fatalf("main after c's write: %s", got)
+	}
+
+	// A parent written after the fork, or another schema, lends nothing.
+	set(main, "r01", 4)
+	d := fork("d", "main")
+	set(main, "r02", 4)
+	if got := ids(d); got != "r00,r01,"+want || store(d) == store(main) {
+		t.Fatalf("d: %s", got)
+	}
+	f := fork("f", "main")
+	if _, err := e.AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(f); got != "r00,r01,r02,"+want || store(f) == store(main) {
+		t.Fatalf("f: %s", got)
+	}
+}
