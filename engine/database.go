@@ -448,6 +448,9 @@ func (d *database) updateStores(tx *dbTx) {
 	for k, s := range d.stores {
 		if b := st.byID[k.branch]; b == nil || b.Version != s.version {
 			delete(d.stores, k)
+			if s.lent && s.owner == k.branch {
+				d.endLoans(s) // a borrower never outlives its owner's entry
+			}
 		}
 	}
 	for _, c := range tx.changes {

@@ -179,7 +179,7 @@ func (s *source) sourceFor(t *table) *source {
 	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
 		store = st
 	}
-	return &source{e: s.e, d: s.d, snap: s.snap, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
+	return &source{e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
 }
 
 // docs reads and projects rows in order.

@@ -42,6 +42,7 @@ type source struct {
 	e     *Engine
 	d     *database
 	snap  pebble.Reader
+	st    *dbState // the state b was read from
 	b     *branch
 	t     *table
 	it    *index.Table
@@ -96,7 +97,8 @@ func (e *Engine) openSource(ref Ref, tableName string, use storeUse) (*source, f
 	cache := d.cacheFor(cacheKey)
 	// From here until release, the layers of the lineage read stay.
 	d.gcMu.RLock()
-	if b, err = d.state.Load().branch(ref.Branch); err == nil {
+	st := d.state.Load()
+	if b, err = st.branch(ref.Branch); err == nil {
 		t, err = b.Schema.table(tableName)
 	}
 	if err != nil {
@@ -111,7 +113,7 @@ func (e *Engine) openSource(ref Ref, tableName string, use storeUse) (*source, f
 	}
 	e0 := cache.epoch.Load()
 	snap := e.pdb.NewSnapshot()
-	src := &source{e: e, d: d, snap: snap, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
+	src := &source{e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
 	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{b.ID, t.ID}) {
 		src.cache, src.epoch = cache, e0
 	}
@@ -507,14 +509,33 @@ type storeState struct {
 	building map[storeKey]bool // column stores built in the background
 }
 
-// scanIDs walks the id map of a branch whose lineage is one layer (main, or
-// a flattened branch) in record id order; deeper lineages would need a merge
-// across layers and report index.ErrNoOrderedIndex.
+// idLayer returns the layer whose current id map lists the branch's records:
+// the branch's own when its lineage is one layer (main, or a flattened
+// branch), or the owner's while the branch borrows the column store of a
+// branch of one layer, whose rows it then shares. ok is false otherwise:
+// deeper lineages would need a merge across layers.
+func (s *source) idLayer() (layer uint32, ok bool) {
+	if len(s.b.Lineage) == 1 {
+		return s.b.Lineage[0].Layer, true
+	}
+	if s.store == nil || s.store.owner == s.b.ID {
+		return 0, false
+	}
+	o := s.st.byID[s.store.owner]
+	if o == nil || len(o.Lineage) != 1 {
+		return 0, false
+	}
+	return o.Lineage[0].Layer, true
+}
+
+// scanIDs walks the id map of the branch's records in id order, or reports
+// index.ErrNoOrderedIndex when no one layer lists them (idLayer).
 func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows *roaring.Bitmap) bool) error {
-	if len(s.b.Lineage) != 1 {
+	layer, ok := s.idLayer()
+	if !ok {
 		return index.ErrNoOrderedIndex
 	}
-	prefix := codec.TablePrefix(nil, s.d.id, s.b.Lineage[0].Layer, codec.KindIDMapCur, s.t.ID)
+	prefix := codec.TablePrefix(nil, s.d.id, layer, codec.KindIDMapCur, s.t.ID)
 	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)}
 	// The key of id x is prefix, x, 0x00: ids hold no 0x00. Its own key
 	// is the lowest key of x, and x, 0x00, 0x00 is just past it.
@@ -544,7 +565,7 @@ func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows
 		return err
 	}
 	defer it.Close()
-	ok := it.First()
+	ok = it.First()
 	if desc {
 		ok = it.Last()
 	}
