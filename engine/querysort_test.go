@@ -59,7 +59,8 @@ func queryPaging(t *testing.T, storeless bool) {
 			t.Fatal(err)
 		}
 	}
-	sorts := []string{``, `[{"n":"asc"}]`, `{"f":"desc"}`, `["s"]`, `[{"s":"desc"},{"n":"asc"}]`, `[{"svc.createdAt":"desc"}]`, `[{"d":"asc"}]`, `[{"b":"desc"}]`}
+	sorts := []string{``, `[{"n":"asc"}]`, `{"f":"desc"}`, `["s"]`, `[{"s":"desc"},{"n":"asc"}]`, `[{"svc.createdAt":"desc"}]`, `[{"d":"asc"}]`, `[{"b":"desc"}]`,
+		`[{"n":"desc"},{"f":"asc"}]`, `[{"b":"asc"},{"d":"desc"}]`, `[{"f":"asc"},{"s":"desc"}]`}
 	filters := []string{``, `{"b":true}`, `{"n":{"$lt":5}}`, `{"s":"c"}`}
 	for _, srt := range sorts {
 		for _, flt := range filters {

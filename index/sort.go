@@ -331,13 +331,11 @@ func preferWalk(src Source, cand *roaring.Bitmap, w Window) bool {
 const minWalk = 4096
 
 // walkable reports whether an order can be produced by walking an ordered
-// index: one key on an indexed column (or no key: id order).
+// index: a first key on an indexed column, whose groups of equal values are
+// then ordered by the rest of the key, or no key (id order).
 func walkable(o Order) bool {
-	if o.Random || len(o.Keys) > 1 {
-		return false
-	}
 	if len(o.Keys) == 0 {
-		return true
+		return !o.Random
 	}
 	c := o.Keys[0].Column
 	return indexed(c) && c.Type != "multiple" && c.ID != MetaIDColumn
@@ -404,9 +402,9 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 	return rows, keys, nil
 }
 
-// walk produces the order by walking the sort column's ordered index (or,
-// with no key, taking candidates by id), intersecting each value's rows with
-// the candidates; rows of one value are ordered by id.
+// walk produces the order by walking the first sort column's ordered index
+// (or, with no key, taking candidates by id), intersecting each value's rows
+// with the candidates; rows of one value are ordered by the rest of the key.
 func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
 	kr, err := newKeyReader(src, o)
 	if err != nil {
@@ -415,7 +413,12 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	var rows []uint32
 	var keys []Key
 	full := func() bool { return len(rows) >= w.Limit }
-	// take adds a group of rows sharing one sort value, in window order.
+	cmp := o.compareKeys
+	if w.Reverse {
+		cmp = func(a, b Key) int { return -o.compareKeys(a, b) }
+	}
+	// take adds a group of rows sharing one value of the first key, in
+	// window order.
 	take := func(group []uint32) (bool, error) {
 		var ks []keyedRow
 		for _, row := range group {
@@ -434,13 +437,10 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 			}
 			ks = append(ks, keyedRow{row, k})
 		}
-		sort.Slice(ks, func(i, j int) bool {
-			c := o.compareKeys(ks[i].key, ks[j].key)
-			if w.Reverse {
-				c = -c
-			}
-			return c < 0
-		})
+		if need := w.Limit - len(rows); len(ks) > need {
+			ks = firstRows(ks, need, cmp)
+		}
+		sort.Slice(ks, func(i, j int) bool { return cmp(ks[i].key, ks[j].key) < 0 })
 		for _, k := range ks {
 			if full() {
 				return false, nil
@@ -514,6 +514,20 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		}
 	}
 	return rows, keys, nil
+}
+
+// firstRows returns the n first rows of ks by cmp, in no order; ks is
+// reused.
+func firstRows(ks []keyedRow, n int, cmp func(a, b Key) int) []keyedRow {
+	h := &rowHeap{rows: ks[:n], cmp: cmp}
+	heap.Init(h)
+	for _, k := range ks[n:] {
+		if cmp(k.key, h.rows[0].key) < 0 {
+			h.rows[0] = k
+			heap.Fix(h, 0)
+		}
+	}
+	return h.rows
 }
 
 // scanColumn is src.Scan, served from the column's in-memory order when
