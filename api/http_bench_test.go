@@ -127,6 +127,7 @@ func httpBenchID(i int) string { return fmt.Sprintf("it%06d", i) }
 // table.
 type httpBenchServer struct {
 	srv  *Server
+	ref  engine.Ref
 	addr string
 	base string // path prefix of the table: /ws/{ws}/db/bench:main/tables/items
 }
@@ -185,6 +186,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	})
 	return &httpBenchServer{
 		srv:  srv,
+		ref:  ref,
 		addr: addr,
 		base: "/ws/" + info.WorkspaceID + "/db/" + httpBenchDB + ":main/tables/" + httpBenchTable,
 	}
@@ -425,4 +427,42 @@ func fetchOnce(b *testing.B, addr string, want int, fill loadRequest) []byte {
 		b.Fatalf("status %d, want %d: %s", resp.StatusCode(), want, resp.Body())
 	}
 	return append([]byte(nil), resp.Body()...)
+}
+
+// BenchmarkServeQuery is the server's share of a W3 query without the
+// network: an equality filter with a page of 20 through the handler, next
+// to the same query through engine.Query, so that the difference is what
+// the HTTP layer adds (request decoding, response encoding).
+func BenchmarkServeQuery(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, cfg.records)
+	body := []byte(`{"filter":{"category":"cat7"},"page":{"size":20}}`)
+	b.Run("engine", func(b *testing.B) {
+		size := 20
+		in := engine.QueryInput{Filter: []byte(`{"category":"cat7"}`), Page: engine.PageInput{Size: &size}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := srv.srv.eng.Query(srv.ref, httpBenchTable, in, srv.srv.queryOptions()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("handler", func(b *testing.B) {
+		var ctx fasthttp.RequestCtx
+		auth := "Bearer " + testKey
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx.Request.Reset()
+			ctx.Response.Reset()
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.SetRequestURI(srv.base + "/query")
+			ctx.Request.Header.Set("Authorization", auth)
+			ctx.Request.SetBodyRaw(body)
+			srv.srv.serve(&ctx)
+			if ctx.Response.StatusCode() != 200 {
+				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+			ctx.ResetUserValues()
+		}
+	})
 }
