@@ -130,6 +130,22 @@ func (e *Engine) Close() error {
 	return e.pdb.Close()
 }
 
+// background runs fn in a goroutine that Close waits for, unless the
+// engine is closing; it reports whether fn was started.
+func (e *Engine) background(fn func()) bool {
+	select {
+	case <-e.closing:
+		return false
+	default:
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		fn()
+	}()
+	return true
+}
+
 // now returns the engine clock's time, truncated to microseconds so that a
 // timestamp survives a round trip through RFC 3339 output unchanged.
 func (e *Engine) now() time.Time {

@@ -25,17 +25,8 @@ func (e *Engine) maybeFlatten(d *database, name string) {
 	if b == nil || len(b.Lineage) <= e.opts.FlattenDepth {
 		return
 	}
-	select {
-	case <-e.closing:
-		return
-	default:
-	}
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		// A failed flatten leaves the branch as it was; the next fork retries.
-		_ = e.flatten(d, b.ID)
-	}()
+	// A failed flatten leaves the branch as it was; the next fork retries.
+	e.background(func() { _ = e.flatten(d, b.ID) })
 }
 
 // flatten copies the frozen part of a branch's lineage into one layer and

@@ -249,19 +249,17 @@ func (e *Engine) buildStoreInBackground(d *database, b *branch, t *table) {
 	}
 	d.building[k] = true
 	d.storeMu.Unlock()
-	select {
-	case <-e.closing:
-		return
-	default:
-	}
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		_, _ = e.ensureStore(d, b, t)
+	done := func() {
 		d.storeMu.Lock()
 		delete(d.building, k)
 		d.storeMu.Unlock()
-	}()
+	}
+	if !e.background(func() {
+		_, _ = e.ensureStore(d, b, t)
+		done()
+	}) {
+		done()
+	}
 }
 
 // ensureStore returns the column store of a table of a branch, building it
