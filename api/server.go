@@ -51,6 +51,9 @@ type Options struct {
 	Domains []string
 	// MaxBody is the request body limit in bytes; 0 means DefaultMaxBody.
 	MaxBody int
+	// CacheSize is the storage block cache of Run in bytes; 0 means
+	// engine.DefaultCacheSize.
+	CacheSize int64
 	// LogLevel is debug, info, warn or error; "" means info.
 	LogLevel string
 	// BootstrapKey, when set, is the API key that Run creates on a first

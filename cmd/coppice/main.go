@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/coppice-db/coppice/api"
+	"github.com/coppice-db/coppice/engine"
 )
 
 func main() {
@@ -70,7 +71,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		return def
 	}
 	o := &api.Options{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
-	var regions, domains, maxBody string
+	var regions, domains, maxBody, cacheSize string
 	fs.StringVar(&o.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&o.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -81,6 +82,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		"comma-separated domains of the workspace host form {workspace}.{region}.{domain} (env COPPICE_DOMAINS)")
 	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", strconv.Itoa(api.DefaultMaxBody)),
 		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
+	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", strconv.Itoa(engine.DefaultCacheSize)),
+		"storage block cache in bytes: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
@@ -98,6 +101,11 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 			return fmt.Errorf("--max-body must be a positive number of bytes, got %q", maxBody)
 		}
 		o.MaxBody = n
+		c, err := strconv.ParseInt(strings.TrimSpace(cacheSize), 10, 64)
+		if err != nil || c <= 0 {
+			return fmt.Errorf("--cache-size must be a positive number of bytes, got %q", cacheSize)
+		}
+		o.CacheSize = c
 		return nil
 	}
 	return o, finish

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/api"
+	"github.com/coppice-db/coppice/engine"
 )
 
 // TestMain lets the test binary act as the coppice binary for
@@ -33,6 +34,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	for _, s := range []string{
 		"serve", "-addr", "COPPICE_ADDR", "-data", "COPPICE_DATA", "-compat", "COPPICE_COMPAT",
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
+		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 	} {
 		if !strings.Contains(out.String(), s) {
@@ -62,23 +64,23 @@ func TestServeOptions(t *testing.T) {
 		}
 	}
 	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
+		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
 	f(nil, def)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
-		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test"}
+		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
 	// Flags win over the environment.
-	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z"},
+	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
+			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
 
-	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
+	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}
