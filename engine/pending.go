@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -136,10 +137,25 @@ func (pb *pendingBitmap) applyTo(set *roaring.Bitmap) {
 // write merges every staged delta into the batch in key order, and logs
 // each in the history of a layer that has forks.
 func (p *pendingDeltas) write(b *pebble.Batch, st *dbState, seq uint64) error {
+	type entry struct {
+		prefix string
+		pb     *pendingBitmap
+	}
+	entries := make([]entry, 0, len(p.byBitmap))
+	for prefix, pb := range p.byBitmap {
+		entries = append(entries, entry{prefix, pb})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.prefix, b.prefix) })
 	var buf, key []byte
-	for _, prefix := range sortedKeys(p.byBitmap) {
-		pb := p.byBitmap[prefix]
-		_, forked := st.forks[pb.layer]
+	// A command's bitmaps are nearly all in one layer: its fork state is
+	// looked up once per layer change.
+	layer, forked := uint32(0), false
+	for i, e := range entries {
+		prefix, pb := e.prefix, e.pb
+		if i == 0 || pb.layer != layer {
+			layer = pb.layer
+			_, forked = st.forks[layer]
+		}
 		for _, cd := range pb.deltas() {
 			buf = codec.AppendDelta(buf[:0], cd.delta)
 			key = binary.BigEndian.AppendUint16(append(key[:0], prefix...), cd.chunk)

@@ -327,6 +327,9 @@ type writer struct {
 	tx  *dbTx
 	br  *branch
 	now time.Time
+	// before and after are the bitmap memberships of the row writeRow is
+	// writing, kept between rows so that their maps do not grow anew.
+	before, after map[string]struct{}
 }
 
 func (w *writer) apply(op *Op) (OpResult, error) {
@@ -690,7 +693,14 @@ func (w *writer) check(t *table, row uint32, old, rec *codec.Record) error {
 
 // memberships lists the bitmap ids a record's row belongs to.
 func memberships(t *table, rec *codec.Record) map[string]struct{} {
-	out := map[string]struct{}{string(codec.LiveBitmapID()): {}}
+	out := map[string]struct{}{}
+	addMemberships(out, t, rec)
+	return out
+}
+
+// addMemberships adds the bitmap ids a record's row belongs to to out.
+func addMemberships(out map[string]struct{}, t *table, rec *codec.Record) {
+	out[string(codec.LiveBitmapID())] = struct{}{}
 	for _, f := range rec.Fields {
 		c := t.byID[f.Col]
 		if c == nil {
@@ -715,7 +725,6 @@ func memberships(t *table, rec *codec.Record) map[string]struct{} {
 			out[string(id)] = struct{}{}
 		}
 	}
-	return out
 }
 
 // writeRow stores a new version of a row (rec nil: a delete) in the branch's
@@ -756,15 +765,20 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 	}
 	tx.changes = append(tx.changes, rowChange{branch: w.br.ID, table: t.ID, row: row, rec: rec})
 	// Bitmaps of the top layer.
-	var before, after map[string]struct{}
+	if w.before == nil {
+		w.before, w.after = map[string]struct{}{}, map[string]struct{}{}
+	}
+	before, after := w.before, w.after
+	clear(before)
+	clear(after)
 	if old != nil && oldLevel == 0 {
-		before = memberships(t, old)
+		addMemberships(before, t, old)
 	}
 	if old != nil && oldLevel > 0 {
 		tx.addBitmap(top, t.ID, string(codec.MaskBitmapID()), row, true)
 	}
 	if rec != nil {
-		after = memberships(t, rec)
+		addMemberships(after, t, rec)
 		tx.changes[len(tx.changes)-1].lens = fieldLengths(after)
 	}
 	for id := range before {
