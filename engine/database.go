@@ -426,7 +426,13 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 			d.rows[t] = n
 		}
 		if tx.branches != nil || tx.git != nil {
-			d.state.Store(tx.state())
+			st := tx.state()
+			d.state.Store(st)
+			for k := range d.written {
+				if st.byID[k.branch] == nil {
+					delete(d.written, k) // a deleted branch writes no more
+				}
+			}
 		}
 		if lockStores {
 			d.updateStores(tx)
