@@ -251,6 +251,15 @@ func (o Order) compareKeys(a, b Key) int {
 	return strings.Compare(a.ID, b.ID)
 }
 
+// windowCompare is compareKeys in the window's direction: inverted when
+// the window is read in reverse.
+func (o Order) windowCompare(w Window) func(a, b Key) int {
+	if w.Reverse {
+		return func(a, b Key) int { return -o.compareKeys(a, b) }
+	}
+	return o.compareKeys
+}
+
 // randomRank is the place of an id in the random order of Seed.
 func (o Order) randomRank(id string) uint64 {
 	h := fnv.New64a()
@@ -363,10 +372,7 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 		return rows, keys, nil
 	}
 	// In reverse, the heap keeps the last rows: invert the order.
-	cmp := o.compareKeys
-	if w.Reverse {
-		cmp = func(a, b Key) int { return -o.compareKeys(a, b) }
-	}
+	cmp := o.windowCompare(w)
 	h := &rowHeap{cmp: cmp}
 	it := cand.Iterator()
 	for it.HasNext() {
@@ -413,10 +419,7 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 	var rows []uint32
 	var keys []Key
 	full := func() bool { return len(rows) >= w.Limit }
-	cmp := o.compareKeys
-	if w.Reverse {
-		cmp = func(a, b Key) int { return -o.compareKeys(a, b) }
-	}
+	cmp := o.windowCompare(w)
 	// take adds a group of rows sharing one value of the first key, in
 	// window order.
 	take := func(group []uint32) (bool, error) {
