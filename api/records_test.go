@@ -289,3 +289,34 @@ func TestBulkInsert(t *testing.T) {
 	ts.expect(404, "POST", "/db/db:main/tables/nope/bulk", map[string]any{"records": []any{}})
 	ts.expect(404, "POST", "/db/db:nope/tables/users/bulk", map[string]any{"records": []any{}})
 }
+
+// TestBooleanQueryParams checks that boolean query parameters take every
+// spelling of strconv.ParseBool: the Python SDK writes True and False.
+func TestBooleanQueryParams(t *testing.T) {
+	ts := recordsFixture(t, Options{})
+	T := "/db/db:main/tables/users/data/"
+	ts.expect(201, "PUT", T+"b1", map[string]any{"name": "first"})
+	f := func(value string, createOnly bool) {
+		t.Helper()
+		want := 200 // replaced
+		if createOnly {
+			want = 422 // the record exists
+		}
+		ts.expect(want, "PUT", T+"b1?createOnly="+value, map[string]any{"name": value})
+	}
+	for _, v := range []string{"true", "True", "TRUE", "t", "T", "1"} {
+		f(v, true)
+	}
+	for _, v := range []string{"false", "False", "FALSE", "f", "F", "0", ""} {
+		f(v, false)
+	}
+	for _, v := range []string{"maybe", "yes", "2", "tRUE"} {
+		r := ts.expect(400, "PUT", T+"b1?createOnly="+v, map[string]any{})
+		if msg := r.obj()["message"]; msg != "query parameter createOnly must be a boolean (true or false), got ["+v+"]" {
+			t.Errorf("createOnly=%s: message %q", v, msg)
+		}
+	}
+	// With a new id, both spellings create.
+	ts.expect(201, "PUT", T+"b2?createOnly=False", map[string]any{})
+	ts.expect(201, "PUT", T+"b3?createOnly=True", map[string]any{})
+}

@@ -255,19 +255,19 @@ func (r *request) query(name string) (string, bool) {
 	return string(args.Peek(name)), true
 }
 
-// queryBool parses a true/false query argument.
+// queryBool parses a boolean query argument; absent or empty is false. It
+// takes every spelling strconv.ParseBool does (1, t, T, TRUE, true, True and
+// their false counterparts): the Python SDK writes True and False.
 func (r *request) queryBool(name string) (bool, error) {
 	v, ok := r.query(name)
 	if !ok || v == "" {
 		return false, nil
 	}
-	switch v {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid("query parameter %s must be a boolean (true or false), got [%s]", name, v)
 	}
-	return false, invalid("query parameter %s must be true or false, got [%s]", name, v)
+	return b, nil
 }
 
 // queryVersion parses the ifVersion query argument.
