@@ -11,8 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine"
 )
 
 // filesFixture creates db:main with a table docs: a string, a file column
@@ -333,14 +336,41 @@ func TestFileAccessURLs(t *testing.T) {
 	}
 	ts.expectRaw(404, "GET", signed, nil, "", false) // names the old version
 
-	// Signed URLs expire after signedUrlTimeout seconds.
-	time.Sleep(2100 * time.Millisecond)
-	ts.expectRaw(403, "GET", resp["signedUrl"].(string), nil, "", false)
-
 	// The configured public base.
 	ts2 := filesFixture(t, Options{PublicURL: "https://files.example.com/base/"})
 	r = ts2.expect(201, "PUT", "/db/db:main/tables/docs/data/d1?columns=photo", map[string]any{"photo": map[string]any{"name": "a"}})
 	if u := r.obj()["photo"].(map[string]any)["url"].(string); !strings.HasPrefix(u, "https://files.example.com/base/file/") {
 		t.Errorf("url with PublicURL: %s", u)
 	}
+}
+
+// TestSignedURLExpiry checks that a signed URL serves while now < signedAt
+// + signedUrlTimeout, to the millisecond, and an upload URL likewise with
+// uploadUrlTimeout.
+func TestSignedURLExpiry(t *testing.T) {
+	var now atomic.Int64 // the clock, in Unix nanoseconds
+	now.Store(time.Date(2026, 3, 1, 12, 0, 0, 900_000_000, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	ts := startServerEngine(t, Options{}, engine.Options{Clock: clock})
+	ts.createDB("db")
+	ts.createTable("db", "docs", map[string]any{"name": "photo", "type": "file"})
+	r := ts.expect(201, "PUT", "/db/db:main/tables/docs/data/d1?columns=photo.signedUrl,photo.uploadUrl", map[string]any{
+		"photo": map[string]any{"name": "p.txt", "base64Content": b64("private"), "signedUrlTimeout": 1, "uploadUrlTimeout": 2},
+	})
+	photo := r.obj()["photo"].(map[string]any)
+	signed, upload := photo["signedUrl"].(string), photo["uploadUrl"].(string)
+	signedAt := now.Load()
+	at := func(after time.Duration) { now.Store(signedAt + int64(after)) }
+
+	at(999 * time.Millisecond)
+	ts.expectRaw(200, "GET", signed, nil, "", false)
+	at(time.Second) // signedAt + ttl: no longer valid
+	ts.expectRaw(403, "GET", signed, nil, "", false)
+	at(1100 * time.Millisecond) // within the same whole second as the expiry
+	ts.expectRaw(403, "GET", signed, nil, "", false)
+
+	at(2 * time.Second)
+	ts.expectRaw(403, "PUT", upload, []byte("late"), "text/plain", false)
+	at(2*time.Second - time.Millisecond)
+	ts.expectRaw(201, "PUT", upload, []byte("in time"), "text/plain", false)
 }

@@ -33,7 +33,15 @@ type testServer struct {
 
 func startServer(t *testing.T, opts Options) *testServer {
 	t.Helper()
-	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	return startServerEngine(t, opts, engine.Options{})
+}
+
+// startServerEngine is startServer with engine options, such as a clock;
+// writes are never synced.
+func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testServer {
+	t.Helper()
+	eopts.NoSync = true
+	eng, err := engine.Open(t.TempDir(), eopts)
 	if err != nil {
 		t.Fatal(err)
 	}

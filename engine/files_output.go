@@ -245,13 +245,15 @@ const (
 const fileSecretName = "file-secret"
 
 // signFileURL returns the verify parameter that lets a URL with accessID
-// serve purpose for ttl seconds from now: the expiry and an HMAC of it.
+// serve purpose for ttl seconds from now: the expiry, in Unix milliseconds
+// so that a short ttl is not cut short or stretched by rounding, and an
+// HMAC of it.
 func (e *Engine) signFileURL(purpose byte, accessID string, ttl int) (string, error) {
 	secret, err := e.serverSecret(fileSecretName)
 	if err != nil {
 		return "", err
 	}
-	exp := uint64(e.opts.Clock().Add(time.Duration(ttl) * time.Second).Unix())
+	exp := uint64(e.opts.Clock().Add(time.Duration(ttl) * time.Second).UnixMilli())
 	b := codec.AppendU64(nil, exp)
 	return base64.RawURLEncoding.EncodeToString(append(b, fileMAC(secret, purpose, accessID, exp)...)), nil
 }
@@ -266,7 +268,7 @@ func fileMAC(secret []byte, purpose byte, accessID string, exp uint64) []byte {
 }
 
 // checkFileURL reports whether verify is a valid, unexpired signature of
-// accessID for purpose.
+// accessID for purpose: unexpired while now < signedAt + ttl.
 func (e *Engine) checkFileURL(purpose byte, accessID, verify string) (bool, error) {
 	if verify == "" {
 		return false, nil
@@ -283,7 +285,7 @@ func (e *Engine) checkFileURL(purpose byte, accessID, verify string) (bool, erro
 	if !hmac.Equal(b[8:], fileMAC(secret, purpose, accessID, exp)) {
 		return false, nil
 	}
-	return uint64(e.opts.Clock().Unix()) <= exp, nil
+	return uint64(e.opts.Clock().UnixMilli()) < exp, nil
 }
 
 // errFileAccess answers a private file without a valid signature.
