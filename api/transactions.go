@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/coppice-db/coppice/engine"
@@ -73,17 +74,33 @@ func (s *Server) transaction(r *request) error {
 		return err // a missing database or branch fails the whole request
 	}
 	plans := make([]txPlan, len(raw))
-	var invalidOps []any
+	var invalidOps []engine.OpError
+	// parsed maps the operations that parsed to their index in the request.
+	var parsed []int
 	for i, m := range raw {
 		p, err := s.parseTxOp(ref.Ref, m)
 		if err != nil {
-			invalidOps = append(invalidOps, map[string]any{"index": i, "message": errorMessage(err)})
+			invalidOps = append(invalidOps, engine.OpError{Index: i, Err: &engine.Error{Message: errorMessage(err)}})
 			continue
 		}
 		plans[i] = p
+		parsed = append(parsed, i)
 	}
 	if invalidOps != nil {
-		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": invalidOps}}
+		// Name the operations that parsed but cannot run as well.
+		ops := make([]engine.Op, len(parsed))
+		for j, i := range parsed {
+			ops[j] = plans[i].op
+		}
+		var oe *engine.OpErrors
+		if err := s.eng.CheckOps(ref.Ref, ops); errors.As(err, &oe) {
+			for _, e := range oe.Errors {
+				invalidOps = append(invalidOps, engine.OpError{Index: parsed[e.Index], Err: e.Err})
+			}
+		} else if err != nil {
+			return err
+		}
+		return txError(r, invalidOps)
 	}
 	ops := make([]engine.Op, len(plans))
 	for i := range plans {
@@ -92,11 +109,7 @@ func (s *Server) transaction(r *request) error {
 	results, err := s.eng.Write(ref.Ref, ops)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
-		list := make([]any, 0, len(oe.Errors))
-		for _, e := range oe.Errors {
-			list = append(list, map[string]any{"index": e.Index, "message": e.Err.Message})
-		}
-		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": list}}
+		return txError(r, oe.Errors)
 	}
 	if err != nil {
 		return err
@@ -107,6 +120,17 @@ func (s *Server) transaction(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"results": out})
 	return nil
+}
+
+// txError is the failure body of a transaction: the failed operations in
+// request order.
+func txError(r *request, errs []engine.OpError) error {
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Index < errs[j].Index })
+	list := make([]any, len(errs))
+	for i, e := range errs {
+		list[i] = map[string]any{"index": e.Index, "message": e.Err.Message}
+	}
+	return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": list}}
 }
 
 // errorMessage is the message of an engine error, without the prefix that
@@ -147,9 +171,6 @@ func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 				id, isStr := v.(string)
 				if !isStr {
 					return p, invalid("insert: record id must be a string")
-				}
-				if err := engine.CheckRecordID(id); err != nil {
-					return p, err
 				}
 				p.op.ID, p.explicitID = id, true
 			}
@@ -193,10 +214,10 @@ func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 	if err := s.eng.CheckColumns(ref, p.op.Table, nil, s.meta); err != nil {
 		return p, err // the table does not exist
 	}
-	if p.op.Kind != engine.OpInsert {
-		if p.op.ID == "" {
-			return p, invalid("table [%s]: id is required", p.op.Table)
-		}
+	if p.op.Kind != engine.OpInsert && p.op.ID == "" {
+		return p, invalid("table [%s]: id is required", p.op.Table)
+	}
+	if p.op.ID != "" {
 		if err := engine.CheckRecordID(p.op.ID); err != nil {
 			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
 		}

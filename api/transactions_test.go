@@ -108,6 +108,28 @@ func TestTransactionFailureChangesNothing(t *testing.T) {
 		`[{"index":0,"message":"table [users]: version condition not met"}]`)
 	f([]any{map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"nope": 1}}}},
 		`[{"index":0,"message":"table [users]: column [nope]: column not found"}]`)
+	// Validation reports every invalid operation, the values of records
+	// and fields included, before any operation runs.
+	f([]any{
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"name": "good"}}},
+		map[string]any{"insert": map[string]any{"table": "nope", "record": map[string]any{"name": "bad"}}},
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"name": "good"}}},
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"foo": "bar"}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"age": "old"}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"age": map[string]any{"$divide": 0}}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "missing", "fields": map[string]any{"age": 1}}},
+		map[string]any{"delete": map[string]any{"table": "teams", "id": "missing", "failIfMissing": true}},
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"id": "bad id"}}},
+	}, `[
+		{"index":1,"message":"table [nope] not found"},
+		{"index":3,"message":"table [users]: column [foo]: column not found"},
+		{"index":4,"message":"table [users]: column [age]: invalid value: expected an integer"},
+		{"index":5,"message":"table [users]: column [age]: division by zero"},
+		{"index":8,"message":"table [users]: record id [bad id] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'"}]`)
+	ts.expect(200, "POST", "/db/db:main/tables/users/query", map[string]any{})
+	if r := ts.expect(200, "POST", "/db/db:main/tables/users/aggregate", nil); fmt.Sprint(r.obj()["aggs"]) != "map[count:1]" {
+		t.Errorf("records after a refused transaction: %s", r.raw)
+	}
 	// Validation reports every invalid operation.
 	f([]any{
 		map[string]any{"get": map[string]any{"table": "users", "id": "u0"}},
@@ -119,6 +141,8 @@ func TestTransactionFailureChangesNothing(t *testing.T) {
 		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{}, "ifVersion": 1}},
 		map[string]any{"update": map[string]any{"table": "users", "fields": map[string]any{}}},
 		"not an object",
+		map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"nope": 1}}},
+		map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"name": 1}}},
 	}, `[
 		{"index":1,"message":"table [nope] not found"},
 		{"index":2,"message":"unknown operation [fly]: use insert, update, delete or get"},
@@ -127,7 +151,9 @@ func TestTransactionFailureChangesNothing(t *testing.T) {
 		{"index":5,"message":"table [users]: column [nope]: column not found"},
 		{"index":6,"message":"insert: ifVersion needs an explicit record id"},
 		{"index":7,"message":"table [users]: id is required"},
-		{"index":8,"message":"an operation must be an object with one of insert, update, delete or get"}]`)
+		{"index":8,"message":"an operation must be an object with one of insert, update, delete or get"},
+		{"index":9,"message":"table [users]: column [nope]: column not found"},
+		{"index":10,"message":"table [users]: column [name]: invalid value: expected a string"}]`)
 	r = ts.expect(200, "GET", "/db/db:main/tables/users/data/u0", nil)
 	if checkMeta(t, r.obj(), "svc") != "0" {
 		t.Errorf("u0 changed: %s", r.raw)

@@ -96,29 +96,32 @@ const (
 )
 
 // resolveOps fixes the non-deterministic parts of a write before it is
-// applied: generated ids and the time. Operations whose ids are invalid
-// are all reported in *OpErrors.
-func (e *Engine) resolveOps(ops []Op) (time.Time, error) {
+// applied: generated ids and the time. It returns the operations whose ids
+// are invalid.
+func (e *Engine) resolveOps(ops []Op) (time.Time, []OpError) {
 	now := e.now()
 	var errs []OpError
 	for i := range ops {
 		op := &ops[i]
-		if err := e.resolveOp(op, now); err != nil {
-			if !op.MissingNotFound && !op.bulk { // a transaction's, as writer.apply names them
-				err = &Error{Code: err.Code, Message: "table [" + op.Table + "]: " + err.Message}
-			}
-			errs = append(errs, OpError{Index: i, Err: err})
+		if err := e.resolveOp(op, now, true); err != nil {
+			errs = append(errs, OpError{Index: i, Err: opError(op, err)})
 		}
 	}
-	if errs != nil {
-		return now, &OpErrors{Errors: errs}
-	}
-	return now, nil
+	return now, errs
 }
 
-// resolveOp checks the id of one operation, taking it from the body or
-// generating one for an insert without.
-func (e *Engine) resolveOp(op *Op, now time.Time) *Error {
+// opError names the table in an error of a transaction's operation, as
+// writer.apply does; bulk and single-record errors stay as they are.
+func opError(op *Op, err *Error) *Error {
+	if op.MissingNotFound || op.bulk || strings.HasPrefix(err.Message, "table [") {
+		return err
+	}
+	return &Error{Code: err.Code, Message: "table [" + op.Table + "]: " + err.Message}
+}
+
+// resolveOp checks the id of one operation, taking it from the body or,
+// when generate is set, generating one for an insert without.
+func (e *Engine) resolveOp(op *Op, now time.Time, generate bool) *Error {
 	if op.Values != nil {
 		if v, ok := op.Values["id"]; ok {
 			s, isStr := v.(string)
@@ -136,10 +139,85 @@ func (e *Engine) resolveOp(op *Op, now time.Time) *Error {
 		if op.Kind != OpInsert {
 			return invalidf("record id is required")
 		}
-		op.ID = e.ids.next("rec_", now)
+		if generate {
+			op.ID = e.ids.next("rec_", now)
+		}
 		return nil
 	}
 	return recordIDError(op.ID)
+}
+
+// CheckOps checks operations against the schema of a branch alone, without
+// running them: tables, record ids, columns, value types, notNull columns
+// without a default on inserts, numeric operators and file values. It
+// reports every failing operation in *OpErrors, and nil when all pass;
+// what depends on the records (existence, versions, unique values, link
+// targets) is left to Write.
+func (e *Engine) CheckOps(ref Ref, ops []Op) error {
+	_, d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return err
+	}
+	b, err := d.state.Load().branch(ref.Branch)
+	if err != nil {
+		return err
+	}
+	if errs := e.checkOps(b.Schema, ops, nil); errs != nil {
+		return &OpErrors{Errors: errs}
+	}
+	return nil
+}
+
+// checkOps adds to errs, in index order, the operations not named there
+// yet that fail against schema s; see CheckOps.
+func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError) []OpError {
+	named := make(map[int]bool, len(errs))
+	for _, oe := range errs {
+		named[oe.Index] = true
+	}
+	for i := range ops {
+		if named[i] {
+			continue
+		}
+		op := ops[i] // a copy: resolveOp may set its id
+		if err := e.checkOp(s, &op); err != nil {
+			errs = append(errs, OpError{Index: i, Err: err})
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Index < errs[j].Index })
+	return errs
+}
+
+// checkOp checks one operation against schema s. Its errors read as
+// writer.apply's do.
+func (e *Engine) checkOp(s *schema, op *Op) *Error {
+	t, err := s.table(op.Table)
+	if err != nil {
+		return err.(*Error)
+	}
+	if ee := e.resolveOp(op, time.Time{}, false); ee != nil {
+		return opError(op, ee)
+	}
+	var ee *Error
+	if !op.MissingNotFound && errors.As(checkNoFiles(t, op.Values), &ee) {
+		return ee // named without the table, as in bulk inserts
+	}
+	// Filling a scratch record checks every value; without a transaction
+	// the writer leaves link targets alone, which earlier operations of
+	// the same request may still create.
+	w := &writer{now: time.Unix(0, 0)}
+	var werr error
+	switch op.Kind {
+	case OpInsert:
+		werr = w.fill(t, &codec.Record{}, op.Values, true, false)
+	case OpUpdate:
+		// An upsert may insert, but whether it does depends on the records.
+		werr = w.fill(t, &codec.Record{}, op.Values, false, true)
+	}
+	if errors.As(werr, &ee) {
+		return opError(op, ee)
+	}
+	return nil
 }
 
 // Write applies ops as one transaction on a branch: all of them or none.
@@ -154,9 +232,18 @@ func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
 		return nil, err
 	}
 	ops = append([]Op(nil), ops...)
-	now, err := e.resolveOps(ops)
-	if err != nil {
-		return nil, err
+	now, errs := e.resolveOps(ops)
+	if len(ops) > 0 && !ops[0].bulk && !ops[0].MissingNotFound {
+		// A transaction reports every operation that cannot run, not only
+		// the first: check them all against the schema before running any.
+		b, err := d.state.Load().branch(ref.Branch)
+		if err != nil {
+			return nil, err
+		}
+		errs = e.checkOps(b.Schema, ops, errs)
+	}
+	if errs != nil {
+		return nil, &OpErrors{Errors: errs}
 	}
 	cmd := &writeCommand{Branch: ref.Branch, Now: now, Ops: ops}
 	var results []OpResult
@@ -227,41 +314,15 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 	res, err := e.Write(ref, ops)
 	var oe *OpErrors
 	if errors.As(err, &oe) {
-		// Report every invalid record, not only the first: validate the
-		// rest against the schema alone.
-		oe.Errors = e.validateBulk(ref, tableName, records, oe.Errors)
+		// Report every invalid record, not only the first: check the rest
+		// against the schema alone (a missing table is one failure, not
+		// one per record). Checking only after a failure keeps the common,
+		// valid bulk from filling every record twice.
+		if _, b, _, terr := e.resolveTable(ref, tableName); terr == nil {
+			oe.Errors = e.checkOps(b.Schema, ops, oe.Errors)
+		}
 	}
 	return res, err
-}
-
-// validateBulk adds to errs the records that fail validation on their own.
-func (e *Engine) validateBulk(ref Ref, tableName string, records []map[string]any, errs []OpError) []OpError {
-	_, _, t, err := e.resolveTable(ref, tableName)
-	if err != nil {
-		return errs
-	}
-	seen := map[int]bool{}
-	for _, oe := range errs {
-		seen[oe.Index] = true
-	}
-	for i, r := range records {
-		if seen[i] {
-			continue
-		}
-		var rec codec.Record
-		err := checkNoFiles(t, r)
-		if err == nil {
-			err = (&writer{now: time.Unix(0, 0)}).fill(t, &rec, r, true, false)
-		}
-		if err != nil {
-			var ee *Error
-			if errors.As(err, &ee) {
-				errs = append(errs, OpError{Index: i, Err: ee})
-			}
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Index < errs[j].Index })
-	return errs
 }
 
 // Get reads one record of a branch.

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -275,6 +276,27 @@ func TestTransactionsAreAtomic(t *testing.T) {
 	if r, _ := e.Get(ref, "t", "a"); r.Values["s"] != "2" {
 		t.Fatalf("update of a failed transaction is visible: %v", r.Values)
 	}
+	// Every operation that fails against the schema is reported before
+	// any runs; what fails only when run (the missing record of index 1)
+	// is not reached.
+	_, err = e.Write(ref, []Op{
+		{Kind: OpInsert, Table: "t", ID: "c", Values: map[string]any{"s": "3"}},
+		{Kind: OpUpdate, Table: "t", ID: "missing", Values: map[string]any{"s": "4"}},
+		{Kind: OpInsert, Table: "nope", Values: map[string]any{}},
+		{Kind: OpUpdate, Table: "t", ID: "a", Values: map[string]any{"nope": "4"}},
+		{Kind: OpInsert, Table: "t", Values: map[string]any{"s": json.Number("5")}},
+	})
+	if !errors.As(err, &oe) || fmt.Sprint(oe.Errors) != "[{2 table [nope] not found} {3 table [t]: column [nope]: column not found} "+
+		"{4 table [t]: column [s]: invalid value: expected a string}]" {
+		t.Fatalf("transaction validation = %v", err)
+	}
+	if err := e.CheckOps(ref, []Op{{Kind: OpInsert, Table: "t"}, {Kind: OpGet, Table: "t", ID: "x y"}}); !errors.As(err, &oe) ||
+		len(oe.Errors) != 1 || oe.Errors[0].Index != 1 {
+		t.Fatalf("CheckOps = %v", err)
+	}
+	if _, err := e.Get(ref, "t", "c"); CodeOf(err) != CodeNotFound {
+		t.Fatalf("insert of a refused transaction is visible: %v", err)
+	}
 	// The unique value "3" was not taken by the failed transaction.
 	if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", Values: map[string]any{"s": "3"}}); err != nil {
 		t.Fatal(err)
@@ -283,6 +305,10 @@ func TestTransactionsAreAtomic(t *testing.T) {
 	_, err = e.BulkInsert(ref, "t", []map[string]any{{"s": "10"}, {"s": json.Number("1")}, {"s": "11"}, {"nope": "x"}})
 	if !errors.As(err, &oe) || len(oe.Errors) != 2 || oe.Errors[0].Index != 1 || oe.Errors[1].Index != 3 {
 		t.Fatalf("bulk errors = %v", err)
+	}
+	_, err = e.BulkInsert(ref, "nope", []map[string]any{{"s": "10"}, {"s": "11"}})
+	if !errors.As(err, &oe) || len(oe.Errors) != 1 || oe.Errors[0].Err.Code != CodeNotFound {
+		t.Fatalf("bulk into a missing table = %v", err)
 	}
 	_, err = e.BulkInsert(ref, "t", []map[string]any{{"s": "20"}, {"s": "20"}})
 	if !errors.As(err, &oe) || oe.Errors[0].Index != 1 {
