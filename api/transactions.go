@@ -47,6 +47,9 @@ type txPlan struct {
 	explicitID bool // an insert that named its id
 	// columns is the op's `columns` as a JSON array; nil without them.
 	columns json.RawMessage
+	// bare marks `"columns": []`, no projection: a get answers only the id
+	// and the metadata, a write no columns at all (columns stays nil).
+	bare bool
 }
 
 // transaction: POST /db/{dbb}/transaction. Every operation is validated
@@ -222,11 +225,15 @@ func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
 		}
 	}
-	if columns != nil {
-		p.columns = columnsJSON(*columns)
-		if p.columns == nil {
+	switch {
+	case columns == nil:
+	case len(*columns) == 0:
+		p.bare = true
+		if p.op.Kind == engine.OpGet {
 			p.columns = json.RawMessage("[]")
 		}
+	default:
+		p.columns = columnsJSON(*columns)
 		if err := s.eng.CheckColumns(ref, p.op.Table, p.columns, s.meta); err != nil {
 			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
 		}
@@ -279,8 +286,9 @@ func (s *Server) txResults(ref engine.Ref, plans []txPlan, results []engine.OpRe
 		}
 		withID := namesID(cols)
 		for j, i := range idx {
-			if cols == nil {
-				// A get without columns: the full record with id and metadata.
+			if cols == nil || plans[i].bare {
+				// A get without columns: the full record with id and
+				// metadata; with an empty list, only those two.
 				columns[i] = s.renderDoc(docs[j])
 				continue
 			}
@@ -303,12 +311,16 @@ func (s *Server) txResults(ref engine.Ref, plans []txPlan, results []engine.OpRe
 		switch p.op.Kind {
 		case engine.OpInsert:
 			o := map[string]any{"operation": "insert", "id": res.ID, "rows": res.Rows}
-			if p.columns != nil || p.explicitID && !p.op.CreateOnly {
+			if p.columns != nil || p.explicitID && !p.op.CreateOnly && !p.bare {
 				o["columns"] = c
 			}
 			out[i] = o
 		case engine.OpUpdate:
-			out[i] = map[string]any{"operation": "update", "id": res.ID, "rows": res.Rows, "columns": c}
+			o := map[string]any{"operation": "update", "id": res.ID, "rows": res.Rows}
+			if !p.bare {
+				o["columns"] = c
+			}
+			out[i] = o
 		case engine.OpDelete:
 			o := map[string]any{"operation": "delete", "rows": res.Rows}
 			if p.columns != nil {

@@ -187,6 +187,53 @@ func TestTransactionProjection(t *testing.T) {
 	jsonEq(t, "results", res, `[
 		{"operation":"get","columns":{"address":{"city":"Oslo","zip":"0150"},"team":{"id":"t1","svc":true,"name":"red"}}},
 		{"operation":"get","columns":{"id":"u0","address":{"zip":"0150"}}},
-		{"operation":"get","columns":{}},
+		{"operation":"get","columns":{"id":"u0","svc":true}},
 		{"operation":"update","id":"u0","rows":1,"columns":{"name":"zoe","team":{"id":"t1","svc":true,"name":"red"}}}]`)
+}
+
+// TestTransactionEmptyColumns checks that `"columns": []`, which the Python
+// SDK always sends, asks for no projection: a get answers the id and the
+// metadata, the writes answer no columns at all.
+func TestTransactionEmptyColumns(t *testing.T) {
+	for _, mode := range []struct{ compat, meta string }{{CompatNone, "svc"}, {CompatXata, "xata"}} {
+		t.Run(mode.compat, func(t *testing.T) {
+			ts := recordsFixture(t, Options{Compat: mode.compat})
+			ts.expect(201, "PUT", "/db/db:main/tables/users/data/u0", map[string]any{"name": "zed"})
+			none := []string{}
+			r := ts.expect(200, "POST", "/db/db:main/transaction", map[string]any{"operations": []any{
+				map[string]any{"get": map[string]any{"table": "users", "id": "u0", "columns": none}},
+				map[string]any{"get": map[string]any{"table": "users", "id": "missing", "columns": none}},
+				map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"name": "gen"}, "columns": none}},
+				map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"id": "i0"}, "columns": none}},
+				map[string]any{"insert": map[string]any{"table": "users", "record": map[string]any{"id": "i1"}, "createOnly": true, "columns": none}},
+				map[string]any{"update": map[string]any{"table": "users", "id": "u0", "fields": map[string]any{"age": 3}, "columns": none}},
+				map[string]any{"update": map[string]any{"table": "users", "id": "u1", "fields": map[string]any{"age": 4}, "upsert": true, "columns": none}},
+				map[string]any{"delete": map[string]any{"table": "users", "id": "i0", "columns": none}},
+				map[string]any{"delete": map[string]any{"table": "users", "id": "missing", "columns": none}},
+			}})
+			res := r.obj()["results"].([]any)
+			if len(res) != 9 {
+				t.Fatalf("results: %s", r.raw)
+			}
+			get := res[0].(map[string]any)["columns"].(map[string]any)
+			checkMeta(t, get, mode.meta)
+			if keys(get) != "id,"+mode.meta || get["id"] != "u0" {
+				t.Errorf("get with no columns: %v", get)
+			}
+			gen := res[2].(map[string]any)
+			if keys(gen) != "id,operation,rows" {
+				t.Errorf("insert with no columns: %v", gen)
+			}
+			res[0], res[2] = nil, nil
+			jsonEq(t, "results", res, `[null,
+				{"operation":"get","columns":{}},
+				null,
+				{"operation":"insert","id":"i0","rows":1},
+				{"operation":"insert","id":"i1","rows":1},
+				{"operation":"update","id":"u0","rows":1},
+				{"operation":"update","id":"u1","rows":1},
+				{"operation":"delete","rows":1},
+				{"operation":"delete","rows":0}]`)
+		})
+	}
 }
