@@ -190,3 +190,37 @@ func TestVectorSearchCompatMeta(t *testing.T) {
 		t.Errorf("compat filter: %s (%s)", got, total)
 	}
 }
+
+// TestVectorSearchCompatSize checks the size limit of each mode: 100 by
+// default, 1000 in compat mode, where a search of size 1000 answers every
+// match.
+func TestVectorSearchCompatSize(t *testing.T) {
+	for _, mode := range []struct {
+		compat string
+		max    int
+	}{{CompatNone, 100}, {CompatXata, 1000}} {
+		t.Run(mode.compat, func(t *testing.T) {
+			ts := vectorFixture(t, Options{Compat: mode.compat})
+			recs := make([]any, 150)
+			for i := range recs {
+				recs[i] = map[string]any{"kind": "bulk", "emb": []float64{float64(i + 1), 1}}
+			}
+			ts.expect(200, "POST", "/db/db:main/tables/docs/bulk", map[string]any{"records": recs})
+			search := func(size int) *response {
+				return ts.do("POST", vectorDocs, fmt.Sprintf(`{"queryVector":[1,0],"column":"emb","size":%d}`, size))
+			}
+			r := search(mode.max)
+			if r.status != 200 {
+				t.Fatalf("size %d: %d %s", mode.max, r.status, r.raw)
+			}
+			if n, want := len(r.obj()["records"].([]any)), min(mode.max, 156); n != want || fmt.Sprint(r.obj()["totalCount"]) != "156" {
+				t.Errorf("size %d: %d records of %v, want %d", mode.max, n, r.obj()["totalCount"], want)
+			}
+			r = search(mode.max + 1)
+			want := fmt.Sprintf("size must be between 1 and %d, got %d", mode.max, mode.max+1)
+			if r.status != 400 || r.obj()["message"] != want {
+				t.Errorf("size %d: %d %s, want 400 %q", mode.max+1, r.status, r.raw, want)
+			}
+		})
+	}
+}

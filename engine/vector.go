@@ -35,10 +35,13 @@ const (
 	SimilarityL2     = "l2"
 )
 
-// Sizes of a vector search: the default and the largest.
+// Sizes of a vector search: the default, the largest the spec allows and
+// the largest of the legacy service, whose clients ask for up to 1000
+// records (VectorSearchInput.MaxSize selects it).
 const (
 	DefaultVectorSearchSize = 10
 	MaxVectorSearchSize     = 100
+	CompatVectorSearchSize  = 1000
 )
 
 // VectorSearchInput is a vector search request as the client sent it.
@@ -50,9 +53,11 @@ type VectorSearchInput struct {
 	Query []float64
 	// Similarity is one of the Similarity constants; nil means cosine.
 	Similarity *string
-	// Size is the number of records wanted, 1..MaxVectorSearchSize; nil
-	// means DefaultVectorSearchSize.
+	// Size is the number of records wanted, 1..MaxSize; nil means
+	// DefaultVectorSearchSize.
 	Size *int
+	// MaxSize is the largest Size allowed; 0 means MaxVectorSearchSize.
+	MaxSize int
 	// Filter is a filter expression (JSON), applied before ranking; nil
 	// matches every record.
 	Filter json.RawMessage
@@ -234,8 +239,12 @@ func newVectorQuery(t *table, in VectorSearchInput) (*vectorQuery, error) {
 	}
 	if in.Size != nil {
 		q.size = *in.Size
-		if q.size < 1 || q.size > MaxVectorSearchSize {
-			return nil, invalidf("size must be between 1 and %d, got %d", MaxVectorSearchSize, q.size)
+		maxSize := in.MaxSize
+		if maxSize == 0 {
+			maxSize = MaxVectorSearchSize
+		}
+		if q.size < 1 || q.size > maxSize {
+			return nil, invalidf("size must be between 1 and %d, got %d", maxSize, q.size)
 		}
 	}
 	for _, x := range in.Query {
