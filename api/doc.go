@@ -23,8 +23,10 @@
 //   - Data-plane workspace: the /ws/{id} prefix, else a Host header
 //     {label}.{region}[.upload].{domain} for a configured domain (default
 //     "localhost"; the port is ignored), else the workspace the API key is
-//     scoped to, else the only workspace of the key's user. Unknown
-//     workspaces and workspaces the caller may not use are the same 401.
+//     scoped to, else the only workspace of the key's user, else the only
+//     one of the user's workspaces holding a database of the path's name.
+//     Unknown workspaces and workspaces the caller may not use are the same
+//     401.
 //   - A key scoped to a workspace reaches only that workspace, and only while
 //     its user is a member. The bootstrap key is not scoped: it is the
 //     administrator's key and reaches every workspace the administrator

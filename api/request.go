@@ -99,10 +99,11 @@ func (s *Server) workspaceCore(label string) (string, bool) {
 // maxWorkspaceLabels bounds the labels workspaceCore remembers.
 const maxWorkspaceLabels = 4096
 
-// dataWorkspace resolves the workspace of a data-plane request (compat-api.md
-// §2.2): the /ws/{id} prefix, else the Host header, else the key's scope or
-// the user's only workspace.
-func (r *request) dataWorkspace() (string, error) {
+// dataWorkspace resolves the workspace of a data-plane request that
+// addresses database db (compat-api.md §2.2): the /ws/{id} prefix, else the
+// Host header, else the key's scope or the user's only workspace, else the
+// only one of the user's workspaces that holds a database named db.
+func (r *request) dataWorkspace(db string) (string, error) {
 	if r.wsLabel != "" {
 		return r.workspaceByLabel(r.wsLabel)
 	}
@@ -112,8 +113,24 @@ func (r *request) dataWorkspace() (string, error) {
 	if r.key.Workspace != "" {
 		return r.workspaceByLabel(r.key.Workspace)
 	}
-	if ws := r.s.eng.UserWorkspaces(r.user.ID); len(ws) == 1 {
+	ws := r.s.eng.UserWorkspaces(r.user.ID)
+	if len(ws) == 1 {
 		return ws[0], nil
+	}
+	// Clients whose HTTP stack drops the Host header (Node's fetch) reach
+	// here with the host form lost; the database name still tells.
+	holder := ""
+	for _, core := range ws {
+		if _, err := r.s.eng.GetDatabase(core, db); err == nil {
+			if holder != "" {
+				holder = ""
+				break
+			}
+			holder = core
+		}
+	}
+	if holder != "" {
+		return holder, nil
 	}
 	return "", invalid("workspace cannot be determined; use /ws/{id} or a workspace host name")
 }
@@ -199,15 +216,17 @@ func (r *request) branchRef() (dbRef, error) {
 
 // resolveBranch is branchRef's work.
 func (r *request) resolveBranch() (dbRef, error) {
-	ws, err := r.dataWorkspace()
-	if err != nil {
-		return dbRef{}, err
-	}
-	raw, err := r.param("dbb")
-	if err != nil {
-		return dbRef{}, err
-	}
+	raw, perr := r.param("dbb")
 	db, branch, ok := strings.Cut(raw, ":")
+	// The workspace is checked first: a caller without access learns
+	// nothing from the rest of the path.
+	ws, err := r.dataWorkspace(db)
+	if err != nil {
+		return dbRef{}, err
+	}
+	if perr != nil {
+		return dbRef{}, perr
+	}
 	if !ok {
 		return dbRef{}, invalid("invalid database branch [%s]: expected {db}:{branch}", raw)
 	}
@@ -229,11 +248,11 @@ func (r *request) tableRef() (dbRef, string, error) {
 
 // dataDB resolves the workspace and the {db} parameter of /dbs/{db} paths.
 func (r *request) dataDB() (ws, db string, err error) {
-	if ws, err = r.dataWorkspace(); err != nil {
+	db, perr := r.param("db")
+	if ws, err = r.dataWorkspace(db); err != nil {
 		return "", "", err
 	}
-	db, err = r.param("db")
-	return ws, db, err
+	return ws, db, perr
 }
 
 // controlWorkspace resolves the {ws} parameter of /workspaces/{ws} paths for

@@ -318,7 +318,7 @@ func TestWorkspaceResolution(t *testing.T) {
 	ts.expect(200, "GET", ts.url+"/ws/"+core+"/dbs/db", nil)
 	ts.expect(200, "GET", ts.url+"/ws/anything-"+core+"/dbs/db", nil)
 	// Host form, case-insensitive, with and without the upload label.
-	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withHost(strings.ToUpper(ws)+".eu-west-1.example.test"))
+	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withHost(strings.ToUpper(ws)+".LOCAL.example.test"))
 	ts.expect(200, "GET", ts.url+"/dbs/db", nil, withHost(core+".local.upload.example.test:1234"))
 	// Plain form: the user belongs to one workspace.
 	ts.expect(200, "GET", ts.url+"/dbs/db", nil)
@@ -339,15 +339,43 @@ func TestWorkspaceResolution(t *testing.T) {
 	ts.expect(401, "GET", ts.url+"/workspaces/"+otherWS.ID()+"/dbs", nil)
 	ts.expect(401, "PUT", ts.url+"/workspaces/"+otherWS.ID()+"/dbs/x", map[string]any{"region": "local"})
 
-	// A user with two workspaces needs the workspace named.
-	if _, err := ts.eng.CreateWorkspace(ts.info.UserID, "second", ""); err != nil {
+	// A user with two workspaces: the plain form finds a database that
+	// exists in exactly one of them (and in none of other users').
+	second, err := ts.eng.CreateWorkspace(ts.info.UserID, "second", "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := ts.expect(400, "GET", ts.url+"/dbs/db", nil)
-	if msg := r.obj()["message"]; msg != "workspace cannot be determined; use /ws/{id} or a workspace host name" {
-		t.Errorf("message %q", msg)
+	createIn := func(wsID, db string) {
+		t.Helper()
+		ts.expect(201, "PUT", ts.url+"/workspaces/"+wsID+"/dbs/"+db, map[string]any{"region": "local"})
 	}
-	ts.expect(200, "GET", ts.url+"/ws/"+ws+"/dbs/db", nil)
+	createIn(second.ID(), "only2")
+	createIn(second.ID(), "shared")
+	createIn(ws, "shared")
+	if _, err := ts.eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: otherWS.Core, Name: "only2", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.expect(200, "GET", ts.url+"/dbs/db", nil)
+	r2 := ts.expect(200, "GET", ts.url+"/dbs/only2", nil)
+	if r.obj()["databaseName"] != "db" || r2.obj()["databaseName"] != "only2" {
+		t.Errorf("plain form: %s %s", r.raw, r2.raw)
+	}
+	ts.expect(201, "PUT", ts.url+"/db/only2:main/tables/t", nil)
+	ts.expect(200, "GET", ts.base+"/db/db:main", nil)
+	ts.expect(404, "GET", ts.base+"/db/only2:main/tables/t/schema", nil) // only2 is not in ws
+	ts.expect(200, "GET", ts.url+"/ws/"+second.ID()+"/db/only2:main/tables/t/schema", nil)
+	// A database in both, or in neither, leaves the workspace open.
+	for _, path := range []string{"/dbs/shared", "/db/shared:main", "/dbs/nowhere", "/db/nowhere:main/tables/t/query"} {
+		method := "GET"
+		if strings.HasSuffix(path, "/query") {
+			method = "POST"
+		}
+		r = ts.expect(400, method, ts.url+path, nil)
+		if msg := r.obj()["message"]; msg != "workspace cannot be determined; use /ws/{id} or a workspace host name" {
+			t.Errorf("%s: message %q", path, msg)
+		}
+	}
+	ts.expect(200, "GET", ts.url+"/ws/"+ws+"/dbs/shared", nil)
 
 	// A key scoped to a workspace resolves the plain form and reaches only
 	// that workspace.
