@@ -26,7 +26,8 @@
 //     scoped to, else the only workspace of the key's user, else the only
 //     one of the user's workspaces holding a database of the path's name.
 //     Unknown workspaces and workspaces the caller may not use are the same
-//     401.
+//     401. Under a Host, a database of another region than the Host's is a
+//     404, as on the legacy service's regional hosts.
 //   - A key scoped to a workspace reaches only that workspace, and only while
 //     its user is a member. The bootstrap key is not scoped: it is the
 //     administrator's key and reaches every workspace the administrator

@@ -119,7 +119,7 @@ func TestQueryBasics(t *testing.T) {
 	jsonEq(t, "record", rec, `{"id":"u2","name":"bob","age":32,"tags":["b"],"team":{"id":"t2"},"config":"{\"x\":1}"}`)
 
 	// The same through the host form and the plain form.
-	ts.expect(200, "POST", ts.url+queryUsers, nil, withHost(ts.info.WorkspaceID+".eu-west-1.example.test"))
+	ts.expect(200, "POST", ts.url+queryUsers, nil, withHost(ts.info.WorkspaceID+"."+ts.region()+".example.test"))
 	ts.expect(200, "POST", ts.url+queryUsers, nil)
 
 	ts.expect(200, "POST", queryUsers, map[string]any{"consistency": "eventual"})

@@ -102,13 +102,22 @@ const maxWorkspaceLabels = 4096
 // dataWorkspace resolves the workspace of a data-plane request that
 // addresses database db (compat-api.md §2.2): the /ws/{id} prefix, else the
 // Host header, else the key's scope or the user's only workspace, else the
-// only one of the user's workspaces that holds a database named db.
+// only one of the user's workspaces that holds a database named db. The
+// host form also names a region: a database of another region is not
+// found there, as on the legacy service's regional hosts.
 func (r *request) dataWorkspace(db string) (string, error) {
 	if r.wsLabel != "" {
 		return r.workspaceByLabel(r.wsLabel)
 	}
-	if label := r.s.hostLabel(string(r.ctx.Host())); label != "" {
-		return r.workspaceByLabel(label)
+	if label, region := r.s.hostLabel(string(r.ctx.Host())); label != "" {
+		core, err := r.workspaceByLabel(label)
+		if err != nil {
+			return "", err
+		}
+		if info, err := r.s.eng.GetDatabase(core, db); err == nil && !strings.EqualFold(info.Region, region) {
+			return "", engine.Errorf(engine.CodeNotFound, "database [%s] not found in region [%s]", db, region)
+		}
+		return core, nil
 	}
 	if r.key.Workspace != "" {
 		return r.workspaceByLabel(r.key.Workspace)
@@ -135,9 +144,10 @@ func (r *request) dataWorkspace(db string) (string, error) {
 	return "", invalid("workspace cannot be determined; use /ws/{id} or a workspace host name")
 }
 
-// hostLabel returns the workspace label of a host name of the form
-// {label}.{region}.{domain} or {label}.{region}.upload.{domain}, or "".
-func (s *Server) hostLabel(host string) string {
+// hostLabel returns the workspace label and the region of a host name of
+// the form {label}.{region}.{domain} or {label}.{region}.upload.{domain},
+// or "" and "".
+func (s *Server) hostLabel(host string) (label, region string) {
 	host = strings.ToLower(host)
 	cands := []string{host}
 	if h, _, err := splitHostPort(host); err == nil && h != host {
@@ -152,12 +162,12 @@ func (s *Server) hostLabel(host string) string {
 			parts := strings.Split(rest, ".")
 			if len(parts) == 2 || len(parts) == 3 && parts[2] == "upload" {
 				if parts[0] != "" && parts[1] != "" {
-					return parts[0]
+					return parts[0], parts[1]
 				}
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // splitHostPort splits "host:port" without the bracket rules of net for the

@@ -387,6 +387,51 @@ func TestWorkspaceResolution(t *testing.T) {
 	ts.expect(401, "GET", ts.url+"/ws/"+otherWS.ID()+"/dbs/db", nil, withKey(cred.Secret))
 }
 
+// TestHostRegion checks that the host form answers only for the databases
+// of the region it names, as the legacy service's regional hosts did.
+func TestHostRegion(t *testing.T) {
+	ts := startServer(t, Options{Regions: []string{"us-east-1", "eu-west-1"}, Domains: []string{"example.test"}})
+	ws := ts.info.WorkspaceID
+	for db, region := range map[string]string{"east": "us-east-1", "west": "eu-west-1"} {
+		ts.expect(201, "PUT", ts.url+"/workspaces/"+ws+"/dbs/"+db, map[string]any{"region": region})
+		ts.expect(201, "PUT", ts.base+"/db/"+db+":main/tables/t", nil)
+		ts.expect(201, "PUT", ts.base+"/db/"+db+":main/tables/t/data/x", map[string]any{})
+	}
+	f := func(status int, host, method, path string) {
+		t.Helper()
+		r := ts.expect(status, method, ts.url+path, nil, withHost(host))
+		if status == 404 {
+			db, _, _ := strings.Cut(strings.Split(path, "/")[2], ":")
+			region := strings.Split(host, ".")[1]
+			if want := "database [" + db + "] not found in region [" + region + "]"; r.obj()["message"] != want {
+				t.Errorf("%s %s: message %v, want %q", host, path, r.obj()["message"], want)
+			}
+		}
+	}
+	east, west := ws+".us-east-1.example.test", ws+".eu-west-1.upload.example.test:8080"
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/dbs/%s"}, {"GET", "/db/%s:main"}, {"GET", "/db/%s:main/tables/t/schema"},
+		{"POST", "/db/%s:main/tables/t/query"}, {"GET", "/db/%s:main/tables/t/data/x"},
+		{"GET", "/dbs/%s/gitBranches"},
+	} {
+		f(200, east, c.method, fmt.Sprintf(c.path, "east"))
+		f(404, east, c.method, fmt.Sprintf(c.path, "west"))
+		f(200, west, c.method, fmt.Sprintf(c.path, "west"))
+		f(404, west, c.method, fmt.Sprintf(c.path, "east"))
+		f(404, ws+".ap-south-9.example.test", c.method, fmt.Sprintf(c.path, "east"))
+	}
+	ts.expect(200, "GET", ts.url+"/dbs/east", nil, withHost(strings.ToUpper(east)))
+	// The path and plain forms name no region.
+	ts.expect(200, "GET", ts.base+"/dbs/west", nil)
+	ts.expect(200, "GET", ts.url+"/dbs/west", nil)
+	ts.expect(200, "GET", ts.base+"/dbs/west", nil, withHost(east))
+	// A database that exists nowhere is not found, whatever the host.
+	r := ts.expect(404, "GET", ts.url+"/dbs/gone", nil, withHost(east))
+	if r.obj()["message"] != "database [gone] not found" {
+		t.Errorf("message %v", r.obj()["message"])
+	}
+}
+
 func TestBodyLimit(t *testing.T) {
 	ts := startServer(t, Options{MaxBody: 1024})
 	ts.createDB("db")
