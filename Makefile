@@ -1,7 +1,9 @@
 # Coppice — `make help` lists the targets.
 GO        ?= go
-DATA      ?= ./data
-ADDR      ?= 127.0.0.1:8080
+# ADDR and DATA, when given (make run ADDR=:9000), become --addr and --data;
+# otherwise the server reads COPPICE_ADDR and COPPICE_DATA, else its defaults.
+ADDR      ?=
+DATA      ?=
 N         ?= 100000
 # Pebble compresses with klauspost's pure-Go zstd (no cgo zstd needed).
 GOTAGS    ?= pebblegozstd
@@ -15,8 +17,8 @@ help: ## list the targets
 build: ## build bin/coppice
 	$(GO) build -tags $(GOTAGS) -o bin/coppice ./cmd/coppice
 
-run: build ## start the server on $(ADDR) with data in $(DATA)
-	./bin/coppice serve --addr $(ADDR) --data $(DATA)
+run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPICE_ADDR/COPPICE_DATA or the defaults apply
+	./bin/coppice serve$(if $(ADDR), --addr $(ADDR))$(if $(DATA), --data $(DATA))
 
 test: vet ## run the test suite (what CI runs): unit, model and fuzz-seed tests
 	$(GO) test -tags $(GOTAGS) -short -count=1 ./...

@@ -149,3 +149,55 @@ func TestServeProcess(t *testing.T) {
 		t.Errorf("bootstrap output lacks the key:\n%s", stdout.String())
 	}
 }
+
+// TestMakeRun checks that `make run` starts the server with the address and
+// data directory of the environment (COPPICE_ADDR, COPPICE_DATA) unless the
+// make variables ADDR and DATA are given: it asks make for the command
+// (make -n) and parses that command's arguments as serve would.
+func TestMakeRun(t *testing.T) {
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make is not installed")
+	}
+	env := map[string]string{"COPPICE_ADDR": "127.0.0.1:9123", "COPPICE_DATA": "/srv/coppice-env"}
+	f := func(vars []string, wantAddr, wantData string) {
+		t.Helper()
+		cmd := exec.Command(mk, append([]string{"-n", "-C", "../..", "run"}, vars...)...)
+		// Only the environment under test: nothing a calling make passes
+		// down (MAKEFLAGS carries its command-line variables) and no ADDR
+		// or DATA of the caller's.
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n run %v: %v\n%s", vars, err, out)
+		}
+		var args []string
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) >= 2 && fields[0] == "./bin/coppice" && fields[1] == "serve" {
+				args, found = fields[2:], true
+			}
+		}
+		if !found {
+			t.Fatalf("make -n run %v runs no ./bin/coppice serve:\n%s", vars, out)
+		}
+		o, err := serveOptions(args, func(k string) string { return env[k] }, os.Stderr)
+		if err != nil {
+			t.Fatalf("make -n run %v: serve %v: %v", vars, args, err)
+		}
+		if o.Addr != wantAddr || o.DataDir != wantData {
+			t.Errorf("make run %v runs serve %v: addr %s, data %s; want %s, %s", vars, args, o.Addr, o.DataDir, wantAddr, wantData)
+		}
+	}
+	f(nil, "127.0.0.1:9123", "/srv/coppice-env")
+	f([]string{"ADDR=127.0.0.1:9999"}, "127.0.0.1:9999", "/srv/coppice-env")
+	f([]string{"DATA=/srv/other"}, "127.0.0.1:9123", "/srv/other")
+	f([]string{"ADDR=:7", "DATA=/d"}, ":7", "/d")
+	// Without the environment, the server's own defaults.
+	env = nil
+	f(nil, "127.0.0.1:8080", "./data")
+}
