@@ -558,3 +558,186 @@ func TestUnsupportedEndpoints(t *testing.T) {
 	ts.key = ""
 	ts.expect(401, "POST", "/db/db:main/sql", `{"statement":"SELECT 1"}`)
 }
+
+// compareApply compares db:branch's schema with schema, applies the
+// returned edits and returns the apply answer.
+func (ts *testServer) compareApply(want int, dbb string, schema any) *response {
+	ts.t.Helper()
+	r := ts.expect(200, "POST", "/db/"+dbb+"/schema/compare", map[string]any{"schema": schema})
+	return ts.expect(want, "POST", "/db/"+dbb+"/schema/apply", map[string]any{"edits": r.obj()["edits"]})
+}
+
+// withColumn returns a copy of a branch schema (as GET /db/{dbb} returns
+// it) in which the column at path of table is replaced by col.
+func withColumn(t *testing.T, schema any, table string, path []string, col string) any {
+	t.Helper()
+	var s map[string]any
+	if err := json.Unmarshal([]byte(schemaJSONText(schema)), &s); err != nil {
+		t.Fatal(err)
+	}
+	var c any
+	if err := json.Unmarshal([]byte(col), &c); err != nil {
+		t.Fatalf("bad column %s: %v", col, err)
+	}
+	for _, tb := range s["tables"].([]any) {
+		tm := tb.(map[string]any)
+		if tm["name"] != table {
+			continue
+		}
+		cols := tm["columns"].([]any)
+		for depth, name := range path {
+			for i, x := range cols {
+				xm := x.(map[string]any)
+				if xm["name"] != name {
+					continue
+				}
+				if depth == len(path)-1 {
+					cols[i] = c
+					return s
+				}
+				cols = xm["columns"].([]any)
+				break
+			}
+		}
+	}
+	t.Fatalf("no column %v in table %s", path, table)
+	return nil
+}
+
+// TestSchemaSettingChangeKeepsData: a column whose settings change, and
+// not its type, keeps its values through compare and apply, update,
+// preview and push; a change the values do not allow is a 400 that
+// changes nothing.
+func TestSchemaSettingChangeKeepsData(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.createTable("db", "users",
+		map[string]any{"name": "email", "type": "email"},
+		map[string]any{"name": "nick", "type": "string"},
+		map[string]any{"name": "age", "type": "int"},
+		map[string]any{"name": "photo", "type": "file"},
+		map[string]any{"name": "address", "type": "object", "columns": []any{map[string]any{"name": "city", "type": "string"}}})
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u1", map[string]any{
+		"email": "a@example.com", "nick": "ann", "age": 3, "address": map[string]any{"city": "Oslo"},
+		"photo": map[string]any{"name": "p.txt", "mediaType": "text/plain", "base64Content": "aGk="}})
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u2", map[string]any{"email": "b@example.com", "nick": "ann"})
+	records := func(dbb string) string {
+		t.Helper()
+		r := ts.expect(200, "POST", "/db/"+dbb+"/tables/users/query", `{"columns":["email","nick","age","address.*","photo.name","photo.size"]}`)
+		var out []string
+		for _, x := range r.obj()["records"].([]any) {
+			m := x.(map[string]any)
+			delete(m, "xata")
+			out = append(out, schemaJSONText(m))
+		}
+		return strings.Join(out, "\n")
+	}
+	const data = `{"address":{"city":"Oslo"},"age":3,"email":"a@example.com","id":"u1","nick":"ann","photo":{"name":"p.txt","size":2}}` + "\n" +
+		`{"email":"b@example.com","id":"u2","nick":"ann"}`
+	if got := records("db:main"); got != data {
+		t.Fatalf("records before:\n%s", got)
+	}
+	schema := func() any { return ts.expect(200, "GET", "/db/db:main", nil).obj()["schema"] }
+
+	// unique, a file setting and a new sub-column: compare answers a
+	// removeColumn and addColumn pair for each, and applying them keeps
+	// every value.
+	s := withColumn(t, schema(), "users", []string{"email"}, `{"name":"email","type":"email","unique":true}`)
+	s = withColumn(t, s, "users", []string{"photo"}, `{"name":"photo","type":"file","file":{"defaultPublicAccess":true}}`)
+	s = withColumn(t, s, "users", []string{"address"}, `{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}`)
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s})
+	wantOps(t, "settings", r, `[
+		{"removeColumn":{"table":"users","column":"email"}},
+		{"addColumn":{"table":"users","column":{"name":"email","type":"email","unique":true}}},
+		{"removeColumn":{"table":"users","column":"photo"}},
+		{"addColumn":{"table":"users","column":{"name":"photo","type":"file","file":{"defaultPublicAccess":true}}}},
+		{"removeColumn":{"table":"users","column":"address"}},
+		{"addColumn":{"table":"users","column":{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	if got := records("db:main"); got != data {
+		t.Fatalf("records after the settings change:\n%s\nwant\n%s", got, data)
+	}
+	jsonEq(t, "columns", ts.expect(200, "GET", "/db/db:main/tables/users/schema", nil).obj()["columns"], `[
+		{"name":"email","type":"email","unique":true},
+		{"name":"nick","type":"string"},
+		{"name":"age","type":"int"},
+		{"name":"photo","type":"file","file":{"defaultPublicAccess":true}},
+		{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}]`)
+	r = ts.expect(400, "PUT", "/db/db:main/tables/users/data/u3", map[string]any{"email": "a@example.com"})
+	if !strings.Contains(r.obj()["message"].(string), "not unique") {
+		t.Errorf("unique not enforced: %s", r.raw)
+	}
+	if got := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s}); opsJSON(got) != "[]" {
+		t.Errorf("compare after apply: %s", opsJSON(got))
+	}
+
+	// notNull with a defaultValue fills the records without a value.
+	s = withColumn(t, schema(), "users", []string{"age"}, `{"name":"age","type":"int","notNull":true,"defaultValue":"7"}`)
+	ts.compareApply(200, "db:main", s)
+	want := strings.Replace(data, `"email":"b@example.com"`, `"age":7,"email":"b@example.com"`, 1)
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after notNull:\n%s\nwant\n%s", got, want)
+	}
+
+	// Changes the values do not allow: 400, nothing changes.
+	before := ts.expect(200, "GET", "/db/db:main", nil).body
+	f := func(path []string, col, wantMsg string) {
+		t.Helper()
+		s := withColumn(t, schema(), "users", path, col)
+		r := ts.compareApply(400, "db:main", s)
+		if msg := r.obj()["message"].(string); !strings.Contains(msg, wantMsg) {
+			t.Errorf("%s: message %q, want it to contain %q", col, msg, wantMsg)
+		}
+		r = ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s})
+		ts.expect(400, "POST", schemaPath("db", "preview"), map[string]any{"edits": r.obj()["edits"]})
+	}
+	f([]string{"nick"}, `{"name":"nick","type":"string","unique":true}`, "column [nick] cannot become unique: records [u1] and [u2] have the same value")
+	f([]string{"nick"}, `{"name":"nick","type":"string","notNull":true,"unique":true,"defaultValue":"x"}`, "column [nick] cannot become unique: records [u1] and [u2] have the same value")
+	f([]string{"address", "zip"}, `{"name":"zip","type":"string","notNull":true}`, "column [address.zip] cannot become notNull: record [u1] has no value and the column has no defaultValue")
+	jsonEq(t, "after refused changes", ts.expect(200, "GET", "/db/db:main", nil).body, schemaJSONText(before))
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after refused changes:\n%s", got)
+	}
+
+	// update and preview read the pair the same way.
+	ops := `[{"removeColumn":{"table":"users","column":"email"}},{"addColumn":{"table":"users","column":{"name":"email","type":"email"}}}]`
+	p := ts.expect(200, "POST", schemaPath("db", "preview"), `{"edits":{"operations":`+ops+`}}`)
+	if !strings.Contains(schemaJSONText(p.obj()["original"]), `{"name":"email","type":"email","unique":true}`) ||
+		!strings.Contains(schemaJSONText(p.obj()["updated"]), `{"name":"email","type":"email"}`) {
+		t.Errorf("preview: %s", p.raw)
+	}
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":`+ops+`}`)
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after update:\n%s", got)
+	}
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u3", map[string]any{"email": "a@example.com"})
+
+	// A type change is still a new column.
+	ts.compareApply(200, "db:main", withColumn(t, schema(), "users", []string{"nick"}, `{"name":"nick","type":"text"}`))
+	if got := records("db:main"); strings.Contains(got, `"nick"`) {
+		t.Errorf("nick kept its values through a type change:\n%s", got)
+	}
+
+	// push: the pulled history replayed elsewhere keeps the values there
+	// too.
+	ts.createDB("copy")
+	logs := ts.expect(200, "POST", schemaPath("db", "history"), `{"page":{"size":200}}`).obj()["logs"].([]any)
+	var pulled []any // oldest first
+	for i := len(logs) - 1; i >= 0; i-- {
+		pulled = append(pulled, logs[i])
+	}
+	first := 0
+	for i, l := range pulled {
+		if strings.Contains(schemaJSONText(l), `"removeColumn"`) {
+			first = i
+			break
+		}
+	}
+	ts.expect(200, "POST", schemaPath("copy", "push"), map[string]any{"migrations": pulled[:first]})
+	ts.expect(201, "PUT", "/db/copy:main/tables/users/data/u1", map[string]any{"email": "a@example.com", "nick": "ann", "address": map[string]any{"city": "Oslo"}})
+	ts.expect(200, "POST", schemaPath("copy", "push"), map[string]any{"migrations": pulled})
+	got := ts.expect(200, "GET", "/db/copy:main/tables/users/data/u1?columns=email,age,address.city", nil).obj()
+	if got["email"] != "a@example.com" || got["age"] != json.Number("7") || got["address"].(map[string]any)["city"] != "Oslo" {
+		t.Errorf("pushed copy: %v", got)
+	}
+}
