@@ -741,3 +741,60 @@ func TestSchemaSettingChangeKeepsData(t *testing.T) {
 		t.Errorf("pushed copy: %v", got)
 	}
 }
+
+// TestSchemaCompareFromOperations follows `xata diff`: the local
+// migrations arrive as schemaOperations with an empty schema, and the
+// target is the schema those operations build.
+func TestSchemaCompareFromOperations(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[
+		{"addTable":{"table":"a"}},{"addTable":{"table":"b"}},
+		{"addColumn":{"table":"a","column":{"name":"x","type":"int"}}},
+		{"addColumn":{"table":"b","column":{"name":"toA","type":"link","link":{"table":"a"}}}}]}`)
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[
+		{"renameColumn":{"table":"a","oldName":"x","newName":"y"}},
+		{"addColumn":{"table":"a","column":{"name":"o","type":"object","columns":[{"name":"s","type":"string"}]}}}]}`)
+	ts.expect(201, "PUT", "/db/db:main/tables/a/data/r1", map[string]any{"y": 1})
+
+	// The operations of the pulled history, oldest first.
+	logs := ts.expect(200, "POST", schemaPath("db", "history"), `{"page":{"size":200}}`).obj()["logs"].([]any)
+	var local []any
+	for i := len(logs) - 1; i >= 0; i-- {
+		local = append(local, logs[i].(map[string]any)["operations"].([]any)...)
+	}
+	diff := func(extra string) *response {
+		t.Helper()
+		var more []any
+		if err := json.Unmarshal([]byte(extra), &more); err != nil {
+			t.Fatal(err)
+		}
+		ops := append(append([]any(nil), local...), more...)
+		return ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": map[string]any{"tables": []any{}}, "schemaOperations": ops})
+	}
+	r := diff(`[]`)
+	wantOps(t, "same history", r, `[]`)
+	jsonEq(t, "target", r.obj()["target"], schemaJSONText(r.obj()["source"]))
+
+	// Local migrations not pushed yet: the difference, renames included.
+	r = diff(`[{"addColumn":{"table":"a","column":{"name":"z","type":"bool"}}},{"renameColumn":{"table":"a","oldName":"y","newName":"w"}},{"removeTable":{"table":"b"}}]`)
+	wantOps(t, "local ahead", r, `[
+		{"renameColumn":{"table":"a","oldName":"y","newName":"w"}},
+		{"addColumn":{"table":"a","column":{"name":"z","type":"bool"}}},
+		{"removeTable":{"table":"b"}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	if got := ts.expect(200, "GET", "/db/db:main/tables/a/data/r1", nil).obj(); got["w"] != json.Number("1") {
+		t.Errorf("record after the renamed column: %v", got)
+	}
+
+	// Operations that do not build a schema are bad input.
+	r = ts.expect(400, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[]},"schemaOperations":[{"addTable":{"table":"a"}},{"addColumn":{"table":"nope","column":{"name":"x","type":"int"}}}]}`)
+	if msg := r.obj()["message"].(string); !strings.Contains(msg, "schemaOperations") || !strings.Contains(msg, "table [nope] not found") {
+		t.Errorf("message %q", msg)
+	}
+	// With a schema, the operations stay rename hints.
+	r = ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a","columns":[]}]},"schemaOperations":[{"addTable":{"table":"q"}}]}`)
+	if strings.Contains(opsJSON(r), `"q"`) {
+		t.Errorf("hints with a schema: %s", opsJSON(r))
+	}
+}

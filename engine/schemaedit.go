@@ -187,6 +187,39 @@ func (e *Engine) CompareSchema(ref Ref, target SchemaDef, hints []MigrationOp) (
 	}, nil
 }
 
+// CompareOperations compares a branch's schema with the schema that ops
+// build from an empty one: a client that keeps its migrations as files
+// sends them this way. Renames among ops, and in hints, are found as
+// CompareSchema finds them. Operations that fail to build a schema are
+// CodeInvalid, naming the operation.
+func (e *Engine) CompareOperations(ref Ref, ops, hints []MigrationOp) (SchemaComparison, error) {
+	det, err := e.BranchDetails(ref)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	s, err := buildSchema(ops)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	target := s.public()
+	hints = append(append([]MigrationOp(nil), ops...), hints...)
+	return SchemaComparison{
+		Source: det.Schema, Target: target, Operations: diffSchemas(det.Schema, target, hints),
+		SourceMigrationID: det.LastMigrationID,
+	}, nil
+}
+
+// buildSchema returns the schema that ops build from an empty schema,
+// without records: the checks that need records do not apply.
+func buildSchema(ops []MigrationOp) (*schema, error) {
+	s := &schema{}
+	s.index()
+	if err := (&dbTx{}).applyOps(nil, s, ops); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // CompareBranches compares a branch's schema with the schema of another
 // branch of the same database, as CompareSchema does.
 func (e *Engine) CompareBranches(ref Ref, targetBranch string, hints []MigrationOp) (SchemaComparison, error) {
