@@ -55,7 +55,9 @@
 //     push) is a 400 naming it, whatever its status on its own endpoint.
 //     A removeColumn followed by an addColumn of the same path, which is
 //     how compare writes a changed column, keeps the column's values when
-//     its type stays (engine/columnsettings.go). compare with an empty
+//     its type stays (engine/columnsettings.go). Edits applied with another
+//     sourceMigrationID than the head carry over to the branch, or are a
+//     409 naming the conflict (engine/rebase.go). compare with an empty
 //     schema and schemaOperations builds its target from the operations.
 //     History pages are cut at migration ids: meta.cursor is the last id of
 //     the page, for page.after. Push checks every checksum and parent before

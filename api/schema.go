@@ -229,7 +229,8 @@ func compareHints(aName string, a []migrationOpRequest, bName string, b []migrat
 }
 
 // applySchemaEdits: POST /db/{dbb}/schema/apply, the edits of a compare as
-// one migration.
+// one migration, carried over to the branch's schema when they were
+// compared against another migration than its head.
 func (s *Server) applySchemaEdits(r *request) error {
 	ref, err := r.branchRef()
 	if err != nil {
@@ -248,7 +249,7 @@ func (s *Server) applySchemaEdits(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.ApplyMigration(ref.Ref, body.Edits.SourceMigrationID, ops)
+	ch, err := s.eng.ApplyEdits(ref.Ref, body.Edits.SourceMigrationID, ops)
 	if err != nil {
 		return err
 	}

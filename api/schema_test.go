@@ -798,3 +798,109 @@ func TestSchemaCompareFromOperations(t *testing.T) {
 		t.Errorf("hints with a schema: %s", opsJSON(r))
 	}
 }
+
+// TestSchemaApplyOnDivergedBranch follows `xata import csv --branch dev`:
+// the edits are compared against main and applied to dev. They apply when
+// they fit dev's schema; a real conflict is a 409 that names it.
+func TestSchemaApplyOnDivergedBranch(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.createTable("db", "users", map[string]any{"name": "name", "type": "string"})
+	ts.expect(201, "PUT", "/db/db:dev", map[string]any{"from": "main"})
+	// main and dev both move on.
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addColumn":{"table":"users","column":{"name":"age","type":"int"}}}]}`)
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"extra"}},{"addColumn":{"table":"extra","column":{"name":"n","type":"int"}}},{"addColumn":{"table":"users","column":{"name":"mail","type":"email"}}}]}`)
+	ts.expect(201, "PUT", "/db/db:dev/tables/extra/data/e1", map[string]any{"n": 1})
+	ts.expect(201, "PUT", "/db/db:dev/tables/users/data/u1", map[string]any{"name": "Ann", "mail": "a@example.com"})
+	devHead := ts.head("db:dev")
+
+	// What the CLI sends: dev's tables plus the imported one, compared
+	// against main, applied to dev.
+	importTo := func(table string, cols string) (edits any) {
+		t.Helper()
+		dev := ts.expect(200, "GET", "/db/db:dev", nil).obj()["schema"].(map[string]any)
+		var tables []any
+		for _, tb := range dev["tables"].([]any) {
+			if tb.(map[string]any)["name"] != table {
+				tables = append(tables, tb)
+			}
+		}
+		var c any
+		json.Unmarshal([]byte(cols), &c)
+		tables = append(tables, map[string]any{"name": table, "columns": c})
+		r := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": map[string]any{"tables": tables}})
+		if r.obj()["edits"].(map[string]any)["sourceMigrationID"] != ts.head("db:main") {
+			t.Fatalf("compare: %s", r.raw)
+		}
+		return r.obj()["edits"]
+	}
+	edits := importTo("people", `[{"name":"name","type":"string"},{"name":"n","type":"int"}]`)
+	a := ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": edits})
+	if a.obj()["parentMigrationID"] != devHead {
+		t.Errorf("apply: %s", a.raw)
+	}
+	jsonEq(t, "dev schema", ts.expect(200, "GET", "/db/db:dev", nil).obj()["schema"], `{"tables":[
+		{"name":"users","columns":[{"name":"name","type":"string"},{"name":"mail","type":"email"}]},
+		{"name":"extra","columns":[{"name":"n","type":"int"}]},
+		{"name":"people","columns":[{"name":"name","type":"string"},{"name":"n","type":"int"}]}]}`)
+	ts.expect(200, "GET", "/db/db:dev/tables/extra/data/e1", nil)
+	if got := ts.expect(200, "GET", "/db/db:dev/tables/users/data/u1", nil).obj(); got["mail"] != "a@example.com" {
+		t.Errorf("dev record: %v", got)
+	}
+	// dev's history records what changed on dev.
+	c := ts.expect(200, "POST", "/db/db:dev/schema/history", `{"page":{"size":1}}`).obj()["logs"].([]any)[0]
+	jsonEq(t, "dev migration", c.(map[string]any)["operations"], `[
+		{"addTable":{"table":"people"}},
+		{"addColumn":{"table":"people","column":{"name":"name","type":"string"}}},
+		{"addColumn":{"table":"people","column":{"name":"n","type":"int"}}}]`)
+	// Importing again changes nothing.
+	devHead = ts.head("db:dev")
+	a = ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": importTo("people", `[{"name":"name","type":"string"},{"name":"n","type":"int"}]`)})
+	if a.obj()["migrationID"] != devHead {
+		t.Errorf("apply of nothing new: %s", a.raw)
+	}
+
+	// Stale edits on the branch they were compared on apply as well.
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"users","columns":[{"name":"name","type":"string"},{"name":"age","type":"int"},{"name":"score","type":"float"}]}]}}`)
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"q"}}]}`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	ts.expect(200, "GET", "/db/db:main/tables/users/columns/score", nil)
+	ts.expect(200, "GET", "/db/db:main/tables/q/schema", nil)
+
+	// Real conflicts: 409 naming them, nothing changed.
+	devBefore := ts.expect(200, "GET", "/db/db:dev", nil).body
+	conflict := func(edits any, want string) {
+		t.Helper()
+		r := ts.expect(409, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": edits})
+		if msg := r.obj()["message"].(string); !strings.Contains(msg, want) {
+			t.Errorf("message %q, want it to contain %q", msg, want)
+		}
+		jsonEq(t, "dev after a conflict", ts.expect(200, "GET", "/db/db:dev", nil).body, schemaJSONText(devBefore))
+	}
+	mainHead := ts.head("db:main")
+	// dev has people.n as an int; the edits add it as a string.
+	conflict(map[string]any{"sourceMigrationID": mainHead, "operations": []any{
+		map[string]any{"addTable": map[string]any{"table": "people"}},
+		map[string]any{"addColumn": map[string]any{"table": "people", "column": map[string]any{"name": "n", "type": "string"}}}}},
+		"operation 2 (addColumn): column [n] of table [people] is defined differently on branch [dev]")
+	// The edits change users.age, which dev does not have.
+	conflict(map[string]any{"sourceMigrationID": mainHead, "operations": []any{
+		map[string]any{"removeColumn": map[string]any{"table": "users", "column": "age"}},
+		map[string]any{"addColumn": map[string]any{"table": "users", "column": map[string]any{"name": "age", "type": "int", "unique": true}}}}},
+		"column [age] of table [users] is not on branch [dev]")
+	// The edits remove table extra, which dev has changed since.
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"extra2"}}]}`)
+	devExtra := ts.head("db:dev")
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addColumn":{"table":"extra","column":{"name":"m","type":"int"}}}]}`)
+	devBefore = ts.expect(200, "GET", "/db/db:dev", nil).body
+	conflict(map[string]any{"sourceMigrationID": devExtra, "operations": []any{map[string]any{"removeTable": map[string]any{"table": "extra"}}}},
+		"operation 1 (removeTable): table [extra] has changed on branch [dev] since migration ["+devExtra+"]")
+	// ... but removing extra2, which has not changed, applies.
+	ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": map[string]any{"sourceMigrationID": devExtra, "operations": []any{map[string]any{"removeTable": map[string]any{"table": "extra2"}}}}})
+
+	// An unknown source migration is bad input.
+	r = ts.expect(400, "POST", "/db/db:dev/schema/apply", `{"edits":{"operations":[{"addTable":{"table":"z"}}],"sourceMigrationID":"mig_00000000000000000000"}}`)
+	if msg := r.obj()["message"].(string); !strings.Contains(msg, "mig_00000000000000000000") {
+		t.Errorf("unknown source: %s", r.raw)
+	}
+}

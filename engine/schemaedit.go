@@ -17,7 +17,8 @@ import (
 // Every change goes through changeSchema and applyOp of tables.go, so an
 // operation means the same in a list as in its single endpoint; the one
 // exception is the removeColumn and addColumn pair that changes a column's
-// settings (columnsettings.go).
+// settings (columnsettings.go). Edits compared against another migration
+// than the branch's head carry over to it as rebase.go describes.
 
 // SchemaComparison is the answer of CompareSchema and CompareBranches: the
 // operations that turn Source into Target.
