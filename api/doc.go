@@ -56,6 +56,12 @@
 //     F/{fileId} on a file column and F on a file[] column are 400.
 //   - Schema edits: an operation that fails inside a list (apply, update,
 //     push) is a 400 naming it, whatever its status on its own endpoint.
+//     A removeColumn followed by an addColumn of the same path, which is
+//     how compare writes a changed column, keeps the column's values when
+//     its type stays (engine/columnsettings.go). Edits applied with another
+//     sourceMigrationID than the head carry over to the branch, or are a
+//     409 naming the conflict (engine/rebase.go). compare with an empty
+//     schema and schemaOperations builds its target from the operations.
 //     History pages are cut at migration ids: meta.cursor is the last id of
 //     the page, for page.after. Push checks every checksum and parent before
 //     applying anything, then applies each migration as its own command.

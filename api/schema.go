@@ -127,7 +127,8 @@ func comparisonJSON(c engine.SchemaComparison) map[string]any {
 }
 
 // compareSchema: POST /db/{dbb}/schema/compare, the branch's schema against
-// the one in the body.
+// the one in the body, or, when that schema has no tables, against the
+// schema its schemaOperations build.
 func (s *Server) compareSchema(r *request) error {
 	ref, err := r.branchRef()
 	if err != nil {
@@ -148,11 +149,25 @@ func (s *Server) compareSchema(r *request) error {
 	if err != nil {
 		return err
 	}
-	hints, err := compareHints("schemaOperations", body.SchemaOperations, "branchOperations", body.BranchOperations)
+	schemaOps, err := migrationOps("schemaOperations", body.SchemaOperations)
 	if err != nil {
 		return err
 	}
-	c, err := s.eng.CompareSchema(ref.Ref, target, hints)
+	branchOps, err := migrationOps("branchOperations", body.BranchOperations)
+	if err != nil {
+		return err
+	}
+	var c engine.SchemaComparison
+	if len(target.Tables) == 0 && len(schemaOps) > 0 {
+		// An empty schema with operations: the operations are the
+		// client's migrations, and build the target.
+		c, err = s.eng.CompareOperations(ref.Ref, schemaOps, branchOps)
+		if engine.CodeOf(err) == engine.CodeInvalid {
+			return invalid("schemaOperations: %s", err.Error())
+		}
+	} else {
+		c, err = s.eng.CompareSchema(ref.Ref, target, append(schemaOps, branchOps...))
+	}
 	if err != nil {
 		return err
 	}
@@ -214,7 +229,8 @@ func compareHints(aName string, a []migrationOpRequest, bName string, b []migrat
 }
 
 // applySchemaEdits: POST /db/{dbb}/schema/apply, the edits of a compare as
-// one migration.
+// one migration, carried over to the branch's schema when they were
+// compared against another migration than its head.
 func (s *Server) applySchemaEdits(r *request) error {
 	ref, err := r.branchRef()
 	if err != nil {
@@ -233,7 +249,7 @@ func (s *Server) applySchemaEdits(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.ApplyMigration(ref.Ref, body.Edits.SourceMigrationID, ops)
+	ch, err := s.eng.ApplyEdits(ref.Ref, body.Edits.SourceMigrationID, ops)
 	if err != nil {
 		return err
 	}

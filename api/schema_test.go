@@ -558,3 +558,349 @@ func TestUnsupportedEndpoints(t *testing.T) {
 	ts.key = ""
 	ts.expect(401, "POST", "/db/db:main/sql", `{"statement":"SELECT 1"}`)
 }
+
+// compareApply compares db:branch's schema with schema, applies the
+// returned edits and returns the apply answer.
+func (ts *testServer) compareApply(want int, dbb string, schema any) *response {
+	ts.t.Helper()
+	r := ts.expect(200, "POST", "/db/"+dbb+"/schema/compare", map[string]any{"schema": schema})
+	return ts.expect(want, "POST", "/db/"+dbb+"/schema/apply", map[string]any{"edits": r.obj()["edits"]})
+}
+
+// withColumn returns a copy of a branch schema (as GET /db/{dbb} returns
+// it) in which the column at path of table is replaced by col.
+func withColumn(t *testing.T, schema any, table string, path []string, col string) any {
+	t.Helper()
+	var s map[string]any
+	if err := json.Unmarshal([]byte(schemaJSONText(schema)), &s); err != nil {
+		t.Fatal(err)
+	}
+	var c any
+	if err := json.Unmarshal([]byte(col), &c); err != nil {
+		t.Fatalf("bad column %s: %v", col, err)
+	}
+	for _, tb := range s["tables"].([]any) {
+		tm := tb.(map[string]any)
+		if tm["name"] != table {
+			continue
+		}
+		cols := tm["columns"].([]any)
+		for depth, name := range path {
+			for i, x := range cols {
+				xm := x.(map[string]any)
+				if xm["name"] != name {
+					continue
+				}
+				if depth == len(path)-1 {
+					cols[i] = c
+					return s
+				}
+				cols = xm["columns"].([]any)
+				break
+			}
+		}
+	}
+	t.Fatalf("no column %v in table %s", path, table)
+	return nil
+}
+
+// TestSchemaSettingChangeKeepsData: a column whose settings change, and
+// not its type, keeps its values through compare and apply, update,
+// preview and push; a change the values do not allow is a 400 that
+// changes nothing.
+func TestSchemaSettingChangeKeepsData(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.createTable("db", "users",
+		map[string]any{"name": "email", "type": "email"},
+		map[string]any{"name": "nick", "type": "string"},
+		map[string]any{"name": "age", "type": "int"},
+		map[string]any{"name": "photo", "type": "file"},
+		map[string]any{"name": "address", "type": "object", "columns": []any{map[string]any{"name": "city", "type": "string"}}})
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u1", map[string]any{
+		"email": "a@example.com", "nick": "ann", "age": 3, "address": map[string]any{"city": "Oslo"},
+		"photo": map[string]any{"name": "p.txt", "mediaType": "text/plain", "base64Content": "aGk="}})
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u2", map[string]any{"email": "b@example.com", "nick": "ann"})
+	records := func(dbb string) string {
+		t.Helper()
+		r := ts.expect(200, "POST", "/db/"+dbb+"/tables/users/query", `{"columns":["email","nick","age","address.*","photo.name","photo.size"]}`)
+		var out []string
+		for _, x := range r.obj()["records"].([]any) {
+			m := x.(map[string]any)
+			delete(m, "xata")
+			out = append(out, schemaJSONText(m))
+		}
+		return strings.Join(out, "\n")
+	}
+	const data = `{"address":{"city":"Oslo"},"age":3,"email":"a@example.com","id":"u1","nick":"ann","photo":{"name":"p.txt","size":2}}` + "\n" +
+		`{"email":"b@example.com","id":"u2","nick":"ann"}`
+	if got := records("db:main"); got != data {
+		t.Fatalf("records before:\n%s", got)
+	}
+	schema := func() any { return ts.expect(200, "GET", "/db/db:main", nil).obj()["schema"] }
+
+	// unique, a file setting and a new sub-column: compare answers a
+	// removeColumn and addColumn pair for each, and applying them keeps
+	// every value.
+	s := withColumn(t, schema(), "users", []string{"email"}, `{"name":"email","type":"email","unique":true}`)
+	s = withColumn(t, s, "users", []string{"photo"}, `{"name":"photo","type":"file","file":{"defaultPublicAccess":true}}`)
+	s = withColumn(t, s, "users", []string{"address"}, `{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}`)
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s})
+	wantOps(t, "settings", r, `[
+		{"removeColumn":{"table":"users","column":"email"}},
+		{"addColumn":{"table":"users","column":{"name":"email","type":"email","unique":true}}},
+		{"removeColumn":{"table":"users","column":"photo"}},
+		{"addColumn":{"table":"users","column":{"name":"photo","type":"file","file":{"defaultPublicAccess":true}}}},
+		{"removeColumn":{"table":"users","column":"address"}},
+		{"addColumn":{"table":"users","column":{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	if got := records("db:main"); got != data {
+		t.Fatalf("records after the settings change:\n%s\nwant\n%s", got, data)
+	}
+	jsonEq(t, "columns", ts.expect(200, "GET", "/db/db:main/tables/users/schema", nil).obj()["columns"], `[
+		{"name":"email","type":"email","unique":true},
+		{"name":"nick","type":"string"},
+		{"name":"age","type":"int"},
+		{"name":"photo","type":"file","file":{"defaultPublicAccess":true}},
+		{"name":"address","type":"object","columns":[{"name":"city","type":"string","unique":true},{"name":"zip","type":"string"}]}]`)
+	r = ts.expect(400, "PUT", "/db/db:main/tables/users/data/u3", map[string]any{"email": "a@example.com"})
+	if !strings.Contains(r.obj()["message"].(string), "not unique") {
+		t.Errorf("unique not enforced: %s", r.raw)
+	}
+	if got := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s}); opsJSON(got) != "[]" {
+		t.Errorf("compare after apply: %s", opsJSON(got))
+	}
+
+	// notNull with a defaultValue fills the records without a value.
+	s = withColumn(t, schema(), "users", []string{"age"}, `{"name":"age","type":"int","notNull":true,"defaultValue":"7"}`)
+	ts.compareApply(200, "db:main", s)
+	want := strings.Replace(data, `"email":"b@example.com"`, `"age":7,"email":"b@example.com"`, 1)
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after notNull:\n%s\nwant\n%s", got, want)
+	}
+
+	// Changes the values do not allow: 400, nothing changes.
+	before := ts.expect(200, "GET", "/db/db:main", nil).body
+	f := func(path []string, col, wantMsg string) {
+		t.Helper()
+		s := withColumn(t, schema(), "users", path, col)
+		r := ts.compareApply(400, "db:main", s)
+		if msg := r.obj()["message"].(string); !strings.Contains(msg, wantMsg) {
+			t.Errorf("%s: message %q, want it to contain %q", col, msg, wantMsg)
+		}
+		r = ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": s})
+		ts.expect(400, "POST", schemaPath("db", "preview"), map[string]any{"edits": r.obj()["edits"]})
+	}
+	f([]string{"nick"}, `{"name":"nick","type":"string","unique":true}`, "column [nick] cannot become unique: records [u1] and [u2] have the same value")
+	f([]string{"nick"}, `{"name":"nick","type":"string","notNull":true,"unique":true,"defaultValue":"x"}`, "column [nick] cannot become unique: records [u1] and [u2] have the same value")
+	f([]string{"address", "zip"}, `{"name":"zip","type":"string","notNull":true}`, "column [address.zip] cannot become notNull: record [u1] has no value and the column has no defaultValue")
+	jsonEq(t, "after refused changes", ts.expect(200, "GET", "/db/db:main", nil).body, schemaJSONText(before))
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after refused changes:\n%s", got)
+	}
+
+	// update and preview read the pair the same way.
+	ops := `[{"removeColumn":{"table":"users","column":"email"}},{"addColumn":{"table":"users","column":{"name":"email","type":"email"}}}]`
+	p := ts.expect(200, "POST", schemaPath("db", "preview"), `{"edits":{"operations":`+ops+`}}`)
+	if !strings.Contains(schemaJSONText(p.obj()["original"]), `{"name":"email","type":"email","unique":true}`) ||
+		!strings.Contains(schemaJSONText(p.obj()["updated"]), `{"name":"email","type":"email"}`) {
+		t.Errorf("preview: %s", p.raw)
+	}
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":`+ops+`}`)
+	if got := records("db:main"); got != want {
+		t.Fatalf("records after update:\n%s", got)
+	}
+	ts.expect(201, "PUT", "/db/db:main/tables/users/data/u3", map[string]any{"email": "a@example.com"})
+
+	// A type change is still a new column.
+	ts.compareApply(200, "db:main", withColumn(t, schema(), "users", []string{"nick"}, `{"name":"nick","type":"text"}`))
+	if got := records("db:main"); strings.Contains(got, `"nick"`) {
+		t.Errorf("nick kept its values through a type change:\n%s", got)
+	}
+
+	// push: the pulled history replayed elsewhere keeps the values there
+	// too.
+	ts.createDB("copy")
+	logs := ts.expect(200, "POST", schemaPath("db", "history"), `{"page":{"size":200}}`).obj()["logs"].([]any)
+	var pulled []any // oldest first
+	for i := len(logs) - 1; i >= 0; i-- {
+		pulled = append(pulled, logs[i])
+	}
+	first := 0
+	for i, l := range pulled {
+		if strings.Contains(schemaJSONText(l), `"removeColumn"`) {
+			first = i
+			break
+		}
+	}
+	ts.expect(200, "POST", schemaPath("copy", "push"), map[string]any{"migrations": pulled[:first]})
+	ts.expect(201, "PUT", "/db/copy:main/tables/users/data/u1", map[string]any{"email": "a@example.com", "nick": "ann", "address": map[string]any{"city": "Oslo"}})
+	ts.expect(200, "POST", schemaPath("copy", "push"), map[string]any{"migrations": pulled})
+	got := ts.expect(200, "GET", "/db/copy:main/tables/users/data/u1?columns=email,age,address.city", nil).obj()
+	if got["email"] != "a@example.com" || got["age"] != json.Number("7") || got["address"].(map[string]any)["city"] != "Oslo" {
+		t.Errorf("pushed copy: %v", got)
+	}
+}
+
+// TestSchemaCompareFromOperations follows `xata diff`: the local
+// migrations arrive as schemaOperations with an empty schema, and the
+// target is the schema those operations build.
+func TestSchemaCompareFromOperations(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[
+		{"addTable":{"table":"a"}},{"addTable":{"table":"b"}},
+		{"addColumn":{"table":"a","column":{"name":"x","type":"int"}}},
+		{"addColumn":{"table":"b","column":{"name":"toA","type":"link","link":{"table":"a"}}}}]}`)
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[
+		{"renameColumn":{"table":"a","oldName":"x","newName":"y"}},
+		{"addColumn":{"table":"a","column":{"name":"o","type":"object","columns":[{"name":"s","type":"string"}]}}}]}`)
+	ts.expect(201, "PUT", "/db/db:main/tables/a/data/r1", map[string]any{"y": 1})
+
+	// The operations of the pulled history, oldest first.
+	logs := ts.expect(200, "POST", schemaPath("db", "history"), `{"page":{"size":200}}`).obj()["logs"].([]any)
+	var local []any
+	for i := len(logs) - 1; i >= 0; i-- {
+		local = append(local, logs[i].(map[string]any)["operations"].([]any)...)
+	}
+	diff := func(extra string) *response {
+		t.Helper()
+		var more []any
+		if err := json.Unmarshal([]byte(extra), &more); err != nil {
+			t.Fatal(err)
+		}
+		ops := append(append([]any(nil), local...), more...)
+		return ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": map[string]any{"tables": []any{}}, "schemaOperations": ops})
+	}
+	r := diff(`[]`)
+	wantOps(t, "same history", r, `[]`)
+	jsonEq(t, "target", r.obj()["target"], schemaJSONText(r.obj()["source"]))
+
+	// Local migrations not pushed yet: the difference, renames included.
+	r = diff(`[{"addColumn":{"table":"a","column":{"name":"z","type":"bool"}}},{"renameColumn":{"table":"a","oldName":"y","newName":"w"}},{"removeTable":{"table":"b"}}]`)
+	wantOps(t, "local ahead", r, `[
+		{"renameColumn":{"table":"a","oldName":"y","newName":"w"}},
+		{"addColumn":{"table":"a","column":{"name":"z","type":"bool"}}},
+		{"removeTable":{"table":"b"}}]`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	if got := ts.expect(200, "GET", "/db/db:main/tables/a/data/r1", nil).obj(); got["w"] != json.Number("1") {
+		t.Errorf("record after the renamed column: %v", got)
+	}
+
+	// Operations that do not build a schema are bad input.
+	r = ts.expect(400, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[]},"schemaOperations":[{"addTable":{"table":"a"}},{"addColumn":{"table":"nope","column":{"name":"x","type":"int"}}}]}`)
+	if msg := r.obj()["message"].(string); !strings.Contains(msg, "schemaOperations") || !strings.Contains(msg, "table [nope] not found") {
+		t.Errorf("message %q", msg)
+	}
+	// With a schema, the operations stay rename hints.
+	r = ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"a","columns":[]}]},"schemaOperations":[{"addTable":{"table":"q"}}]}`)
+	if strings.Contains(opsJSON(r), `"q"`) {
+		t.Errorf("hints with a schema: %s", opsJSON(r))
+	}
+}
+
+// TestSchemaApplyOnDivergedBranch follows `xata import csv --branch dev`:
+// the edits are compared against main and applied to dev. They apply when
+// they fit dev's schema; a real conflict is a 409 that names it.
+func TestSchemaApplyOnDivergedBranch(t *testing.T) {
+	ts := startServer(t, Options{Compat: CompatXata})
+	ts.createDB("db")
+	ts.createTable("db", "users", map[string]any{"name": "name", "type": "string"})
+	ts.expect(201, "PUT", "/db/db:dev", map[string]any{"from": "main"})
+	// main and dev both move on.
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addColumn":{"table":"users","column":{"name":"age","type":"int"}}}]}`)
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"extra"}},{"addColumn":{"table":"extra","column":{"name":"n","type":"int"}}},{"addColumn":{"table":"users","column":{"name":"mail","type":"email"}}}]}`)
+	ts.expect(201, "PUT", "/db/db:dev/tables/extra/data/e1", map[string]any{"n": 1})
+	ts.expect(201, "PUT", "/db/db:dev/tables/users/data/u1", map[string]any{"name": "Ann", "mail": "a@example.com"})
+	devHead := ts.head("db:dev")
+
+	// What the CLI sends: dev's tables plus the imported one, compared
+	// against main, applied to dev.
+	importTo := func(table string, cols string) (edits any) {
+		t.Helper()
+		dev := ts.expect(200, "GET", "/db/db:dev", nil).obj()["schema"].(map[string]any)
+		var tables []any
+		for _, tb := range dev["tables"].([]any) {
+			if tb.(map[string]any)["name"] != table {
+				tables = append(tables, tb)
+			}
+		}
+		var c any
+		json.Unmarshal([]byte(cols), &c)
+		tables = append(tables, map[string]any{"name": table, "columns": c})
+		r := ts.expect(200, "POST", schemaPath("db", "compare"), map[string]any{"schema": map[string]any{"tables": tables}})
+		if r.obj()["edits"].(map[string]any)["sourceMigrationID"] != ts.head("db:main") {
+			t.Fatalf("compare: %s", r.raw)
+		}
+		return r.obj()["edits"]
+	}
+	edits := importTo("people", `[{"name":"name","type":"string"},{"name":"n","type":"int"}]`)
+	a := ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": edits})
+	if a.obj()["parentMigrationID"] != devHead {
+		t.Errorf("apply: %s", a.raw)
+	}
+	jsonEq(t, "dev schema", ts.expect(200, "GET", "/db/db:dev", nil).obj()["schema"], `{"tables":[
+		{"name":"users","columns":[{"name":"name","type":"string"},{"name":"mail","type":"email"}]},
+		{"name":"extra","columns":[{"name":"n","type":"int"}]},
+		{"name":"people","columns":[{"name":"name","type":"string"},{"name":"n","type":"int"}]}]}`)
+	ts.expect(200, "GET", "/db/db:dev/tables/extra/data/e1", nil)
+	if got := ts.expect(200, "GET", "/db/db:dev/tables/users/data/u1", nil).obj(); got["mail"] != "a@example.com" {
+		t.Errorf("dev record: %v", got)
+	}
+	// dev's history records what changed on dev.
+	c := ts.expect(200, "POST", "/db/db:dev/schema/history", `{"page":{"size":1}}`).obj()["logs"].([]any)[0]
+	jsonEq(t, "dev migration", c.(map[string]any)["operations"], `[
+		{"addTable":{"table":"people"}},
+		{"addColumn":{"table":"people","column":{"name":"name","type":"string"}}},
+		{"addColumn":{"table":"people","column":{"name":"n","type":"int"}}}]`)
+	// Importing again changes nothing.
+	devHead = ts.head("db:dev")
+	a = ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": importTo("people", `[{"name":"name","type":"string"},{"name":"n","type":"int"}]`)})
+	if a.obj()["migrationID"] != devHead {
+		t.Errorf("apply of nothing new: %s", a.raw)
+	}
+
+	// Stale edits on the branch they were compared on apply as well.
+	r := ts.expect(200, "POST", schemaPath("db", "compare"), `{"schema":{"tables":[{"name":"users","columns":[{"name":"name","type":"string"},{"name":"age","type":"int"},{"name":"score","type":"float"}]}]}}`)
+	ts.expect(200, "POST", schemaPath("db", "update"), `{"operations":[{"addTable":{"table":"q"}}]}`)
+	ts.expect(200, "POST", schemaPath("db", "apply"), map[string]any{"edits": r.obj()["edits"]})
+	ts.expect(200, "GET", "/db/db:main/tables/users/columns/score", nil)
+	ts.expect(200, "GET", "/db/db:main/tables/q/schema", nil)
+
+	// Real conflicts: 409 naming them, nothing changed.
+	devBefore := ts.expect(200, "GET", "/db/db:dev", nil).body
+	conflict := func(edits any, want string) {
+		t.Helper()
+		r := ts.expect(409, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": edits})
+		if msg := r.obj()["message"].(string); !strings.Contains(msg, want) {
+			t.Errorf("message %q, want it to contain %q", msg, want)
+		}
+		jsonEq(t, "dev after a conflict", ts.expect(200, "GET", "/db/db:dev", nil).body, schemaJSONText(devBefore))
+	}
+	mainHead := ts.head("db:main")
+	// dev has people.n as an int; the edits add it as a string.
+	conflict(map[string]any{"sourceMigrationID": mainHead, "operations": []any{
+		map[string]any{"addTable": map[string]any{"table": "people"}},
+		map[string]any{"addColumn": map[string]any{"table": "people", "column": map[string]any{"name": "n", "type": "string"}}}}},
+		"operation 2 (addColumn): column [n] of table [people] is defined differently on branch [dev]")
+	// The edits change users.age, which dev does not have.
+	conflict(map[string]any{"sourceMigrationID": mainHead, "operations": []any{
+		map[string]any{"removeColumn": map[string]any{"table": "users", "column": "age"}},
+		map[string]any{"addColumn": map[string]any{"table": "users", "column": map[string]any{"name": "age", "type": "int", "unique": true}}}}},
+		"column [age] of table [users] is not on branch [dev]")
+	// The edits remove table extra, which dev has changed since.
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addTable":{"table":"extra2"}}]}`)
+	devExtra := ts.head("db:dev")
+	ts.expect(200, "POST", "/db/db:dev/schema/update", `{"operations":[{"addColumn":{"table":"extra","column":{"name":"m","type":"int"}}}]}`)
+	devBefore = ts.expect(200, "GET", "/db/db:dev", nil).body
+	conflict(map[string]any{"sourceMigrationID": devExtra, "operations": []any{map[string]any{"removeTable": map[string]any{"table": "extra"}}}},
+		"operation 1 (removeTable): table [extra] has changed on branch [dev] since migration ["+devExtra+"]")
+	// ... but removing extra2, which has not changed, applies.
+	ts.expect(200, "POST", "/db/db:dev/schema/apply", map[string]any{"edits": map[string]any{"sourceMigrationID": devExtra, "operations": []any{map[string]any{"removeTable": map[string]any{"table": "extra2"}}}}})
+
+	// An unknown source migration is bad input.
+	r = ts.expect(400, "POST", "/db/db:dev/schema/apply", `{"edits":{"operations":[{"addTable":{"table":"z"}}],"sourceMigrationID":"mig_00000000000000000000"}}`)
+	if msg := r.obj()["message"].(string); !strings.Contains(msg, "mig_00000000000000000000") {
+		t.Errorf("unknown source: %s", r.raw)
+	}
+}

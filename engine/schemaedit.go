@@ -15,7 +15,10 @@ import (
 // applying a list of operations as one migration, previewing it, the
 // history of a branch's migrations, and pushing migrations made elsewhere.
 // Every change goes through changeSchema and applyOp of tables.go, so an
-// operation means the same in a list as in its single endpoint.
+// operation means the same in a list as in its single endpoint; the one
+// exception is the removeColumn and addColumn pair that changes a column's
+// settings (columnsettings.go). Edits compared against another migration
+// than the branch's head carry over to it as rebase.go describes.
 
 // SchemaComparison is the answer of CompareSchema and CompareBranches: the
 // operations that turn Source into Target.
@@ -60,8 +63,9 @@ var migrationIDPattern = regexp.MustCompile(`^mig_[0-9a-v]{20}$`)
 // committed (previews).
 var errAbandon = errors.New("engine: command abandoned")
 
-// ApplyMigration applies operations, in order, as one migration in one
-// command: if any of them fails, nothing changes and the error names it.
+// ApplyMigration applies operations, in order and step by step (see
+// stepLen), as one migration in one command: if any of them fails, nothing
+// changes and the error names it.
 // When parent is set, the branch's head must be that migration id ("" for a
 // branch without migrations). An empty list records nothing and returns the
 // head.
@@ -77,23 +81,32 @@ func (e *Engine) ApplyMigration(ref Ref, parent *string, ops []MigrationOp) (Sch
 	})
 }
 
-// applyOps applies a list of operations to s. A failing operation is bad
-// input of the list, whatever its code on its own endpoint, and the error
-// says which operation failed.
+// applyOps applies a list of operations to s, step by step (see stepLen).
+// A failing operation is bad input of the list, whatever its code on its
+// own endpoint, and the error says which operation failed. A nil b changes
+// the schema only.
 func (tx *dbTx) applyOps(b *branch, s *schema, ops []MigrationOp) error {
-	for i, op := range ops {
-		if err := tx.applyOp(b, s, op); err != nil {
-			var ee *Error
-			if !errors.As(err, &ee) || ee.Code == CodeInternal {
-				return err
-			}
-			if k := op.kind(); k != "" {
-				return invalidf("operation %d (%s): %s", i+1, k, ee.Message)
-			}
-			return invalidf("operation %d: %s", i+1, ee.Message)
+	for i := 0; i < len(ops); {
+		n := stepLen(ops, i)
+		if at, err := tx.applyStep(b, s, ops[i:i+n]); err != nil {
+			return migrationOpError(CodeInvalid, i+at, ops[i+at], err)
 		}
+		i += n
 	}
 	return nil
+}
+
+// migrationOpError reports the failure err of ops[i] with code, naming the
+// operation; an internal error stays as it is.
+func migrationOpError(code Code, i int, op MigrationOp, err error) error {
+	var ee *Error
+	if !errors.As(err, &ee) || ee.Code == CodeInternal {
+		return err
+	}
+	if k := op.kind(); k != "" {
+		return Errorf(code, "operation %d (%s): %s", i+1, k, ee.Message)
+	}
+	return Errorf(code, "operation %d: %s", i+1, ee.Message)
 }
 
 // PreviewMigration returns a branch's schema and the schema it would have
@@ -175,6 +188,39 @@ func (e *Engine) CompareSchema(ref Ref, target SchemaDef, hints []MigrationOp) (
 	}, nil
 }
 
+// CompareOperations compares a branch's schema with the schema that ops
+// build from an empty one: a client that keeps its migrations as files
+// sends them this way. Renames among ops, and in hints, are found as
+// CompareSchema finds them. Operations that fail to build a schema are
+// CodeInvalid, naming the operation.
+func (e *Engine) CompareOperations(ref Ref, ops, hints []MigrationOp) (SchemaComparison, error) {
+	det, err := e.BranchDetails(ref)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	s, err := buildSchema(ops)
+	if err != nil {
+		return SchemaComparison{}, err
+	}
+	target := s.public()
+	hints = append(append([]MigrationOp(nil), ops...), hints...)
+	return SchemaComparison{
+		Source: det.Schema, Target: target, Operations: diffSchemas(det.Schema, target, hints),
+		SourceMigrationID: det.LastMigrationID,
+	}, nil
+}
+
+// buildSchema returns the schema that ops build from an empty schema,
+// without records: the checks that need records do not apply.
+func buildSchema(ops []MigrationOp) (*schema, error) {
+	s := &schema{}
+	s.index()
+	if err := (&dbTx{}).applyOps(nil, s, ops); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // CompareBranches compares a branch's schema with the schema of another
 // branch of the same database, as CompareSchema does.
 func (e *Engine) CompareBranches(ref Ref, targetBranch string, hints []MigrationOp) (SchemaComparison, error) {
@@ -236,8 +282,9 @@ func normalizeSchema(def SchemaDef) (SchemaDef, error) {
 // Since every table exists before the first addColumn, link columns need no
 // later place, and columns are added in the target's order, so a new table
 // gets its columns in that order. A column whose definition changed is a
-// removeColumn immediately followed by its addColumn. Both schemas are in
-// normalized form.
+// removeColumn immediately followed by its addColumn: applied as a list,
+// the pair keeps the column's values when its kind stays (stepLen). Both
+// schemas are in normalized form.
 func diffSchemas(src, dst SchemaDef, hints []MigrationOp) []MigrationOp {
 	type wtable struct {
 		name string

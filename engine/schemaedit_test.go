@@ -2,8 +2,12 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/coppice-db/coppice/index"
 )
@@ -333,4 +337,233 @@ func TestAddNotNullColumnBackfills(t *testing.T) {
 	if r, err := e.Get(other, "t", "r1"); err != nil || r.Values["n"] != nil {
 		t.Errorf("the other branch changed: %+v, %v", r, err)
 	}
+}
+
+// TestSchemaEdits runs the scripts of testdata/schemaedits: lists of
+// operations applied to branches with records, as the schema edit
+// endpoints apply them. Regenerate with -rewrite and review the diff like
+// code.
+//
+// Commands (operations and record values are JSON input):
+//
+//	reset                                   fresh database, empty main
+//	update branch=B                         the operations as one migration on the head
+//	apply branch=B [source=S]               the operations as edits compared against S:
+//	                                        a mark, else the head of branch S; no source: none
+//	preview branch=B                        the schema the operations would give
+//	compare-ops branch=B                    compare B with the schema the operations build
+//	mark name=N branch=B                    remember the head of B as N
+//	fork from=B to=C                        create C from B
+//	put branch=B table=T id=I               insert or replace a record
+//	scan branch=B table=T                   the records of a table
+//	schema branch=B                         the schema, a line per table
+func TestSchemaEdits(t *testing.T) {
+	var run schemaEditsRun
+	datadriven.RunTest(t, "testdata/schemaedits", func(t *testing.T, d *datadriven.TestData) string {
+		out := run.cmd(t, d)
+		// Migration ids are not the same from run to run: marks by
+		// name, others by their form.
+		for name, id := range run.marks {
+			out = strings.ReplaceAll(out, id, "@"+name)
+		}
+		return migIDPattern.ReplaceAllString(out, "mig_…")
+	})
+}
+
+// migIDPattern matches migration ids in golden output.
+var migIDPattern = regexp.MustCompile(`mig_[0-9a-v]{20}`)
+
+// schemaEditsRun is the state of a TestSchemaEdits script.
+type schemaEditsRun struct {
+	e     *Engine
+	main  Ref
+	marks map[string]string // mark name → migration id
+}
+
+// cmd runs one command of TestSchemaEdits.
+func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
+	if run.e == nil || d.Cmd == "reset" {
+		run.e, run.main = recFixture(t, map[string][]ColumnDef{})
+		run.marks = map[string]string{}
+		if d.Cmd == "reset" {
+			return "ok"
+		}
+	}
+	e, marks := run.e, run.marks
+	ref := func(key string) Ref {
+		r := run.main
+		r.Branch = branchesArg(d, key)
+		return r
+	}
+	head := func(r Ref) string {
+		det, err := e.BranchDetails(r)
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		return det.LastMigrationID
+	}
+	ops := func() []MigrationOp { return opsOf(t, d.Input) }
+	fail := func(err error) string {
+		return fmt.Sprintf("error (%s): %s", codeNames[CodeOf(err)], err.Error())
+	}
+	switch d.Cmd {
+	case "update":
+		if _, err := e.ApplyMigration(ref("branch"), nil, ops()); err != nil {
+			return fail(err)
+		}
+		return "ok"
+	case "apply":
+		r := ref("branch")
+		var src *string
+		if d.HasArg("source") {
+			s, ok := marks[branchesArg(d, "source")]
+			if !ok {
+				det, err := e.BranchDetails(ref("source"))
+				if err != nil {
+					return fail(err)
+				}
+				s = det.LastMigrationID
+			}
+			src = &s
+		}
+		before := head(r)
+		ch, err := e.ApplyEdits(r, src, ops())
+		if err != nil {
+			return fail(err)
+		}
+		if ch.MigrationID == before {
+			return "no change"
+		}
+		return "recorded:\n" + schemaEditsHistory(t, e, r)
+	case "preview":
+		_, upd, err := e.PreviewMigration(ref("branch"), ops())
+		if err != nil {
+			return fail(err)
+		}
+		return formatSchema(upd)
+	case "compare-ops":
+		c, err := e.CompareOperations(ref("branch"), ops(), nil)
+		if err != nil {
+			return fail(err)
+		}
+		return formatOps(c.Operations)
+	case "mark":
+		marks[branchesArg(d, "name")] = head(ref("branch"))
+		return "ok"
+	case "fork":
+		if err := e.CreateBranch(ref("to"), CreateBranchRequest{From: branchesArg(d, "from")}); err != nil {
+			return fail(err)
+		}
+		return "ok"
+	case "put":
+		var v map[string]any
+		dec := json.NewDecoder(strings.NewReader(d.Input))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		op := Op{Kind: OpInsert, Table: branchesArg(d, "table"), ID: branchesArg(d, "id"), Values: v}
+		if _, err := e.WriteOne(ref("branch"), op); err != nil {
+			return fail(err)
+		}
+		return "ok"
+	case "scan":
+		res, err := e.Query(ref("branch"), branchesArg(d, "table"), index.QueryInput{Columns: json.RawMessage(`["*"]`)}, QueryOptions{})
+		if err != nil {
+			return fail(err)
+		}
+		var out []string
+		for _, r := range res.Records {
+			b, _ := json.Marshal(r.Values)
+			out = append(out, r.ID+" "+string(b))
+		}
+		if len(out) == 0 {
+			return "(empty)"
+		}
+		return strings.Join(out, "\n")
+	case "schema":
+		det, err := e.BranchDetails(ref("branch"))
+		if err != nil {
+			return fail(err)
+		}
+		return formatSchema(det.Schema)
+	}
+	d.Fatalf(t, "unknown command %s", d.Cmd)
+	return ""
+}
+
+// codeNames names error codes in golden output.
+var codeNames = map[Code]string{
+	CodeInternal: "internal", CodeInvalid: "invalid", CodeNotFound: "not found", CodeAlreadyExists: "exists",
+	CodeConflict: "conflict",
+}
+
+// schemaEditsHistory returns the operations of a branch's newest
+// migration, one a line.
+func schemaEditsHistory(t *testing.T, e *Engine, r Ref) string {
+	t.Helper()
+	page, err := e.SchemaHistory(r, HistoryRequest{Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Migrations) == 0 {
+		return "(none)"
+	}
+	return formatOps(page.Migrations[0].Operations)
+}
+
+// formatOps prints operations as JSON, one a line.
+func formatOps(ops []MigrationOp) string {
+	if len(ops) == 0 {
+		return "(none)"
+	}
+	var out []string
+	for _, op := range ops {
+		b, _ := json.Marshal(op)
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
+// formatSchema prints a schema a table a line: each column as its name,
+// type and settings.
+func formatSchema(s SchemaDef) string {
+	if len(s.Tables) == 0 {
+		return "(no tables)"
+	}
+	var out []string
+	for _, t := range s.Tables {
+		out = append(out, t.Name+": "+formatColumns(t.Columns))
+	}
+	return strings.Join(out, "\n")
+}
+
+// formatColumns prints columns as formatSchema does.
+func formatColumns(cols []ColumnDef) string {
+	var parts []string
+	for _, c := range cols {
+		p := c.Name + " " + string(c.Type)
+		switch {
+		case c.Link != nil:
+			p += "→" + c.Link.Table
+		case c.Type == TypeObject:
+			p += "(" + formatColumns(c.Columns) + ")"
+		}
+		if c.Unique {
+			p += " unique"
+		}
+		if c.NotNull {
+			p += " notNull"
+		}
+		if c.DefaultValue != nil {
+			p += " default=" + *c.DefaultValue
+		}
+		for _, fd := range []*FileDef{c.File, c.FileArray} {
+			if fd != nil && fd.DefaultPublicAccess != nil {
+				p += fmt.Sprintf(" public=%v", *fd.DefaultPublicAccess)
+			}
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/coppice-db/coppice/codec"
 )
 
@@ -153,10 +155,11 @@ func (e *Engine) changeSchema(ref Ref, spec migrationSpec, fn func(tx *dbTx, b *
 // columnRef names a column of a table by ids, which renames keep.
 type columnRef struct{ table, column uint32 }
 
-// backfill gives every live record of b the default value of each notNull
-// column this command added to a table that had records, unless a later
-// operation of the migration removed it again. The records are updated
-// like any other (version and updatedAt move), in this command's batch.
+// backfill gives every live record of b without a value the default value
+// of each notNull column this command added to a table that had records,
+// or made notNull, unless a later operation of the migration removed it
+// again. The records are updated like any other (version and updatedAt
+// move), in this command's batch.
 func (tx *dbTx) backfill(b *branch, now time.Time) error {
 	for _, ref := range tx.backfills {
 		t := b.Schema.byID[ref.table]
@@ -171,13 +174,13 @@ func (tx *dbTx) backfill(b *branch, now time.Time) error {
 		if c.defaultNow {
 			v = now.Format(time.RFC3339Nano)
 		}
-		live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+		missing, err := tx.rowsWithout(b, t, c.ID)
 		if err != nil {
 			return err
 		}
 		w := &writer{tx: tx, br: b, now: now}
 		var rec codec.Record
-		for it := live.Iterator(); it.HasNext(); {
+		for it := missing.Iterator(); it.HasNext(); {
 			_, ok, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
 			if err != nil {
 				return err
@@ -364,8 +367,27 @@ func (e *Engine) branchSchema(ref Ref) (*schema, error) {
 	return b.Schema, nil
 }
 
-// tableIsEmpty reports whether a table has no live rows in the branch.
+// rowsWithout returns the live rows of table t in branch b that hold no
+// value in the column with id col.
+func (tx *dbTx) rowsWithout(b *branch, t *table, col uint32) (*roaring.Bitmap, error) {
+	live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+	if err != nil {
+		return nil, err
+	}
+	has, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
+	if err != nil {
+		return nil, err
+	}
+	live.AndNot(has)
+	return live, nil
+}
+
+// tableIsEmpty reports whether a table has no live rows in the branch; a
+// nil branch, whose schema is changed without records, has none.
 func (tx *dbTx) tableIsEmpty(b *branch, t *table) (bool, error) {
+	if b == nil {
+		return true, nil
+	}
 	live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return false, err
