@@ -254,8 +254,38 @@ func checkAST(t *testing.T, n Node, depth int) {
 				t.Fatalf("no value: %s", Format(n))
 			}
 		}
+	case *Elements:
+		if n.Column == nil || n.Column.Type != ctMultiple || n.Quant == QuantNone {
+			t.Fatalf("bad elements node: %s", Format(n))
+		}
+		checkElementCond(t, n, n.Cond, depth+1)
 	default:
 		t.Fatalf("unexpected node %T", n)
+	}
+}
+
+// checkElementCond checks the condition of an Elements node: a tree of
+// And, Or, Not and unquantified predicates on its column without links.
+func checkElementCond(t *testing.T, e *Elements, n Node, depth int) {
+	t.Helper()
+	switch n := n.(type) {
+	case *And:
+		for _, c := range n.Children {
+			checkElementCond(t, e, c, depth+1)
+		}
+	case *Or:
+		for _, c := range n.Children {
+			checkElementCond(t, e, c, depth+1)
+		}
+	case *Not:
+		checkElementCond(t, e, n.Child, depth+1)
+	case *Pred:
+		if n.Column != e.Column || n.Quant != QuantNone || n.Links != nil || n.JSONPath != nil || n.Op == OpExists {
+			t.Fatalf("bad element predicate in %s", Format(e))
+		}
+		checkAST(t, n, depth)
+	default:
+		t.Fatalf("unexpected node %T in %s", n, Format(e))
 	}
 }
 
