@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -163,15 +164,19 @@ func TestParseFilterDepth(t *testing.T) {
 	}
 }
 
-// FuzzParseFilter parses arbitrary filters: the parser must not panic, and
-// an accepted filter must print the same way twice and every time it is
-// parsed. Seeds are the inputs of testdata/filters.
+// FuzzParseFilter parses arbitrary filters: the parser must not panic, an
+// accepted filter must print the same way twice and every time it is
+// parsed, and the naive evaluator of its AST must agree with the reference
+// reading of its JSON on the rows of TestEval. Seeds are the inputs of
+// testdata/filters.
 func FuzzParseFilter(f *testing.F) {
 	datadriven.RunTestAny(f, "testdata/filters", func(_ testing.TB, td *datadriven.TestData) string {
 		f.Add(td.Input)
 		return td.Expected
 	})
 	items, _, _ := filterTestTables()
+	full, null, empty, odd := evalTestRows(f)
+	rows := []*testRow{full, null, empty, odd}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, meta := range []string{"svc", "xata"} {
 			n, err := ParseFilter(items, []byte(raw), meta)
@@ -197,6 +202,20 @@ func FuzzParseFilter(f *testing.F) {
 				t.Fatalf("parse is not deterministic:\n%s\nthen\n%s", out, again)
 			}
 			checkAST(t, n, 0)
+			var decoded any
+			if len(bytes.TrimSpace([]byte(raw))) > 0 {
+				decoded = decodeFilter(t, raw)
+			}
+			ref := NewReference(items, decoded, meta)
+			for _, r := range rows {
+				want, err := ref.Match(r)
+				if err != nil {
+					t.Fatalf("reference: %v", err)
+				}
+				if got := Eval(n, r); got != want {
+					t.Fatalf("on %s: naive %v, reference %v\n%s", r.vals[MetaIDColumn].Str, got, want, out)
+				}
+			}
 		}
 	})
 }
