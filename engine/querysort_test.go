@@ -61,7 +61,7 @@ func queryPaging(t *testing.T, storeless bool) {
 	}
 	sorts := []string{``, `[{"n":"asc"}]`, `{"f":"desc"}`, `["s"]`, `[{"s":"desc"},{"n":"asc"}]`, `[{"svc.createdAt":"desc"}]`, `[{"d":"asc"}]`, `[{"b":"desc"}]`,
 		`[{"n":"desc"},{"f":"asc"}]`, `[{"b":"asc"},{"d":"desc"}]`, `[{"f":"asc"},{"s":"desc"}]`}
-	filters := []string{``, `{"b":true}`, `{"n":{"$lt":5}}`, `{"s":"c"}`}
+	filters := []string{``, `{"$any":{"b":false,"s":"c"}}`, `{"n":{"$lt":5}}`, `{"s":"c"}`}
 	for _, srt := range sorts {
 		for _, flt := range filters {
 			want := naiveOrder(t, e, ref, flt, srt)
@@ -167,12 +167,13 @@ func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 		t.Fatal(err)
 	}
 	defer release()
-	var node index.Node = &index.And{}
+	var decoded any
 	if flt != "" {
-		if node, err = index.ParseFilter(src.Table(), []byte(flt), "svc"); err != nil {
+		if decoded, err = decodeFilter([]byte(flt)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	filter := index.NewReference(src.Table(), decoded, "svc")
 	var sortAny any
 	if srt != "" {
 		json.Unmarshal([]byte(srt), &sortAny)
@@ -194,7 +195,10 @@ func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 			t.Fatal("live row without a record", err)
 		}
 		v := &rowView{src: src, rec: &rec}
-		if !index.Eval(node, v) {
+		if match, err := filter.Match(v); err != nil || !match {
+			if err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		r := row{id: rec.ID}

@@ -476,6 +476,10 @@ func checkSearchFilter(t *index.Table, raw json.RawMessage, meta string) error {
 			}
 		case *index.Not:
 			return walk(x.Child)
+		case *index.Elements:
+			if len(x.Links) == 0 {
+				return invalidf("column [%s]: search filters do not support multiple columns", x.Column.Path)
+			}
 		case *index.Pred:
 			if len(x.Links) > 0 {
 				return nil

@@ -446,14 +446,7 @@ func summarizeDifferential(t *testing.T, storeless bool) {
 			body["summaries"] = sums
 		}
 		if len(sumNames) > 0 && rng.Intn(4) == 0 {
-			// Keep groups whose summary is set, or whose count is large
-			// enough.
-			name := sumNames[rng.Intn(len(sumNames))]
-			if _, isCount := sums[name].(map[string]any)["count"]; isCount {
-				body["summariesFilter"] = map[string]any{name: map[string]any{"$ge": 1 + rng.Intn(20)}}
-			} else {
-				body["summariesFilter"] = map[string]any{"$exists": name}
-			}
+			body["summariesFilter"] = randomHaving(rng, sums, sumNames)
 		}
 		if f := randomPetFilter(rng, kinds, names); f != nil {
 			body["filter"] = f
@@ -487,7 +480,7 @@ func summarizeDifferential(t *testing.T, storeless bool) {
 
 // randomPetFilter builds a small random filter on pets, or nil.
 func randomPetFilter(rng *rand.Rand, kinds, owners []string) any {
-	switch rng.Intn(10) {
+	switch rng.Intn(11) {
 	case 0, 1:
 		return nil
 	case 2:
@@ -504,8 +497,58 @@ func randomPetFilter(rng *rand.Rand, kinds, owners []string) any {
 		return map[string]any{"$not": map[string]any{"kind": kinds[rng.Intn(len(kinds))]}}
 	case 8:
 		return map[string]any{"$any": []any{map[string]any{"tags": "a"}, map[string]any{"info.color": "red"}}}
+	case 9:
+		// One object's keys under a combinator; array operators over
+		// combined element predicates.
+		op := []string{"$any", "$all", "$none", "$not"}[rng.Intn(4)]
+		return map[string]any{op: map[string]any{
+			"kind": kinds[rng.Intn(len(kinds))],
+			"tags": map[string]any{
+				[]string{"$includes", "$includesAll", "$includesNone"}[rng.Intn(3)]: map[string]any{
+					[]string{"$any", "$all", "$none", "$not"}[rng.Intn(4)]: []string{"a", "b"}[:1+rng.Intn(2)],
+				},
+			},
+			"owner": map[string]any{"$any": map[string]any{"name": owners[rng.Intn(len(owners))], "age": map[string]any{"$gt": 21}}},
+		}}
 	}
 	return map[string]any{"$exists": []string{"kind", "weight", "owner", "cfg"}[rng.Intn(4)]}
+}
+
+// randomHaving builds a summariesFilter: conditions that keep groups whose
+// summary is set or whose count is large or small enough, alone or
+// combined, in the list and the single-object forms of the combinators.
+func randomHaving(rng *rand.Rand, sums map[string]any, sumNames []string) any {
+	cond := func() (string, any) {
+		name := sumNames[rng.Intn(len(sumNames))]
+		if _, isCount := sums[name].(map[string]any)["count"]; isCount {
+			op := []string{"$ge", "$lt", "$any", "$none"}[rng.Intn(4)]
+			if op == "$any" || op == "$none" {
+				return name, map[string]any{op: map[string]any{"$lt": 1 + rng.Intn(20), "$gt": 20 + rng.Intn(20)}}
+			}
+			return name, map[string]any{op: 1 + rng.Intn(20)}
+		}
+		return []string{"$exists", "$existsNot"}[rng.Intn(2)], name
+	}
+	if rng.Intn(3) == 0 {
+		k, v := cond()
+		return map[string]any{k: v}
+	}
+	op := []string{"$any", "$all", "$none", "$not"}[rng.Intn(4)]
+	n := 1 + rng.Intn(3)
+	if rng.Intn(2) == 0 {
+		obj := map[string]any{}
+		for i := 0; i < n; i++ {
+			k, v := cond()
+			obj[k] = v
+		}
+		return map[string]any{op: obj}
+	}
+	var list []any
+	for i := 0; i < n; i++ {
+		k, v := cond()
+		list = append(list, map[string]any{k: v})
+	}
+	return map[string]any{op: list}
 }
 
 // summarizeOracle computes summaries naively from every record read back.
@@ -572,6 +615,46 @@ func (r oracleRow) Linked(c *index.Column) index.RowView {
 		return nil
 	}
 	return oracleRow{r.o, r.o.owners[v.Str]}
+}
+
+// summaryRow shows the summaries of a group, by name, to the reference
+// reading of a summariesFilter.
+type summaryRow map[string]any
+
+// Value converts a summary's Go value to a codec value.
+func (r summaryRow) Value(c *index.Column) codec.Value {
+	switch v := r[c.Path].(type) {
+	case int64:
+		return codec.Int(v)
+	case float64:
+		return codec.Float(v)
+	case string:
+		return codec.String(v)
+	case bool:
+		return codec.Bool(v)
+	case time.Time:
+		return codec.Datetime(v)
+	case []string:
+		return codec.Strings(v)
+	}
+	return codec.Null()
+}
+
+// Linked is nil: summaries hold no links.
+func (r summaryRow) Linked(*index.Column) index.RowView { return nil }
+
+// decodeJSON is v as the API decodes it from a request body: through JSON,
+// numbers as json.Number.
+func decodeJSON(t *testing.T, v any) any {
+	t.Helper()
+	if v == nil {
+		return nil
+	}
+	out, err := decodeFilter([]byte(marshalJSON(t, v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // value reads a dotted column of a pet (through the owner link), with its
@@ -649,13 +732,7 @@ func oracleCompare(a, b any) int {
 // summarize computes a request naively.
 func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[string]any {
 	t.Helper()
-	var filter index.Node = &index.And{}
-	if f, ok := body["filter"]; ok {
-		var err error
-		if filter, err = index.ParseFilter(o.pets, []byte(marshalJSON(t, f)), "svc"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	filter := index.NewReference(o.pets, decodeJSON(t, body["filter"]), "svc")
 	var groups []string
 	if g, ok := body["columns"].([]string); ok {
 		for _, c := range g {
@@ -688,7 +765,11 @@ func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[str
 	var order []*group
 	byKey := map[string]*group{}
 	for _, rec := range o.records {
-		if !index.Eval(filter, oracleRow{o, rec}) {
+		match, err := filter.Match(oracleRow{o, rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !match {
 			continue
 		}
 		vals := make([]any, len(groups))
@@ -726,15 +807,29 @@ func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[str
 		}
 		rows = append(rows, r)
 	}
-	if hf, ok := body["summariesFilter"].(map[string]any); ok {
+	if hf, ok := body["summariesFilter"]; ok {
+		// The summaries of a group as a record of a table of summaries.
+		st := &index.Table{Name: "summaries", Columns: map[string]*index.Column{}}
+		for _, name := range sumNames {
+			for fn, col := range sums[name].(map[string]any) {
+				typ := index.ColumnType("int")
+				switch fn {
+				case "average":
+					typ = "float"
+				case "min", "max", "sum":
+					_, c := o.value(&codec.Record{}, col.(string))
+					typ = c.Type
+				}
+				st.Columns[name] = &index.Column{Path: name, Type: typ}
+			}
+		}
+		having := index.NewReference(st, decodeJSON(t, hf), "")
 		rows = slices.DeleteFunc(rows, func(r row) bool {
-			if name, ok := hf["$exists"].(string); ok {
-				return r.sums[name] == nil
+			match, err := having.Match(summaryRow(r.sums))
+			if err != nil {
+				t.Fatal(err)
 			}
-			for name, pred := range hf {
-				return r.sums[name].(int64) < int64(pred.(map[string]any)["$ge"].(int))
-			}
-			return false
+			return !match
 		})
 	}
 	type sortKey struct {

@@ -48,7 +48,7 @@ var (
 	UpdatedAtColumn = &Column{Path: "updatedAt", ID: MetaUpdatedAtColumn, Type: "datetime"}
 )
 
-// Node is a node of a parsed filter: *And, *Or, *Not or *Pred.
+// Node is a node of a parsed filter: *And, *Or, *Not, *Pred or *Elements.
 type Node interface{ node() }
 
 // And matches rows matching every child; an empty And matches everything.
@@ -90,7 +90,7 @@ type Quantifier uint8
 // Quantifiers of array operators.
 const (
 	// QuantNone: the column is a scalar (or the predicate is on the whole
-	// column, such as $exists).
+	// column, such as $exists, or on one element inside Elements).
 	QuantNone Quantifier = iota
 	// QuantAny: some element matches ($includes, $includesAny, and plain
 	// values on a multiple column).
@@ -130,7 +130,23 @@ type Pred struct {
 	JSONPath []string
 }
 
-func (*And) node()  {}
-func (*Or) node()   {}
-func (*Not) node()  {}
-func (*Pred) node() {}
+// Elements is a condition on the elements of a multiple column that no
+// quantified Pred expresses, such as "some element starts with a and ends
+// with z" ({"$includes": {"$all": [...]}}) or "every element is x or
+// starts with y": Quant says whether some element, every element of a
+// non-empty list, or no element must match Cond. Cond is a tree of And,
+// Or, Not and Preds that each test one element: their Column is the
+// multiple column, their Quant QuantNone, and they have no Links (the
+// Elements node has them).
+type Elements struct {
+	Links  []*Column
+	Column *Column
+	Quant  Quantifier
+	Cond   Node
+}
+
+func (*And) node()      {}
+func (*Or) node()       {}
+func (*Not) node()      {}
+func (*Pred) node()     {}
+func (*Elements) node() {}

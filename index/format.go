@@ -17,34 +17,48 @@ import (
 // where the quantifier appears on array predicates, meta columns other than
 // id are written {meta}.version and so on, and values show their kind:
 // strings quoted, floats always with a decimal point or exponent, datetimes
-// in RFC 3339. The output depends only on the AST, so equal filters print
+// in RFC 3339. An Elements node reads "[link→...]column any|all|none
+// element", its condition indented below it with "element" in place of the
+// column. The output depends only on the AST, so equal filters print
 // equally; it ends without a newline.
 func Format(n Node) string {
 	var b strings.Builder
-	formatFilterNode(&b, n, 0)
+	formatFilterNode(&b, n, 0, false)
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// formatFilterNode writes n and its children, one line each.
-func formatFilterNode(b *strings.Builder, n Node, depth int) {
+// formatFilterNode writes n and its children, one line each. elem is set
+// inside the condition of an Elements node, whose predicates test one
+// element.
+func formatFilterNode(b *strings.Builder, n Node, depth int, elem bool) {
 	b.WriteString(strings.Repeat("  ", depth))
 	switch n := n.(type) {
 	case *And:
 		b.WriteString("and\n")
 		for _, c := range n.Children {
-			formatFilterNode(b, c, depth+1)
+			formatFilterNode(b, c, depth+1, elem)
 		}
 	case *Or:
 		b.WriteString("or\n")
 		for _, c := range n.Children {
-			formatFilterNode(b, c, depth+1)
+			formatFilterNode(b, c, depth+1, elem)
 		}
 	case *Not:
 		b.WriteString("not\n")
-		formatFilterNode(b, n.Child, depth+1)
+		formatFilterNode(b, n.Child, depth+1, elem)
 	case *Pred:
-		formatFilterPred(b, n)
+		if elem {
+			b.WriteString("element ")
+			formatQuant(b, n.Quant)
+			formatOp(b, n)
+		} else {
+			formatFilterPred(b, n)
+		}
 		b.WriteByte('\n')
+	case *Elements:
+		formatElementsHead(b, n)
+		b.WriteByte('\n')
+		formatFilterNode(b, n.Cond, depth+1, true)
 	case nil:
 		b.WriteString("<nil>\n")
 	default:
@@ -63,30 +77,55 @@ var filterOpNames = [...]string{
 // filterQuantNames spell the quantifiers in Format, with a trailing space.
 var filterQuantNames = [...]string{QuantNone: "", QuantAny: "any ", QuantAll: "all ", QuantNoElement: "none "}
 
+// formatElementsHead writes the first line of an Elements node without its
+// newline.
+func formatElementsHead(b *strings.Builder, e *Elements) {
+	formatColumn(b, e.Links, e.Column)
+	b.WriteByte(' ')
+	formatQuant(b, e.Quant)
+	b.WriteString("element")
+}
+
 // formatFilterPred writes one predicate line without its newline.
 func formatFilterPred(b *strings.Builder, p *Pred) {
-	for _, l := range p.Links {
-		b.WriteString(l.Path)
-		b.WriteString("→")
-	}
-	switch {
-	case p.Column == nil:
-		b.WriteString("<nil>")
-	case p.Column.ID == MetaVersionColumn || p.Column.ID == MetaCreatedAtColumn || p.Column.ID == MetaUpdatedAtColumn:
-		b.WriteString("{meta}." + p.Column.Path)
-	default:
-		b.WriteString(p.Column.Path)
-	}
+	formatColumn(b, p.Links, p.Column)
 	for _, k := range p.JSONPath {
 		b.WriteString("->")
 		b.WriteString(strconv.Quote(k))
 	}
 	b.WriteByte(' ')
-	if int(p.Quant) < len(filterQuantNames) {
-		b.WriteString(filterQuantNames[p.Quant])
-	} else {
-		b.WriteString("quant(" + strconv.Itoa(int(p.Quant)) + ") ")
+	formatQuant(b, p.Quant)
+	formatOp(b, p)
+}
+
+// formatColumn writes a column reached through links.
+func formatColumn(b *strings.Builder, links []*Column, c *Column) {
+	for _, l := range links {
+		b.WriteString(l.Path)
+		b.WriteString("→")
 	}
+	switch {
+	case c == nil:
+		b.WriteString("<nil>")
+	case c.ID == MetaVersionColumn || c.ID == MetaCreatedAtColumn || c.ID == MetaUpdatedAtColumn:
+		b.WriteString("{meta}." + c.Path)
+	default:
+		b.WriteString(c.Path)
+	}
+}
+
+// formatQuant writes a quantifier with a trailing space, or nothing for
+// QuantNone.
+func formatQuant(b *strings.Builder, q Quantifier) {
+	if int(q) < len(filterQuantNames) {
+		b.WriteString(filterQuantNames[q])
+	} else {
+		b.WriteString("quant(" + strconv.Itoa(int(q)) + ") ")
+	}
+}
+
+// formatOp writes a predicate's operator and value.
+func formatOp(b *strings.Builder, p *Pred) {
 	if int(p.Op) < len(filterOpNames) && filterOpNames[p.Op] != "" {
 		b.WriteString(filterOpNames[p.Op])
 	} else {

@@ -57,6 +57,65 @@ func matchValue(p *Pred, v codec.Value) bool {
 	}
 }
 
+// matchElements evaluates an Elements node (without links) on one row's
+// value of its column.
+func matchElements(e *Elements, v codec.Value) bool {
+	var elems []string
+	if v.Kind == codec.KindStrings {
+		elems = v.Strs
+	}
+	switch e.Quant {
+	case QuantAll:
+		if len(elems) == 0 {
+			return false
+		}
+		for _, s := range elems {
+			if !matchElement(e.Cond, codec.String(s)) {
+				return false
+			}
+		}
+		return true
+	case QuantNoElement:
+		for _, s := range elems {
+			if matchElement(e.Cond, codec.String(s)) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, s := range elems {
+		if matchElement(e.Cond, codec.String(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchElement evaluates the condition of an Elements node on one element.
+func matchElement(n Node, v codec.Value) bool {
+	switch n := n.(type) {
+	case *And:
+		for _, c := range n.Children {
+			if !matchElement(c, v) {
+				return false
+			}
+		}
+		return true
+	case *Or:
+		for _, c := range n.Children {
+			if matchElement(c, v) {
+				return true
+			}
+		}
+		return false
+	case *Not:
+		return !matchElement(n.Child, v)
+	case *Pred:
+		return matchScalar(n, v)
+	}
+	return false
+}
+
 // matchScalar evaluates a comparison or string operator on a scalar value;
 // null matches nothing.
 func matchScalar(p *Pred, v codec.Value) bool {

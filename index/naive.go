@@ -44,6 +44,8 @@ type RowView interface {
 //   - On a multiple column, any is true when some element matches, all when
 //     the list is non-empty and every element matches, none when no element
 //     does (so none is true on null and on an empty list, any and all false).
+//     An Elements node quantifies its condition the same way, deciding the
+//     condition on each element with these rules.
 //   - On a json path, numbers compare as floats, strings and bools as
 //     themselves, and objects and arrays as their JSON text. A missing path
 //     makes every operator but exists false.
@@ -72,6 +74,64 @@ func Eval(n Node, r RowView) bool {
 			}
 		}
 		return naiveMatch(n, r.Value(n.Column))
+	case *Elements:
+		for _, l := range n.Links {
+			if r = r.Linked(l); r == nil {
+				return false
+			}
+		}
+		return naiveQuantified(n.Quant, r.Value(n.Column), func(e codec.Value) bool {
+			return naiveElement(n.Cond, e)
+		})
+	}
+	return false
+}
+
+// naiveElement decides the condition of an Elements node on one element.
+func naiveElement(n Node, e codec.Value) bool {
+	switch n := n.(type) {
+	case *And:
+		for _, c := range n.Children {
+			if !naiveElement(c, e) {
+				return false
+			}
+		}
+		return true
+	case *Or:
+		for _, c := range n.Children {
+			if naiveElement(c, e) {
+				return true
+			}
+		}
+		return false
+	case *Not:
+		return !naiveElement(n.Child, e)
+	case *Pred:
+		return naiveScalar(n, e)
+	}
+	return false
+}
+
+// naiveQuantified decides a quantifier over the elements of a multiple
+// column's value, with match deciding one element.
+func naiveQuantified(q Quantifier, v codec.Value, match func(codec.Value) bool) bool {
+	var elems []string
+	if v.Kind == codec.KindStrings {
+		elems = v.Strs
+	}
+	matched := 0
+	for _, e := range elems {
+		if match(codec.String(e)) {
+			matched++
+		}
+	}
+	switch q {
+	case QuantAny:
+		return matched > 0
+	case QuantAll:
+		return len(elems) > 0 && matched == len(elems)
+	case QuantNoElement:
+		return matched == 0
 	}
 	return false
 }
@@ -94,25 +154,7 @@ func naiveMatch(p *Pred, v codec.Value) bool {
 	if p.Quant == QuantNone {
 		return naiveScalar(p, v)
 	}
-	var elems []string
-	if v.Kind == codec.KindStrings {
-		elems = v.Strs
-	}
-	matched := 0
-	for _, e := range elems {
-		if naiveScalar(p, codec.String(e)) {
-			matched++
-		}
-	}
-	switch p.Quant {
-	case QuantAny:
-		return matched > 0
-	case QuantAll:
-		return len(elems) > 0 && matched == len(elems)
-	case QuantNoElement:
-		return matched == 0
-	}
-	return false
+	return naiveQuantified(p.Quant, v, func(e codec.Value) bool { return naiveScalar(p, e) })
 }
 
 // naiveScalar decides a predicate on one scalar value.

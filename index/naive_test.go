@@ -1,7 +1,9 @@
 package index
 
 import (
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ func (r *testRow) Linked(c *Column) RowView {
 // datetimes, JSON text for json columns, and for links either the linked
 // *testRow or a string id that points nowhere. "id", "version",
 // "createdAt" and "updatedAt" set the meta columns.
-func mkRow(t *testing.T, tbl *Table, kv map[string]any) *testRow {
+func mkRow(t testing.TB, tbl *Table, kv map[string]any) *testRow {
 	t.Helper()
 	r := &testRow{vals: map[uint32]codec.Value{}, links: map[uint32]*testRow{}}
 	meta := map[string]*Column{"id": IDColumn, "version": VersionColumn, "createdAt": CreatedAtColumn, "updatedAt": UpdatedAtColumn}
@@ -72,7 +74,11 @@ func mkRow(t *testing.T, tbl *Table, kv map[string]any) *testRow {
 	return r
 }
 
-func TestEval(t *testing.T) {
+// evalTestRows returns records of the items fixture with every kind of
+// value: full holds a value in nearly every column and links through
+// users to a team, null holds nothing, empty holds zero values, empty
+// lists and a dangling link, and odd holds unusual strings and repeats.
+func evalTestRows(t testing.TB) (full, null, empty, odd *testRow) {
 	items, users, teams := filterTestTables()
 	red := mkRow(t, teams, map[string]any{"id": "team_red", "name": "red", "labels": []string{"l1"}})
 	bob := mkRow(t, users, map[string]any{
@@ -80,7 +86,7 @@ func TestEval(t *testing.T) {
 		"settings": `{"theme":"dark"}`,
 	})
 	carol := mkRow(t, users, map[string]any{"id": "user_carol", "name": "carol", "boss": bob, "team": "team_gone"})
-	full := mkRow(t, items, map[string]any{
+	full = mkRow(t, items, map[string]any{
 		"id":              "rec_full",
 		"version":         2,
 		"createdAt":       "2024-01-01T00:00:00Z",
@@ -100,15 +106,21 @@ func TestEval(t *testing.T) {
 		"address.tenant":  carol,
 		"embedding":       "x",
 	})
-	null := mkRow(t, items, map[string]any{"id": "rec_null"})
-	empty := mkRow(t, items, map[string]any{
+	null = mkRow(t, items, map[string]any{"id": "rec_null"})
+	empty = mkRow(t, items, map[string]any{
 		"id": "rec_empty", "tags": []string{}, "owner": "user_gone", "config": `{}`,
 		"name": "", "count": 0, "price": 0.0, "active": false,
 	})
-	odd := mkRow(t, items, map[string]any{
+	odd = mkRow(t, items, map[string]any{
 		"id": "rec_odd", "name": `a*b?c\d`, "title": "ÄÖÜ ΣΊΣΥΦΟΣ \u212aelvin", "tags": []string{"x", "x"},
 		"config": `[1,2]`, "owner": carol, "count": -5, "price": -0.5,
 	})
+	return full, null, empty, odd
+}
+
+func TestEval(t *testing.T) {
+	items, _, _ := filterTestTables()
+	full, null, empty, odd := evalTestRows(t)
 
 	f := func(filter string, r *testRow, want bool) {
 		t.Helper()
@@ -119,6 +131,10 @@ func TestEval(t *testing.T) {
 		if got := Eval(n, r); got != want {
 			t.Errorf("%s on %s: got %v, want %v\n%s", filter, r.vals[MetaIDColumn].Str, got, want, Format(n))
 		}
+		got, err := NewReference(items, decodeFilter(t, filter), "svc").Match(r)
+		if err != nil || got != want {
+			t.Errorf("%s on %s: reference got %v (%v), want %v", filter, r.vals[MetaIDColumn].Str, got, err, want)
+		}
 	}
 
 	// Empty combinators.
@@ -127,6 +143,56 @@ func TestEval(t *testing.T) {
 	f(`{"$all": []}`, full, true)
 	f(`{"$none": []}`, full, true)
 	f(`{"$not": {}}`, full, false)
+
+	// One object's keys are alternatives under $any and $none, AND-ed
+	// under $all and $not; column operators alike.
+	f(`{"$any": {"name": "Hello", "count": 99}}`, full, true)
+	f(`{"$any": {"name": "nope", "count": 3}}`, full, true)
+	f(`{"$any": {"name": "nope", "count": 99}}`, full, false)
+	f(`{"$none": {"name": "nope", "count": 3}}`, full, false)
+	f(`{"$none": {"name": "nope", "count": 99}}`, full, true)
+	f(`{"$not": {"name": "Hello", "count": 99}}`, full, true)
+	f(`{"$all": {"name": "Hello", "count": 99}}`, full, false)
+	f(`{"$any": {}}`, full, true)
+	f(`{"count": {"$any": {"$gt": 10, "$lt": 4}}}`, full, true)
+	f(`{"count": {"$none": {"$gt": 10, "$lt": 4}}}`, full, false)
+	f(`{"count": {"$none": {"$gt": 10, "$lt": 4}}}`, null, true)
+	f(`{"count": {"$not": {"$gt": 1, "$lt": 4}}}`, full, false)
+	f(`{"owner": {"$any": {"name": "nope", "age": 30}}}`, full, true)
+	f(`{"owner": {"$none": {"name": "nope", "age": 30}}}`, full, false)
+	f(`{"owner": {"$none": {"name": "nope", "age": 30}}}`, null, true)
+	f(`{"owner": {"$any": {"$is": "user_gone", "name": "bob"}}}`, empty, true)
+	f(`{"address": {"$any": {"city": "nope", "geo.lat": 52.5}}}`, full, true)
+	f(`{"$none": {"config->a": 2, "name": "x"}}`, full, true)
+	f(`{"$none": {"config->a": 2, "name": "x"}}`, empty, false) // no path a
+	f(`{"$any": {"config->zz": 1, "name": "Hello"}}`, full, true)
+
+	// Array operators take any element predicate.
+	f(`{"tags": {"$includesAny": {"$any": ["q", "y"]}}}`, full, true)
+	f(`{"tags": {"$includesAny": {"$any": ["q", "r"]}}}`, full, false)
+	f(`{"tags": {"$includesAll": {"$any": ["x", "y", "Zed"]}}}`, full, true)
+	f(`{"tags": {"$includesAll": {"$any": ["x", "y"]}}}`, full, false)
+	f(`{"tags": {"$includesAll": {"$any": ["x", "y"]}}}`, odd, true)
+	f(`{"tags": {"$includesAll": {"$any": ["x", "y"]}}}`, empty, false)
+	f(`{"tags": {"$includesNone": {"$any": ["q", "Zed"]}}}`, full, false)
+	f(`{"tags": {"$includesNone": {"$any": ["q", "Zed"]}}}`, odd, true)
+	f(`{"tags": {"$includesNone": {"$any": ["q", "Zed"]}}}`, null, true)
+	f(`{"tags": {"$includesAny": {"$all": [{"$startsWith": "Z"}, {"$endsWith": "d"}]}}}`, full, true)
+	f(`{"tags": {"$includesAny": {"$all": [{"$startsWith": "x"}, {"$endsWith": "d"}]}}}`, full, false)
+	f(`{"tags": {"$includesAll": {"$any": [{"$startsWith": "Z"}, {"$is": ["x", "y"]}]}}}`, full, true)
+	f(`{"tags": {"$includesAll": {"$any": [{"$startsWith": "Z"}, "x"]}}}`, full, false)
+	f(`{"tags": {"$includesAny": {"$isNot": "x"}}}`, full, true)
+	f(`{"tags": {"$includesAny": {"$isNot": "x"}}}`, odd, false)
+	f(`{"tags": {"$includesAll": {"$not": "q"}}}`, full, true)
+	f(`{"tags": {"$includesAll": {"$not": "q"}}}`, empty, false)
+	f(`{"tags": {"$includesNone": {"$none": ["x", "y"]}}}`, odd, true) // every element is x or y
+	f(`{"tags": {"$includesNone": {"$none": ["x", "y"]}}}`, full, false)
+	f(`{"tags": {"$includes": {"$gt": "a", "$lt": "y"}}}`, full, true)
+	f(`{"tags": {"$includes": {"$gt": "x", "$lt": "y"}}}`, full, false)
+	f(`{"tags": {"$includesNone": {"$gt": "x", "$lt": "y"}}}`, null, true)
+	f(`{"owner.team.labels": {"$includesNone": {"$all": [{"$startsWith": "l"}, {"$endsWith": "1"}]}}}`, full, false)
+	f(`{"owner.team.labels": {"$includesNone": {"$all": [{"$startsWith": "l"}, {"$endsWith": "1"}]}}}`, null, false)
+	f(`{"owner.team.labels": {"$includesAll": {"$any": ["l1", "l2"]}}}`, full, true)
 
 	// Equality and its negation; null matches only the negation.
 	f(`{"name": "Hello"}`, full, true)
@@ -337,6 +403,18 @@ func TestEval(t *testing.T) {
 	f(`{"config": "{ \"n\": null, \"t\": true, \"s\": \"Straße\", \"big\": 1e300, \"b\": {\"c\": \"x<y\"}, \"arr\": [1, 2], \"a\": 1 }"}`, full, true)
 	f(`{"config": {"$isNot": "{}"}}`, empty, false)
 	f(`{"config": {"$isNot": "{}"}}`, null, true)
+}
+
+// decodeFilter decodes a filter's JSON text as the API does.
+func decodeFilter(t *testing.T, raw string) any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	return v
 }
 
 // TestEvalAST covers what the parser does not produce: values of another

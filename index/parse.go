@@ -11,17 +11,20 @@ package index
 //	{"a": 1, "b": 2}                    And{a = 1, b = 2}, keys in sorted order
 //	{"$any": [f...]}, {"$all": [f...]}  Or{f...}, And{f...}; [] gives Or{} (nothing), And{}
 //	{"$none": f}, {"$not": f}           Not{Or{f...}}, Not{And{f...}}
+//	{"$any": {"a": 1, "b": 2}}          Or{a = 1, b = 2}: several keys are operands of their own
 //	{"$exists": "col"}                  Pred exists; $existsNot/$notExists: Not{exists}
 //	{"col": literal}                    Pred =, literal converted to the column type
 //	{"col": {"$is": [v...]}}            Pred in (one value: =, none: Or{})
 //	{"col": {"$isNot": v}}              Not{Pred =}
 //	{"col": {"$gt": 1, "$le": 9}}       And{Pred >, Pred <=}
 //	{"col": {"$any": [p...]}}           Or of the predicates; only values: Pred in
+//	{"col": {"$any": {"$lt": 0, "$gt": 9}}}  Or{Pred <, Pred >}, operands as above
 //	{"obj": {"sub": x}}, {"obj.sub": x} the same Pred on column obj.sub
 //	{"link": {"col": x}}, {"link.col": x}  Pred with Links [link]
 //	{"link": "rec_1"}                   Pred link = "rec_1" (the target id)
 //	{"tags": "x"}                       Pred tags any = "x" (as $includes)
 //	{"tags": {"$includesAll": p}}       Pred tags all p
+//	{"tags": {"$includes": {"$all": [p, q]}}}  Elements{any, And{p, q}} (see quantify)
 //	{"js->a->b": x}                     Pred on js with JSONPath [a b]
 //
 // $exists on an object column becomes an Or of $exists on its leaf columns.
@@ -152,9 +155,8 @@ type colRef struct {
 	links    []*Column
 	col      *Column
 	jsonPath []string
-	// elem is set for the element predicates of $includes*, with quant.
-	elem  bool
-	quant Quantifier
+	// elem is set for the element predicates of $includes*.
+	elem bool
 }
 
 // errorf makes a *FilterError naming the column.
@@ -165,10 +167,7 @@ func (r *colRef) errorf(format string, args ...any) error {
 // pred starts a predicate on the target.
 func (r *colRef) pred(op Op) *Pred {
 	p := &Pred{Links: r.links, Column: r.col, Op: op, JSONPath: r.jsonPath}
-	switch {
-	case r.elem:
-		p.Quant = r.quant
-	case r.col.Type == ctMultiple && r.jsonPath == nil && op != OpExists:
+	if !r.elem && r.col.Type == ctMultiple && r.jsonPath == nil && op != OpExists {
 		p.Quant = QuantAny
 	}
 	return p
@@ -232,24 +231,11 @@ func (p *filterParser) filter(s scope, v any, what string) (Node, error) {
 func (p *filterParser) filterKey(s scope, k string, v any) (Node, error) {
 	switch k {
 	case "$any", "$all", "$none", "$not":
-		items := listOrOne(v)
-		children := make([]Node, 0, len(items))
-		for _, item := range items {
-			n, err := p.filter(s, item, "each filter of "+k)
-			if err != nil {
-				return nil, err
-			}
-			children = append(children, n)
+		children, err := p.operands(s, k, v)
+		if err != nil {
+			return nil, err
 		}
-		switch k {
-		case "$any":
-			return orOf(children), nil
-		case "$all":
-			return andOf(children), nil
-		case "$none":
-			return &Not{Child: orOf(children)}, nil
-		}
-		return &Not{Child: andOf(children)}, nil
+		return combine(k, children), nil
 	case "$exists", "$existsNot", "$notExists":
 		name, ok := v.(string)
 		if !ok {
@@ -276,6 +262,52 @@ func (p *filterParser) filterKey(s scope, k string, v any) (Node, error) {
 		return nil, err
 	}
 	return p.column(r, v)
+}
+
+// operands parses the operand of a combinator in a filter: a list of
+// filters, or one filter (see operandItems).
+func (p *filterParser) operands(s scope, k string, v any) ([]Node, error) {
+	items := operandItems(v)
+	children := make([]Node, 0, len(items))
+	for _, item := range items {
+		n, err := p.filter(s, item, "each filter of "+k)
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, n)
+	}
+	return children, nil
+}
+
+// operandItems returns the items a combinator ($any, $all, $none, $not)
+// applies to: those of a list; for an object of several keys, each key as
+// an object of its own, as the legacy service read {"$any": {"a": 1, "b":
+// 2}} (a or b), so that $any and $none OR the keys and $all and $not AND
+// them, in filters, on columns and on elements alike; anything else alone.
+func operandItems(v any) []any {
+	if obj, ok := v.(map[string]any); ok && len(obj) > 1 {
+		items := make([]any, 0, len(obj))
+		for _, k := range sortedKeys(obj) {
+			items = append(items, map[string]any{k: obj[k]})
+		}
+		return items
+	}
+	return listOrOne(v)
+}
+
+// combine joins the parsed operands of combinator k: $any is their Or,
+// $all their And, $none the negation of their Or, $not the negation of
+// their And.
+func combine(k string, children []Node) Node {
+	switch k {
+	case "$any":
+		return orOf(children)
+	case "$all":
+		return andOf(children)
+	case "$none":
+		return &Not{Child: orOf(children)}
+	}
+	return &Not{Child: andOf(children)}
 }
 
 // existsNode is $exists on a column; on an object column, on any of its
@@ -388,16 +420,6 @@ func (p *filterParser) inside(r *colRef) scope {
 	return scope{table: r.table, links: r.links, prefix: r.col.Path + ".", name: r.name + "."}
 }
 
-// predicateOps are the operators of predicate objects; an object on a link
-// column with any other key is a filter on the linked record.
-var predicateOps = map[string]bool{
-	"$is": true, "$isNot": true, "$any": true, "$all": true, "$none": true, "$not": true,
-	"$lt": true, "$le": true, "$gt": true, "$ge": true,
-	"$contains": true, "$iContains": true, "$startsWith": true, "$endsWith": true,
-	"$pattern": true, "$iPattern": true,
-	"$includes": true, "$includesAny": true, "$includesAll": true, "$includesNone": true,
-}
-
 // isLinkFilter reports whether obj, on a link column, filters the linked
 // record rather than the link's target id.
 func isLinkFilter(obj map[string]any) bool {
@@ -464,7 +486,10 @@ func (p *filterParser) predicateObject(r *colRef, obj map[string]any) (Node, err
 		}
 		return &Not{Child: n}, nil
 	case "$any", "$all", "$none", "$not":
-		items := listOrOne(v)
+		// As in filters, the operators of one object with several are
+		// operands of their own: {"$any": {"$lt": 0, "$gt": 9}} is an Or,
+		// {"$not": {"$gt": 0, "$lt": 9}} negates a range.
+		items := operandItems(v)
 		if k == "$any" && allLiterals(items) && len(items) > 0 {
 			return p.is(r, items, k)
 		}
@@ -476,15 +501,7 @@ func (p *filterParser) predicateObject(r *colRef, obj map[string]any) (Node, err
 			}
 			children = append(children, n)
 		}
-		switch k {
-		case "$any":
-			return orOf(children), nil
-		case "$all":
-			return andOf(children), nil
-		case "$none":
-			return &Not{Child: orOf(children)}, nil
-		}
-		return &Not{Child: andOf(children)}, nil
+		return combine(k, children), nil
 	case "$lt", "$le", "$gt", "$ge":
 		return p.compare(r, k, v)
 	case "$contains", "$iContains", "$startsWith", "$endsWith", "$pattern", "$iPattern":
@@ -646,83 +663,116 @@ var includesQuant = map[string]Quantifier{
 	"$includesAll": QuantAll, "$includesNone": QuantNoElement,
 }
 
-// includes parses the array operators. Their value is a value, a predicate
-// of one operator (or a range), or a list of those meaning "any of them".
-// A list becomes an Or of quantified predicates for $includesAny and an
-// And for $includesNone; $includesAll of a list needs plain values (every
-// element is one of them), since "every element matches one of several
-// different predicates" has no form in the AST.
+// includes parses the array operators. Their value is an element
+// predicate (see element), or a list of them meaning any of them; the
+// condition they make on one element is quantified by quantify.
 func (p *filterParser) includes(r *colRef, k string, v any) (Node, error) {
 	if r.target() != tgMultiple {
 		return nil, r.errorf("%s needs a multiple column, not %s", k, r.col.Type)
 	}
-	quant := includesQuant[k]
 	er := *r
-	er.elem, er.quant = true, quant
-	items := listOrOne(v)
+	er.elem, er.links = true, nil
+	cond, err := p.elementAny(&er, k, listOrOne(v))
+	if err != nil {
+		return nil, err
+	}
+	return quantify(r, includesQuant[k], cond), nil
+}
+
+// quantify applies an array operator's quantifier to a condition on one
+// element. Where quantified Preds express it, it becomes them, so that
+// the planner can read postings: some element matching any of several
+// conditions is an Or of them, every element matching all of them an And
+// (of at least one), no element matching any of them an And of Nones.
+// Any other condition ("some element starts with a and ends with z") is
+// an Elements node. r is the multiple column; cond's Preds carry no Links.
+func quantify(r *colRef, q Quantifier, cond Node) Node {
+	switch c := cond.(type) {
+	case *Pred:
+		c.Links, c.Quant = r.links, q
+		return c
+	case *Or:
+		switch {
+		case q == QuantAll && len(c.Children) == 0:
+			return &Or{} // every element of a non-empty list matches nothing
+		case q == QuantAny || q == QuantNoElement:
+			children := make([]Node, len(c.Children))
+			for i, child := range c.Children {
+				children[i] = quantify(r, q, child)
+			}
+			if q == QuantAny {
+				return orOf(children)
+			}
+			return andOf(children)
+		}
+	case *And:
+		if q == QuantAll && len(c.Children) > 0 {
+			children := make([]Node, len(c.Children))
+			for i, child := range c.Children {
+				children[i] = quantify(r, q, child)
+			}
+			return andOf(children)
+		}
+	}
+	return &Elements{Links: r.links, Column: r.col, Quant: q, Cond: cond}
+}
+
+// elementAny parses element predicates meaning any of them: an Or, with
+// the equalities first and joined in one Pred "in".
+func (p *filterParser) elementAny(r *colRef, k string, items []any) (Node, error) {
 	var eqs []codec.Value
-	var others [][]*Pred
+	var others []Node
+	var add func(n Node)
+	add = func(n Node) {
+		switch n := n.(type) {
+		case *Pred:
+			switch n.Op {
+			case OpEq:
+				eqs = append(eqs, n.Value)
+				return
+			case OpIn:
+				eqs = append(eqs, n.Values...)
+				return
+			}
+		case *Or:
+			for _, c := range n.Children {
+				add(c)
+			}
+			return
+		}
+		others = append(others, n)
+	}
 	for _, item := range items {
-		preds, err := p.element(&er, k, item)
+		if isList(item) {
+			return nil, r.errorf("%s takes values or predicates, not nested lists", k)
+		}
+		n, err := p.element(r, k, item)
 		if err != nil {
 			return nil, err
 		}
-		if len(preds) == 1 && (preds[0].Op == OpEq || preds[0].Op == OpIn) {
-			if preds[0].Op == OpEq {
-				eqs = append(eqs, preds[0].Value)
-			} else {
-				eqs = append(eqs, preds[0].Values...)
-			}
-			continue
-		}
-		others = append(others, preds)
+		add(n)
 	}
 	var children []Node
 	switch len(eqs) {
 	case 0:
 	case 1:
-		pr := er.pred(OpEq)
+		pr := r.pred(OpEq)
 		pr.Value = eqs[0]
 		children = append(children, pr)
 	default:
-		pr := er.pred(OpIn)
+		pr := r.pred(OpIn)
 		pr.Values = eqs
 		children = append(children, pr)
 	}
-	switch quant {
-	case QuantAll:
-		if len(others) > 0 && len(items) > 1 {
-			return nil, r.errorf("%s takes one predicate, or a list of values", k)
-		}
-		for _, preds := range others {
-			for _, pr := range preds {
-				children = append(children, pr) // every element in the range
-			}
-		}
-		if len(children) == 0 {
-			return &Or{}, nil // every element equals one of no values
-		}
-		return andOf(children), nil
-	case QuantNoElement:
-		for _, preds := range others {
-			if len(preds) > 1 {
-				return nil, r.errorf("a range is not supported in %s", k)
-			}
-			children = append(children, preds[0])
-		}
-		return andOf(children), nil
-	}
-	for _, preds := range others {
-		if len(preds) > 1 {
-			return nil, r.errorf("a range is not supported in %s", k)
-		}
-		children = append(children, preds[0])
-	}
-	return orOf(children), nil
+	return orOf(append(children, others...)), nil
 }
 
-// element parses one element predicate of an array operator.
-func (p *filterParser) element(r *colRef, k string, v any) ([]*Pred, error) {
+// element parses one element predicate of an array operator k: a value,
+// or an object of one predicate operator (or a range of two) on the
+// element. $any, $all, $none and $not combine element predicates as they
+// combine predicates on a column, $isNot negates $is; the array operators
+// do not apply to an element.
+func (p *filterParser) element(r *colRef, k string, v any) (Node, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
@@ -732,11 +782,7 @@ func (p *filterParser) element(r *colRef, k string, v any) ([]*Pred, error) {
 		if isList(v) {
 			return nil, r.errorf("%s takes values or predicates, not nested lists", k)
 		}
-		n, err := p.is(r, v, k)
-		if err != nil {
-			return nil, err
-		}
-		return []*Pred{n.(*Pred)}, nil
+		return p.is(r, v, k)
 	}
 	keys := sortedKeys(obj)
 	if len(keys) == 2 && (isRangeOp(keys[0]) || isRangeOp(keys[1])) {
@@ -744,7 +790,7 @@ func (p *filterParser) element(r *colRef, k string, v any) ([]*Pred, error) {
 		if err != nil {
 			return nil, err
 		}
-		return preds[:], nil
+		return &And{Children: []Node{preds[0], preds[1]}}, nil
 	}
 	if len(keys) != 1 {
 		return nil, r.errorf("an operator object in %s takes one operator, or two of $lt/$le/$gt/$ge, got [%s]", k, strings.Join(keys, " "))
@@ -752,31 +798,47 @@ func (p *filterParser) element(r *colRef, k string, v any) ([]*Pred, error) {
 	op, val := keys[0], obj[keys[0]]
 	switch op {
 	case "$is":
-		if items, isList := asList(val); isList && len(items) == 0 {
-			// Equal to one of no values: an OpIn with no values.
-			pr := r.pred(OpIn)
-			pr.Values = []codec.Value{}
-			return []*Pred{pr}, nil
-		}
+		return p.is(r, val, op)
+	case "$isNot":
 		n, err := p.is(r, val, op)
 		if err != nil {
 			return nil, err
 		}
-		return []*Pred{n.(*Pred)}, nil
+		return &Not{Child: n}, nil
 	case "$lt", "$le", "$gt", "$ge":
 		pr, err := p.compare(r, op, val)
 		if err != nil {
 			return nil, err
 		}
-		return []*Pred{pr}, nil
+		return pr, nil
 	case "$contains", "$iContains", "$startsWith", "$endsWith", "$pattern", "$iPattern":
 		pr, err := p.stringOp(r, op, val)
 		if err != nil {
 			return nil, err
 		}
-		return []*Pred{pr}, nil
-	case "$isNot", "$any", "$all", "$none", "$not":
-		return nil, r.errorf("%s is not supported inside %s", op, k)
+		return pr, nil
+	case "$any", "$none":
+		n, err := p.elementAny(r, k, operandItems(val))
+		if err != nil {
+			return nil, err
+		}
+		if op == "$none" {
+			return &Not{Child: n}, nil
+		}
+		return n, nil
+	case "$all", "$not":
+		items := operandItems(val)
+		children := make([]Node, 0, len(items))
+		for _, item := range items {
+			n, err := p.element(r, k, item)
+			if err != nil {
+				return nil, err
+			}
+			children = append(children, n)
+		}
+		return combine(op, children), nil
+	case "$includes", "$includesAny", "$includesAll", "$includesNone":
+		return nil, r.errorf("%s is not supported inside %s: the elements are strings", op, k)
 	}
 	if strings.HasPrefix(op, "$") {
 		return nil, r.errorf("unknown operator [%s]", op)

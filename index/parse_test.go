@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -163,15 +164,19 @@ func TestParseFilterDepth(t *testing.T) {
 	}
 }
 
-// FuzzParseFilter parses arbitrary filters: the parser must not panic, and
-// an accepted filter must print the same way twice and every time it is
-// parsed. Seeds are the inputs of testdata/filters.
+// FuzzParseFilter parses arbitrary filters: the parser must not panic, an
+// accepted filter must print the same way twice and every time it is
+// parsed, and the naive evaluator of its AST must agree with the reference
+// reading of its JSON on the rows of TestEval. Seeds are the inputs of
+// testdata/filters.
 func FuzzParseFilter(f *testing.F) {
 	datadriven.RunTestAny(f, "testdata/filters", func(_ testing.TB, td *datadriven.TestData) string {
 		f.Add(td.Input)
 		return td.Expected
 	})
 	items, _, _ := filterTestTables()
+	full, null, empty, odd := evalTestRows(f)
+	rows := []*testRow{full, null, empty, odd}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, meta := range []string{"svc", "xata"} {
 			n, err := ParseFilter(items, []byte(raw), meta)
@@ -197,6 +202,20 @@ func FuzzParseFilter(f *testing.F) {
 				t.Fatalf("parse is not deterministic:\n%s\nthen\n%s", out, again)
 			}
 			checkAST(t, n, 0)
+			var decoded any
+			if len(bytes.TrimSpace([]byte(raw))) > 0 {
+				decoded = decodeFilter(t, raw)
+			}
+			ref := NewReference(items, decoded, meta)
+			for _, r := range rows {
+				want, err := ref.Match(r)
+				if err != nil {
+					t.Fatalf("reference: %v", err)
+				}
+				if got := Eval(n, r); got != want {
+					t.Fatalf("on %s: naive %v, reference %v\n%s", r.vals[MetaIDColumn].Str, got, want, out)
+				}
+			}
 		}
 	})
 }
@@ -254,8 +273,38 @@ func checkAST(t *testing.T, n Node, depth int) {
 				t.Fatalf("no value: %s", Format(n))
 			}
 		}
+	case *Elements:
+		if n.Column == nil || n.Column.Type != ctMultiple || n.Quant == QuantNone {
+			t.Fatalf("bad elements node: %s", Format(n))
+		}
+		checkElementCond(t, n, n.Cond, depth+1)
 	default:
 		t.Fatalf("unexpected node %T", n)
+	}
+}
+
+// checkElementCond checks the condition of an Elements node: a tree of
+// And, Or, Not and unquantified predicates on its column without links.
+func checkElementCond(t *testing.T, e *Elements, n Node, depth int) {
+	t.Helper()
+	switch n := n.(type) {
+	case *And:
+		for _, c := range n.Children {
+			checkElementCond(t, e, c, depth+1)
+		}
+	case *Or:
+		for _, c := range n.Children {
+			checkElementCond(t, e, c, depth+1)
+		}
+	case *Not:
+		checkElementCond(t, e, n.Child, depth+1)
+	case *Pred:
+		if n.Column != e.Column || n.Quant != QuantNone || n.Links != nil || n.JSONPath != nil || n.Op == OpExists {
+			t.Fatalf("bad element predicate in %s", Format(e))
+		}
+		checkAST(t, n, depth)
+	default:
+		t.Fatalf("unexpected node %T in %s", n, Format(e))
 	}
 }
 

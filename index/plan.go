@@ -25,7 +25,8 @@ import (
 //     (OrderedValues), a range is a binary search and a slice of that
 //     order, and ranges leading an and run narrowest first;
 //   - scan: $contains, $endsWith, $pattern, array quantifiers other than
-//     "any equals", and columns without an index evaluate row by row on the
+//     "any equals", conditions on several predicates of one element
+//     (Elements), and columns without an index evaluate row by row on the
 //     candidates left; $contains and $iContains first narrow them with the
 //     store's substring index (SubstringValues) when it has one;
 //   - link: a filter through a link evaluates on the linked table and maps
@@ -100,6 +101,10 @@ func compile(n Node) planNode {
 		return &notNode{child: compile(n.Child)}
 	case *Pred:
 		return compilePred(n)
+	case *Elements:
+		inner := *n
+		inner.Links = nil
+		return throughLinks(n.Links, &elementsNode{elems: &inner})
 	}
 	panic(fmt.Sprintf("index: unknown filter node %T", n))
 }
@@ -108,12 +113,7 @@ func compilePred(p *Pred) planNode {
 	if len(p.Links) > 0 {
 		inner := *p
 		inner.Links = nil
-		var next planNode = compilePred(&inner)
-		// Innermost link first: wrap from the last link outwards.
-		for i := len(p.Links) - 1; i >= 0; i-- {
-			next = &linkNode{link: p.Links[i], inner: next}
-		}
-		return next
+		return throughLinks(p.Links, compilePred(&inner))
 	}
 	c := p.Column
 	if len(p.JSONPath) == 0 {
@@ -134,6 +134,17 @@ func compilePred(p *Pred) planNode {
 		}
 	}
 	return &scanNode{pred: p}
+}
+
+// throughLinks wraps the plan of a condition on the table a chain of
+// links reaches, outermost link first, so that it runs on the table the
+// chain starts from.
+func throughLinks(links []*Column, inner planNode) planNode {
+	// Innermost link first: wrap from the last link outwards.
+	for i := len(links) - 1; i >= 0; i-- {
+		inner = &linkNode{link: links[i], inner: inner}
+	}
+	return inner
 }
 
 // indexed reports whether a column has an ordered posting index.
@@ -701,6 +712,12 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 			return out, nil
 		}
 	}
+	return x.scanRows(c, s.pred.Column, vals, func(v codec.Value) bool { return matchValue(s.pred, v) })
+}
+
+// scanRows keeps the rows of c whose value of col matches: from vals, the
+// column's value store, or from the records when vals is nil.
+func (x *execCtx) scanRows(c *roaring.Bitmap, col *Column, vals ColumnValues, match func(codec.Value) bool) (*roaring.Bitmap, error) {
 	out := roaring.New()
 	it := c.Iterator()
 	var rec codec.Record
@@ -708,7 +725,7 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 		row := it.Next()
 		var ok bool
 		if vals != nil {
-			ok = matchValue(s.pred, vals.Get(row))
+			ok = match(vals.Get(row))
 		} else {
 			found, err := x.src.Record(row, &rec)
 			if err != nil {
@@ -717,7 +734,7 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 			if !found {
 				continue
 			}
-			ok = matchValue(s.pred, recordValue(&rec, s.pred.Column))
+			ok = match(recordValue(&rec, col))
 		}
 		if ok {
 			out.Add(row)
@@ -764,6 +781,35 @@ func (s *scanNode) inStrings(vals ColumnValues, c *roaring.Bitmap) (*roaring.Bit
 
 func (s *scanNode) format(b *strings.Builder, depth int) {
 	line(b, depth, "scan "+formatPred(s.pred))
+}
+
+// elementsNode evaluates a condition on the elements of a multiple column
+// row by row on the candidates.
+type elementsNode struct{ elems *Elements }
+
+// cost is that of a row-by-row scan.
+func (e *elementsNode) cost() cost { return costScan }
+
+// exec keeps the candidates whose elements match the condition.
+func (e *elementsNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	c, err := x.candidates(cand)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := x.src.Values(e.elems.Column)
+	if err != nil {
+		return nil, err
+	}
+	return x.scanRows(c, e.elems.Column, vals, func(v codec.Value) bool { return matchElements(e.elems, v) })
+}
+
+// format prints "scan", the Elements head, and its condition below.
+func (e *elementsNode) format(b *strings.Builder, depth int) {
+	b.WriteString(strings.Repeat("  ", depth))
+	b.WriteString("scan ")
+	formatElementsHead(b, e.elems)
+	b.WriteByte('\n')
+	formatFilterNode(b, e.elems.Cond, depth+1, true)
 }
 
 // linkNode evaluates its inner plan on a link's target table and keeps the

@@ -612,6 +612,8 @@ func usesColumn(n Node, c *Column) bool {
 		return usesColumn(n.Child, c)
 	case *Pred:
 		return n.Column == c
+	case *Elements:
+		return n.Column == c
 	}
 	return false
 }
