@@ -9,7 +9,7 @@ N         ?= 100000
 GOTAGS    ?= pebblegozstd
 FUZZTIME  ?= 30s
 
-.PHONY: help build run test test-long bench bench-engine fuzz vet lint
+.PHONY: help build run test test-long bench bench-engine fuzz vet lint chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
@@ -20,8 +20,19 @@ build: ## build bin/coppice
 run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPICE_ADDR/COPPICE_DATA or the defaults apply
 	./bin/coppice serve$(if $(ADDR), --addr $(ADDR))$(if $(DATA), --data $(DATA))
 
-test: vet ## run the test suite (what CI runs): unit, model and fuzz-seed tests
+test: vet chromium ## run the test suite (what CI runs): unit, model, fuzz-seed and browser tests
 	$(GO) test -tags $(GOTAGS) -short -count=1 ./...
+
+# The console's browser tests drive Debian's chromium and skip without it.
+chromium: ## install chromium for the browser tests when it is missing and this is root with apt-get
+	@if [ -n "$$COPPICE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium for the console's browser tests"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	    || echo "chromium could not be installed: the browser tests will skip"; \
+	else \
+	  echo "chromium is missing (install it as root: apt-get install chromium): the browser tests will skip"; \
+	fi
 
 test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
 	$(GO) test -tags $(GOTAGS) -count=1 -timeout 60m ./...

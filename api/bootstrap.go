@@ -57,6 +57,7 @@ func (b *BootstrapInfo) Print(w io.Writer) {
 	fmt.Fprintf(w, "  API key    %s\n", b.Key)
 	fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
 	fmt.Fprintf(w, "Data-plane base URL: http://HOST:PORT/ws/%s\n", b.WorkspaceID)
+	fmt.Fprintf(w, "Web console: http://HOST:PORT/console (sign in with the key)\n")
 }
 
 // isFirstStart reports whether dir holds no data yet: missing or empty.

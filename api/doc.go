@@ -7,7 +7,8 @@
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
 // vector.go, files.go, schema.go for the schema edit endpoints, stats.go
 // for branch stats and the 501 answers of SQL and ask, users.go,
-// workspaces.go, members.go, invites.go); errors.go holds the one
+// workspaces.go, members.go, invites.go; console.go serves the web
+// console of package console at /console); errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
 // turn the engine's projected records into JSON. Handlers return errors;
 // the adapter in server.go authenticates the caller and writes every error

@@ -264,7 +264,8 @@ const keyRequest ctxKey = 0
 var requests = sync.Pool{New: func() any { return new(request) }}
 
 // serve is the entry point of every request: request id, path
-// normalization, the /ws/{id} prefix, health, then routing.
+// normalization, the web console, the /ws/{id} prefix, health, then
+// routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
@@ -293,6 +294,10 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
+	if isConsolePath(path) {
+		s.serveConsole(ctx, id, path)
+		return
+	}
 	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
 		// The rest of the path keeps its leading slash: no new string.
 		seg, tail := rest, "/"
