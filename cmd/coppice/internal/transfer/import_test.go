@@ -351,3 +351,42 @@ func TestImportRetriesAndSplits(t *testing.T) {
 		t.Errorf("%d records, want 39", n)
 	}
 }
+
+// TestImportLostConnection drops the connection of the second bulk
+// request: the import does not send it again (it may have been applied),
+// stops, and names the --skip that continues after the first batch.
+func TestImportLostConnection(t *testing.T) {
+	ts := startServer(t, t.TempDir(), false)
+	ts.createTable("n", []engine.ColumnDef{{Name: "v", Type: engine.TypeInt}})
+	target, _ := url.Parse(ts.url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var bulks atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/bulk") && bulks.Add(1) == 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	var b strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&b, "{\"id\":\"r%d\",\"v\":%d}\n", i, i)
+	}
+	o := ImportOptions{Target: ts.target("n"), InputName: "-", BatchSize: 3, Concurrency: 1}
+	o.URL = front.URL
+	sum, log := importText(t, o, b.String())
+	if sum.Imported != 3 || sum.Resume != 3 || sum.Stopped == nil || !strings.Contains(sum.Stopped.Error(), "batch of lines 4-6: ") ||
+		bulks.Load() != 2 || !strings.Contains(log, "run the same import with --skip 3") {
+		t.Fatalf("imported %d resume %d stopped %v, %d bulk requests\n%s", sum.Imported, sum.Resume, sum.Stopped, bulks.Load(), log)
+	}
+	o.Skip = sum.Resume
+	sum, log = importText(t, o, b.String())
+	checkSummary(t, sum, log, 7, 7, 0, []int64{})
+	if n := len(ts.ids("n")); n != 10 {
+		t.Errorf("%d records, want 10", n)
+	}
+}
