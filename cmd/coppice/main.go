@@ -1,6 +1,9 @@
-// Command coppice runs the Coppice database service.
+// Command coppice runs the Coppice database service, and moves records
+// between files and its tables.
 //
 //	coppice serve [flags]
+//	coppice import [flags] FILE
+//	coppice export [flags]
 //
 // Every flag has an environment variable; a flag given on the command line
 // wins over its variable. See `coppice --help`.
@@ -38,12 +41,20 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		usage(stdout)
 		return 0
 	case "serve":
-	default:
-		fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return 2
+		return runServe(args[1:], getenv, stdout, stderr)
+	case "import":
+		return runImport(args[1:], getenv, stdout, stderr)
+	case "export":
+		return runExport(args[1:], getenv, stdout, stderr)
 	}
-	opts, err := serveOptions(args[1:], getenv, stderr)
+	fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// runServe runs `coppice serve` until SIGINT or SIGTERM.
+func runServe(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	opts, err := serveOptions(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		usage(stdout)
 		return 0
@@ -145,6 +156,8 @@ func usage(w io.Writer) {
 
 Commands:
   serve    run the HTTP service (both API planes on one listener)
+  import   load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
+  export   write a table, or a query's result, as NDJSON: coppice export [flags]
   help     show this help
 
 Flags of serve (a flag wins over its environment variable):
@@ -162,5 +175,9 @@ Environment only:
 
 Health check: GET /healthz answers 200 without authentication.
 SIGINT or SIGTERM drains the requests in flight, then closes the data directory.
+
 `)
+	importUsage(w)
+	fmt.Fprintln(w)
+	exportUsage(w)
 }

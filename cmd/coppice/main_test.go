@@ -36,6 +36,10 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
 		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
+		"import", "export", "-url", "COPPICE_URL", "-api-key", "COPPICE_API_KEY", "-workspace", "COPPICE_WORKSPACE",
+		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
+		"-format", "-delimiter", "-create", "-infer-rows", "-skip", "-batch", "-concurrency", "-max-errors",
+		"-filter", "-columns", "-sort", "-out",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -87,37 +91,41 @@ func TestServeOptions(t *testing.T) {
 	}
 }
 
-// TestServeProcess runs `coppice serve` as a process: first-start
-// bootstrap output, a request with the bootstrap key, and a clean exit on
-// SIGTERM.
-func TestServeProcess(t *testing.T) {
+// serveProcess is `coppice serve` running as a child process.
+type serveProcess struct {
+	addr, data     string
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	exited         chan error
+	stopped        bool
+}
+
+// startServe starts `coppice serve` on a free loopback port and an empty
+// data directory, bootstrapped with key, and waits until it answers.
+func startServe(t *testing.T, key string) *serveProcess {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
+	p := &serveProcess{addr: ln.Addr().String(), data: t.TempDir() + "/data", exited: make(chan error, 1)}
 	ln.Close()
-	const key = "cpk_process_test_key"
-	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", t.TempDir()+"/data")
-	cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
+	p.cmd = exec.Command(os.Args[0], "serve", "--addr", p.addr, "--data", p.data)
+	p.cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			cmd.Process.Kill()
-			<-exited
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if !p.stopped {
+			p.cmd.Process.Kill()
+			<-p.exited
 		}
-	}()
-
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/dbs/none", nil)
+		req, _ := http.NewRequest("GET", "http://"+p.addr+"/dbs/none", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
@@ -125,28 +133,42 @@ func TestServeProcess(t *testing.T) {
 			if resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("status %d, want 404 (the key works, the database does not exist)", resp.StatusCode)
 			}
-			break
+			return p
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not start: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *serveProcess) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		stopped = true
+	case err := <-p.exited:
+		p.stopped = true
 		if err != nil {
-			t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+			t.Fatalf("exit: %v\nstderr: %s", err, p.stderr.String())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no exit after SIGTERM")
 	}
+}
+
+// TestServeProcess runs `coppice serve` as a process: first-start
+// bootstrap output, a request with the bootstrap key, and a clean exit on
+// SIGTERM.
+func TestServeProcess(t *testing.T) {
+	const key = "cpk_process_test_key"
+	p := startServe(t, key)
+	p.stop(t)
 	// The output buffers are safe to read once the process has exited.
-	if !strings.Contains(stdout.String(), key) {
-		t.Errorf("bootstrap output lacks the key:\n%s", stdout.String())
+	if !strings.Contains(p.stdout.String(), key) {
+		t.Errorf("bootstrap output lacks the key:\n%s", p.stdout.String())
 	}
 }
 
