@@ -1,11 +1,8 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -58,16 +55,4 @@ func (b *BootstrapInfo) Print(w io.Writer) {
 	fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
 	fmt.Fprintf(w, "Data-plane base URL: http://HOST:PORT/ws/%s\n", b.WorkspaceID)
 	fmt.Fprintf(w, "Web console: http://HOST:PORT/console (sign in with the key)\n")
-}
-
-// isFirstStart reports whether dir holds no data yet: missing or empty.
-func isFirstStart(dir string) (bool, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read data directory: %w", err)
-	}
-	return len(entries) == 0, nil
 }

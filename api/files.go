@@ -28,7 +28,8 @@ func (f *fileURLs) listening(addr net.Addr) {
 }
 
 // publicBase is the scheme, host and path prefix of file URLs, without a
-// trailing slash: Options.PublicURL, else http://{listen address}.
+// trailing slash: Options.PublicURL, else http://{listen address}, else
+// (a handler served by its caller's server) http://localhost.
 func (s *Server) publicBase() string {
 	if s.opts.PublicURL != "" {
 		return strings.TrimRight(s.opts.PublicURL, "/")
@@ -36,7 +37,7 @@ func (s *Server) publicBase() string {
 	if p := s.files.listen.Load(); p != nil {
 		return *p
 	}
-	return "http://" + s.opts.Addr
+	return "http://localhost"
 }
 
 // fileRoutes registers the file endpoints; t is the table route prefix.

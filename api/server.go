@@ -34,12 +34,10 @@ const (
 const DefaultMaxBody = 32 << 20
 
 // Options configure a Server. cmd/coppice fills them from flags and the
-// environment; tests fill them directly.
+// environment; tests fill them directly. Where the data lives and how the
+// engine opens it are the engine's options: the server is handed an open
+// engine.
 type Options struct {
-	// Addr is the listen address of Run.
-	Addr string
-	// DataDir is the data directory Run opens.
-	DataDir string
 	// Compat is CompatNone ("" means the same) or CompatXata: the record
 	// metadata key becomes "xata" and page limits follow the legacy API.
 	Compat string
@@ -51,14 +49,8 @@ type Options struct {
 	Domains []string
 	// MaxBody is the request body limit in bytes; 0 means DefaultMaxBody.
 	MaxBody int
-	// CacheSize is the storage block cache of Run in bytes; 0 means
-	// engine.DefaultCacheSize.
-	CacheSize int64
 	// LogLevel is debug, info, warn or error; "" means info.
 	LogLevel string
-	// BootstrapKey, when set, is the API key that Run creates on a first
-	// start instead of a generated one.
-	BootstrapKey string
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
 	// http:// and the address the server listens on.

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -57,7 +60,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 func TestServeOptions(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	f := func(args []string, want api.Options) {
+	f := func(args []string, want serveConfig) {
 		t.Helper()
 		got, err := serveOptions(args, getenv, os.Stderr)
 		if err != nil {
@@ -67,27 +70,75 @@ func TestServeOptions(t *testing.T) {
 			t.Errorf("%v with %v:\n got %+v\nwant %+v", args, env, got, want)
 		}
 	}
-	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
+	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: engine.DefaultCacheSize,
+		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}}
 	f(nil, def)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
-	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
+	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", PublicURL: "http://:9000"}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
-		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
+		serveConfig{Addr: ":1", DataDir: "/e", CacheSize: 4096, BootstrapKey: "k",
+			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5, LogLevel: "warn", PublicURL: "http://:1"}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
-	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
+	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", PublicURL: "https://db.example.com/base"}})
 
 	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// TestServe runs serve in process: a first start bootstraps and prints the
+// key, which then works; a second start on the same directory bootstraps
+// nothing.
+func TestServe(t *testing.T) {
+	const key = "cpk_serve_test_0123456789abcdef"
+	cfg := serveConfig{Addr: "127.0.0.1:0", DataDir: t.TempDir(), BootstrapKey: key,
+		API: api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &out, func(a net.Addr) { addrc <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr.String()+"/workspaces/x/regions", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 { // the key works; the workspace does not exist
+		t.Errorf("status %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if !strings.Contains(out.String(), key) || !strings.Contains(out.String(), api.BootstrapEmail) {
+		t.Errorf("bootstrap output: %s", out.String())
+	}
+
+	out.Reset()
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { done <- serve(ctx, cfg, &out, func(net.Addr) { cancel() }) }()
+	if err := <-done; err != nil {
+		t.Fatalf("second serve: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("second start printed %q", out.String())
 	}
 }
 
