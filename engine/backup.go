@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -102,11 +103,14 @@ func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
 			c.setDatabase(p)
 			c.dbCounter = id
 			// The batch is applied: the database's range is readable.
-			if d, err := loadDatabase(e.pdb, id); err == nil {
-				e.dbMu.Lock()
-				e.dbs[id] = d
-				e.dbMu.Unlock()
+			d, err := loadDatabase(e.pdb, id)
+			if err != nil {
+				// Its keys are durable: the next open reads them.
+				e.obs.log.Error("restored database cannot be opened until restart",
+					slog.String("database", name), slog.Any("err", err))
+				return
 			}
+			e.addDatabase(d)
 		})
 		return nil
 	})

@@ -21,7 +21,8 @@ import (
 // that epoch. Otherwise it reads storage.
 type bitmapCache struct {
 	epoch atomic.Uint64
-	salt  uint64 // sets its records apart in a RecordCache
+	salt  uint64    // sets its records apart in a RecordCache
+	obs   *observer // hears of evictions
 
 	mu      sync.Mutex
 	at      uint64 // the epoch of the entries in m and scans
@@ -53,7 +54,7 @@ func (d *database) cacheFor(k storeKey) *bitmapCache {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	c, _ := d.caches.LoadOrStore(k, &bitmapCache{salt: rand.Uint64()})
+	c, _ := d.caches.LoadOrStore(k, &bitmapCache{salt: rand.Uint64(), obs: d.obs})
 	return c.(*bitmapCache)
 }
 
@@ -124,6 +125,9 @@ func (c *bitmapCache) put(id string, b *roaring.Bitmap, e uint64) {
 // too many. The caller holds mu.
 func (c *bitmapCache) reset(e uint64) {
 	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
+		if c.at == e && c.entries > 0 && c.obs != nil {
+			c.obs.event(Event{Kind: EventEviction, Count: c.entries})
+		}
 		c.at, c.m, c.scans, c.entries = e, map[string]*roaring.Bitmap{}, map[string][]scanEntry{}, 0
 	}
 }

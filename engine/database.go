@@ -88,6 +88,8 @@ type database struct {
 
 	// vectors are the vector stores of vector.go, guarded by storeMu.
 	vectors map[vectorKey]*vectorStore
+
+	obs *observer // where background work reports
 }
 
 // counter names in the metadata layer.

@@ -125,9 +125,7 @@ func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error)
 		t.after = append(t.after, func(c *catalog) {
 			c.setDatabase(p)
 			c.dbCounter = id
-			e.dbMu.Lock()
-			e.dbs[id] = d
-			e.dbMu.Unlock()
+			e.addDatabase(d)
 		})
 		return nil
 	})

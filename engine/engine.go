@@ -18,6 +18,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -43,6 +44,14 @@ type Options struct {
 	// reading storage meanwhile; smaller tables build it before answering.
 	// 0 means 100,000; a negative value builds every store before answering.
 	BackgroundBuildRows int
+	// Logger receives the storage engine's log and every failure of work
+	// the engine does in the background (flattening, store builds); nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// OnEvent, when set, is called with every Event: flushes, compactions,
+	// write stalls, store builds, evictions and flattens. It is called from
+	// background goroutines, and must be quick and safe for concurrent use.
+	OnEvent func(Event)
 }
 
 // Engine is an open data directory.
@@ -51,6 +60,7 @@ type Engine struct {
 	opts    Options
 	writeOp *pebble.WriteOptions
 	ids     *idGen
+	obs     *observer
 
 	catMu sync.Mutex // serializes catalog commands
 	cat   *catalog   // guarded by its own RWMutex for readers
@@ -87,6 +97,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.BackgroundBuildRows == 0 {
 		opts.BackgroundBuildRows = 100_000
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	obs := &observer{log: opts.Logger, onEvent: opts.OnEvent}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
@@ -98,7 +112,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
-		Logger:                      quietLogger{},
+		Logger:                      pebbleLogger{opts.Logger},
+		EventListener:               obs.pebbleListener(),
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -113,6 +128,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts:    opts,
 		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
 		ids:     newIDGen(),
+		obs:     obs,
 		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),
 	}
@@ -170,9 +186,17 @@ func (e *Engine) load() error {
 		if err != nil {
 			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
 		}
-		e.dbs[d.ID] = db
+		e.addDatabase(db)
 	}
 	return nil
+}
+
+// addDatabase makes an open database reachable.
+func (e *Engine) addDatabase(d *database) {
+	d.obs = e.obs
+	e.dbMu.Lock()
+	e.dbs[d.id] = d
+	e.dbMu.Unlock()
 }
 
 // commit applies a batch durably. The batch becomes visible when applied;
@@ -197,13 +221,4 @@ func (e *Engine) commit(b *pebble.Batch, applied, unlock func()) error {
 		return err
 	}
 	return b.SyncWait()
-}
-
-// quietLogger drops Pebble's informational logs and keeps fatal ones fatal.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
 }

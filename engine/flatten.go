@@ -26,7 +26,7 @@ func (e *Engine) maybeFlatten(d *database, name string) {
 		return
 	}
 	// A failed flatten leaves the branch as it was; the next fork retries.
-	e.background(func() { _ = e.flatten(d, b.ID) })
+	e.background(func() { e.obs.timed(EventFlatten, func() error { return e.flatten(d, b.ID) }) })
 }
 
 // flatten copies the frozen part of a branch's lineage into one layer and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -255,7 +256,10 @@ func (e *Engine) buildStoreInBackground(d *database, b *branch, t *table) {
 		d.storeMu.Unlock()
 	}
 	if !e.background(func() {
-		_, _ = e.ensureStore(d, b, t)
+		// A build reports itself; a failure has no caller to go to.
+		if _, err := e.ensureStore(d, b, t); err != nil {
+			e.obs.event(Event{Kind: EventStoreBuild, Err: err})
+		}
 		done()
 	}) {
 		done()
@@ -313,10 +317,12 @@ func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *branch, 
 	defer d.gcMu.RUnlock()
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
+	start := time.Now()
 	s, err := build(snap, b, t)
 	if err != nil {
 		return zero, err
 	}
+	e.obs.event(Event{Kind: EventStoreBuild, Duration: time.Since(start)})
 	d.storeMu.Lock()
 	if *m == nil {
 		*m = map[K]S{}

@@ -51,7 +51,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(cfg)
+	eng, err := openEngine(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -91,12 +91,13 @@ func serverLogger(opts *api.Options) (*slog.Logger, error) {
 	return opts.Logger, nil
 }
 
-// openEngine opens the data directory.
-func openEngine(cfg serveConfig) (*engine.Engine, error) {
+// openEngine opens the data directory; the storage engine's log and the
+// failures of background work go to log.
+func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize})
+	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log})
 }
 
 // bootstrap creates the first accounts of a new data directory and prints
