@@ -25,25 +25,22 @@ type BootstrapInfo struct {
 	Key         string
 }
 
-// Bootstrap creates the first user, a workspace it owns and an API key. A
+// Bootstrap creates the first user, a workspace it owns and an API key, in
+// one command: a start that fails half way leaves nothing behind. A
 // non-empty key is used as the secret (COPPICE_BOOTSTRAP_KEY), else one is
 // generated. The key is not scoped to the workspace: while the user belongs
 // to that one workspace only, the plain base URL form resolves to it
 // (compat-api.md §2.2).
 func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
-	u, err := eng.CreateUser(engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true})
+	res, err := eng.Accounts().Bootstrap(engine.BootstrapRequest{
+		User:      engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true},
+		Workspace: BootstrapWorkspace, KeyName: BootstrapKeyName, Key: key,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create user: %w", err)
+		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	ws, err := eng.CreateWorkspace(u.ID, BootstrapWorkspace, "")
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create workspace: %w", err)
-	}
-	cred, err := eng.CreateAPIKey(u.ID, BootstrapKeyName, "", key)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create API key: %w", err)
-	}
-	return &BootstrapInfo{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID(), Workspace: ws.Core, Key: cred.Secret}, nil
+	return &BootstrapInfo{UserID: res.User.ID, Email: res.User.Email, WorkspaceID: res.Workspace.ID(),
+		Workspace: res.Workspace.Core, Key: res.Key.Secret}, nil
 }
 
 // Print writes the bootstrap credentials for the operator.

@@ -327,11 +327,11 @@ func TestWorkspaceResolution(t *testing.T) {
 	ts.expect(401, "GET", ts.url+"/ws/zzzzzz/dbs/db", nil)
 	ts.expect(401, "GET", ts.url+"/ws/not-a-workspace/dbs/db", nil)
 	ts.expect(401, "GET", ts.url+"/dbs/db", nil, withHost("zzzzzz.local.example.test"))
-	other, err := ts.eng.CreateUser(engine.NewUser{Email: "other@example.com"})
+	other, err := ts.eng.Accounts().CreateUser(engine.NewUser{Email: "other@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherWS, err := ts.eng.CreateWorkspace(other.ID, "other", "")
+	otherWS, err := ts.eng.Accounts().CreateWorkspace(other.ID, "other", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestWorkspaceResolution(t *testing.T) {
 
 	// A user with two workspaces: the plain form finds a database that
 	// exists in exactly one of them (and in none of other users').
-	second, err := ts.eng.CreateWorkspace(ts.info.UserID, "second", "")
+	second, err := ts.eng.Accounts().CreateWorkspace(ts.info.UserID, "second", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestWorkspaceResolution(t *testing.T) {
 
 	// A key scoped to a workspace resolves the plain form and reaches only
 	// that workspace.
-	cred, err := ts.eng.CreateAPIKey(ts.info.UserID, "scoped", core, "")
+	cred, err := ts.eng.Accounts().CreateAPIKey(ts.info.UserID, "scoped", core, "")
 	if err != nil {
 		t.Fatal(err)
 	}

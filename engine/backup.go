@@ -72,36 +72,23 @@ func (e *Engine) BackupDatabase(ws, name string, w io.Writer) error {
 }
 
 // RestoreDatabase reads a backup into a new database of a workspace. A
-// backup that fails its checksum or is malformed restores nothing.
+// backup that fails its checksum or is malformed restores nothing. The
+// catalog's command places the database; the backup fills its range in
+// the same batch.
 func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
 	if err := checkName("database", name); err != nil {
 		return err
 	}
-	now := e.now()
-	return e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.workspaces[ws] == nil {
-			return notFoundf("workspace [%s] not found", ws)
-		}
-		if c.findDatabase(ws, name) != nil {
-			return Errorf(CodeAlreadyExists, "database [%s] already exists", name)
-		}
-		id := c.dbCounter + 1
+	place := &placeDatabase{Database: Database{Workspace: ws, Name: name, Region: region, CreatedAt: e.now()}}
+	_, err := e.applyCatalog(place, func(t *catTx, res any) error {
+		id := res.(*Database).ID
 		prefix := codec.DatabasePrefix(id)
 		if err := readBackup(r, func(k, v []byte) error {
 			return t.batch.Set(append(append([]byte(nil), prefix...), k...), v, nil)
 		}); err != nil {
 			return err
 		}
-		p := &Database{ID: id, Workspace: ws, Name: name, Region: region, CreatedAt: now}
-		if err := t.putJSON(databaseKey(id), p); err != nil {
-			return err
-		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), u64(uint64(id)), nil); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) {
-			c.setDatabase(p)
-			c.dbCounter = id
+		t.after = append(t.after, func(*catalog) {
 			// The batch is applied: the database's range is readable.
 			d, err := loadDatabase(e.pdb, id)
 			if err != nil {
@@ -114,6 +101,7 @@ func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
 		})
 		return nil
 	})
+	return err
 }
 
 // readBackup checks a backup's magic and checksum and calls fn for every

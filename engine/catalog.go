@@ -280,6 +280,29 @@ func (e *Engine) runCatalog(fn func(c *catalog, t *catTx) error) error {
 	}, nil)
 }
 
+// applyCatalog applies a catalog command (see catalogcmd.go) and returns
+// its result. stage, when set, adds to the command's batch the writes of
+// what the command starts outside the catalog (a new database's first
+// command), after the command staged its own, so that both apply or
+// neither does.
+func (e *Engine) applyCatalog(cmd catCommand, stage func(t *catTx, res any) error) (any, error) {
+	var res any
+	err := e.runCatalog(func(c *catalog, t *catTx) error {
+		var err error
+		if res, err = cmd.apply(c, t, e); err != nil {
+			return err
+		}
+		if stage != nil {
+			return stage(t, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
 // HashKey returns the stored form of an API key or invite key.
 func HashKey(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
 
@@ -310,6 +333,18 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// databasesOf returns the databases of workspace core by id.
+func (c *catalog) databasesOf(core string) []*Database {
+	var out []*Database
+	for _, d := range c.databases {
+		if d.Workspace == core {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 

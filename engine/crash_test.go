@@ -401,11 +401,11 @@ func crashChild(dir string) {
 // crashSetup creates the user, workspace, database and table the child
 // writes into and returns the workspace core id.
 func crashSetup(e *engine.Engine) (string, error) {
-	u, err := e.CreateUser(engine.NewUser{Email: "crash@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "crash@example.com"})
 	if err != nil {
 		return "", err
 	}
-	ws, err := e.CreateWorkspace(u.ID, "crash", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "crash", "")
 	if err != nil {
 		return "", err
 	}

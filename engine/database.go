@@ -135,6 +135,13 @@ func (st *dbState) branch(name string) (*branch, error) {
 	return b, nil
 }
 
+// newDatabase returns an empty database: no branch, no counter.
+func newDatabase(id uint32) *database {
+	d := &database{id: id, rows: map[uint32]uint32{}}
+	d.state.Store(newDBState(map[string]*branch{}, map[string]string{}))
+	return d
+}
+
 // loadDatabase reads a database's counters, branches and git mapping.
 func loadDatabase(r pebble.Reader, id uint32) (*database, error) {
 	d := &database{id: id, rows: map[uint32]uint32{}}
@@ -218,12 +225,73 @@ type rowChange struct {
 	lens               []fieldLength // text field lengths of rec
 }
 
-// beginTx starts a command on d; the caller holds d.mu.
-func (e *Engine) beginTx(d *database) *dbTx {
+// beginTx starts a command on d that stages its writes into b; the
+// caller holds d.mu, or d is not reachable yet.
+func (e *Engine) beginTx(d *database, b *pebble.Batch) *dbTx {
 	return &dbTx{
-		e: e, d: d, batch: e.pdb.NewIndexedBatch(), st: d.state.Load(), seq: d.seq + 1,
+		e: e, d: d, batch: b, st: d.state.Load(), seq: d.seq + 1,
 		nextLayer: d.nextLayer, nextTable: d.nextTable, nextBranch: d.nextBranch,
 		rows: map[uint32]uint32{},
+	}
+}
+
+// dbCommand is one change of a database as a value.
+type dbCommand interface {
+	// apply stages the command in tx and returns its result.
+	apply(tx *dbTx) (any, error)
+}
+
+// initDatabase is a new database's first command: it creates the first
+// branch, with an empty schema.
+type initDatabase struct {
+	Branch   string         `json:"branch"`
+	PublicID string         `json:"publicID"`
+	Now      time.Time      `json:"now"`
+	Metadata BranchMetadata `json:"metadata"`
+}
+
+func (c *initDatabase) apply(tx *dbTx) (any, error) {
+	b := &branch{
+		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Branch, CreatedAt: c.Now,
+		Metadata: c.Metadata, Lineage: lineage{{Layer: tx.allocLayer(), Seq: maxSeq}}, Schema: &schema{},
+	}
+	b.Schema.index()
+	return nil, tx.putBranch(b)
+}
+
+// stage applies cmd to d into batch b, which the caller commits, and
+// returns what publishes the command's in-memory changes once b is
+// applied. A new database's first command goes in the catalog command
+// that places the database this way; it reads nothing, so b need not be
+// indexed.
+func (e *Engine) stage(d *database, b *pebble.Batch, cmd dbCommand) (publish func(), err error) {
+	tx := e.beginTx(d, b)
+	if _, err := cmd.apply(tx); err != nil {
+		return nil, err
+	}
+	if err := tx.finish(); err != nil {
+		return nil, err
+	}
+	return func() { d.publish(tx) }, nil
+}
+
+// publish makes the in-memory changes of a command visible once its batch
+// is applied: counters and, when it changed any, the branches. The caller
+// holds d.mu, or d is not reachable yet.
+func (d *database) publish(tx *dbTx) {
+	d.seq = tx.seq
+	d.nextLayer, d.nextTable, d.nextBranch = tx.nextLayer, tx.nextTable, tx.nextBranch
+	for t, n := range tx.rows {
+		d.rows[t] = n
+	}
+	if tx.branches != nil || tx.git != nil {
+		st := tx.state()
+		d.state.Store(st)
+		for k := range d.written {
+			if st.byID[k.branch] == nil {
+				delete(d.written, k) // a deleted branch writes no more
+			}
+		}
 	}
 }
 
@@ -400,7 +468,7 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 	if d.dropped {
 		return notFoundf("database not found")
 	}
-	tx := e.beginTx(d)
+	tx := e.beginTx(d, e.pdb.NewIndexedBatch())
 	if err := fn(tx); err != nil {
 		tx.batch.Close()
 		return err
@@ -422,20 +490,7 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 		}()
 	}
 	return e.commit(tx.batch, func() {
-		d.seq = tx.seq
-		d.nextLayer, d.nextTable, d.nextBranch = tx.nextLayer, tx.nextTable, tx.nextBranch
-		for t, n := range tx.rows {
-			d.rows[t] = n
-		}
-		if tx.branches != nil || tx.git != nil {
-			st := tx.state()
-			d.state.Store(st)
-			for k := range d.written {
-				if st.byID[k.branch] == nil {
-					delete(d.written, k) // a deleted branch writes no more
-				}
-			}
-		}
+		d.publish(tx)
 		if lockStores {
 			d.updateStores(tx)
 		}

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"time"
-
-	"github.com/coppice-db/coppice/codec"
 )
 
 // DatabaseInfo is the public metadata of a database (spec §2.8).
@@ -16,7 +14,10 @@ type DatabaseInfo struct {
 
 // CreateDatabaseRequest creates a database with one branch.
 type CreateDatabaseRequest struct {
-	Workspace string // workspace core id
+	// Workspace is the core id of the workspace the database belongs to;
+	// "" creates it outside every workspace, which needs no accounts
+	// (Refs then name no workspace either).
+	Workspace string
 	Name      string
 	Region    string
 	// BranchName is the first branch; "" means main.
@@ -72,7 +73,9 @@ func (e *Engine) database(ws, name string) (*Database, *database, error) {
 	return p, d, nil
 }
 
-// CreateDatabase creates a database and its first branch (an empty schema).
+// CreateDatabase creates a database and its first branch (an empty
+// schema). Two commands do it: the catalog's, which places the database,
+// and the database's first, which creates the branch; they apply as one.
 func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error) {
 	if err := checkName("database", req.Name); err != nil {
 		return DatabaseInfo{}, err
@@ -87,60 +90,30 @@ func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error)
 		return DatabaseInfo{}, invalidf("region is required")
 	}
 	now := e.now()
-	branchPublicID := e.ids.next("bb_", now)
-	var info DatabaseInfo
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.workspaces[req.Workspace] == nil {
-			return notFoundf("workspace [%s] not found", req.Workspace)
-		}
-		if c.findDatabase(req.Workspace, req.Name) != nil {
-			return Errorf(CodeAlreadyExists, "database [%s] already exists", req.Name)
-		}
-		id := c.dbCounter + 1
-		p := &Database{ID: id, Workspace: req.Workspace, Name: req.Name, Region: req.Region, CreatedAt: now, UIColor: req.UIColor}
-		if err := t.putJSON(databaseKey(id), p); err != nil {
+	place := &placeDatabase{Database: Database{Workspace: req.Workspace, Name: req.Name, Region: req.Region, CreatedAt: now, UIColor: req.UIColor}}
+	first := &initDatabase{Branch: req.BranchName, PublicID: e.ids.next("bb_", now), Now: now, Metadata: req.Metadata}
+	res, err := e.applyCatalog(place, func(t *catTx, res any) error {
+		d := newDatabase(res.(*Database).ID)
+		publish, err := e.stage(d, t.batch, first)
+		if err != nil {
 			return err
 		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), u64(uint64(id)), nil); err != nil {
-			return err
-		}
-		// The database's own range: counters and the first branch.
-		d := &database{id: id, rows: map[uint32]uint32{}}
-		d.state.Store(newDBState(map[string]*branch{}, map[string]string{}))
-		tx := &dbTx{e: e, d: d, batch: t.batch, st: d.state.Load(), seq: 1, rows: map[uint32]uint32{}}
-		b := &branch{
-			ID: tx.allocBranch(), PublicID: branchPublicID, Name: req.BranchName, CreatedAt: now,
-			Metadata: req.Metadata, Lineage: lineage{{Layer: tx.allocLayer(), Seq: maxSeq}}, Schema: &schema{},
-		}
-		b.Schema.index()
-		if err := tx.putBranch(b); err != nil {
-			return err
-		}
-		if err := tx.finish(); err != nil {
-			return err
-		}
-		d.seq, d.nextLayer, d.nextBranch = tx.seq, tx.nextLayer, tx.nextBranch
-		d.state.Store(tx.state())
-		info = dbInfo(p)
-		t.after = append(t.after, func(c *catalog) {
-			c.setDatabase(p)
-			c.dbCounter = id
+		t.after = append(t.after, func(*catalog) {
+			publish()
 			e.addDatabase(d)
 		})
 		return nil
 	})
-	return info, err
+	if err != nil {
+		return DatabaseInfo{}, err
+	}
+	return dbInfo(res.(*Database)), nil
 }
 
 // DeleteDatabase deletes a database with all its branches and data.
 func (e *Engine) DeleteDatabase(ws, name string) error {
-	return e.runCatalog(func(c *catalog, t *catTx) error {
-		p := c.findDatabase(ws, name)
-		if p == nil {
-			return notFoundf("database [%s] not found", name)
-		}
-		return e.dropDatabase(t, p)
-	})
+	_, err := e.applyCatalog(&dropDatabase{WS: ws, Name: name}, nil)
+	return err
 }
 
 // GetDatabase returns a database's metadata.
@@ -175,31 +148,9 @@ func (e *Engine) ListDatabases(ws string) []DatabaseInfo {
 // empty, its name: branches, data and git mapping follow, since keys carry
 // ids only).
 func (e *Engine) UpdateDatabase(ws, name, newName string, uiColor *string) (DatabaseInfo, error) {
-	var info DatabaseInfo
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		p := c.findDatabase(ws, name)
-		if p == nil {
-			return notFoundf("database [%s] not found", name)
-		}
-		np := *p
-		if newName != "" && newName != name {
-			if err := checkName("database", newName); err != nil {
-				return err
-			}
-			if c.findDatabase(ws, newName) != nil {
-				return Errorf(CodeAlreadyExists, "database [%s] already exists", newName)
-			}
-			np.Name = newName
-		}
-		if uiColor != nil {
-			np.UIColor = *uiColor
-		}
-		if err := t.putJSON(databaseKey(p.ID), &np); err != nil {
-			return err
-		}
-		info = dbInfo(&np)
-		t.after = append(t.after, func(c *catalog) { c.setDatabase(&np) })
-		return nil
-	})
-	return info, err
+	res, err := e.applyCatalog(&updateDatabase{WS: ws, Name: name, NewName: newName, UIColor: uiColor}, nil)
+	if err != nil {
+		return DatabaseInfo{}, err
+	}
+	return res.(DatabaseInfo), nil
 }

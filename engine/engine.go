@@ -62,6 +62,8 @@ type Engine struct {
 	ids     *idGen
 	obs     *observer
 
+	accounts Accounts
+
 	catMu sync.Mutex // serializes catalog commands
 	cat   *catalog   // guarded by its own RWMutex for readers
 
@@ -132,6 +134,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),
 	}
+	e.accounts.e = e
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err

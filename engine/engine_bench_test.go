@@ -146,11 +146,11 @@ func newBenchEnv(b, owner *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	owner.Cleanup(func() { env.e.Close() })
-	u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+	u, err := env.e.Accounts().CreateUser(engine.NewUser{Email: "bench@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws, err := env.e.CreateWorkspace(u.ID, "bench", "")
+	ws, err := env.e.Accounts().CreateWorkspace(u.ID, "bench", "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// Example embeds the engine: it opens a data directory, sets up a table,
-// writes and reads records, then forks a branch and changes it while main
-// goes on independently.
+// Example embeds the engine: it opens a data directory, creates a database
+// (no accounts needed: it belongs to no workspace), sets up a table, writes
+// and reads records, then forks a branch and changes it while main goes on
+// independently.
 func Example() {
 	dir, err := os.MkdirTemp("", "coppice-example-")
 	if err != nil {
@@ -27,15 +28,11 @@ func Example() {
 	check(err)
 	defer e.Close()
 
-	// A user owns a workspace; a workspace holds databases; a database
-	// starts with one branch, main.
-	u, err := e.CreateUser(engine.NewUser{Email: "ada@example.com", Fullname: "Ada"})
+	// A database starts with one branch, main. (The HTTP service keeps
+	// databases in workspaces of its accounts, e.Accounts().)
+	_, err = e.CreateDatabase(engine.CreateDatabaseRequest{Name: "shop", Region: "local"})
 	check(err)
-	ws, err := e.CreateWorkspace(u.ID, "Acme", "")
-	check(err)
-	_, err = e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: ws.Core, Name: "shop", Region: "local"})
-	check(err)
-	main := engine.Ref{Workspace: ws.Core, Database: "shop", Branch: "main"}
+	main := engine.Ref{Database: "shop", Branch: "main"}
 
 	_, err = e.CreateTable(main, "products")
 	check(err)
@@ -60,7 +57,7 @@ func Example() {
 
 	// Fork main: the branch sees main's records as of now, whatever their
 	// number, without copying them.
-	sale := engine.Ref{Workspace: ws.Core, Database: "shop", Branch: "sale"}
+	sale := engine.Ref{Database: "shop", Branch: "sale"}
 	check(e.CreateBranch(sale, engine.CreateBranchRequest{From: "main"}))
 
 	_, err = e.WriteOne(sale, engine.Op{Kind: engine.OpUpdate, Table: "products", ID: "lamp",

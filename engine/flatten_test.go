@@ -14,8 +14,8 @@ func TestFlatten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := e.CreateUser(NewUser{Email: "f@example.com"})
-	ws, _ := e.CreateWorkspace(u.ID, "ws", "")
+	u, _ := e.Accounts().CreateUser(NewUser{Email: "f@example.com"})
+	ws, _ := e.Accounts().CreateWorkspace(u.ID, "ws", "")
 	if _, err := e.CreateDatabase(CreateDatabaseRequest{Workspace: ws.Core, Name: "db", Region: "local"}); err != nil {
 		t.Fatal(err)
 	}

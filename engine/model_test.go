@@ -80,11 +80,11 @@ func openTestDB(tb testing.TB, opts Options) *testDB {
 			db.e.Close()
 		}
 	})
-	u, err := e.CreateUser(NewUser{Email: "model@example.com"})
+	u, err := e.Accounts().CreateUser(NewUser{Email: "model@example.com"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "model", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "model", "")
 	if err != nil {
 		tb.Fatal(err)
 	}

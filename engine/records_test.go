@@ -19,11 +19,11 @@ func recFixture(t testing.TB, tables map[string][]ColumnDef) (*Engine, Ref) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	u, err := e.CreateUser(NewUser{Email: "owner@example.com"})
+	u, err := e.Accounts().CreateUser(NewUser{Email: "owner@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "Test", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "Test", "")
 	if err != nil {
 		t.Fatal(err)
 	}

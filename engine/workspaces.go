@@ -6,13 +6,6 @@ import (
 	"time"
 )
 
-// Workspace, member and invite operations take the workspace as a public id
-// ("slug-core") or its bare core, and the id of the user making the request.
-// A caller who is not a member of the workspace, or names one that does not
-// exist, gets CodeForbidden "no access to workspace [<ws>]" in both cases, so
-// the answer never tells whether a workspace exists. Owner-only operations
-// refuse a maintainer with CodeForbidden as well.
-
 // WorkspaceInfo is a workspace as one of its members sees it.
 type WorkspaceInfo struct {
 	ID          string // public id: slug-core
@@ -85,7 +78,8 @@ func (c *catalog) workspaceInfo(w *Workspace, role Role) WorkspaceInfo {
 // MemberRole returns a user's role in a workspace (public id or core); ok is
 // false for a non-member or an unknown workspace. The HTTP layer uses it for
 // data-plane and database access checks.
-func (e *Engine) MemberRole(ws, userID string) (role Role, ok bool) {
+func (a *Accounts) MemberRole(ws, userID string) (role Role, ok bool) {
+	e := a.e
 	core, valid := WorkspaceCore(ws)
 	if !valid {
 		return "", false
@@ -104,7 +98,8 @@ func (e *Engine) MemberRole(ws, userID string) (role Role, ok bool) {
 
 // UserWorkspaces returns the core ids of the workspaces a user belongs to, in
 // order.
-func (e *Engine) UserWorkspaces(userID string) []string {
+func (a *Accounts) UserWorkspaces(userID string) []string {
+	e := a.e
 	e.cat.mu.RLock()
 	defer e.cat.mu.RUnlock()
 	var out []string
@@ -118,7 +113,8 @@ func (e *Engine) UserWorkspaces(userID string) []string {
 
 // ListWorkspaces returns the workspaces a user is a member of, with the
 // user's role, by public id.
-func (e *Engine) ListWorkspaces(userID string) []WorkspaceInfo {
+func (a *Accounts) ListWorkspaces(userID string) []WorkspaceInfo {
+	e := a.e
 	e.cat.mu.RLock()
 	defer e.cat.mu.RUnlock()
 	out := []WorkspaceInfo{}
@@ -133,7 +129,8 @@ func (e *Engine) ListWorkspaces(userID string) []WorkspaceInfo {
 }
 
 // GetWorkspace returns a workspace to any of its members.
-func (e *Engine) GetWorkspace(userID, ws string) (WorkspaceInfo, error) {
+func (a *Accounts) GetWorkspace(userID, ws string) (WorkspaceInfo, error) {
+	e := a.e
 	e.cat.mu.RLock()
 	defer e.cat.mu.RUnlock()
 	w, m, err := e.cat.access(userID, ws, false)
@@ -146,89 +143,46 @@ func (e *Engine) GetWorkspace(userID, ws string) (WorkspaceInfo, error) {
 // UpdateWorkspace renames a workspace (owner only). name is required; an
 // empty slug derives from the name, as at creation. The core, and so the
 // workspace's identity, never changes; its public id follows the slug.
-func (e *Engine) UpdateWorkspace(userID, ws, name, slug string) (WorkspaceInfo, error) {
-	var out WorkspaceInfo
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		w, m, err := c.access(userID, ws, true)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(name) == "" {
-			return invalidf("workspace name is required")
-		}
-		if slug == "" {
-			slug = slugify(name)
-		} else if err := checkName("workspace slug", slug); err != nil {
-			return err
-		}
-		nw := *w
-		nw.Name, nw.Slug = name, slug
-		if err := t.putJSON(workspaceKey(w.Core), &nw); err != nil {
-			return err
-		}
-		out = c.workspaceInfo(&nw, m.Role)
-		t.after = append(t.after, func(c *catalog) { c.workspaces[nw.Core] = &nw })
-		return nil
-	})
-	return out, err
+func (a *Accounts) UpdateWorkspace(userID, ws, name, slug string) (WorkspaceInfo, error) {
+	res, err := a.apply(&updateWorkspace{Caller: userID, WS: ws, Name: name, Slug: slug})
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	return res.(WorkspaceInfo), nil
+}
+
+// CreateWorkspace creates a workspace whose single owner is userID. An empty
+// slug derives from the name.
+func (a *Accounts) CreateWorkspace(userID, name, slug string) (*Workspace, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, invalidf("workspace name is required")
+	}
+	if slug == "" {
+		slug = slugify(name)
+	} else if err := checkName("workspace slug", slug); err != nil {
+		return nil, err
+	}
+	res, err := a.apply(&createWorkspace{Workspace: newWorkspace(name, slug, a.e.now()), Owner: userID})
+	if err != nil {
+		return nil, err
+	}
+	ws := res.(Workspace)
+	return &ws, nil
+}
+
+// newWorkspace resolves a workspace to create: its random core id and its
+// creation time.
+func newWorkspace(name, slug string, now time.Time) Workspace {
+	core := randomString(6, "0123456789abcdefghijklmnopqrstuvwxyz")
+	return Workspace{Core: core, Name: name, Slug: slug, Plan: "free", CreatedAt: now}
 }
 
 // DeleteWorkspace deletes a workspace (owner only) in one command: every
 // database of it with all their data, its members, its invites and the API
 // keys scoped to it.
-func (e *Engine) DeleteWorkspace(userID, ws string) error {
-	return e.runCatalog(func(c *catalog, t *catTx) error {
-		w, _, err := c.access(userID, ws, true)
-		if err != nil {
-			return err
-		}
-		core := w.Core
-		var dbs []*Database
-		for _, d := range c.databases {
-			if d.Workspace == core {
-				dbs = append(dbs, d)
-			}
-		}
-		sort.Slice(dbs, func(i, j int) bool { return dbs[i].ID < dbs[j].ID })
-		for _, d := range dbs {
-			if err := e.dropDatabase(t, d); err != nil {
-				return err
-			}
-		}
-		members := sortedKeys(c.members[core])
-		for _, uid := range members {
-			if err := t.delete(memberKey(core, uid)); err != nil {
-				return err
-			}
-		}
-		invites := c.invites[core]
-		for _, id := range sortedKeys(invites) {
-			if err := t.delete(inviteKey(core, id), inviteSecretKey(invites[id].KeyHash)); err != nil {
-				return err
-			}
-		}
-		scoped := c.scopedKeys(core, "")
-		for _, k := range scoped {
-			if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
-				return err
-			}
-		}
-		if err := t.delete(workspaceKey(core)); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) {
-			for _, in := range invites {
-				delete(c.inviteKeys, in.KeyHash)
-			}
-			for _, k := range scoped {
-				c.removeKey(k)
-			}
-			delete(c.invites, core)
-			delete(c.members, core)
-			delete(c.workspaces, core)
-		})
-		return nil
-	})
+func (a *Accounts) DeleteWorkspace(userID, ws string) error {
+	_, err := a.apply(&deleteWorkspace{Caller: userID, WS: ws})
+	return err
 }
 
 // scopedKeys returns the API keys scoped to workspace core, of one user or,
@@ -252,7 +206,8 @@ func (c *catalog) scopedKeys(core, userID string) []*APIKey {
 
 // ListMembers returns the members of a workspace by email, and its pending
 // invites (neither accepted nor expired) by email. Any member may list them.
-func (e *Engine) ListMembers(userID, ws string) ([]MemberInfo, []Invite, error) {
+func (a *Accounts) ListMembers(userID, ws string) ([]MemberInfo, []Invite, error) {
+	e := a.e
 	now := e.now()
 	e.cat.mu.RLock()
 	defer e.cat.mu.RUnlock()
@@ -294,68 +249,63 @@ func (e *Engine) ListMembers(userID, ws string) ([]MemberInfo, []Invite, error) 
 // SetMemberRole changes a member's role (owner only). Demoting the last owner
 // fails with CodeInvalid: compat-api.md §7 recommends 400 for it, and the
 // statuses spec §4.6 lists for member operations include no 409.
-func (e *Engine) SetMemberRole(callerID, ws, userID string, role Role) error {
-	return e.runCatalog(func(c *catalog, t *catTx) error {
-		w, _, err := c.access(callerID, ws, true)
-		if err != nil {
-			return err
-		}
-		if err := checkRole(role); err != nil {
-			return err
-		}
-		m := c.members[w.Core][userID]
-		if m == nil {
-			return notFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
-		}
-		if m.Role == role {
-			return nil
-		}
-		if m.Role == RoleOwner && c.owners(w.Core) == 1 {
-			return invalidf("cannot demote the last owner of workspace [%s]: make another member an owner first", ws)
-		}
-		nm := *m
-		nm.Role = role
-		if err := t.putJSON(memberKey(w.Core, userID), &nm); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) { c.member(nm.Workspace)[userID] = &nm })
-		return nil
-	})
+func (a *Accounts) SetMemberRole(callerID, ws, userID string, role Role) error {
+	_, err := a.apply(&setMemberRole{Caller: callerID, WS: ws, UserID: userID, Role: role})
+	return err
 }
 
 // RemoveMember removes a member from a workspace, with their API keys scoped
 // to it. Owners may remove anyone; any member may remove themself. Removing
 // the last owner fails with CodeInvalid (as demoting them does): delete the
 // workspace instead, or make another member an owner first.
-func (e *Engine) RemoveMember(callerID, ws, userID string) error {
-	return e.runCatalog(func(c *catalog, t *catTx) error {
-		w, _, err := c.access(callerID, ws, callerID != userID)
-		if err != nil {
-			return err
+func (a *Accounts) RemoveMember(callerID, ws, userID string) error {
+	_, err := a.apply(&removeMember{Caller: callerID, WS: ws, UserID: userID})
+	return err
+}
+
+// WorkspaceCore extracts the 6-character core from a public workspace id or
+// host label ("slug-abc123" or "abc123").
+func WorkspaceCore(id string) (string, bool) {
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		id = id[i+1:]
+	}
+	if len(id) != 6 {
+		return id, false
+	}
+	var core [6]byte
+	for i := range 6 {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 		}
-		core := w.Core
-		m := c.members[core][userID]
-		if m == nil {
-			return notFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return id, false
 		}
-		if m.Role == RoleOwner && c.owners(core) == 1 {
-			return invalidf("cannot remove the last owner of workspace [%s]: make another member an owner or delete the workspace", ws)
+		core[i] = c
+	}
+	if string(core[:]) == id { // already lower case: no copy
+		return id, true
+	}
+	return string(core[:]), true
+}
+
+// slugify replaces each run of characters outside [a-zA-Z0-9_~-] by one '-'.
+func slugify(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range name {
+		ok := r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '~' || r == '-')
+		if ok {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
 		}
-		scoped := c.scopedKeys(core, userID)
-		for _, k := range scoped {
-			if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
-				return err
-			}
-		}
-		if err := t.delete(memberKey(core, userID)); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) {
-			for _, k := range scoped {
-				c.removeKey(k)
-			}
-			delete(c.members[core], userID)
-		})
-		return nil
-	})
+	}
+	s := b.String()
+	if s == "" || s == "-" {
+		return "ws"
+	}
+	return s
 }

@@ -274,11 +274,11 @@ func TestLoadIntoEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	u, err := e.CreateUser(engine.NewUser{Email: "gen@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "gen@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "gen", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "gen", "")
 	if err != nil {
 		t.Fatal(err)
 	}

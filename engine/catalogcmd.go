@@ -1,0 +1,807 @@
+package engine
+
+import (
+	"strings"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// A catalog command is one change of the global catalog as a value: it
+// holds everything it needs, resolved before it is applied (ids, times,
+// the hashes of generated secrets), so that applying it reads only the
+// catalog and gives the same writes on every copy of the same catalog.
+// Applying checks the command against the catalog (access, conflicts,
+// last owners) as of that moment, stages its writes into the command's
+// batch and its in-memory changes into t.after, and returns its result.
+// The set of commands is closed: catKind lists them, and catcodec.go
+// encodes each.
+
+// catCommand is one catalog command.
+type catCommand interface {
+	// kind names the command in its encoding.
+	kind() catKind
+	// apply checks the command against c and stages it in t; h drops the
+	// databases the command deletes. It returns the command's result,
+	// whose type each command documents.
+	apply(c *catalog, t *catTx, h dbHost) (any, error)
+}
+
+// dbHost is what catalog commands need of the open databases.
+type dbHost interface {
+	// dropDatabase stages the deletion of a database and everything in its
+	// range into t, keeping its commands out until t ends.
+	dropDatabase(t *catTx, p *Database) error
+}
+
+// catKind numbers the catalog commands in their encoding; numbers are
+// never reused.
+type catKind uint8
+
+// The catalog commands.
+const (
+	catCreateUser catKind = iota + 1
+	catUpdateUser
+	catDeleteUser
+	catCreateAPIKey
+	catDeleteAPIKey
+	catCreateWorkspace
+	catUpdateWorkspace
+	catDeleteWorkspace
+	catSetMemberRole
+	catRemoveMember
+	catCreateInvite
+	catAcceptInvite
+	catUpdateInvite
+	catDeleteInvite
+	catPlaceDatabase
+	catUpdateDatabase
+	catDropDatabase
+	catSetServerState
+	catBootstrap
+)
+
+// createUser creates a user; the result is the User.
+type createUser struct {
+	User User `json:"user"`
+}
+
+func (*createUser) kind() catKind { return catCreateUser }
+
+func (cmd *createUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	if err := c.checkNewUser(&cmd.User); err != nil {
+		return nil, err
+	}
+	if err := writeUser(t, &cmd.User); err != nil {
+		return nil, err
+	}
+	return cmd.User, nil
+}
+
+// checkNewUser fails when another user has u's email.
+func (c *catalog) checkNewUser(u *User) error {
+	if _, ok := c.emails[strings.ToLower(u.Email)]; ok {
+		return Errorf(CodeConflict, "a user with email [%s] already exists", u.Email)
+	}
+	return nil
+}
+
+// writeUser stages the creation of a user.
+func writeUser(t *catTx, u *User) error {
+	user := *u
+	if err := t.putJSON(userKey(user.ID), &user); err != nil {
+		return err
+	}
+	if err := t.batch.Set(emailKey(user.Email), []byte(user.ID), nil); err != nil {
+		return err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		c.users[user.ID] = &user
+		c.emails[strings.ToLower(user.Email)] = user.ID
+	})
+	return nil
+}
+
+// updateUser replaces a user's email, full name and image; the result is
+// the User.
+type updateUser struct {
+	ID       string `json:"id"`
+	Email    string `json:"email"`
+	Fullname string `json:"fullname"`
+	Image    string `json:"image"`
+}
+
+func (*updateUser) kind() catKind { return catUpdateUser }
+
+func (cmd *updateUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	id, email := cmd.ID, cmd.Email
+	old := c.users[id]
+	if old == nil {
+		return nil, notFoundf("user [%s] not found", id)
+	}
+	oldLower, newLower := strings.ToLower(old.Email), strings.ToLower(email)
+	if other, ok := c.emails[newLower]; ok && other != id {
+		// Spec §4.6 lists no 409 for user operations: a taken address is
+		// bad input.
+		return nil, invalidf("a user with email [%s] already exists", email)
+	}
+	u := *old
+	u.Email, u.Fullname, u.Image = email, cmd.Fullname, cmd.Image
+	if err := t.putJSON(userKey(id), &u); err != nil {
+		return nil, err
+	}
+	if oldLower != newLower {
+		if err := t.delete(emailKey(old.Email)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.batch.Set(emailKey(email), []byte(id), nil); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		delete(c.emails, oldLower)
+		c.emails[newLower] = id
+		c.users[id] = &u
+	})
+	return u, nil
+}
+
+// deleteUser deletes a user with their API keys and memberships, unless
+// they are the last owner of a workspace (see Accounts.DeleteUser).
+type deleteUser struct {
+	ID string `json:"id"`
+}
+
+func (*deleteUser) kind() catKind { return catDeleteUser }
+
+func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	id := cmd.ID
+	u := c.users[id]
+	if u == nil {
+		return nil, notFoundf("user [%s] not found", id)
+	}
+	var cores, sole []string
+	for _, core := range sortedKeys(c.members) {
+		m := c.members[core][id]
+		if m == nil {
+			continue
+		}
+		cores = append(cores, core)
+		if m.Role == RoleOwner && c.owners(core) == 1 {
+			sole = append(sole, c.workspaces[core].ID())
+		}
+	}
+	if len(sole) > 0 {
+		return nil, Errorf(CodeInvalid, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
+			strings.Join(sole, "], ["))
+	}
+	keys := c.userKeysSorted(id)
+	for _, k := range keys {
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(id, k.Name)); err != nil {
+			return nil, err
+		}
+	}
+	for _, core := range cores {
+		if err := t.delete(memberKey(core, id)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.delete(userKey(id), emailKey(u.Email)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		for _, k := range keys {
+			c.removeKey(k)
+		}
+		for _, core := range cores {
+			delete(c.members[core], id)
+		}
+		delete(c.emails, strings.ToLower(u.Email))
+		delete(c.users, id)
+	})
+	return nil, nil
+}
+
+// createAPIKey stores an API key, by the hash of its secret.
+type createAPIKey struct {
+	Key APIKey `json:"key"`
+}
+
+func (*createAPIKey) kind() catKind { return catCreateAPIKey }
+
+func (cmd *createAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	key := &cmd.Key
+	if c.users[key.UserID] == nil {
+		return nil, notFoundf("user [%s] not found", key.UserID)
+	}
+	if key.Workspace != "" && c.members[key.Workspace][key.UserID] == nil {
+		return nil, Errorf(CodeForbidden, "no access to workspace [%s]", key.Workspace)
+	}
+	if err := c.checkNewKey(key); err != nil {
+		return nil, err
+	}
+	return nil, writeKey(t, key)
+}
+
+// checkNewKey fails when the key's secret or its name is taken.
+func (c *catalog) checkNewKey(key *APIKey) error {
+	if _, dup := c.keys[key.Hash]; dup {
+		return Errorf(CodeConflict, "this key already exists")
+	}
+	if c.keyByName(key.UserID, key.Name) != nil {
+		return Errorf(CodeConflict, "API key [%s] already exists", key.Name)
+	}
+	return nil
+}
+
+// writeKey stages the creation of an API key.
+func writeKey(t *catTx, k *APIKey) error {
+	key := *k
+	if err := t.putJSON(apiKeyKey(key.Hash), &key); err != nil {
+		return err
+	}
+	if err := t.batch.Set(userAPIKeyKey(key.UserID, key.Name), key.Hash[:], nil); err != nil {
+		return err
+	}
+	t.after = append(t.after, func(c *catalog) { c.addKey(&key) })
+	return nil
+}
+
+// deleteAPIKey revokes a user's API key by name.
+type deleteAPIKey struct {
+	UserID string `json:"userID"`
+	Name   string `json:"name"`
+}
+
+func (*deleteAPIKey) kind() catKind { return catDeleteAPIKey }
+
+func (cmd *deleteAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	k := c.keyByName(cmd.UserID, cmd.Name)
+	if k == nil {
+		return nil, notFoundf("API key [%s] not found", cmd.Name)
+	}
+	if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(cmd.UserID, cmd.Name)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) { c.removeKey(k) })
+	return nil, nil
+}
+
+// createWorkspace creates a workspace whose one member, its owner, is
+// Owner; the member joins at the workspace's CreatedAt. The result is the
+// Workspace.
+type createWorkspace struct {
+	Workspace Workspace `json:"workspace"`
+	Owner     string    `json:"owner"`
+}
+
+func (*createWorkspace) kind() catKind { return catCreateWorkspace }
+
+func (cmd *createWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	if c.users[cmd.Owner] == nil {
+		return nil, notFoundf("user [%s] not found", cmd.Owner)
+	}
+	if err := c.checkNewWorkspace(&cmd.Workspace); err != nil {
+		return nil, err
+	}
+	if err := writeWorkspace(t, &cmd.Workspace, cmd.Owner); err != nil {
+		return nil, err
+	}
+	return cmd.Workspace, nil
+}
+
+// checkNewWorkspace fails when the workspace's core id is taken.
+func (c *catalog) checkNewWorkspace(w *Workspace) error {
+	if c.workspaces[w.Core] != nil {
+		return Errorf(CodeConflict, "workspace id collision, retry")
+	}
+	return nil
+}
+
+// writeWorkspace stages the creation of a workspace with its owner.
+func writeWorkspace(t *catTx, w *Workspace, owner string) error {
+	ws := *w
+	core := ws.Core
+	m := &Member{Workspace: core, UserID: owner, Role: RoleOwner, CreatedAt: ws.CreatedAt}
+	if err := t.putJSON(workspaceKey(core), &ws); err != nil {
+		return err
+	}
+	if err := t.putJSON(memberKey(core, owner), m); err != nil {
+		return err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		c.workspaces[core] = &ws
+		c.member(core)[owner] = m
+	})
+	return nil
+}
+
+// updateWorkspace renames a workspace (owner only); an empty slug derives
+// from the name. The result is the WorkspaceInfo.
+type updateWorkspace struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	Name   string `json:"name"`
+	Slug   string `json:"slug"`
+}
+
+func (*updateWorkspace) kind() catKind { return catUpdateWorkspace }
+
+func (cmd *updateWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	w, m, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	name, slug := cmd.Name, cmd.Slug
+	if strings.TrimSpace(name) == "" {
+		return nil, invalidf("workspace name is required")
+	}
+	if slug == "" {
+		slug = slugify(name)
+	} else if err := checkName("workspace slug", slug); err != nil {
+		return nil, err
+	}
+	nw := *w
+	nw.Name, nw.Slug = name, slug
+	if err := t.putJSON(workspaceKey(w.Core), &nw); err != nil {
+		return nil, err
+	}
+	out := c.workspaceInfo(&nw, m.Role)
+	t.after = append(t.after, func(c *catalog) { c.workspaces[nw.Core] = &nw })
+	return out, nil
+}
+
+// deleteWorkspace deletes a workspace (owner only) with its databases,
+// members, invites and the API keys scoped to it.
+type deleteWorkspace struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+}
+
+func (*deleteWorkspace) kind() catKind { return catDeleteWorkspace }
+
+func (cmd *deleteWorkspace) apply(c *catalog, t *catTx, h dbHost) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	core := w.Core
+	for _, p := range c.databasesOf(core) {
+		if err := h.dropDatabase(t, p); err != nil {
+			return nil, err
+		}
+	}
+	members := sortedKeys(c.members[core])
+	for _, uid := range members {
+		if err := t.delete(memberKey(core, uid)); err != nil {
+			return nil, err
+		}
+	}
+	invites := c.invites[core]
+	for _, id := range sortedKeys(invites) {
+		if err := t.delete(inviteKey(core, id), inviteSecretKey(invites[id].KeyHash)); err != nil {
+			return nil, err
+		}
+	}
+	scoped := c.scopedKeys(core, "")
+	for _, k := range scoped {
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.delete(workspaceKey(core)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		for _, in := range invites {
+			delete(c.inviteKeys, in.KeyHash)
+		}
+		for _, k := range scoped {
+			c.removeKey(k)
+		}
+		delete(c.invites, core)
+		delete(c.members, core)
+		delete(c.workspaces, core)
+	})
+	return nil, nil
+}
+
+// setMemberRole changes a member's role (owner only), keeping an owner.
+type setMemberRole struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	UserID string `json:"userID"`
+	Role   Role   `json:"role"`
+}
+
+func (*setMemberRole) kind() catKind { return catSetMemberRole }
+
+func (cmd *setMemberRole) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRole(cmd.Role); err != nil {
+		return nil, err
+	}
+	userID := cmd.UserID
+	m := c.members[w.Core][userID]
+	if m == nil {
+		return nil, notFoundf("user [%s] is not a member of workspace [%s]", userID, cmd.WS)
+	}
+	if m.Role == cmd.Role {
+		return nil, nil
+	}
+	if m.Role == RoleOwner && c.owners(w.Core) == 1 {
+		return nil, invalidf("cannot demote the last owner of workspace [%s]: make another member an owner first", cmd.WS)
+	}
+	nm := *m
+	nm.Role = cmd.Role
+	if err := t.putJSON(memberKey(w.Core, userID), &nm); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) { c.member(nm.Workspace)[userID] = &nm })
+	return nil, nil
+}
+
+// removeMember removes a member with their API keys scoped to the
+// workspace; owners remove anyone, members themselves.
+type removeMember struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	UserID string `json:"userID"`
+}
+
+func (*removeMember) kind() catKind { return catRemoveMember }
+
+func (cmd *removeMember) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	callerID, ws, userID := cmd.Caller, cmd.WS, cmd.UserID
+	w, _, err := c.access(callerID, ws, callerID != userID)
+	if err != nil {
+		return nil, err
+	}
+	core := w.Core
+	m := c.members[core][userID]
+	if m == nil {
+		return nil, notFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
+	}
+	if m.Role == RoleOwner && c.owners(core) == 1 {
+		return nil, invalidf("cannot remove the last owner of workspace [%s]: make another member an owner or delete the workspace", ws)
+	}
+	scoped := c.scopedKeys(core, userID)
+	for _, k := range scoped {
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.delete(memberKey(core, userID)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		for _, k := range scoped {
+			c.removeKey(k)
+		}
+		delete(c.members[core], userID)
+	})
+	return nil, nil
+}
+
+// createInvite invites an email address into a workspace (owner only).
+// Invite carries its id, key hash, expiry and creation time, which is also
+// when pending invites are judged; the command sets its workspace. The
+// result is the Invite.
+type createInvite struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	Invite Invite `json:"invite"`
+}
+
+func (*createInvite) kind() catKind { return catCreateInvite }
+
+func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	in := cmd.Invite
+	email, now := in.Email, in.CreatedAt
+	if !validEmail(email) {
+		return nil, invalidf("invalid email address [%s]", email)
+	}
+	if err := checkRole(in.Role); err != nil {
+		return nil, err
+	}
+	core := w.Core
+	in.Workspace = core
+	lower := strings.ToLower(email)
+	if uid, ok := c.emails[lower]; ok && c.members[core][uid] != nil {
+		return nil, Errorf(CodeConflict, "[%s] is already a member of workspace [%s]", email, cmd.WS)
+	}
+	var stale []*Invite
+	for _, id := range sortedKeys(c.invites[core]) {
+		old := c.invites[core][id]
+		if strings.ToLower(old.Email) != lower || old.Accepted {
+			continue
+		}
+		if old.pending(now) {
+			return nil, Errorf(CodeConflict, "an invite for [%s] is already pending", email)
+		}
+		stale = append(stale, old)
+	}
+	if c.invites[core][in.ID] != nil || c.inviteKeys[in.KeyHash] != "" {
+		return nil, Errorf(CodeConflict, "invite id collision, retry")
+	}
+	for _, old := range stale {
+		if err := t.delete(inviteKey(core, old.ID), inviteSecretKey(old.KeyHash)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.putJSON(inviteKey(core, in.ID), &in); err != nil {
+		return nil, err
+	}
+	if err := t.batch.Set(inviteSecretKey(in.KeyHash), inviteRef(core, in.ID), nil); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		for _, old := range stale {
+			delete(c.invite(core), old.ID)
+			delete(c.inviteKeys, old.KeyHash)
+		}
+		c.invite(core)[in.ID] = &in
+		c.inviteKeys[in.KeyHash] = core + "/" + in.ID
+	})
+	return in.public(), nil
+}
+
+// acceptInvite makes the caller a member by the invite whose key hashes to
+// KeyHash, at Now.
+type acceptInvite struct {
+	Caller  string    `json:"caller"`
+	WS      string    `json:"ws"`
+	KeyHash [32]byte  `json:"keyHash"`
+	Now     time.Time `json:"now"`
+}
+
+func (*acceptInvite) kind() catKind { return catAcceptInvite }
+
+func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	callerID, h := cmd.Caller, cmd.KeyHash
+	u := c.users[callerID]
+	if u == nil {
+		return nil, notFoundf("user [%s] not found", callerID)
+	}
+	core, _ := WorkspaceCore(cmd.WS)
+	var in *Invite
+	if refCore, id, ok := strings.Cut(c.inviteKeys[h], "/"); ok && refCore == core {
+		in = c.invites[core][id]
+	}
+	if in == nil || c.workspaces[core] == nil || !in.pending(cmd.Now) {
+		return nil, notFoundf("invite not found or expired")
+	}
+	if !strings.EqualFold(u.Email, in.Email) {
+		return nil, Errorf(CodeForbidden, "this invite is for another email address")
+	}
+	if c.members[core][callerID] != nil {
+		return nil, Errorf(CodeConflict, "user is already a member of workspace [%s]", cmd.WS)
+	}
+	m := &Member{Workspace: core, UserID: callerID, Role: in.Role, CreatedAt: cmd.Now}
+	done := *in
+	done.Accepted = true
+	if err := t.putJSON(memberKey(core, callerID), m); err != nil {
+		return nil, err
+	}
+	if err := t.putJSON(inviteKey(core, in.ID), &done); err != nil {
+		return nil, err
+	}
+	if err := t.delete(inviteSecretKey(h)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		c.member(core)[callerID] = m
+		c.invite(core)[done.ID] = &done
+		delete(c.inviteKeys, h)
+	})
+	return nil, nil
+}
+
+// updateInvite changes the role of a pending invite (owner only); the
+// result is the Invite.
+type updateInvite struct {
+	Caller   string `json:"caller"`
+	WS       string `json:"ws"`
+	InviteID string `json:"inviteID"`
+	Role     Role   `json:"role"`
+}
+
+func (*updateInvite) kind() catKind { return catUpdateInvite }
+
+func (cmd *updateInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRole(cmd.Role); err != nil {
+		return nil, err
+	}
+	in, err := c.findInvite(w.Core, cmd.InviteID)
+	if err != nil {
+		return nil, err
+	}
+	if in.Accepted {
+		return nil, Errorf(CodePrecondition, "invite [%s] is already accepted and cannot be changed", cmd.InviteID)
+	}
+	ni := *in
+	ni.Role = cmd.Role
+	if err := t.putJSON(inviteKey(ni.Workspace, ni.ID), &ni); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) { c.invite(ni.Workspace)[ni.ID] = &ni })
+	return ni.public(), nil
+}
+
+// deleteInvite deletes an invite that is not accepted (owner only).
+type deleteInvite struct {
+	Caller   string `json:"caller"`
+	WS       string `json:"ws"`
+	InviteID string `json:"inviteID"`
+}
+
+func (*deleteInvite) kind() catKind { return catDeleteInvite }
+
+func (cmd *deleteInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	in, err := c.findInvite(w.Core, cmd.InviteID)
+	if err != nil {
+		return nil, err
+	}
+	if in.Accepted {
+		return nil, invalidf("invite [%s] is already accepted and cannot be deleted", cmd.InviteID)
+	}
+	if err := t.delete(inviteKey(in.Workspace, in.ID), inviteSecretKey(in.KeyHash)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		delete(c.invite(in.Workspace), in.ID)
+		delete(c.inviteKeys, in.KeyHash)
+	})
+	return nil, nil
+}
+
+// placeDatabase registers a new database: it takes the next database id
+// and records where the database lives and what it is called. Workspace ""
+// places it outside every workspace, where embedders keep databases
+// without accounts. The result is the *Database with its id; what fills
+// the database's range is the database's own first command.
+type placeDatabase struct {
+	Database Database `json:"database"`
+}
+
+func (*placeDatabase) kind() catKind { return catPlaceDatabase }
+
+func (cmd *placeDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	p := cmd.Database
+	if p.Workspace != "" && c.workspaces[p.Workspace] == nil {
+		return nil, notFoundf("workspace [%s] not found", p.Workspace)
+	}
+	if c.findDatabase(p.Workspace, p.Name) != nil {
+		return nil, Errorf(CodeAlreadyExists, "database [%s] already exists", p.Name)
+	}
+	p.ID = c.dbCounter + 1
+	if err := t.putJSON(databaseKey(p.ID), &p); err != nil {
+		return nil, err
+	}
+	if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), u64(uint64(p.ID)), nil); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) {
+		c.setDatabase(&p)
+		c.dbCounter = p.ID
+	})
+	return &p, nil
+}
+
+// updateDatabase renames a database (NewName "" keeps the name) and sets
+// its UI color (nil keeps it); the result is the DatabaseInfo.
+type updateDatabase struct {
+	WS      string  `json:"ws"`
+	Name    string  `json:"name"`
+	NewName string  `json:"newName,omitempty"`
+	UIColor *string `json:"uiColor,omitempty"`
+}
+
+func (*updateDatabase) kind() catKind { return catUpdateDatabase }
+
+func (cmd *updateDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	p := c.findDatabase(cmd.WS, cmd.Name)
+	if p == nil {
+		return nil, notFoundf("database [%s] not found", cmd.Name)
+	}
+	np := *p
+	if cmd.NewName != "" && cmd.NewName != cmd.Name {
+		if err := checkName("database", cmd.NewName); err != nil {
+			return nil, err
+		}
+		if c.findDatabase(cmd.WS, cmd.NewName) != nil {
+			return nil, Errorf(CodeAlreadyExists, "database [%s] already exists", cmd.NewName)
+		}
+		np.Name = cmd.NewName
+	}
+	if cmd.UIColor != nil {
+		np.UIColor = *cmd.UIColor
+	}
+	if err := t.putJSON(databaseKey(p.ID), &np); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) { c.setDatabase(&np) })
+	return dbInfo(&np), nil
+}
+
+// dropDatabase deletes a database with all its branches and data.
+type dropDatabase struct {
+	WS   string `json:"ws"`
+	Name string `json:"name"`
+}
+
+func (*dropDatabase) kind() catKind { return catDropDatabase }
+
+func (cmd *dropDatabase) apply(c *catalog, t *catTx, h dbHost) (any, error) {
+	p := c.findDatabase(cmd.WS, cmd.Name)
+	if p == nil {
+		return nil, notFoundf("database [%s] not found", cmd.Name)
+	}
+	return nil, h.dropDatabase(t, p)
+}
+
+// setServerState sets a server-wide setting unless it is set already; the
+// result is the setting's value, the one it had or Value.
+type setServerState struct {
+	Name  string `json:"name"`
+	Value []byte `json:"value"`
+}
+
+func (*setServerState) kind() catKind { return catSetServerState }
+
+func (cmd *setServerState) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	if v := c.state[cmd.Name]; v != nil {
+		return v, nil
+	}
+	v := cmd.Value
+	if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(cmd.Name)), v, nil); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *catalog) { c.state[cmd.Name] = v })
+	return v, nil
+}
+
+// bootstrap creates the first accounts of a server in one command: a user,
+// a workspace they own and an API key of theirs.
+type bootstrap struct {
+	User      User      `json:"user"`
+	Workspace Workspace `json:"workspace"`
+	Key       APIKey    `json:"key"`
+}
+
+func (*bootstrap) kind() catKind { return catBootstrap }
+
+func (cmd *bootstrap) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+	if err := c.checkNewUser(&cmd.User); err != nil {
+		return nil, err
+	}
+	if err := c.checkNewWorkspace(&cmd.Workspace); err != nil {
+		return nil, err
+	}
+	// The user is new: only the secret can be taken.
+	if err := c.checkNewKey(&cmd.Key); err != nil {
+		return nil, err
+	}
+	if err := writeUser(t, &cmd.User); err != nil {
+		return nil, err
+	}
+	if err := writeWorkspace(t, &cmd.Workspace, cmd.User.ID); err != nil {
+		return nil, err
+	}
+	return nil, writeKey(t, &cmd.Key)
+}
