@@ -104,34 +104,46 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 		return err
 	}
 	now := e.now()
-	publicID := e.ids.next("bb_", now)
-	err = e.run(d, func(tx *dbTx) error {
-		if tx.st.branches[ref.Branch] != nil {
-			return Errorf(CodeAlreadyExists, "branch [%s] already exists", ref.Branch)
-		}
-		src := tx.st.branches[req.From]
-		if src == nil {
-			return invalidf("source branch [%s] not found", req.From)
-		}
-		lin := make(lineage, 0, len(src.Lineage)+1)
-		lin = append(lin, layerRef{Layer: tx.allocLayer(), Seq: maxSeq})
-		lin = append(lin, layerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
-		lin = append(lin, src.Lineage[1:]...)
-		b := &branch{
-			ID: tx.allocBranch(), PublicID: publicID, Name: ref.Branch, CreatedAt: now,
-			Version: src.Version, LastMigrationID: src.LastMigrationID,
-			StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
-			Lineage:     lin, Schema: src.Schema,
-		}
-		if req.Metadata != nil {
-			b.Metadata = *req.Metadata
-		}
-		return tx.putBranch(b)
-	})
-	if err == nil {
-		e.maybeFlatten(d, ref.Branch)
+	cmd := &createBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.next("bb_", now), Now: now, Metadata: req.Metadata}
+	if _, err := e.apply(d, cmd); err != nil {
+		return err
 	}
-	return err
+	e.maybeFlatten(d, ref.Branch)
+	return nil
+}
+
+// createBranch forks From into a new branch Name: its lineage is a new
+// layer over From's, frozen at the commit before this one.
+type createBranch struct {
+	Name     string          `json:"name"`
+	From     string          `json:"from"`
+	PublicID string          `json:"publicID"`
+	Now      time.Time       `json:"now"`
+	Metadata *BranchMetadata `json:"metadata,omitempty"`
+}
+
+func (c *createBranch) apply(tx *dbTx) (any, error) {
+	if tx.st.branches[c.Name] != nil {
+		return nil, Errorf(CodeAlreadyExists, "branch [%s] already exists", c.Name)
+	}
+	src := tx.st.branches[c.From]
+	if src == nil {
+		return nil, invalidf("source branch [%s] not found", c.From)
+	}
+	lin := make(lineage, 0, len(src.Lineage)+1)
+	lin = append(lin, layerRef{Layer: tx.allocLayer(), Seq: maxSeq})
+	lin = append(lin, layerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
+	lin = append(lin, src.Lineage[1:]...)
+	b := &branch{
+		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Name, CreatedAt: c.Now,
+		Version: src.Version, LastMigrationID: src.LastMigrationID,
+		StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
+		Lineage:     lin, Schema: src.Schema,
+	}
+	if c.Metadata != nil {
+		b.Metadata = *c.Metadata
+	}
+	return nil, tx.putBranch(b)
 }
 
 // DeleteBranch deletes a branch; the layers no other branch reads are
@@ -141,36 +153,45 @@ func (e *Engine) DeleteBranch(ref Ref) error {
 	if err != nil {
 		return err
 	}
-	return e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		if len(tx.st.branches) == 1 {
-			return Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", ref.Branch)
-		}
-		if err := tx.removeBranch(b); err != nil {
-			return err
-		}
-		migs := codec.MetaKey(d.id, codec.MetaMigration, codec.AppendU32(nil, b.ID))
-		if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
-			return err
-		}
-		for _, g := range sortedKeys(tx.st.git) {
-			if tx.st.git[g] == b.Name {
-				if err := tx.setGit(g, ""); err != nil {
-					return err
-				}
+	_, err = e.apply(d, &deleteBranch{Name: ref.Branch})
+	return err
+}
+
+// deleteBranch deletes a branch with its migrations and git mappings; the
+// layers no other branch reads are dropped once it is applied.
+type deleteBranch struct {
+	Name string `json:"name"`
+}
+
+func (c *deleteBranch) apply(tx *dbTx) (any, error) {
+	b, err := tx.st.branch(c.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(tx.st.branches) == 1 {
+		return nil, Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", c.Name)
+	}
+	if err := tx.removeBranch(b); err != nil {
+		return nil, err
+	}
+	migs := codec.MetaKey(tx.d.id, codec.MetaMigration, codec.AppendU32(nil, b.ID))
+	if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
+		return nil, err
+	}
+	for _, g := range sortedKeys(tx.st.git) {
+		if tx.st.git[g] == b.Name {
+			if err := tx.setGit(g, ""); err != nil {
+				return nil, err
 			}
 		}
-		refs := tx.state().refs
-		for _, lr := range b.Lineage {
-			if refs[lr.Layer] == 0 {
-				tx.dropLayers = append(tx.dropLayers, lr.Layer)
-			}
+	}
+	refs := tx.state().refs
+	for _, lr := range b.Lineage {
+		if refs[lr.Layer] == 0 {
+			tx.dropLayers = append(tx.dropLayers, lr.Layer)
 		}
-		return nil
-	})
+	}
+	return nil, nil
 }
 
 // BranchMetadata returns a branch's metadata.
@@ -185,15 +206,24 @@ func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
 	if err != nil {
 		return err
 	}
-	return e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		nb := *b
-		nb.Metadata = md
-		return tx.putBranch(&nb)
-	})
+	_, err = e.apply(d, &setBranchMetadata{Branch: ref.Branch, Metadata: md})
+	return err
+}
+
+// setBranchMetadata replaces a branch's metadata.
+type setBranchMetadata struct {
+	Branch   string         `json:"branch"`
+	Metadata BranchMetadata `json:"metadata"`
+}
+
+func (c *setBranchMetadata) apply(tx *dbTx) (any, error) {
+	b, err := tx.st.branch(c.Branch)
+	if err != nil {
+		return nil, err
+	}
+	nb := *b
+	nb.Metadata = c.Metadata
+	return nil, tx.putBranch(&nb)
 }
 
 // GitMappings lists a database's git branch mapping by git branch name.
@@ -223,14 +253,30 @@ func (e *Engine) AddGitMapping(ws, db, gitBranch, serviceBranch string) (replace
 	if err != nil {
 		return false, err
 	}
-	err = e.run(d, func(tx *dbTx) error {
-		if tx.st.branches[serviceBranch] == nil {
-			return invalidf("branch [%s] not found", serviceBranch)
-		}
-		_, replaced = tx.st.git[gitBranch]
-		return tx.setGit(gitBranch, serviceBranch)
-	})
-	return replaced, err
+	res, err := e.apply(d, &setGitMapping{Git: gitBranch, Branch: serviceBranch})
+	if err != nil {
+		return false, err
+	}
+	return res.(bool), nil
+}
+
+// setGitMapping maps git branch Git to branch Branch, or with Branch ""
+// removes the mapping of Git. The result tells whether a mapping of Git
+// was there before.
+type setGitMapping struct {
+	Git    string `json:"git"`
+	Branch string `json:"branch,omitempty"`
+}
+
+func (c *setGitMapping) apply(tx *dbTx) (any, error) {
+	_, had := tx.st.git[c.Git]
+	switch {
+	case c.Branch == "" && !had:
+		return nil, notFoundf("git branch [%s] not found in the mapping", c.Git)
+	case c.Branch != "" && tx.st.branches[c.Branch] == nil:
+		return nil, invalidf("branch [%s] not found", c.Branch)
+	}
+	return had, tx.setGit(c.Git, c.Branch)
 }
 
 // RemoveGitMapping removes the entry of a git branch.
@@ -242,12 +288,8 @@ func (e *Engine) RemoveGitMapping(ws, db, gitBranch string) error {
 	if err != nil {
 		return err
 	}
-	return e.run(d, func(tx *dbTx) error {
-		if _, ok := tx.st.git[gitBranch]; !ok {
-			return notFoundf("git branch [%s] not found in the mapping", gitBranch)
-		}
-		return tx.setGit(gitBranch, "")
-	})
+	_, err = e.apply(d, &setGitMapping{Git: gitBranch})
+	return err
 }
 
 // ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).

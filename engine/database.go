@@ -235,9 +235,16 @@ func (e *Engine) beginTx(d *database, b *pebble.Batch) *dbTx {
 	}
 }
 
-// dbCommand is one change of a database as a value.
+// dbCommand is one change of a database as a value (see dbcodec.go for
+// the set of them). It holds everything it needs, resolved before it is
+// applied (record ids, times, generated ids), so that applying it reads
+// only the database's state and writes the same bytes on every copy of
+// the same state.
 type dbCommand interface {
-	// apply stages the command in tx and returns its result.
+	// kind names the command in its encoding.
+	kind() dbKind
+	// apply stages the command in tx and returns its result, whose type
+	// each command documents.
 	apply(tx *dbTx) (any, error)
 }
 
@@ -453,9 +460,10 @@ func (e *Engine) dropLayers(d *database, layers []uint32) error {
 	return e.commit(b, nil, nil)
 }
 
-// run applies fn as one command on database d: under d.mu, in one batch,
-// published and synced before it returns.
-func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
+// apply applies cmd as one command on database d: under d.mu, in one
+// batch, published and synced before it returns. It returns the command's
+// result.
+func (e *Engine) apply(d *database, cmd dbCommand) (res any, err error) {
 	d.mu.Lock()
 	unlocked := false
 	unlock := func() {
@@ -466,16 +474,16 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 	}
 	defer unlock()
 	if d.dropped {
-		return notFoundf("database not found")
+		return nil, notFoundf("database not found")
 	}
 	tx := e.beginTx(d, e.pdb.NewIndexedBatch())
-	if err := fn(tx); err != nil {
+	if res, err = cmd.apply(tx); err != nil {
 		tx.batch.Close()
-		return err
+		return nil, err
 	}
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()
-		return err
+		return nil, err
 	}
 	lockStores := d.hasStores.Load() && (len(tx.changes) > 0 || tx.branches != nil)
 	if lockStores {
@@ -489,7 +497,7 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 			}
 		}()
 	}
-	return e.commit(tx.batch, func() {
+	err = e.commit(tx.batch, func() {
 		d.publish(tx)
 		if lockStores {
 			d.updateStores(tx)
@@ -501,6 +509,24 @@ func (e *Engine) run(d *database, fn func(tx *dbTx) error) (err error) {
 		}
 		unlock()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// inspect runs fn on database d as a command runs, under d.mu and seeing
+// what fn stages, then discards everything: it previews a command without
+// applying it.
+func (e *Engine) inspect(d *database, fn func(tx *dbTx) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dropped {
+		return notFoundf("database not found")
+	}
+	tx := e.beginTx(d, e.pdb.NewIndexedBatch())
+	defer tx.batch.Close()
+	return fn(tx)
 }
 
 // updateStores applies a command's row changes to the column stores, and

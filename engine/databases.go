@@ -92,6 +92,16 @@ func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error)
 	now := e.now()
 	place := &placeDatabase{Database: Database{Workspace: req.Workspace, Name: req.Name, Region: req.Region, CreatedAt: now, UIColor: req.UIColor}}
 	first := &initDatabase{Branch: req.BranchName, PublicID: e.ids.next("bb_", now), Now: now, Metadata: req.Metadata}
+	p, err := e.createDatabase(place, first)
+	if err != nil {
+		return DatabaseInfo{}, err
+	}
+	return dbInfo(p), nil
+}
+
+// createDatabase applies the catalog's command that places a database and
+// the database's first command as one.
+func (e *Engine) createDatabase(place *placeDatabase, first *initDatabase) (*Database, error) {
 	res, err := e.applyCatalog(place, func(t *catTx, res any) error {
 		d := newDatabase(res.(*Database).ID)
 		publish, err := e.stage(d, t.batch, first)
@@ -105,9 +115,9 @@ func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error)
 		return nil
 	})
 	if err != nil {
-		return DatabaseInfo{}, err
+		return nil, err
 	}
-	return dbInfo(res.(*Database)), nil
+	return res.(*Database), nil
 }
 
 // DeleteDatabase deletes a database with all its branches and data.

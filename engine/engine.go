@@ -3,14 +3,16 @@
 // Pebble. The HTTP service is a thin translation of JSON to the calls of this
 // package, and other Go programs can call them directly.
 //
-// Every state change of a database is a command applied through one path,
-// Engine.run (database.go), and every catalog change through runCatalog:
-// identifiers, timestamps and `now` defaults are resolved before a command
-// is applied (writeCommand carries them), and applying it reads no clock and
-// no randomness and never depends on map order, so the same commands on the
-// same state write the same bytes. A command is one Pebble batch, synced
-// before the call returns; concurrent writers share fsyncs. A database can
-// be backed up and restored as one key range (backup.go).
+// Every state change is a command value: a database's commands
+// (dbcodec.go lists them) go through one path, Engine.apply (database.go),
+// and the catalog's (catcodec.go) through applyCatalog (catalog.go).
+// Identifiers, timestamps and `now` defaults are resolved before a command
+// is applied, and applying it reads no clock and no randomness and never
+// depends on map order, so the same commands on the same state write the
+// same bytes; every command has a versioned encoding that keeps it so. A
+// command is one Pebble batch, synced before the call returns; concurrent
+// writers share fsyncs. A database can be backed up and restored as one
+// key range (backup.go).
 //
 // An Engine is safe for concurrent use.
 package engine

@@ -138,9 +138,10 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 // is logged, then panics, as Pebble expects.
 type pebbleLogger struct{ log *slog.Logger }
 
-// Infof logs an informational message of Pebble's.
+// Infof logs an informational message of Pebble's at debug level: they
+// tell of routine work (WALs found, files opened).
 func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Info(fmt.Sprintf(format, args...), slog.String("component", "storage"))
+	l.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "storage"))
 }
 
 // Errorf logs an error of Pebble's.

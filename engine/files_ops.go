@@ -3,6 +3,7 @@ package engine
 import (
 	"mime"
 	"strings"
+	"time"
 
 	"github.com/coppice-db/coppice/codec"
 )
@@ -16,16 +17,6 @@ type FileTarget struct {
 	// (.../file) selects the file of a file column.
 	Item   bool
 	FileID string
-}
-
-// fileOp is what a binary file write does.
-type fileOp struct {
-	put       bool   // store content; else delete the file
-	content   []byte // the new content
-	mediaType string // "" keeps the stored one (or the default)
-	// requireID, when set, is the id the selected file must have (upload
-	// URLs name a file, which must still exist).
-	requireID string
 }
 
 // fileColumn resolves the column of a target: 404 when the table has no
@@ -126,7 +117,7 @@ func (e *Engine) PutFile(ref Ref, tg FileTarget, mediaType string, content []byt
 	if err != nil {
 		return nil, false, err
 	}
-	return e.writeFile(d, ref.Branch, tg, fileOp{put: true, content: content, mediaType: mediaType})
+	return e.writeFile(d, &writeFile{Branch: ref.Branch, Target: tg, Put: true, Content: content, MediaType: mediaType})
 }
 
 // DeleteFile removes the target's file and returns it as it was. The
@@ -136,7 +127,7 @@ func (e *Engine) DeleteFile(ref Ref, tg FileTarget) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, _, err := e.writeFile(d, ref.Branch, tg, fileOp{})
+	f, _, err := e.writeFile(d, &writeFile{Branch: ref.Branch, Target: tg})
 	return f, err
 }
 
@@ -156,105 +147,135 @@ func checkMediaType(s string) (string, error) {
 // writeFile applies a binary write to one file of a record as one command,
 // and returns the file as a FileResponse shows it: with its signed and
 // upload URLs.
-func (e *Engine) writeFile(d *database, branchName string, tg FileTarget, op fileOp) (*File, bool, error) {
-	if len(op.content) > MaxFileBytes {
+func (e *Engine) writeFile(d *database, cmd *writeFile) (*File, bool, error) {
+	if len(cmd.Content) > MaxFileBytes {
 		return nil, false, invalidf("file content is larger than %d bytes", MaxFileBytes)
 	}
-	mt, err := checkMediaType(op.mediaType)
+	mt, err := checkMediaType(cmd.MediaType)
 	if err != nil {
 		return nil, false, err
 	}
-	now := e.now()
-	var (
-		out     storedFile
-		created bool
-		c       *column
-		t       *table
-		b       *branch
-	)
-	err = e.run(d, func(tx *dbTx) error {
-		if b, err = tx.st.branch(branchName); err != nil {
-			return err
-		}
-		if t, err = b.Schema.table(tg.Table); err != nil {
-			return err
-		}
-		if c, err = fileColumn(t, tg.Column); err != nil {
-			return err
-		}
-		ent, _, exists, err := lookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
-		if err != nil {
-			return err
-		}
-		var old codec.Record
-		level := -1
-		if exists {
-			if level, exists, err = readRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
-				return err
-			}
-		}
-		if !exists {
-			return notFoundf("record [%s] not found", tg.Record)
-		}
-		v, _ := old.Get(c.ID)
-		files := storedFiles(c, v)
-		i, err := pickFile(c, files, tg)
-		if err != nil {
-			return err
-		}
-		if op.requireID != "" && (i < 0 || files[i].ID != op.requireID) {
-			return notFoundf("file not found")
-		}
-		switch {
-		case !op.put && i < 0 && c.Type == TypeFile:
-			return notFoundf("column [%s] has no file", c.path)
-		case !op.put && i < 0 && tg.FileID == "":
-			return invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
-		case !op.put && i < 0:
-			return notFoundf("file [%s] not found", tg.FileID)
-		case !op.put:
-			out = files[i]
-			files = append(files[:i:i], files[i+1:]...)
-		default:
-			if i < 0 {
-				id := tg.FileID
-				if c.Type == TypeFile || id == "" {
-					id = newFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
-				} else if !validFileID(id) {
-					return invalidf("invalid file id [%s]", id)
-				}
-				if len(files) >= maxFileItems {
-					return invalidf("column [%s]: a file[] value holds at most %d files", c.path, maxFileItems)
-				}
-				files = append(files, newStoredFile(c, id, tx.seq))
-				i, created = len(files)-1, true
-			}
-			f := &files[i]
-			if mt != "" {
-				f.MediaType = mt
-			}
-			f.setContent(op.content, tx.seq)
-			if err := putFileContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, op.content); err != nil {
-				return err
-			}
-			out = *f
-		}
-		rec := old.Clone()
-		rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, now.UnixNano()
-		rec.Set(c.ID, storedValue(c, files))
-		w := &writer{tx: tx, br: b, now: now}
-		_, err = w.finishWrite(t, OpResult{}, ent.Row, &old, level, rec)
-		return err
-	})
+	cmd.MediaType, cmd.Now = mt, e.now()
+	res, err := e.apply(d, cmd)
 	if err != nil {
 		return nil, false, err
 	}
-	scope := &fileScope{e: e, d: d, b: b, t: t, recordID: tg.Record}
-	f, err := scope.file(c, &out, fileWant{signedURL: true, uploadURL: true})
+	w := res.(*fileWritten)
+	scope := &fileScope{e: e, d: d, b: w.b, t: w.t, recordID: cmd.Target.Record}
+	f, err := scope.file(w.c, &w.File, fileWant{signedURL: true, uploadURL: true})
 	if err != nil {
 		return nil, false, err
 	}
-	return &f, created, nil
+	return &f, w.Created, nil
+}
+
+// writeFile stores (Put) or deletes one file of a record: the binary file
+// endpoints. MediaType, already checked, is "" to keep the stored one;
+// RequireID, when set, is the id the selected file must have (upload URLs
+// name a file, which must still exist). The result is a *fileWritten.
+type writeFile struct {
+	Branch    string     `json:"branch"`
+	Target    FileTarget `json:"target"`
+	Put       bool       `json:"put,omitempty"`
+	Content   []byte     `json:"content,omitempty"`
+	MediaType string     `json:"mediaType,omitempty"`
+	RequireID string     `json:"requireID,omitempty"`
+	Now       time.Time  `json:"now"`
+}
+
+// fileWritten is the result of a writeFile: the file as stored (before
+// its deletion, for a delete), whether the write created it, and where it
+// is, by ids and, for the caller in this process, as the schema objects.
+type fileWritten struct {
+	File                  storedFile
+	Created               bool
+	Branch, Table, Column uint32
+
+	b *branch
+	t *table
+	c *column
+}
+
+func (cmd *writeFile) apply(tx *dbTx) (any, error) {
+	tg, d := cmd.Target, tx.d
+	b, err := tx.st.branch(cmd.Branch)
+	if err != nil {
+		return nil, err
+	}
+	t, err := b.Schema.table(tg.Table)
+	if err != nil {
+		return nil, err
+	}
+	c, err := fileColumn(t, tg.Column)
+	if err != nil {
+		return nil, err
+	}
+	ent, _, exists, err := lookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
+	if err != nil {
+		return nil, err
+	}
+	var old codec.Record
+	level := -1
+	if exists {
+		if level, exists, err = readRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
+			return nil, err
+		}
+	}
+	if !exists {
+		return nil, notFoundf("record [%s] not found", tg.Record)
+	}
+	v, _ := old.Get(c.ID)
+	files := storedFiles(c, v)
+	i, err := pickFile(c, files, tg)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.RequireID != "" && (i < 0 || files[i].ID != cmd.RequireID) {
+		return nil, notFoundf("file not found")
+	}
+	out := &fileWritten{Branch: b.ID, Table: t.ID, Column: c.ID, b: b, t: t, c: c}
+	switch {
+	case !cmd.Put && i < 0 && c.Type == TypeFile:
+		return nil, notFoundf("column [%s] has no file", c.path)
+	case !cmd.Put && i < 0 && tg.FileID == "":
+		return nil, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+	case !cmd.Put && i < 0:
+		return nil, notFoundf("file [%s] not found", tg.FileID)
+	case !cmd.Put:
+		out.File = files[i]
+		files = append(files[:i:i], files[i+1:]...)
+	default:
+		if i < 0 {
+			id := tg.FileID
+			if c.Type == TypeFile || id == "" {
+				id = newFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
+			} else if !validFileID(id) {
+				return nil, invalidf("invalid file id [%s]", id)
+			}
+			if len(files) >= maxFileItems {
+				return nil, invalidf("column [%s]: a file[] value holds at most %d files", c.path, maxFileItems)
+			}
+			files = append(files, newStoredFile(c, id, tx.seq))
+			i, out.Created = len(files)-1, true
+		}
+		f := &files[i]
+		if cmd.MediaType != "" {
+			f.MediaType = cmd.MediaType
+		}
+		f.setContent(cmd.Content, tx.seq)
+		if err := putFileContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, cmd.Content); err != nil {
+			return nil, err
+		}
+		out.File = *f
+	}
+	rec := old.Clone()
+	rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, cmd.Now.UnixNano()
+	rec.Set(c.ID, storedValue(c, files))
+	w := &writer{tx: tx, br: b, now: cmd.Now}
+	if _, err := w.finishWrite(t, opResult{}, ent.Row, &old, level, rec); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // accessFile finds the file an access id names, for the access URLs; the
@@ -363,6 +384,6 @@ func (e *Engine) UploadFileByAccess(accessID, verify, mediaType string, content 
 	if c.Type == TypeFileArray {
 		tg.Item, tg.FileID = true, loc.fileID
 	}
-	f, _, err := e.writeFile(d, b.Name, tg, fileOp{put: true, content: content, mediaType: mediaType, requireID: loc.fileID})
+	f, _, err := e.writeFile(d, &writeFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.fileID})
 	return f, err
 }

@@ -14,9 +14,12 @@ import (
 // read of a deep branch walks them all. A branch whose lineage is deeper than
 // Options.FlattenDepth gets its frozen part (every layer below its own)
 // copied into one new layer in the background, then its lineage becomes
-// [own layer, new layer]. The frozen views never change, so the copy needs
-// no lock; only the final swap is a command, and it is skipped when the
-// branch changed meanwhile. Layers nobody reads any more are dropped.
+// [own layer, new layer]. Two commands frame the copy: startFlatten takes
+// the new layer's id, and finishFlatten swaps the layer in, or drops it when
+// the branch changed meanwhile. The copy between them is a consequence of
+// the first: the frozen views never change, so it reads the same whenever
+// and wherever it runs, and needs no lock. Layers nobody reads any more are
+// dropped.
 
 // maybeFlatten starts a background flatten of the named branch if it is too
 // deep.
@@ -32,18 +35,16 @@ func (e *Engine) maybeFlatten(d *database, name string) {
 // flatten copies the frozen part of a branch's lineage into one layer and
 // swaps it in.
 func (e *Engine) flatten(d *database, branchID uint32) error {
-	var layer uint32
-	if err := e.run(d, func(tx *dbTx) error {
-		layer = tx.allocLayer()
-		return nil
-	}); err != nil {
-		return err
-	}
 	b := d.state.Load().byID[branchID]
 	if b == nil || len(b.Lineage) <= 2 {
 		return nil
 	}
 	frozen := slices.Clone(b.Lineage[1:])
+	res, err := e.apply(d, &startFlatten{Branch: branchID, Frozen: frozen})
+	if err != nil {
+		return err
+	}
+	layer := res.(uint32)
 	if err := e.materialize(d.id, b.Schema, frozen, layer); err != nil {
 		return err
 	}
@@ -51,25 +52,46 @@ func (e *Engine) flatten(d *database, branchID uint32) error {
 		d.filled.markFilled(layer, t.ID, codec.KindRecordCur)
 		d.filled.markFilled(layer, t.ID, codec.KindIDMapCur)
 	}
-	return e.run(d, func(tx *dbTx) error {
-		cur := tx.st.byID[branchID]
-		if cur == nil || !slices.Equal(cur.Lineage[1:], frozen) {
-			tx.dropLayers = append(tx.dropLayers, layer)
-			return nil
+	_, err = e.apply(d, &finishFlatten{Branch: branchID, Frozen: frozen, Layer: layer})
+	return err
+}
+
+// startFlatten begins flattening the frozen part of a branch's lineage:
+// it takes the id of the layer the copy goes to, which is its result.
+type startFlatten struct {
+	Branch uint32  `json:"branch"`
+	Frozen lineage `json:"frozen"`
+}
+
+func (c *startFlatten) apply(tx *dbTx) (any, error) { return tx.allocLayer(), nil }
+
+// finishFlatten swaps a branch's frozen layers for the layer they were
+// copied to, when the branch still reads them, and drops the layers nobody
+// reads any more; otherwise it drops the copy.
+type finishFlatten struct {
+	Branch uint32  `json:"branch"`
+	Frozen lineage `json:"frozen"`
+	Layer  uint32  `json:"layer"`
+}
+
+func (c *finishFlatten) apply(tx *dbTx) (any, error) {
+	cur := tx.st.byID[c.Branch]
+	if cur == nil || !slices.Equal(cur.Lineage[1:], c.Frozen) {
+		tx.dropLayers = append(tx.dropLayers, c.Layer)
+		return nil, nil
+	}
+	nb := *cur
+	nb.Lineage = lineage{cur.Lineage[0], {Layer: c.Layer, Seq: maxSeq}}
+	if err := tx.putBranch(&nb); err != nil {
+		return nil, err
+	}
+	refs := tx.state().refs
+	for _, lr := range c.Frozen {
+		if refs[lr.Layer] == 0 {
+			tx.dropLayers = append(tx.dropLayers, lr.Layer)
 		}
-		nb := *cur
-		nb.Lineage = lineage{cur.Lineage[0], {Layer: layer, Seq: maxSeq}}
-		if err := tx.putBranch(&nb); err != nil {
-			return err
-		}
-		refs := tx.state().refs
-		for _, lr := range frozen {
-			if refs[lr.Layer] == 0 {
-				tx.dropLayers = append(tx.dropLayers, lr.Layer)
-			}
-		}
-		return nil
-	})
+	}
+	return nil, nil
 }
 
 // materialize writes the content of a (frozen) lineage, as the tables of s

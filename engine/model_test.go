@@ -541,23 +541,30 @@ func (db *testDB) setRowCounters(n uint32) {
 	if err != nil {
 		db.tb.Fatal(err)
 	}
-	err = db.e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch("main")
-		if err != nil {
-			return err
-		}
-		for _, tn := range testTables {
-			t, err := b.Schema.table(tn)
-			if err != nil {
-				return err
-			}
-			tx.rows[t.ID] = n
-		}
-		return nil
-	})
-	if err != nil {
+	if _, err := db.e.apply(d, setRowCounters{n}); err != nil {
 		db.tb.Fatal(err)
 	}
+}
+
+// setRowCounters sets the row counters of the test tables of main to n:
+// a command of tests only.
+type setRowCounters struct{ n uint32 }
+
+func (setRowCounters) kind() dbKind { return 0 }
+
+func (c setRowCounters) apply(tx *dbTx) (any, error) {
+	b, err := tx.st.branch("main")
+	if err != nil {
+		return nil, err
+	}
+	for _, tn := range testTables {
+		t, err := b.Schema.table(tn)
+		if err != nil {
+			return nil, err
+		}
+		tx.rows[t.ID] = c.n
+	}
+	return nil, nil
 }
 
 func (m *modelRun) logf(format string, args ...any) {

@@ -40,26 +40,7 @@ func (e *Engine) ApplyEdits(ref Ref, source *string, ops []MigrationOp) (SchemaC
 	if len(ops) == 0 {
 		return e.headChange(ref, nil)
 	}
-	out, err := e.changeSchema(ref, migrationSpec{}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		if source == nil || *source == b.LastMigrationID {
-			if err := tx.applyOps(b, s, ops); err != nil {
-				return nil, err
-			}
-			return ops, nil
-		}
-		src, err := tx.schemaAt(b, *source)
-		if err != nil {
-			return nil, err
-		}
-		applied, err := tx.rebaseOps(b, s, src, *source, ops)
-		if err != nil {
-			return nil, err
-		}
-		if len(applied) == 0 {
-			return nil, errNoChange
-		}
-		return applied, nil
-	})
+	out, err := e.changeSchema(ref, &migrate{Ops: ops, Source: source})
 	if errors.Is(err, errNoChange) {
 		return e.headChange(ref, nil)
 	}

@@ -71,9 +71,6 @@ type Op struct {
 	// not-found error (single-record endpoints) rather than an operation
 	// failure (transactions).
 	MissingNotFound bool
-
-	// bulk marks the records of a bulk insert, whose errors name no table.
-	bulk bool
 }
 
 // OpResult is the outcome of one operation.
@@ -97,23 +94,24 @@ const (
 
 // resolveOps fixes the non-deterministic parts of a write before it is
 // applied: generated ids and the time. It returns the operations whose ids
-// are invalid.
-func (e *Engine) resolveOps(ops []Op) (time.Time, []OpError) {
+// are invalid; bulk says they are the records of a bulk insert.
+func (e *Engine) resolveOps(ops []Op, bulk bool) (time.Time, []OpError) {
 	now := e.now()
 	var errs []OpError
 	for i := range ops {
 		op := &ops[i]
 		if err := e.resolveOp(op, now, true); err != nil {
-			errs = append(errs, OpError{Index: i, Err: opError(op, err)})
+			errs = append(errs, OpError{Index: i, Err: opError(op, err, bulk)})
 		}
 	}
 	return now, errs
 }
 
 // opError names the table in an error of a transaction's operation, as
-// writer.apply does; bulk and single-record errors stay as they are.
-func opError(op *Op, err *Error) *Error {
-	if op.MissingNotFound || op.bulk || strings.HasPrefix(err.Message, "table [") {
+// writer.apply does; errors of bulk inserts (bulk) and single-record
+// writes stay as they are.
+func opError(op *Op, err *Error, bulk bool) *Error {
+	if op.MissingNotFound || bulk || strings.HasPrefix(err.Message, "table [") {
 		return err
 	}
 	return &Error{Code: err.Code, Message: "table [" + op.Table + "]: " + err.Message}
@@ -162,15 +160,16 @@ func (e *Engine) CheckOps(ref Ref, ops []Op) error {
 	if err != nil {
 		return err
 	}
-	if errs := e.checkOps(b.Schema, ops, nil); errs != nil {
+	if errs := e.checkOps(b.Schema, ops, nil, false); errs != nil {
 		return &OpErrors{Errors: errs}
 	}
 	return nil
 }
 
 // checkOps adds to errs, in index order, the operations not named there
-// yet that fail against schema s; see CheckOps.
-func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError) []OpError {
+// yet that fail against schema s; see CheckOps. bulk says they are the
+// records of a bulk insert.
+func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError, bulk bool) []OpError {
 	named := make(map[int]bool, len(errs))
 	for _, oe := range errs {
 		named[oe.Index] = true
@@ -180,7 +179,7 @@ func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError) []OpError {
 			continue
 		}
 		op := ops[i] // a copy: resolveOp may set its id
-		if err := e.checkOp(s, &op); err != nil {
+		if err := e.checkOp(s, &op, bulk); err != nil {
 			errs = append(errs, OpError{Index: i, Err: err})
 		}
 	}
@@ -190,13 +189,13 @@ func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError) []OpError {
 
 // checkOp checks one operation against schema s. Its errors read as
 // writer.apply's do.
-func (e *Engine) checkOp(s *schema, op *Op) *Error {
+func (e *Engine) checkOp(s *schema, op *Op, bulk bool) *Error {
 	t, err := s.table(op.Table)
 	if err != nil {
 		return err.(*Error)
 	}
 	if ee := e.resolveOp(op, time.Time{}, false); ee != nil {
-		return opError(op, ee)
+		return opError(op, ee, bulk)
 	}
 	var ee *Error
 	if !op.MissingNotFound && errors.As(checkNoFiles(t, op.Values), &ee) {
@@ -215,7 +214,7 @@ func (e *Engine) checkOp(s *schema, op *Op) *Error {
 		werr = w.fill(t, &codec.Record{}, op.Values, false, true)
 	}
 	if errors.As(werr, &ee) {
-		return opError(op, ee)
+		return opError(op, ee, bulk)
 	}
 	return nil
 }
@@ -224,6 +223,11 @@ func (e *Engine) checkOp(s *schema, op *Op) *Error {
 // Later operations see earlier ones. A failing operation returns *OpErrors
 // naming it; unless single is set, messages are prefixed with the table.
 func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
+	return e.write(ref, ops, false)
+}
+
+// write is Write; bulk says ops are the records of a bulk insert.
+func (e *Engine) write(ref Ref, ops []Op, bulk bool) ([]OpResult, error) {
 	if len(ops) > MaxTransactionOp {
 		return nil, invalidf("a transaction holds at most %d operations, got %d", MaxTransactionOp, len(ops))
 	}
@@ -232,46 +236,49 @@ func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
 		return nil, err
 	}
 	ops = append([]Op(nil), ops...)
-	now, errs := e.resolveOps(ops)
-	if len(ops) > 0 && !ops[0].bulk && !ops[0].MissingNotFound {
+	now, errs := e.resolveOps(ops, bulk)
+	if len(ops) > 0 && !bulk && !ops[0].MissingNotFound {
 		// A transaction reports every operation that cannot run, not only
 		// the first: check them all against the schema before running any.
 		b, err := d.state.Load().branch(ref.Branch)
 		if err != nil {
 			return nil, err
 		}
-		errs = e.checkOps(b.Schema, ops, errs)
+		errs = e.checkOps(b.Schema, ops, errs, false)
 	}
 	if errs != nil {
 		return nil, &OpErrors{Errors: errs}
 	}
-	cmd := &writeCommand{Branch: ref.Branch, Now: now, Ops: ops}
-	var results []OpResult
-	err = e.run(d, func(tx *dbTx) error {
-		results, err = cmd.apply(tx)
-		return err
-	})
+	res, err := e.apply(d, &writeRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk})
 	if err != nil {
 		return nil, err
+	}
+	applied := res.([]opResult)
+	results := make([]OpResult, len(applied))
+	for i, r := range applied {
+		results[i] = r.public()
 	}
 	return results, nil
 }
 
-// writeCommand is a record write with everything non-deterministic resolved:
-// record ids and the time. Applying it reads only the database state.
-type writeCommand struct {
-	Branch string
-	Now    time.Time
-	Ops    []Op
+// writeRecords writes records, with everything non-deterministic
+// resolved: record ids and the time. Applying it reads only the database
+// state. Bulk marks the records of a bulk insert, whose errors name no
+// table. The result is an []opResult, one per operation.
+type writeRecords struct {
+	Branch string    `json:"branch"`
+	Now    time.Time `json:"now"`
+	Ops    []Op      `json:"ops"`
+	Bulk   bool      `json:"bulk,omitempty"`
 }
 
-func (c *writeCommand) apply(tx *dbTx) ([]OpResult, error) {
+func (c *writeRecords) apply(tx *dbTx) (any, error) {
 	b, err := tx.st.branch(c.Branch)
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{tx: tx, br: b, now: c.Now}
-	results := make([]OpResult, len(c.Ops))
+	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk}
+	results := make([]opResult, len(c.Ops))
 	for i := range c.Ops {
 		r, err := w.apply(&c.Ops[i])
 		if err != nil {
@@ -284,6 +291,30 @@ func (c *writeCommand) apply(tx *dbTx) ([]OpResult, error) {
 		results[i] = r
 	}
 	return results, nil
+}
+
+// opResult is the outcome of one operation as a command returns it: the
+// record as stored, which the caller turns into the public form.
+type opResult struct {
+	Kind    OpKind
+	ID      string
+	Rows    int
+	Created bool
+	Table   uint32 // the id of the table written
+	// rec is the record after the write; for a delete, before it; for a
+	// get, the record read (nil when missing). It is the result's own. t
+	// is its table.
+	rec *codec.Record
+	t   *table
+}
+
+// public returns the result as callers see it.
+func (r *opResult) public() OpResult {
+	out := OpResult{Kind: r.Kind, ID: r.ID, Rows: r.Rows, Created: r.Created}
+	if r.rec != nil {
+		out.Record = ownedPublicRecord(r.t, r.rec)
+	}
+	return out
 }
 
 // WriteOne applies a single operation and returns its result; failures are
@@ -309,9 +340,9 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 	}
 	ops := make([]Op, len(records))
 	for i, r := range records {
-		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true, bulk: true}
+		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true}
 	}
-	res, err := e.Write(ref, ops)
+	res, err := e.write(ref, ops, true)
 	var oe *OpErrors
 	if errors.As(err, &oe) {
 		// Report every invalid record, not only the first: check the rest
@@ -319,7 +350,7 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 		// one per record). Checking only after a failure keeps the common,
 		// valid bulk from filling every record twice.
 		if _, b, _, terr := e.resolveTable(ref, tableName); terr == nil {
-			oe.Errors = e.checkOps(b.Schema, ops, oe.Errors)
+			oe.Errors = e.checkOps(b.Schema, ops, oe.Errors, true)
 		}
 	}
 	return res, err
@@ -350,8 +381,14 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 
 // publicRecord converts a stored record to its public form.
 func publicRecord(t *table, rec *codec.Record) *Record {
+	return ownedPublicRecord(t, rec.Clone())
+}
+
+// ownedPublicRecord is publicRecord of a record nobody else holds, which
+// the result keeps.
+func ownedPublicRecord(t *table, rec *codec.Record) *Record {
 	out := &Record{
-		stored: rec.Clone(),
+		stored: rec,
 		ID:     rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 		Values: make(map[string]any, len(rec.Fields)),
@@ -385,27 +422,28 @@ func setPath(m map[string]any, path string, v any) {
 
 // writer applies operations inside one command.
 type writer struct {
-	tx  *dbTx
-	br  *branch
-	now time.Time
+	tx   *dbTx
+	br   *branch
+	now  time.Time
+	bulk bool // the records of a bulk insert: errors name no table
 	// before and after are the bitmap memberships of the row writeRow is
 	// writing, kept between rows so that their maps do not grow anew.
 	before, after map[string]struct{}
 }
 
-func (w *writer) apply(op *Op) (OpResult, error) {
+func (w *writer) apply(op *Op) (opResult, error) {
 	t, err := w.br.Schema.table(op.Table)
 	if err != nil {
-		return OpResult{}, err
+		return opResult{}, err
 	}
 	if !op.MissingNotFound {
 		// Bulk inserts and transactions carry no files (files.go).
 		if err := checkNoFiles(t, op.Values); err != nil {
-			return OpResult{}, err
+			return opResult{}, err
 		}
 	}
 	res, err := w.applyTable(t, op)
-	if err != nil && !op.MissingNotFound && !op.bulk {
+	if err != nil && !op.MissingNotFound && !w.bulk {
 		var ee *Error
 		if errors.As(err, &ee) && !strings.HasPrefix(ee.Message, "table [") {
 			return res, &Error{Code: ee.Code, Message: "table [" + t.Name + "]: " + ee.Message}
@@ -414,26 +452,26 @@ func (w *writer) apply(op *Op) (OpResult, error) {
 	return res, err
 }
 
-func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
+func (w *writer) applyTable(t *table, op *Op) (opResult, error) {
 	tx := w.tx
 	lin := w.br.Lineage
 	ent, idLevel, exists, err := lookupID(tx.batch, tx.d.id, lin, t.ID, op.ID)
 	if err != nil {
-		return OpResult{}, err
+		return opResult{}, err
 	}
 	var old codec.Record
 	oldLevel := -1
 	if exists {
 		lvl, ok, err := readRow(tx.batch, tx.d.id, lin, t.ID, ent.Row, &old)
 		if err != nil {
-			return OpResult{}, err
+			return opResult{}, err
 		}
 		if !ok {
-			return OpResult{}, errors.New("engine: id map names a deleted row")
+			return opResult{}, errors.New("engine: id map names a deleted row")
 		}
 		oldLevel = lvl
 	}
-	res := OpResult{Kind: op.Kind, ID: op.ID}
+	res := opResult{Kind: op.Kind, ID: op.ID, Table: t.ID, t: t}
 	checkVersion := func() error {
 		if op.IfVersion != nil && (!exists || old.Version != *op.IfVersion) {
 			return Errorf(CodePrecondition, "version condition not met")
@@ -444,7 +482,7 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 	case OpGet:
 		if exists {
 			res.Rows = 1
-			res.Record = publicRecord(t, &old)
+			res.rec = old.Clone()
 		}
 		return res, nil
 	case OpDelete:
@@ -461,7 +499,7 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 			return res, err
 		}
 		res.Rows = 1
-		res.Record = publicRecord(t, &old)
+		res.rec = old.Clone()
 		if err := w.writeRow(t, ent.Row, &old, oldLevel, nil); err != nil {
 			return res, err
 		}
@@ -510,7 +548,7 @@ func (w *writer) applyTable(t *table, op *Op) (OpResult, error) {
 	return res, invalidf("unknown operation")
 }
 
-func (w *writer) insertNew(t *table, res OpResult, rec *codec.Record) (OpResult, error) {
+func (w *writer) insertNew(t *table, res opResult, rec *codec.Record) (opResult, error) {
 	row, err := w.tx.allocRow(t.ID)
 	if err != nil {
 		return res, err
@@ -525,11 +563,11 @@ func (w *writer) insertNew(t *table, res OpResult, rec *codec.Record) (OpResult,
 		return res, err
 	}
 	res.Rows = 1
-	res.Record = publicRecord(t, rec)
+	res.rec = rec
 	return res, nil
 }
 
-func (w *writer) finishWrite(t *table, res OpResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (OpResult, error) {
+func (w *writer) finishWrite(t *table, res opResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (opResult, error) {
 	if err := w.check(t, row, old, rec); err != nil {
 		return res, err
 	}
@@ -537,7 +575,7 @@ func (w *writer) finishWrite(t *table, res OpResult, row uint32, old *codec.Reco
 		return res, err
 	}
 	res.Rows = 1
-	res.Record = publicRecord(t, rec)
+	res.rec = rec
 	return res, nil
 }
 

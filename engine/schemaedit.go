@@ -59,10 +59,6 @@ const (
 // of base32hex, as idGen makes them.
 var migrationIDPattern = regexp.MustCompile(`^mig_[0-9a-v]{20}$`)
 
-// errAbandon ends a command whose changes are only looked at, never
-// committed (previews).
-var errAbandon = errors.New("engine: command abandoned")
-
 // ApplyMigration applies operations, in order and step by step (see
 // stepLen), as one migration in one command: if any of them fails, nothing
 // changes and the error names it.
@@ -73,11 +69,40 @@ func (e *Engine) ApplyMigration(ref Ref, parent *string, ops []MigrationOp) (Sch
 	if len(ops) == 0 {
 		return e.headChange(ref, parent)
 	}
-	return e.changeSchema(ref, migrationSpec{parent: parent}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		if err := tx.applyOps(b, s, ops); err != nil {
+	return e.changeSchema(ref, &migrate{schemaHeader: schemaHeader{Parent: parent}, Ops: ops})
+}
+
+// migrate applies a list of operations as one migration. With Source set
+// and not the branch's head, the operations were compared against that
+// migration and carry over to the branch's schema as rebase.go describes;
+// when nothing of them is left to apply, the command fails with
+// errNoChange.
+type migrate struct {
+	schemaHeader
+	Ops    []MigrationOp `json:"ops"`
+	Source *string       `json:"source,omitempty"`
+}
+
+func (c *migrate) apply(tx *dbTx) (any, error) {
+	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+		if c.Source == nil || *c.Source == b.LastMigrationID {
+			if err := tx.applyOps(b, s, c.Ops); err != nil {
+				return nil, err
+			}
+			return c.Ops, nil
+		}
+		src, err := tx.schemaAt(b, *c.Source)
+		if err != nil {
 			return nil, err
 		}
-		return ops, nil
+		applied, err := tx.rebaseOps(b, s, src, *c.Source, c.Ops)
+		if err != nil {
+			return nil, err
+		}
+		if len(applied) == 0 {
+			return nil, errNoChange
+		}
+		return applied, nil
 	})
 }
 
@@ -110,15 +135,15 @@ func migrationOpError(code Code, i int, op MigrationOp, err error) error {
 }
 
 // PreviewMigration returns a branch's schema and the schema it would have
-// after ApplyMigration(ref, nil, ops). The operations run in a command that
-// is then abandoned, so a preview fails exactly where the apply would, and
-// changes nothing.
+// after ApplyMigration(ref, nil, ops). The operations run as in a command
+// that is then discarded, so a preview fails exactly where the apply would,
+// and changes nothing.
 func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return original, updated, err
 	}
-	err = e.run(d, func(tx *dbTx) error {
+	err = e.inspect(d, func(tx *dbTx) error {
 		b, err := tx.st.branch(ref.Branch)
 		if err != nil {
 			return err
@@ -128,11 +153,8 @@ func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated
 			return err
 		}
 		original, updated = b.Schema.public(), s.public()
-		return errAbandon
+		return nil
 	})
-	if errors.Is(err, errAbandon) {
-		err = nil
-	}
 	return original, updated, err
 }
 
@@ -619,19 +641,29 @@ func (e *Engine) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error)
 	var out SchemaChange
 	for _, m := range todo {
 		parent := m.ParentID
-		spec := migrationSpec{id: m.ID, parent: &parent, title: m.Title, message: m.Message}
-		out, err = e.changeSchema(ref, spec, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-			if err := tx.applyOps(b, s, m.Operations); err != nil {
-				if CodeOf(err) != CodeInvalid {
-					return nil, err
-				}
-				return nil, invalidf("migration [%s]: %s", m.ID, err.Error())
-			}
-			return m.Operations, nil
-		})
-		if err != nil {
+		cmd := &pushMigration{schemaHeader: schemaHeader{ID: m.ID, Parent: &parent, Title: m.Title, Message: m.Message}, Ops: m.Operations}
+		if out, err = e.changeSchema(ref, cmd); err != nil {
 			return SchemaChange{}, err
 		}
 	}
 	return out, nil
+}
+
+// pushMigration appends a migration made elsewhere, keeping its id: its
+// operations apply as a list, and their failures name the migration.
+type pushMigration struct {
+	schemaHeader
+	Ops []MigrationOp `json:"ops"`
+}
+
+func (c *pushMigration) apply(tx *dbTx) (any, error) {
+	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+		if err := tx.applyOps(b, s, c.Ops); err != nil {
+			if CodeOf(err) != CodeInvalid {
+				return nil, err
+			}
+			return nil, invalidf("migration [%s]: %s", c.ID, err.Error())
+		}
+		return c.Ops, nil
+	})
 }

@@ -93,63 +93,87 @@ type SchemaChange struct {
 	ParentMigrationID string
 }
 
-// migrationSpec says how changeSchema records its migration. The zero value
-// records a new migration on top of whatever the head is.
-type migrationSpec struct {
-	id             string  // the migration id; "" makes a new one
-	parent         *string // when set, the head the branch must be at
-	title, message string
+// schemaCommand is a command that changes a branch's schema, recorded as
+// a migration.
+type schemaCommand interface {
+	dbCommand
+	header() *schemaHeader
 }
 
-// changeSchema applies fn to a copy of a branch's schema and records the
-// change as a migration: it bumps the branch version and moves its head.
-// Everything fn does is one command: when fn fails, nothing changes.
-func (e *Engine) changeSchema(ref Ref, spec migrationSpec, fn func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error)) (SchemaChange, error) {
+// schemaHeader is what every schema command holds: the branch, and the
+// migration the change is recorded as, with its id and time resolved.
+type schemaHeader struct {
+	Branch string `json:"branch"`
+	ID     string `json:"id"`
+	// Parent, when set, is the head the branch must be at.
+	Parent  *string   `json:"parent,omitempty"`
+	Title   string    `json:"title,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Now     time.Time `json:"now"`
+}
+
+func (h *schemaHeader) header() *schemaHeader { return h }
+
+// changeSchema applies a schema command to the branch ref names and
+// returns the change: it resolves the migration's time and, unless the
+// command has one, its id.
+func (e *Engine) changeSchema(ref Ref, cmd schemaCommand) (SchemaChange, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return SchemaChange{}, err
 	}
-	now := e.now()
-	migID := spec.id
-	if migID == "" {
-		migID = e.ids.next("mig_", now)
+	h := cmd.header()
+	h.Branch, h.Now = ref.Branch, e.now()
+	if h.ID == "" {
+		h.ID = e.ids.next("mig_", h.Now)
 	}
-	var out SchemaChange
-	err = e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		if spec.parent != nil && *spec.parent != b.LastMigrationID {
-			return errNotHead(*spec.parent, b)
-		}
-		s := b.Schema.clone()
-		ops, err := fn(tx, b, s)
-		if err != nil {
-			return err
-		}
-		s.index()
-		m := Migration{ID: migID, ParentID: b.LastMigrationID, Title: spec.title, Message: spec.message, CreatedAt: now, Operations: ops}
-		m.Checksum = migrationChecksum(m.ParentID, ops)
-		v, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		mk := codec.MetaKey(d.id, codec.MetaMigration, codec.AppendU64(codec.AppendU32(nil, b.ID), tx.seq))
-		if err := tx.batch.Set(mk, v, nil); err != nil {
-			return err
-		}
-		nb := *b
-		nb.Schema = s
-		nb.Version++
-		nb.LastMigrationID = migID
-		out = SchemaChange{MigrationID: migID, ParentMigrationID: b.LastMigrationID}
-		if err := tx.putBranch(&nb); err != nil {
-			return err
-		}
-		return tx.backfill(&nb, now)
-	})
-	return out, err
+	res, err := e.apply(d, cmd)
+	if err != nil {
+		return SchemaChange{}, err
+	}
+	return res.(SchemaChange), nil
+}
+
+// change applies edit to a copy of the branch's schema and records the
+// result as the migration h describes: it bumps the branch version, moves
+// its head and backfills what the edit asks. edit returns the operations
+// it applied. Everything is one command: when edit fails, nothing
+// changes. The result is the SchemaChange.
+func (h *schemaHeader) change(tx *dbTx, edit func(b *branch, s *schema) ([]MigrationOp, error)) (any, error) {
+	b, err := tx.st.branch(h.Branch)
+	if err != nil {
+		return nil, err
+	}
+	if h.Parent != nil && *h.Parent != b.LastMigrationID {
+		return nil, errNotHead(*h.Parent, b)
+	}
+	s := b.Schema.clone()
+	ops, err := edit(b, s)
+	if err != nil {
+		return nil, err
+	}
+	s.index()
+	m := Migration{ID: h.ID, ParentID: b.LastMigrationID, Title: h.Title, Message: h.Message, CreatedAt: h.Now, Operations: ops}
+	m.Checksum = migrationChecksum(m.ParentID, ops)
+	v, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	mk := codec.MetaKey(tx.d.id, codec.MetaMigration, codec.AppendU64(codec.AppendU32(nil, b.ID), tx.seq))
+	if err := tx.batch.Set(mk, v, nil); err != nil {
+		return nil, err
+	}
+	nb := *b
+	nb.Schema = s
+	nb.Version++
+	nb.LastMigrationID = h.ID
+	if err := tx.putBranch(&nb); err != nil {
+		return nil, err
+	}
+	if err := tx.backfill(&nb, h.Now); err != nil {
+		return nil, err
+	}
+	return SchemaChange{MigrationID: h.ID, ParentMigrationID: b.LastMigrationID}, nil
 }
 
 // columnRef names a column of a table by ids, which renames keep.
@@ -235,11 +259,22 @@ func migrationChecksum(parent string, ops []MigrationOp) string {
 
 // applyOne records one operation as a migration of its own.
 func (e *Engine) applyOne(ref Ref, op MigrationOp) (SchemaChange, error) {
-	return e.changeSchema(ref, migrationSpec{}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
-		if err := tx.applyOp(b, s, op); err != nil {
+	return e.changeSchema(ref, &schemaOp{Op: op})
+}
+
+// schemaOp applies one operation as it applies on its own endpoint (see
+// applyOp), recorded as a migration.
+type schemaOp struct {
+	schemaHeader
+	Op MigrationOp `json:"op"`
+}
+
+func (c *schemaOp) apply(tx *dbTx) (any, error) {
+	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+		if err := tx.applyOp(b, s, c.Op); err != nil {
 			return nil, err
 		}
-		return []MigrationOp{op}, nil
+		return []MigrationOp{c.Op}, nil
 	})
 }
 
@@ -511,7 +546,20 @@ func (s *schema) renameColumn(tableName, path, newName string) error {
 // definition keep their data, new ones are added, unlisted ones removed. A
 // changed definition on a non-empty table is a conflict.
 func (e *Engine) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (SchemaChange, error) {
-	return e.changeSchema(ref, migrationSpec{}, func(tx *dbTx, b *branch, s *schema) ([]MigrationOp, error) {
+	return e.changeSchema(ref, &setTableColumns{Table: tableName, Columns: defs})
+}
+
+// setTableColumns replaces a table's column set (see SetTableColumns),
+// recorded as the operations that do it.
+type setTableColumns struct {
+	schemaHeader
+	Table   string      `json:"table"`
+	Columns []ColumnDef `json:"columns"`
+}
+
+func (c *setTableColumns) apply(tx *dbTx) (any, error) {
+	tableName, defs := c.Table, c.Columns
+	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
 		t, err := s.table(tableName)
 		if err != nil {
 			return nil, err
