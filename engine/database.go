@@ -58,6 +58,29 @@ type dbState struct {
 	refs map[uint32]int
 }
 
+// Lock order. These are all the engine's locks; one may be taken while
+// holding only locks above it in this list:
+//
+//  1. Engine.catMu serializes catalog commands. A command that drops a
+//     database takes that database's mu under it.
+//  2. database.mu is a database's writer lock: it serializes its commands,
+//     and is also held to make a bitmap cache, build a store or lend one.
+//     The write path's observers run under it (observe.go).
+//  3. database.gcMu is held for reading by readers from loading a lineage
+//     to their last read, and for writing while layers are dropped, which
+//     happens after the command that unreferenced them, without mu.
+//  4. database.storeMu guards the stores: written by the memory observer
+//     around a commit and by store builds, read by queries for as long as
+//     they read their snapshot.
+//  5. catalog.mu guards the catalog's in-memory maps: readers, and catalog
+//     commands publishing their changes.
+//  6. Engine.dbMu guards the map of open databases.
+//  7. Leaves, under which nothing is taken: bitmapCache.mu, colIndex.mu,
+//     recordShard.mu, keyHashes.mu.
+//
+// Readers therefore never take catMu: the server's secrets, which a read
+// may need to sign a URL, are made when the engine opens (Engine.load).
+
 // database is one open database: its published state and, under mu, the
 // counters only writers touch.
 type database struct {
@@ -292,13 +315,7 @@ func (d *database) publish(tx *dbTx) {
 		d.rows[t] = n
 	}
 	if tx.branches != nil || tx.git != nil {
-		st := tx.state()
-		d.state.Store(st)
-		for k := range d.written {
-			if st.byID[k.branch] == nil {
-				delete(d.written, k) // a deleted branch writes no more
-			}
-		}
+		d.state.Store(tx.state())
 	}
 }
 
@@ -485,11 +502,6 @@ func (e *Engine) apply(d *database, cmd dbCommand) (res any, err error) {
 		tx.batch.Close()
 		return nil, err
 	}
-	lockStores := d.hasStores.Load() && (len(tx.changes) > 0 || tx.branches != nil)
-	if lockStores {
-		d.storeMu.Lock()
-	}
-	endWrite := d.startWrite(tx) // cache epochs odd: a write is in flight
 	if len(tx.dropLayers) > 0 {
 		defer func() {
 			if err == nil {
@@ -497,16 +509,12 @@ func (e *Engine) apply(d *database, cmd dbCommand) (res any, err error) {
 			}
 		}()
 	}
+	done := e.notify(tx)
 	err = e.commit(tx.batch, func() {
 		d.publish(tx)
-		if lockStores {
-			d.updateStores(tx)
-		}
+		done(true)
 	}, func() {
-		endWrite() // even again: the write is visible, or failed
-		if lockStores {
-			d.storeMu.Unlock()
-		}
+		done(false) // unless the command applied, and done(true) ran
 		unlock()
 	})
 	if err != nil {

@@ -64,9 +64,10 @@ type Engine struct {
 	ids     *idGen
 	obs     *observer
 
-	accounts Accounts
+	accounts  Accounts
+	observers []writeObserver // told of every database command applied
 
-	catMu sync.Mutex // serializes catalog commands
+	catMu sync.Mutex // serializes catalog commands; see the lock order in database.go
 	cat   *catalog   // guarded by its own RWMutex for readers
 
 	hashes keyHashes // of secrets that authenticated lately
@@ -75,7 +76,7 @@ type Engine struct {
 	// to run the storage paths of the planner.
 	storeless bool
 
-	dbMu sync.RWMutex
+	dbMu sync.RWMutex // see the lock order in database.go
 	dbs  map[uint32]*database
 
 	bg      sync.WaitGroup
@@ -137,6 +138,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		closing: make(chan struct{}),
 	}
 	e.accounts.e = e
+	e.observers = []writeObserver{memObserver{}}
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err
@@ -192,6 +194,13 @@ func (e *Engine) load() error {
 			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
 		}
 		e.addDatabase(db)
+	}
+	// The secrets that sign cursors and file URLs are made now, so that
+	// no read has to make one (see the lock order in database.go).
+	for _, name := range []string{cursorSecretName, fileSecretName} {
+		if _, err := e.serverSecret(name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
