@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -169,7 +170,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (got, want []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	src, release, err := e.openSource(ref, "items", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "items", storeOptional)
 	if err != nil {
 		return nil, nil, err
 	}

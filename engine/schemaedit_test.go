@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -266,7 +267,7 @@ func TestRecordCount(t *testing.T) {
 	}
 	count(ref, 6)
 	// A query fills the table's bitmap cache; the count then reads it.
-	if _, err := e.Query(ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(context.Background(), ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	count(ref, 6)
