@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -87,7 +86,7 @@ func (s *Server) queryTable(r *request) error {
 	if p := body.Page; p != nil {
 		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}
 	}
-	res, err := s.eng.Query(context.Background(), ref.Ref, table, in, s.queryOptions())
+	res, err := s.eng.Query(r.context(), ref.Ref, table, in, s.queryOptions())
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -248,7 +247,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if nullErrs != nil {
 		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
 	}
-	res, err := s.eng.BulkInsert(context.Background(), c.ref.Ref, c.table, records)
+	res, err := s.eng.BulkInsert(r.context(), c.ref.Ref, c.table, records)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return bulkError(oe)

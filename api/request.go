@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -35,6 +36,15 @@ type request struct {
 	branch    dbRef
 	resolved  bool
 	branchErr error
+
+	// cctx is the request's context once context made it; stop releases
+	// it.
+	cctx context.Context
+	stop func()
+	// slot and bodyBytes are what admission took: an execution slot and
+	// bytes of the body budget.
+	slot      bool
+	bodyBytes int64
 }
 
 // authenticate resolves the Bearer key to a user and key.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -90,7 +89,7 @@ func (s *Server) transaction(r *request) error {
 	for i := range plans {
 		ops[i] = plans[i].op
 	}
-	results, err := s.eng.Write(context.Background(), ref.Ref, ops)
+	results, err := s.eng.Write(r.context(), ref.Ref, ops)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		list := make([]any, 0, len(oe.Errors))

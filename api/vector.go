@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
@@ -30,7 +29,7 @@ func (s *Server) vectorSearch(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	res, err := s.eng.VectorSearch(context.Background(), ref.Ref, table, engine.VectorSearchInput{
+	res, err := s.eng.VectorSearch(r.context(), ref.Ref, table, engine.VectorSearchInput{
 		Column: body.Column, Query: body.QueryVector, Similarity: body.SimilarityFunction,
 		Size: body.Size, Filter: rawOrNil(body.Filter),
 	}, s.meta)
