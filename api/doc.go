@@ -26,9 +26,11 @@
 //     scoped to, else the only workspace of the key's user. Unknown
 //     workspaces and workspaces the caller may not use are the same 401.
 //   - A key scoped to a workspace reaches only that workspace, and only while
-//     its user is a member. The bootstrap key is not scoped: it is the
-//     administrator's key and reaches every workspace the administrator
-//     joins; create a scoped key for clients that use the plain base URL.
+//     its user is a member; it may not act on the account (delete the user,
+//     revoke other keys, create workspaces, administer: 403). The bootstrap
+//     key is not scoped: it is the administrator's key and reaches every
+//     workspace the administrator joins; create a scoped key for clients
+//     that use the plain base URL.
 //   - Limits (limits.go): every request has a context (reqctx.go) that ends
 //     at its deadline, when its client closes the connection, or at
 //     Shutdown, and handlers pass it to the engine's long calls. Admission

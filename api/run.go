@@ -30,6 +30,15 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 	if err != nil {
 		return err
 	}
+	if first {
+		// Before anything is created: a refused key leaves a first start.
+		if err := CheckBootstrapKey(opts.BootstrapKey); err != nil {
+			return err
+		}
+	}
+	if err := prepareDataDir(opts.DataDir, log); err != nil {
+		return err
+	}
 	RaiseOpenFileLimit(log)
 	eng, err := engine.Open(opts.DataDir, engine.Options{CacheSize: opts.CacheSize})
 	if err != nil {

@@ -160,7 +160,7 @@ Environment only:
   COPPICE_BOOTSTRAP_KEY
     	on the first start (empty data directory) the server creates an admin
     	user, a workspace and an API key and prints them once; when set, this
-    	is the API key instead of a generated one
+    	is the API key instead of a generated one (at least 16 characters)
 
 Byte sizes are a number of bytes or a number with a unit: B, KiB, MiB, GiB,
 TiB (powers of 1024; also K, M, G, T), KB, MB, GB, TB (powers of 1000).
