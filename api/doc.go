@@ -45,6 +45,7 @@
 //   - Request bodies: unknown keys are a 400 (except in record bodies, whose
 //     keys are column names, and there the engine rejects unknown columns);
 //     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
+//     Bulk and transaction bodies are decoded one element at a time.
 //   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
 //     3339 UTC with milliseconds, json columns are JSON text. Selection and
 //     link expansion are the engine's (Engine.Project for records of writes

@@ -56,16 +56,21 @@ func (s *Server) transaction(r *request) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Operations *[]json.RawMessage `json:"operations"`
-	}
-	if err := r.decode(&body, false); err != nil {
+	var raw []json.RawMessage
+	present, err := r.decodeListBody("operations", func(d *json.Decoder) error {
+		var op json.RawMessage
+		if err := d.Decode(&op); err != nil {
+			return jsonError(err)
+		}
+		raw = append(raw, op)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if body.Operations == nil {
+	if !present {
 		return invalid("operations is required")
 	}
-	raw := *body.Operations
 	if len(raw) > engine.MaxTransactionOp {
 		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
 	}
