@@ -187,6 +187,9 @@ func (s *Server) admit(r *request) bool {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()
+			if r.cctx != nil && r.cctx.Err() != nil {
+				err = context.Cause(r.cctx) // why the read was cut short
+			}
 			s.writeError(ctx, r.id, err)
 			return false
 		}
@@ -253,6 +256,17 @@ func (s *Server) readBody(r *request, n int) error {
 	if stream == nil {
 		return nil
 	}
+	// A request that ends (its deadline, its client gone, shutdown) stops
+	// waiting for the rest of its body. Should the end race with the last
+	// bytes, the connection takes no further request: its read deadline
+	// may be cut short at any moment.
+	conn := ctx.Conn()
+	stopCut := context.AfterFunc(r.context(), func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer func() {
+		if !stopCut() {
+			ctx.SetConnectionClose()
+		}
+	}()
 	var body []byte
 	var err error
 	if n >= 0 {

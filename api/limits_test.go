@@ -329,6 +329,11 @@ func TestShutdownCancels(t *testing.T) {
 	partial, _ := net.Dial("tcp", ts.addr)
 	defer partial.Close()
 	io.WriteString(partial, "POST /user HTTP/1.1\r\nHost: x\r\n")
+	// A slow upload: its handler has started and waits for the body.
+	upload, _ := net.Dial("tcp", ts.addr)
+	defer upload.Close()
+	fmt.Fprintf(upload, "POST /user/keys/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+		testKey, 1<<20, strings.Repeat(" ", 16<<10))
 	time.Sleep(300 * time.Millisecond)
 
 	start := time.Now()
@@ -342,6 +347,9 @@ func TestShutdownCancels(t *testing.T) {
 	resp, body := readResponse(t, c)
 	if resp.StatusCode != 503 || !strings.Contains(body, "shutting down") {
 		t.Errorf("query during shutdown: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := readResponse(t, upload); resp.StatusCode != 503 || !strings.Contains(body, "shutting down") {
+		t.Errorf("upload during shutdown: %d %s", resp.StatusCode, body)
 	}
 	if took > 3*time.Second {
 		t.Errorf("shutdown took %v", took)
