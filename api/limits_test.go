@@ -143,27 +143,26 @@ func TestQueueWait(t *testing.T) {
 	q := newSlowQuery(ts)
 	c := q.start(ts)
 	defer c.Close()
-	time.Sleep(200 * time.Millisecond)
-	var wg sync.WaitGroup
-	var waited time.Duration
-	var status int
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		start := time.Now()
-		status = ts.do("GET", "/db/slow:main/tables/t/data/r1?columns=id", nil).status
-		waited = time.Since(start)
-	}()
-	time.Sleep(100 * time.Millisecond)
-	// The queue's one place is taken: no wait.
-	start := time.Now()
-	ts.expect(503, "GET", "/db/slow:main/tables/t/data/r1?columns=id", nil)
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Errorf("a request beyond the queue waited %v", d)
+	waitBusy(t, ts)
+	// Two requests at once: one takes the queue's place and waits, the
+	// other finds it taken and is refused at once.
+	type answer struct {
+		status int
+		took   time.Duration
 	}
-	wg.Wait()
-	if status != 503 || waited < 250*time.Millisecond || waited > 2*time.Second {
-		t.Errorf("queued request: status %d after %v, want 503 after about 300ms", status, waited)
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			start := time.Now()
+			answers <- answer{ts.do("GET", "/db/slow:main/tables/t/data/r1?columns=id", nil).status, time.Since(start)}
+		}()
+	}
+	a, b := <-answers, <-answers
+	if a.took > b.took {
+		a, b = b, a
+	}
+	if a.status != 503 || b.status != 503 || a.took > 250*time.Millisecond || b.took < 250*time.Millisecond || b.took > 3*time.Second {
+		t.Errorf("answers %+v and %+v: want one 503 at once and one after the 300ms wait", a, b)
 	}
 }
 
@@ -184,22 +183,37 @@ func TestBodyBudget(t *testing.T) {
 	fmt.Fprintf(up, "PUT /ws/%s/db/db:main/tables/t/data/slow HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"txt\":\"%s", ts.info.WorkspaceID, testKey, 1<<20,
 		strings.Repeat("a", 16<<10)) // more than the transport reads with the headers
-	time.Sleep(200 * time.Millisecond)
-
 	body := `{"txt":"` + strings.Repeat("b", 100<<10) + `"}`
-	start := time.Now()
-	r := ts.expect(503, "PUT", "/db/db:main/tables/t/data/r2", body)
-	if r.header.Get("Retry-After") != "1" {
-		t.Errorf("headers %v", r.header)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		start := time.Now()
+		r := ts.do("PUT", "/db/db:main/tables/t/data/early", body)
+		if r.status == 503 {
+			if r.header.Get("Retry-After") != "1" {
+				t.Errorf("headers %v", r.header)
+			}
+			if d := time.Since(start); d < 250*time.Millisecond {
+				t.Errorf("answered after %v, before the queue wait", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upload never took the budget: %d %s", r.status, r.raw)
+		}
 	}
-	if d := time.Since(start); d < 250*time.Millisecond {
-		t.Errorf("answered after %v, before the queue wait", d)
-	}
+	// Once the upload is gone, the body fits.
 	up.Close()
-	time.Sleep(100 * time.Millisecond)
-	ts.expect(201, "PUT", "/db/db:main/tables/t/data/r2", body)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r := ts.do("PUT", "/db/db:main/tables/t/data/r2", body)
+		if r.status == 201 {
+			break
+		}
+		if r.status != 503 || time.Now().After(deadline) {
+			t.Fatalf("after the upload: %d %s", r.status, r.raw)
+		}
+	}
 
-	r = ts.expect(413, "PUT", "/db/db:main/tables/t/data/r3", `{"txt":"`+strings.Repeat("c", 1<<20)+`"}`)
+	r := ts.expect(413, "PUT", "/db/db:main/tables/t/data/r3", `{"txt":"`+strings.Repeat("c", 1<<20)+`"}`)
 	if msg := errMessage(r); msg != "request body exceeds the limit of 1048576 bytes" {
 		t.Errorf("413 message %q", msg)
 	}
@@ -242,8 +256,12 @@ func TestConnectionLimits(t *testing.T) {
 				t.Fatal(err)
 			}
 			open = append(open, c)
+			// An answer shows the server accepted the connection.
+			io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, _ := readResponse(t, c); resp.StatusCode != 200 {
+				t.Fatalf("healthz %d", resp.StatusCode)
+			}
 		}
-		time.Sleep(100 * time.Millisecond) // let the server accept them
 		c, err := net.Dial("tcp", ts.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -334,7 +352,11 @@ func TestShutdownCancels(t *testing.T) {
 	defer upload.Close()
 	fmt.Fprintf(upload, "POST /user/keys/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
 		testKey, 1<<20, strings.Repeat(" ", 16<<10))
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); srv.InFlight() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests in flight, want the query and the upload", srv.InFlight())
+		}
+	}
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

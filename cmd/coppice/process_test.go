@@ -140,7 +140,9 @@ func (p *process) wait(d time.Duration) error {
 // cancels it, and the process exits 0 at once, its data directory closed
 // with no snapshot left open.
 func TestSIGTERMDuringLongQuery(t *testing.T) {
-	p := startProcess(t, []string{"COPPICE_LOG_LEVEL=info"})
+	// One execution slot and no queue: a request refused as busy shows the
+	// query is running.
+	p := startProcess(t, []string{"COPPICE_LOG_LEVEL=info"}, "--max-inflight", "1", "--max-queue", "0")
 	p.must(201, "PUT", "/workspaces/"+p.ws+"/dbs/db", `{"region":"local"}`)
 	p.must(201, "PUT", "/db/db:main/tables/t", "")
 	p.must(200, "POST", "/db/db:main/tables/t/columns", `{"name":"txt","type":"text"}`)
@@ -151,7 +153,14 @@ func TestSIGTERMDuringLongQuery(t *testing.T) {
 		r, _ := p.do("POST", "/db/db:main/tables/t/query", filter)
 		answered <- r
 	}()
-	time.Sleep(500 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if r, err := p.do("GET", "/user", ""); err == nil && r.status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the query never started")
+		}
+	}
 	start := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
