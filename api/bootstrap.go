@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"unicode/utf8"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -34,6 +35,9 @@ type BootstrapInfo struct {
 // to that one workspace only, the plain base URL form resolves to it
 // (compat-api.md §2.2).
 func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
+	if err := CheckBootstrapKey(key); err != nil {
+		return nil, err
+	}
 	u, err := eng.CreateUser(engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true})
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: create user: %w", err)
@@ -47,6 +51,19 @@ func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
 		return nil, fmt.Errorf("bootstrap: create API key: %w", err)
 	}
 	return &BootstrapInfo{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID(), Workspace: ws.Core, Key: cred.Secret}, nil
+}
+
+// MinBootstrapKeyLen is the shortest COPPICE_BOOTSTRAP_KEY accepted: a key
+// anyone could guess would open the administrator's account.
+const MinBootstrapKeyLen = 16
+
+// CheckBootstrapKey accepts an empty key (one is generated) or one of at
+// least MinBootstrapKeyLen characters.
+func CheckBootstrapKey(key string) error {
+	if n := utf8.RuneCountInString(key); key != "" && n < MinBootstrapKeyLen {
+		return fmt.Errorf("COPPICE_BOOTSTRAP_KEY must have at least %d characters, it has %d", MinBootstrapKeyLen, n)
+	}
+	return nil
 }
 
 // Print writes the bootstrap credentials for the operator.

@@ -30,12 +30,26 @@
 //     401. Under a Host, a database of another region than the Host's is a
 //     404, as on the legacy service's regional hosts.
 //   - A key scoped to a workspace reaches only that workspace, and only while
-//     its user is a member. The bootstrap key is not scoped: it is the
-//     administrator's key and reaches every workspace the administrator
-//     joins; create a scoped key for clients that use the plain base URL.
+//     its user is a member; it may not act on the account (delete the user,
+//     revoke other keys, create workspaces, administer: 403). The bootstrap
+//     key is not scoped: it is the administrator's key and reaches every
+//     workspace the administrator joins; create a scoped key for clients
+//     that use the plain base URL.
+//   - Limits (limits.go): every request has a context (reqctx.go) that ends
+//     at its deadline, when its client closes the connection, or at
+//     Shutdown, and handlers pass it to the engine's long calls. Admission
+//     (admission.go) reads a body within the budget of body bytes, then
+//     takes an execution slot; both wait in one bounded queue, and beyond
+//     it answer 503 with Retry-After. Connections are counted and capped by
+//     the listener (conns.go), which also rides out running out of
+//     descriptors. Failed authentications are rate-limited per client
+//     address (authlimit.go). Transport errors are answered and logged
+//     without quoting the request (translog.go): no API key reaches a log
+//     or a response.
 //   - Request bodies: unknown keys are a 400 (except in record bodies, whose
 //     keys are column names, and there the engine rejects unknown columns);
 //     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
+//     Bulk and transaction bodies are decoded one element at a time.
 //   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
 //     3339 UTC with milliseconds, json columns are JSON text. Selection and
 //     link expansion are the engine's (Engine.Project for records of writes

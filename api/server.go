@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,6 +65,8 @@ type Options struct {
 	// Logger receives the server's logs; nil means a text logger on stderr
 	// at LogLevel.
 	Logger *slog.Logger
+	// Limits bound requests and connections; see limits.go.
+	Limits Limits
 }
 
 // Server is the HTTP front end: both planes of the API on one handler. It is
@@ -95,6 +96,20 @@ type Server struct {
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
 	files fileURLs    // default base of file URLs, see files.go
+
+	// Limits and their state: admission.go, authlimit.go, conns.go,
+	// reqctx.go.
+	limits     Limits
+	slots      *slots
+	bodies     *bodyBudget
+	authFails  *authLimiter
+	base       context.Context // parent of request contexts; ends at Shutdown
+	cancelBase context.CancelCauseFunc
+	timeLimit  error // cause of a request's deadline
+	stopping   atomic.Bool
+	active     atomic.Int64 // requests in serve
+	connsMu    sync.Mutex
+	conns      []*connLimiter // the listeners Serve accepts on
 }
 
 // recordCacheBytes is the memory budget of the records point reads keep.
@@ -122,6 +137,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
 	s.labels.m = map[string]string{}
+	s.initLimits()
 	if opts.Compat == CompatXata {
 		s.meta = "xata"
 	}
@@ -144,24 +160,26 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		ErrorHandler:                 s.transportError,
 		Name:                         "coppice",
 		MaxRequestBodySize:           opts.MaxBody,
-		IdleTimeout:                  2 * time.Minute,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
 		Logger:                       fasthttpLogger{log},
+		SecureErrorLogMessage:        true,
 	}
+	s.transportLimits(s.http)
 	return s, nil
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, within the connection
+// limits.
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
-	return s.http.Serve(ln)
+	cl := newConnLimiter(ln, s.limits.MaxConns, s.limits.MaxConnsPerIP, s.log)
+	s.connsMu.Lock()
+	s.conns = append(s.conns, cl)
+	s.connsMu.Unlock()
+	return s.http.Serve(cl)
 }
-
-// Shutdown stops accepting connections and waits for the requests in flight
-// to finish, or for ctx to end.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
 
 // Handler returns the request handler, for callers that run their own
 // fasthttp server.
@@ -271,12 +289,23 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}
 	ctx.SetUserValue(keyRequest, r)
+	s.active.Add(1)
 	defer func() {
 		// The handler is done with r: no reference to it outlives serve.
 		ctx.RemoveUserValue(keyRequest)
+		s.finish(r)
+		if r.stop != nil {
+			r.stop()
+		}
 		*r = request{}
 		requests.Put(r)
+		s.active.Add(-1)
 	}()
+	if !s.starting(ctx) {
+		ctx.SetConnectionClose()
+		s.writeError(ctx, id, errShuttingDown)
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic", slog.String("request", id), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
@@ -313,8 +342,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		path = tail
 	}
 	method := string(ctx.Method())
-	if path == "/healthz" && (method == "GET" || method == "HEAD") {
-		writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
+	if exempt(method, path) {
+		if hasBody(ctx) {
+			ctx.SetConnectionClose() // the body stays unread
+		}
+		if path == "/healthz" {
+			writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
+			return
+		}
+	} else if !s.admit(r) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -428,31 +464,20 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 		r, _ := ctx.UserValue(keyRequest).(*request)
 		if r == nil {
 			r = &request{ctx: ctx, s: s}
+			defer func() {
+				if r.stop != nil {
+					r.stop()
+				}
+			}()
 		}
-		err := r.authenticate()
+		err := r.authenticateLimited()
 		if err == nil {
 			err = fn(r)
 		}
 		if err != nil {
-			s.writeError(ctx, r.id, err)
+			s.writeError(ctx, r.id, r.contextError(err))
 		}
 	}
-}
-
-// transportError answers requests fasthttp rejects before a handler runs.
-func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
-	id := s.setRequestID(ctx)
-	status, msg := http.StatusBadRequest, "malformed request: "+err.Error()
-	var small *fasthttp.ErrSmallBuffer
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		status, msg = http.StatusRequestEntityTooLarge, "request body exceeds the limit of "+strconv.Itoa(s.opts.MaxBody)+" bytes"
-	case errors.As(err, &small):
-		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers are too large"
-	case errors.Is(err, fasthttp.ErrTimeout):
-		status, msg = http.StatusRequestTimeout, "request timed out"
-	}
-	writeJSON(ctx, status, errorBody(id, msg))
 }
 
 // setRequestID gives a response a new request id, unique within this
@@ -528,12 +553,4 @@ func NewLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("api: unknown log level %q (want debug, info, warn or error)", level)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
-// fasthttpLogger sends fasthttp's own messages to the server log.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf logs one fasthttp message as a warning.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...))
 }

@@ -15,10 +15,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -91,10 +91,11 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		"comma-separated region ids databases may be created in; default \"local\", or the five legacy Xata regions with --compat xata (env COPPICE_REGIONS)")
 	fs.StringVar(&domains, "domains", env("COPPICE_DOMAINS", "localhost"),
 		"comma-separated domains of the workspace host form {workspace}.{region}.{domain} (env COPPICE_DOMAINS)")
-	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", strconv.Itoa(api.DefaultMaxBody)),
-		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
-	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", strconv.Itoa(engine.DefaultCacheSize)),
-		"storage block cache in bytes: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
+	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", formatByteSize(api.DefaultMaxBody)),
+		"request body limit, a byte size such as 32MiB; larger bodies get 413 (env COPPICE_MAX_BODY)")
+	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
+		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
+	limits := limitFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
@@ -107,17 +108,18 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		}
 		o.Regions = splitList(regions)
 		o.Domains = splitList(domains)
-		n, err := strconv.Atoi(strings.TrimSpace(maxBody))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--max-body must be a positive number of bytes, got %q", maxBody)
+		n, err := parseByteSize(maxBody)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			return fmt.Errorf("--max-body must be a positive byte size below 2GiB, got %q", maxBody)
 		}
-		o.MaxBody = n
-		c, err := strconv.ParseInt(strings.TrimSpace(cacheSize), 10, 64)
+		o.MaxBody = int(n)
+		c, err := parseByteSize(cacheSize)
 		if err != nil || c <= 0 {
-			return fmt.Errorf("--cache-size must be a positive number of bytes, got %q", cacheSize)
+			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
 		}
 		o.CacheSize = c
-		return nil
+		o.Limits, err = limits(o.MaxBody)
+		return err
 	}
 	return o, finish
 }
@@ -171,11 +173,15 @@ Environment only:
   COPPICE_BOOTSTRAP_KEY
     	on the first start (empty data directory) the server creates an admin
     	user, a workspace and an API key and prints them once; when set, this
-    	is the API key instead of a generated one
+    	is the API key instead of a generated one (at least 16 characters)
+
+Byte sizes are a number of bytes or a number with a unit: B, KiB, MiB, GiB,
+TiB (powers of 1024; also K, M, G, T), KB, MB, GB, TB (powers of 1000).
+Durations are Go durations such as 30s, 2m or 1m30s.
 
 Health check: GET /healthz answers 200 without authentication.
-SIGINT or SIGTERM drains the requests in flight, then closes the data directory.
-
+SIGINT or SIGTERM cancels the requests in flight, closes the connections and
+then the data directory, all within --shutdown-timeout, and exits 0.
 `)
 	importUsage(w)
 	fmt.Fprintln(w)

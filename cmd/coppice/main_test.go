@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,10 +17,16 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// TestMain lets the test binary act as the coppice binary for
-// TestServeProcess.
+// TestMain lets the test binary act as the coppice binary for the process
+// tests, with COPPICE_TEST_NOFILE as its open-file limit, soft and hard,
+// when set.
 func TestMain(m *testing.M) {
 	if os.Getenv("COPPICE_TEST_RUN_MAIN") == "1" {
+		if n, err := strconv.ParseUint(os.Getenv("COPPICE_TEST_NOFILE"), 10, 64); err == nil {
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+				panic(err)
+			}
+		}
 		main()
 		return
 	}
@@ -40,6 +47,12 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
 		"-format", "-delimiter", "-create", "-infer-rows", "-skip", "-batch", "-concurrency", "-max-errors",
 		"-filter", "-columns", "-sort", "-out",
+		"-request-timeout", "COPPICE_REQUEST_TIMEOUT", "-max-inflight", "COPPICE_MAX_INFLIGHT",
+		"-max-queue", "COPPICE_MAX_QUEUE", "-max-queue-wait", "COPPICE_MAX_QUEUE_WAIT",
+		"-max-body-inflight", "COPPICE_MAX_BODY_INFLIGHT", "-read-header-timeout", "COPPICE_READ_HEADER_TIMEOUT",
+		"-idle-timeout", "COPPICE_IDLE_TIMEOUT", "-max-conns", "COPPICE_MAX_CONNS",
+		"-max-conns-per-ip", "COPPICE_MAX_CONNS_PER_IP", "-shutdown-timeout", "COPPICE_SHUTDOWN_TIMEOUT",
+		"-auth-fail-limit", "COPPICE_AUTH_FAIL_LIMIT", "-auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", "32MiB",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -67,24 +80,50 @@ func TestServeOptions(t *testing.T) {
 			t.Errorf("%v with %v:\n got %+v\nwant %+v", args, env, got, want)
 		}
 	}
+	lim := api.Limits{RequestTimeout: 30 * time.Second, MaxInflight: api.DefaultMaxInflight(), MaxQueue: 256,
+		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
 	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
+		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: lim}
 	f(nil, def)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000", Limits: lim})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
+			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1", Limits: lim})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base", Limits: lim})
 
-	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
+	// Byte sizes take units; every limit has a flag and a variable.
+	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
+		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
+		"COPPICE_MAX_BODY_INFLIGHT": "1GB", "COPPICE_READ_HEADER_TIMEOUT": "2s", "COPPICE_IDLE_TIMEOUT": "1m",
+		"COPPICE_MAX_CONNS": "100", "COPPICE_MAX_CONNS_PER_IP": "7", "COPPICE_SHUTDOWN_TIMEOUT": "3s",
+		"COPPICE_AUTH_FAIL_LIMIT": "0", "COPPICE_AUTH_FAIL_WINDOW": "10s"}
+	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
+		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
+		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
+	f(nil, api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
+		MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: custom})
+	custom.MaxInflight, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 4, 2, 64<<20
+	f([]string{"--max-inflight", "9", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
+		api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
+			MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: custom})
+	env = map[string]string{}
+
+	for _, args := range [][]string{
+		{"--max-body", "lots"}, {"--max-body", "0"}, {"--max-body", "3GiB"}, {"--cache-size", "-1"}, {"--cache-size", "1XB"},
+		{"--nope"}, {"extra"}, {"--public-url", "ftp://x"}, {"--request-timeout", "0s"}, {"--request-timeout", "30"},
+		{"--max-inflight", "0"}, {"--max-queue", "-1"}, {"--max-queue-wait", "soon"}, {"--max-body-inflight", "1MiB"},
+		{"--read-header-timeout", "-1s"}, {"--idle-timeout", ""}, {"--max-conns", "-5"}, {"--max-conns-per-ip", "x"},
+		{"--shutdown-timeout", "0"}, {"--auth-fail-limit", "-1"}, {"--auth-fail-window", "1"},
+	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}
@@ -222,4 +261,41 @@ func TestMakeRun(t *testing.T) {
 	// Without the environment, the server's own defaults.
 	env = nil
 	f(nil, "127.0.0.1:8080", "./data")
+}
+
+func TestParseByteSize(t *testing.T) {
+	f := func(in string, want int64) {
+		t.Helper()
+		got, err := parseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if want > 0 {
+			if back, err := parseByteSize(formatByteSize(want)); err != nil || back != want {
+				t.Errorf("formatByteSize(%d) = %q reads back as %d, %v", want, formatByteSize(want), back, err)
+			}
+		}
+	}
+	f("0", 0)
+	f("1048576", 1<<20)
+	f(" 512MiB ", 512<<20)
+	f("2GiB", 2<<30)
+	f("2gib", 2<<30)
+	f("1.5GB", 1_500_000_000)
+	f("1.5 GiB", 3<<29)
+	f("64k", 64<<10)
+	f("10KB", 10_000)
+	f("1TiB", 1<<40)
+	f("7B", 7)
+	f("1.9B", 1)
+	f("0.5KiB", 512)
+	f("9223372036854775807", 1<<63-1)
+	for _, bad := range []string{"", "MiB", "1.2.3MiB", "-1", "1XB", "1 M B", "12e3", "9223372036854775808", "8EiB", "9000000TiB", "0x10"} {
+		if n, err := parseByteSize(bad); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", bad, n)
+		}
+	}
+	if got := formatByteSize(1000); got != "1000" {
+		t.Errorf("formatByteSize(1000) = %q", got)
+	}
 }
