@@ -9,7 +9,10 @@
 // for branch stats and the 501 answers of SQL and ask, users.go,
 // workspaces.go, members.go, invites.go); errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
-// turn the engine's projected records into JSON. Handlers return errors;
+// turn the engine's projected records into JSON. routes.go keeps the
+// route template of every endpoint, which accesslog.go (access and
+// slow-request logs) names requests by; health.go answers /healthz and
+// /readyz. Handlers return errors;
 // the adapter in server.go authenticates the caller and writes every error
 // as JSON {id, message}, id being the request id that every response also
 // carries in x-request-id.
@@ -58,4 +61,9 @@
 //     applying anything, then applies each migration as its own command.
 //   - Stats: one successful record read or write request counts once; the
 //     counters live in memory since the server started.
+//   - Logs name a request by its route template with the
+//     parameter names of the API documents ({db_branch_name}, not {dbb});
+//     requests no route matches are "unmatched". Log lines carry no header,
+//     query argument or body, and fasthttp's own errors leave the request's
+//     bytes out, so no API key reaches the log.
 package api

@@ -35,6 +35,11 @@ type request struct {
 	branch    dbRef
 	resolved  bool
 	branchErr error
+
+	// route is the endpoint the router matched; nil until then.
+	route *route
+	// plan is what the handler ran, for the slow-request log; see setPlan.
+	plan PlanSummary
 }
 
 // authenticate resolves the Bearer key to a user and key.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
@@ -22,7 +23,7 @@ const ShutdownTimeout = 30 * time.Second
 // not nil, receives the listen address once the server accepts connections.
 func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.Addr)) (err error) {
 	if opts.Logger == nil {
-		if opts.Logger, err = NewLogger(opts.LogLevel); err != nil {
+		if opts.Logger, err = NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat); err != nil {
 			return err
 		}
 	}
@@ -60,8 +61,9 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	bi := ReadBuildInfo()
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("data", opts.DataDir),
-		slog.String("compat", srv.opts.Compat))
+		slog.String("compat", srv.opts.Compat), slog.String("version", bi.Version), slog.String("revision", bi.Revision))
 	if ready != nil {
 		ready(ln.Addr())
 	}

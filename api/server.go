@@ -54,8 +54,15 @@ type Options struct {
 	// CacheSize is the storage block cache of Run in bytes; 0 means
 	// engine.DefaultCacheSize.
 	CacheSize int64
-	// LogLevel is debug, info, warn or error; "" means info.
+	// LogLevel is debug, info, warn or error; "" means info. Every request
+	// logs one access line at info.
 	LogLevel string
+	// LogFormat is LogFormatText or LogFormatJSON; "" means text.
+	LogFormat string
+	// SlowRequest is the duration past which a request is logged again at
+	// warn level; 0 means DefaultSlowRequest, a negative value turns the
+	// slow-request log off.
+	SlowRequest time.Duration
 	// BootstrapKey, when set, is the API key that Run creates on a first
 	// start instead of a generated one.
 	BootstrapKey string
@@ -63,8 +70,8 @@ type Options struct {
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
 	// http:// and the address the server listens on.
 	PublicURL string
-	// Logger receives the server's logs; nil means a text logger on stderr
-	// at LogLevel.
+	// Logger receives the server's logs; nil means a logger on stderr at
+	// LogLevel in LogFormat.
 	Logger *slog.Logger
 }
 
@@ -79,8 +86,11 @@ type Server struct {
 	regions []region
 	domains []string
 
-	router *router.Router
+	router *routeTable
 	http   *fasthttp.Server
+
+	slow   time.Duration // slow-request threshold; 0: off
+	health readiness     // see health.go
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -116,11 +126,17 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		var err error
-		if log, err = NewLogger(opts.LogLevel); err != nil {
+		if log, err = NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat); err != nil {
 			return nil, err
 		}
 	}
 	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	switch {
+	case opts.SlowRequest == 0:
+		s.slow = DefaultSlowRequest
+	case opts.SlowRequest > 0:
+		s.slow = opts.SlowRequest
+	}
 	s.labels.m = map[string]string{}
 	if opts.Compat == CompatXata {
 		s.meta = "xata"
@@ -136,7 +152,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			}
 		}
 	}
-	s.router = router.New()
+	s.router = newRouteTable()
 	s.routes()
 	s.pointGet = s.pointGetHandler()
 	s.http = &fasthttp.Server{
@@ -148,6 +164,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		SecureErrorLogMessage:        true, // no request bytes (API keys) in errors
 		Logger:                       fasthttpLogger{log},
 	}
 	return s, nil
@@ -156,15 +173,19 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
+	s.health.serving()
 	return s.http.Serve(ln)
 }
 
 // Shutdown stops accepting connections and waits for the requests in flight
-// to finish, or for ctx to end.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+// to finish, or for ctx to end. /readyz answers 503 from its start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.draining()
+	return s.http.ShutdownWithContext(ctx)
+}
 
 // Handler returns the request handler, for callers that run their own
-// fasthttp server.
+// fasthttp server. /readyz answers 200 only while Serve runs.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
 // routes registers every endpoint. Patterns match the raw (still
@@ -266,11 +287,13 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // serve is the entry point of every request: request id, path
 // normalization, the /ws/{id} prefix, health, then routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
 	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}
 	ctx.SetUserValue(keyRequest, r)
 	defer func() {
+		s.finish(ctx, r, start)
 		// The handler is done with r: no reference to it outlives serve.
 		ctx.RemoveUserValue(keyRequest)
 		*r = request{}
@@ -283,15 +306,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
 		}
 	}()
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		start := time.Now()
-		defer func() {
-			s.log.Debug("request", slog.String("request", id), slog.String("method", string(ctx.Method())),
-				slog.String("path", string(ctx.URI().PathOriginal())), slog.Int("status", ctx.Response.StatusCode()),
-				slog.Duration("took", time.Since(start)))
-		}()
-	}
-
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
 	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
 		// The rest of the path keeps its leading slash: no new string.
@@ -308,8 +322,8 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		path = tail
 	}
 	method := string(ctx.Method())
-	if path == "/healthz" && (method == "GET" || method == "HEAD") {
-		writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
+	if h := s.builtin(method, path, r); h != nil {
+		h(ctx)
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -448,6 +462,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		status, msg = http.StatusRequestTimeout, "request timed out"
 	}
 	writeJSON(ctx, status, errorBody(id, msg))
+	s.finishRejected(ctx, id)
 }
 
 // setRequestID gives a response a new request id, unique within this
@@ -510,19 +525,6 @@ func collapseSlashes(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
-}
-
-// NewLogger returns a text logger on stderr at a level named debug, info,
-// warn or error ("" means info).
-func NewLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if level == "" {
-		level = "info"
-	}
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("api: unknown log level %q (want debug, info, warn or error)", level)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // fasthttpLogger sends fasthttp's own messages to the server log.

@@ -24,6 +24,7 @@ const testKey = "cpk_test_0123456789abcdefghijklmnop"
 type testServer struct {
 	t    *testing.T
 	eng  *engine.Engine
+	srv  *Server
 	info *BootstrapInfo
 	addr string // host:port
 	url  string // http://host:port
@@ -42,7 +43,9 @@ func startServer(t *testing.T, opts Options) *testServer {
 		eng.Close()
 		t.Fatal(err)
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	srv, err := New(eng, opts)
 	if err != nil {
 		eng.Close()
@@ -67,7 +70,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 			t.Errorf("close engine: %v", err)
 		}
 	})
-	ts := &testServer{t: t, eng: eng, info: info, addr: ln.Addr().String(), key: testKey}
+	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey}
 	ts.url = "http://" + ts.addr
 	ts.base = ts.url + "/ws/" + info.WorkspaceID
 	return ts

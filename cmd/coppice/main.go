@@ -1,6 +1,7 @@
 // Command coppice runs the Coppice database service.
 //
 //	coppice serve [flags]
+//	coppice version
 //
 // Every flag has an environment variable; a flag given on the command line
 // wins over its variable. See `coppice --help`.
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -36,6 +38,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
+		return 0
+	case "version", "-version", "--version":
+		fmt.Fprint(stdout, api.ReadBuildInfo())
 		return 0
 	case "serve":
 	default:
@@ -71,7 +76,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		return def
 	}
 	o := &api.Options{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
-	var regions, domains, maxBody, cacheSize string
+	var regions, domains, maxBody, cacheSize, slow string
 	fs.StringVar(&o.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&o.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -84,7 +89,11 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", strconv.Itoa(engine.DefaultCacheSize)),
 		"storage block cache in bytes: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
-	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
+		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
+	fs.StringVar(&slow, "slow-request", env("COPPICE_SLOW_REQUEST", api.DefaultSlowRequest.String()),
+		"log requests slower than this again at warn level, e.g. 500ms or 2s; 0 turns it off (env COPPICE_SLOW_REQUEST)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {
@@ -106,6 +115,19 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 			return fmt.Errorf("--cache-size must be a positive number of bytes, got %q", cacheSize)
 		}
 		o.CacheSize = c
+		switch o.LogFormat {
+		case api.LogFormatText, api.LogFormatJSON:
+		default:
+			return fmt.Errorf("--log-format must be text or json, got %q", o.LogFormat)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(slow))
+		if err != nil || d < 0 {
+			return fmt.Errorf("--slow-request must be a duration such as 500ms, or 0 for off, got %q", slow)
+		}
+		o.SlowRequest = d
+		if d == 0 {
+			o.SlowRequest = -1 // off
+		}
 		return nil
 	}
 	return o, finish
@@ -144,8 +166,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: coppice <command> [flags]
 
 Commands:
-  serve    run the HTTP service (both API planes on one listener)
-  help     show this help
+  serve        run the HTTP service (both API planes on one listener)
+  version      show the version, commit and Go version (also --version)
+  help         show this help
 
 Flags of serve (a flag wins over its environment variable):
 `)
@@ -160,7 +183,9 @@ Environment only:
     	user, a workspace and an API key and prints them once; when set, this
     	is the API key instead of a generated one
 
-Health check: GET /healthz answers 200 without authentication.
-SIGINT or SIGTERM drains the requests in flight, then closes the data directory.
+Health: GET /healthz answers 200 while the server is alive; GET /readyz answers
+200 once it serves and 503 from the start of a shutdown; neither needs a key.
+SIGINT or SIGTERM drains the requests in flight, then closes the data
+directory.
 `)
 }

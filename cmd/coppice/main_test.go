@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,6 +38,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
 		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
+		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
+		"version", "/readyz",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -47,6 +51,20 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	}
 	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	want := api.ReadBuildInfo().String()
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out bytes.Buffer
+		if code := run([]string{arg}, func(string) string { return "" }, &out, &out); code != 0 {
+			t.Fatalf("%s: exit %d", arg, code)
+		}
+		if out.String() != want || !strings.HasPrefix(want, "coppice ") || !strings.Contains(want, runtime.Version()) ||
+			!strings.Contains(want, "commit ") {
+			t.Errorf("%s: %q, want %q", arg, out.String(), want)
+		}
 	}
 }
 
@@ -64,42 +82,59 @@ func TestServeOptions(t *testing.T) {
 		}
 	}
 	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}
+		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080",
+		LogFormat: "text", SlowRequest: api.DefaultSlowRequest}
 	f(nil, def)
+	obs := def
+	obs.LogFormat, obs.SlowRequest = "json", 2*time.Second
+	f([]string{"--log-format", "json", "--slow-request", "2s"}, obs)
+	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s"}
+	f(nil, obs)
+	obs.SlowRequest = -1
+	f([]string{"--slow-request", "0"}, obs)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000",
+		LogFormat: "text", SlowRequest: api.DefaultSlowRequest})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1"})
+			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base"})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base",
+		LogFormat: "text", SlowRequest: api.DefaultSlowRequest})
 
-	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
+	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"},
+		{"--log-format", "xml"}, {"--slow-request", "soon"}, {"--slow-request", "-1s"}} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}
 }
 
-// TestServeProcess runs `coppice serve` as a process: first-start
-// bootstrap output, a request with the bootstrap key, and a clean exit on
-// SIGTERM.
-func TestServeProcess(t *testing.T) {
+// freeAddr returns a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeProcess runs `coppice serve` as a process: first-start
+// bootstrap output, a request with the bootstrap key, readiness, JSON
+// access logs without the key, and a clean exit on SIGTERM.
+func TestServeProcess(t *testing.T) {
+	addr := freeAddr(t)
 	const key = "cpk_process_test_key"
 	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", t.TempDir()+"/data")
-	cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_FORMAT=json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -132,6 +167,19 @@ func TestServeProcess(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("http://" + addr + "/readyz"); st != 200 {
+		t.Errorf("/readyz: %d %s", st, body)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -147,5 +195,14 @@ func TestServeProcess(t *testing.T) {
 	// The output buffers are safe to read once the process has exited.
 	if !strings.Contains(stdout.String(), key) {
 		t.Errorf("bootstrap output lacks the key:\n%s", stdout.String())
+	}
+	logs := stderr.String()
+	for _, want := range []string{`"msg":"listening"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, key) {
+		t.Errorf("the log holds the API key:\n%s", logs)
 	}
 }
