@@ -59,7 +59,7 @@ type PlanSummary interface{ String() string }
 func (r *request) setPlan(p PlanSummary) { r.plan = p }
 
 // finish ends a request that serve handled: the access log, the
-// slow-request log. It runs before r is recycled.
+// slow-request log and the metrics. It runs before r is recycled.
 func (s *Server) finish(ctx *fasthttp.RequestCtx, r *request, start time.Time) {
 	now := time.Now()
 	took := now.Sub(start)
@@ -70,6 +70,9 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, r *request, start time.Time) {
 		method = rt.method // a constant string: no copy of the request's
 	} else {
 		method = string(ctx.Method())
+	}
+	if s.metrics != nil {
+		s.metrics.observe(rt, method, status, took)
 	}
 	slow := s.slow > 0 && took > s.slow
 	info := s.log.Enabled(context.Background(), slog.LevelInfo)
@@ -123,9 +126,12 @@ func (s *Server) logRecord(rec slog.Record) {
 }
 
 // finishRejected ends a request that fasthttp rejected before serve saw it
-// (malformed, too large): the access log, without a route.
+// (malformed, too large): the access log and the metrics, without a route.
 func (s *Server) finishRejected(ctx *fasthttp.RequestCtx, id string) {
 	status := ctx.Response.StatusCode()
+	if s.metrics != nil {
+		s.metrics.rejected(string(ctx.Method()), status)
+	}
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

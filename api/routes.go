@@ -8,9 +8,9 @@ import (
 )
 
 // routeTable is the router that also remembers every route it registers:
-// each handler notes its route on the request, so that the access log and
-// the slow-request log name requests by route template rather than by raw
-// path.
+// each handler notes its route on the request, so that the access log, the
+// slow-request log and the metrics name requests by route template rather
+// than by raw path.
 type routeTable struct {
 	*router.Router
 	// routes are the registered routes in registration order.
@@ -26,7 +26,7 @@ type route struct {
 	pattern string
 	// template is the pattern with the parameter names of the API
 	// documents, e.g. /db/{db_branch_name}/tables/{table_name}/query: the
-	// form logs use.
+	// form logs and metrics use.
 	template string
 }
 

@@ -27,6 +27,9 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 			return err
 		}
 	}
+	if opts.MetricsAddr != "" && opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
 	log := opts.Logger
 	if opts.DataDir == "" {
 		return errors.New("api: no data directory")
@@ -58,6 +61,15 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return err
+	}
+	if opts.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", opts.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer serveMetrics(opts.Metrics, mln, log)()
+		log.Info("serving metrics", slog.String("addr", mln.Addr().String()+"/metrics"))
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -63,6 +63,12 @@ type Options struct {
 	// warn level; 0 means DefaultSlowRequest, a negative value turns the
 	// slow-request log off.
 	SlowRequest time.Duration
+	// MetricsAddr, when set, is the address Run serves Prometheus metrics
+	// on, at /metrics, apart from the API's listener.
+	MetricsAddr string
+	// Metrics receives the server's request metrics; nil means none, unless
+	// Run creates it for MetricsAddr.
+	Metrics *Metrics
 	// BootstrapKey, when set, is the API key that Run creates on a first
 	// start instead of a generated one.
 	BootstrapKey string
@@ -89,8 +95,9 @@ type Server struct {
 	router *routeTable
 	http   *fasthttp.Server
 
-	slow   time.Duration // slow-request threshold; 0: off
-	health readiness     // see health.go
+	metrics *Metrics      // nil: no metrics
+	slow    time.Duration // slow-request threshold; 0: off
+	health  readiness     // see health.go
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -130,7 +137,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4), metrics: opts.Metrics}
 	switch {
 	case opts.SlowRequest == 0:
 		s.slow = DefaultSlowRequest
@@ -288,6 +295,9 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // normalization, the /ws/{id} prefix, health, then routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
+	if s.metrics != nil {
+		s.metrics.begin()
+	}
 	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}

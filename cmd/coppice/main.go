@@ -94,6 +94,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
 	fs.StringVar(&slow, "slow-request", env("COPPICE_SLOW_REQUEST", api.DefaultSlowRequest.String()),
 		"log requests slower than this again at warn level, e.g. 500ms or 2s; 0 turns it off (env COPPICE_SLOW_REQUEST)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", env("COPPICE_METRICS_ADDR", ""),
+		"serve Prometheus metrics at /metrics on this address, e.g. 127.0.0.1:9090; empty: off (env COPPICE_METRICS_ADDR)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {

@@ -39,7 +39,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
-		"version", "/readyz",
+		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "/readyz",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -86,9 +86,9 @@ func TestServeOptions(t *testing.T) {
 		LogFormat: "text", SlowRequest: api.DefaultSlowRequest}
 	f(nil, def)
 	obs := def
-	obs.LogFormat, obs.SlowRequest = "json", 2*time.Second
-	f([]string{"--log-format", "json", "--slow-request", "2s"}, obs)
-	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s"}
+	obs.LogFormat, obs.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
+	f([]string{"--log-format", "json", "--slow-request", "2s", "--metrics-addr", "127.0.0.1:9090"}, obs)
+	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s", "COPPICE_METRICS_ADDR": "127.0.0.1:9090"}
 	f(nil, obs)
 	obs.SlowRequest = -1
 	f([]string{"--slow-request", "0"}, obs)
@@ -128,12 +128,13 @@ func freeAddr(t *testing.T) string {
 }
 
 // TestServeProcess runs `coppice serve` as a process: first-start
-// bootstrap output, a request with the bootstrap key, readiness, JSON
-// access logs without the key, and a clean exit on SIGTERM.
+// bootstrap output, a request with the bootstrap key, readiness, the
+// metrics listener, JSON access logs without the key, and a clean exit on
+// SIGTERM.
 func TestServeProcess(t *testing.T) {
-	addr := freeAddr(t)
+	addr, metrics := freeAddr(t), freeAddr(t)
 	const key = "cpk_process_test_key"
-	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", t.TempDir()+"/data")
+	cmd := exec.Command(os.Args[0], "serve", "--addr", addr, "--data", t.TempDir()+"/data", "--metrics-addr", metrics)
 	cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_FORMAT=json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -180,6 +181,11 @@ func TestServeProcess(t *testing.T) {
 	if st, body := get("http://" + addr + "/readyz"); st != 200 {
 		t.Errorf("/readyz: %d %s", st, body)
 	}
+	if st, body := get("http://" + metrics + "/metrics"); st != 200 ||
+		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
+		!strings.Contains(body, "process_resident_memory_bytes") {
+		t.Errorf("/metrics: %d\n%s", st, body)
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +203,7 @@ func TestServeProcess(t *testing.T) {
 		t.Errorf("bootstrap output lacks the key:\n%s", stdout.String())
 	}
 	logs := stderr.String()
-	for _, want := range []string{`"msg":"listening"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {
+	for _, want := range []string{`"msg":"listening"`, `"msg":"serving metrics"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}
