@@ -11,8 +11,9 @@
 // table from engine error codes to HTTP statuses; render.go and docjson.go
 // turn the engine's projected records into JSON. routes.go keeps the
 // route template of every endpoint, which accesslog.go (access and
-// slow-request logs) and metrics.go (Prometheus) name requests by;
-// health.go answers /healthz and /readyz. Handlers return errors;
+// slow-request logs), metrics.go (Prometheus) and openapi*.go (the OpenAPI
+// document at /openapi.json) name requests by; health.go answers /healthz
+// and /readyz. Handlers return errors;
 // the adapter in server.go authenticates the caller and writes every error
 // as JSON {id, message}, id being the request id that every response also
 // carries in x-request-id.

@@ -7,8 +7,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Health and readiness: the endpoints serve answers itself, without
-// authentication and ahead of the router.
+// Health, readiness and the API description: the endpoints serve answers
+// itself, without authentication and ahead of the router.
 //
 //   - GET /healthz: 200 while the process is alive and serving, whatever
 //     else it is doing; a load balancer or supervisor restarts the
@@ -16,6 +16,7 @@ import (
 //   - GET /readyz: 200 once the server accepts requests on its listener,
 //     503 before that and from the start of Shutdown, so a load balancer
 //     stops sending new requests while the ones in flight drain.
+//   - GET /openapi.json: the OpenAPI document of both planes (openapi.go).
 
 // readiness is the state /readyz reports. The zero value is not ready.
 type readiness struct {
@@ -45,6 +46,9 @@ func (s *Server) builtin(method, path string, r *request) fasthttp.RequestHandle
 	case "/readyz":
 		r.route = routeReadyz
 		return s.readyz
+	case "/openapi.json":
+		r.route = routeOpenAPI
+		return s.serveOpenAPI
 	}
 	return nil
 }
@@ -68,4 +72,9 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeJSON(ctx, http.StatusOK, bodyReady)
+}
+
+// serveOpenAPI answers GET /openapi.json.
+func (s *Server) serveOpenAPI(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, http.StatusOK, rawJSON(s.openapi))
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // routeTable is the router that also remembers every route it registers:
-// each handler notes its route on the request, so that the access log, the
+// each handler notes its route on the request, so the access log, the
 // slow-request log and the metrics name requests by route template rather
-// than by raw path.
+// than by raw path, and the OpenAPI document can be checked against the
+// routes served.
 type routeTable struct {
 	*router.Router
 	// routes are the registered routes in registration order.
@@ -26,7 +27,7 @@ type route struct {
 	pattern string
 	// template is the pattern with the parameter names of the API
 	// documents, e.g. /db/{db_branch_name}/tables/{table_name}/query: the
-	// form logs and metrics use.
+	// form logs, metrics and the OpenAPI document use.
 	template string
 }
 
@@ -34,10 +35,11 @@ type route struct {
 var (
 	routeHealthz = &route{method: "GET", pattern: "/healthz", template: "/healthz"}
 	routeReadyz  = &route{method: "GET", pattern: "/readyz", template: "/readyz"}
+	routeOpenAPI = &route{method: "GET", pattern: "/openapi.json", template: "/openapi.json"}
 )
 
 // builtinRoutes are the routes serve answers without the router.
-var builtinRoutes = []*route{routeHealthz, routeReadyz}
+var builtinRoutes = []*route{routeHealthz, routeReadyz, routeOpenAPI}
 
 // unmatchedRoute is the route label of requests no route matched (404,
 // 405, malformed requests).

@@ -98,6 +98,7 @@ type Server struct {
 	metrics *Metrics      // nil: no metrics
 	slow    time.Duration // slow-request threshold; 0: off
 	health  readiness     // see health.go
+	openapi []byte        // GET /openapi.json, see openapi.go
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -162,6 +163,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s.router = newRouteTable()
 	s.routes()
 	s.pointGet = s.pointGetHandler()
+	doc, err := s.openAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = doc
 	s.http = &fasthttp.Server{
 		Handler:                      s.serve,
 		ErrorHandler:                 s.transportError,

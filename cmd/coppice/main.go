@@ -187,7 +187,7 @@ Environment only:
 
 Health: GET /healthz answers 200 while the server is alive; GET /readyz answers
 200 once it serves and 503 from the start of a shutdown; neither needs a key.
-SIGINT or SIGTERM drains the requests in flight, then closes the data
-directory.
+GET /openapi.json describes the API. SIGINT or SIGTERM drains the requests in
+flight, then closes the data directory.
 `)
 }

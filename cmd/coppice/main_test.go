@@ -39,7 +39,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
-		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "/readyz",
+		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "/readyz", "/openapi.json",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
