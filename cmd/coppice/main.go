@@ -2,6 +2,7 @@
 //
 //	coppice serve [flags]
 //	coppice version
+//	coppice healthcheck [--url URL]
 //
 // Every flag has an environment variable; a flag given on the command line
 // wins over its variable. See `coppice --help`.
@@ -42,6 +43,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "version", "-version", "--version":
 		fmt.Fprint(stdout, api.ReadBuildInfo())
 		return 0
+	case "healthcheck":
+		return healthcheck(args[1:], getenv, stderr)
 	case "serve":
 	default:
 		fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
@@ -170,6 +173,8 @@ func usage(w io.Writer) {
 Commands:
   serve        run the HTTP service (both API planes on one listener)
   version      show the version, commit and Go version (also --version)
+  healthcheck  exit 0 if a local server's /healthz answers 200, else 1
+               (for container health checks; --url, default from COPPICE_ADDR)
   help         show this help
 
 Flags of serve (a flag wins over its environment variable):

@@ -39,7 +39,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
-		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "/readyz", "/openapi.json",
+		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "healthcheck", "/readyz", "/openapi.json",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -52,6 +52,31 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
 	}
+}
+
+// TestHealthcheck checks the exit status of `coppice healthcheck` against
+// a server that is not there, and its address defaults.
+func TestHealthcheck(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/healthz", "--timeout", "2s"},
+		func(string) string { return "" }, &out, &out); code != 1 {
+		t.Errorf("no server: exit %d", code)
+	}
+	if code := run([]string{"healthcheck", "--bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+	f := func(in, want string) {
+		t.Helper()
+		if got := localAddr(in); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+	f("", "127.0.0.1:8080")
+	f("0.0.0.0:8080", "127.0.0.1:8080")
+	f(":9000", "127.0.0.1:9000")
+	f("[::]:9000", "127.0.0.1:9000")
+	f("10.1.2.3:80", "10.1.2.3:80")
+	f("db.internal:80", "db.internal:80")
 }
 
 func TestVersion(t *testing.T) {
@@ -129,8 +154,8 @@ func freeAddr(t *testing.T) string {
 
 // TestServeProcess runs `coppice serve` as a process: first-start
 // bootstrap output, a request with the bootstrap key, readiness, the
-// metrics listener, JSON access logs without the key, and a clean exit on
-// SIGTERM.
+// metrics listener, JSON access logs without the key, the healthcheck
+// command, and a clean exit on SIGTERM.
 func TestServeProcess(t *testing.T) {
 	addr, metrics := freeAddr(t), freeAddr(t)
 	const key = "cpk_process_test_key"
@@ -185,6 +210,13 @@ func TestServeProcess(t *testing.T) {
 		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
 		!strings.Contains(body, "process_resident_memory_bytes") {
 		t.Errorf("/metrics: %d\n%s", st, body)
+	}
+	var errOut bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + addr + "/healthz"}, func(string) string { return "" }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck: exit %d: %s", code, errOut.String())
+	}
+	if code := run([]string{"healthcheck"}, func(string) string { return addr }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck from COPPICE_ADDR: exit %d: %s", code, errOut.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
