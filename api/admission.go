@@ -212,8 +212,8 @@ func hasBody(ctx *fasthttp.RequestCtx) bool {
 	return n > 0 || n == -1
 }
 
-// finish gives back a request's slot and body bytes.
-func (s *Server) finish(r *request) {
+// release gives back a request's slot and body bytes.
+func (s *Server) release(r *request) {
 	if r.slot {
 		s.slots.release()
 	}
@@ -301,10 +301,4 @@ func bodyReadError(err error) error {
 		return &statusError{http.StatusBadRequest, "request body ended before its announced length"}
 	}
 	return &statusError{http.StatusBadRequest, fmt.Sprintf("request body could not be read (%s)", safeErrorText(err))}
-}
-
-// exempt reports whether a request skips admission: health and readiness
-// checks answer however busy the server is.
-func exempt(method, path string) bool {
-	return (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && (path == "/healthz" || path == "/readyz")
 }

@@ -1,7 +1,7 @@
 // Package api is the HTTP front end of Coppice: a thin translation of the
 // JSON API of spec/service-interface.md and spec/compat-api.md to calls of
-// the engine package. It is the only importer of fasthttp and
-// fasthttp/router.
+// the engine package. It is the only importer of fasthttp,
+// fasthttp/router and the Prometheus client.
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
@@ -10,7 +10,11 @@
 // workspaces.go, members.go, invites.go; console.go serves the web
 // console of package console at /console); errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
-// turn the engine's projected records into JSON. Handlers return errors;
+// turn the engine's projected records into JSON. routes.go keeps the
+// route template of every endpoint, which accesslog.go (access and
+// slow-request logs), metrics.go (Prometheus) and openapi*.go (the OpenAPI
+// document at /openapi.json) name requests by; health.go answers /healthz
+// and /readyz. Handlers return errors;
 // the adapter in server.go authenticates the caller and writes every error
 // as JSON {id, message}, id being the request id that every response also
 // carries in x-request-id.
@@ -82,4 +86,9 @@
 //     applying anything, then applies each migration as its own command.
 //   - Stats: one successful record read or write request counts once; the
 //     counters live in memory since the server started.
+//   - Logs and metrics name a request by its route template with the
+//     parameter names of the API documents ({db_branch_name}, not {dbb});
+//     requests no route matches are "unmatched". Log lines carry no header,
+//     query argument or body, and fasthttp's own errors leave the request's
+//     bytes out, so no API key reaches the log.
 package api

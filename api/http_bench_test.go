@@ -173,7 +173,8 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync}); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// At warn, as the benchmark suite runs the server: no access log.
+	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		eng.Close()
 		b.Fatal(err)

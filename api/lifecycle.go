@@ -61,6 +61,7 @@ func (s *Server) starting(ctx *fasthttp.RequestCtx) bool {
 // ctx to end: then it closes the remaining connections and returns ctx's
 // error.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.draining()
 	s.stopping.Store(true)
 	s.cancelBase(errShuttingDown)
 	done := make(chan error, 1)

@@ -45,6 +45,10 @@ type request struct {
 	// bytes of the body budget.
 	slot      bool
 	bodyBytes int64
+	// route is the endpoint the router matched; nil until then.
+	route *route
+	// plan is what the handler ran, for the slow-request log; see setPlan.
+	plan PlanSummary
 }
 
 // authenticate resolves the Bearer key to a user and key.

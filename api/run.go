@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -18,9 +19,12 @@ import (
 // not nil, receives the listen address once the server accepts connections.
 func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.Addr)) (err error) {
 	if opts.Logger == nil {
-		if opts.Logger, err = NewLogger(opts.LogLevel); err != nil {
+		if opts.Logger, err = NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat); err != nil {
 			return err
 		}
+	}
+	if opts.MetricsAddr != "" && opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
 	}
 	log := opts.Logger
 	if opts.DataDir == "" {
@@ -67,10 +71,20 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 	if err != nil {
 		return err
 	}
+	if opts.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", opts.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer serveMetrics(opts.Metrics, mln, log)()
+		log.Info("serving metrics", slog.String("addr", mln.Addr().String()+"/metrics"))
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	bi := ReadBuildInfo()
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("data", opts.DataDir),
-		slog.String("compat", srv.opts.Compat))
+		slog.String("compat", srv.opts.Compat), slog.String("version", bi.Version), slog.String("revision", bi.Revision))
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -53,8 +53,21 @@ type Options struct {
 	// CacheSize is the storage block cache of Run in bytes; 0 means
 	// engine.DefaultCacheSize.
 	CacheSize int64
-	// LogLevel is debug, info, warn or error; "" means info.
+	// LogLevel is debug, info, warn or error; "" means info. Every request
+	// logs one access line at info.
 	LogLevel string
+	// LogFormat is LogFormatText or LogFormatJSON; "" means text.
+	LogFormat string
+	// SlowRequest is the duration past which a request is logged again at
+	// warn level; 0 means DefaultSlowRequest, a negative value turns the
+	// slow-request log off.
+	SlowRequest time.Duration
+	// MetricsAddr, when set, is the address Run serves Prometheus metrics
+	// on, at /metrics, apart from the API's listener.
+	MetricsAddr string
+	// Metrics receives the server's request metrics; nil means none, unless
+	// Run creates it for MetricsAddr.
+	Metrics *Metrics
 	// BootstrapKey, when set, is the API key that Run creates on a first
 	// start instead of a generated one.
 	BootstrapKey string
@@ -62,8 +75,8 @@ type Options struct {
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
 	// http:// and the address the server listens on.
 	PublicURL string
-	// Logger receives the server's logs; nil means a text logger on stderr
-	// at LogLevel.
+	// Logger receives the server's logs; nil means a logger on stderr at
+	// LogLevel in LogFormat.
 	Logger *slog.Logger
 	// Limits bound requests and connections; see limits.go.
 	Limits Limits
@@ -80,8 +93,13 @@ type Server struct {
 	regions []region
 	domains []string
 
-	router *router.Router
+	router *routeTable
 	http   *fasthttp.Server
+
+	metrics *Metrics      // nil: no metrics
+	slow    time.Duration // slow-request threshold; 0: off
+	health  readiness     // see health.go
+	openapi []byte        // GET /openapi.json, see openapi.go
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -131,11 +149,17 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		var err error
-		if log, err = NewLogger(opts.LogLevel); err != nil {
+		if log, err = NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat); err != nil {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4), metrics: opts.Metrics}
+	switch {
+	case opts.SlowRequest == 0:
+		s.slow = DefaultSlowRequest
+	case opts.SlowRequest > 0:
+		s.slow = opts.SlowRequest
+	}
 	s.labels.m = map[string]string{}
 	s.initLimits()
 	if opts.Compat == CompatXata {
@@ -152,9 +176,14 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			}
 		}
 	}
-	s.router = router.New()
+	s.router = newRouteTable()
 	s.routes()
 	s.pointGet = s.pointGetHandler()
+	doc, err := s.openAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = doc
 	s.http = &fasthttp.Server{
 		Handler:                      s.serve,
 		ErrorHandler:                 s.transportError,
@@ -163,8 +192,8 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		SecureErrorLogMessage:        true, // no request bytes (API keys) in errors
 		Logger:                       fasthttpLogger{log},
-		SecureErrorLogMessage:        true,
 	}
 	s.transportLimits(s.http)
 	return s, nil
@@ -178,11 +207,12 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.connsMu.Lock()
 	s.conns = append(s.conns, cl)
 	s.connsMu.Unlock()
+	s.health.serving()
 	return s.http.Serve(cl)
 }
 
 // Handler returns the request handler, for callers that run their own
-// fasthttp server.
+// fasthttp server. /readyz answers 200 only while Serve runs.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
 // routes registers every endpoint. Patterns match the raw (still
@@ -285,15 +315,20 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // normalization, the web console, the /ws/{id} prefix, health, then
 // routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	if s.metrics != nil {
+		s.metrics.begin()
+	}
 	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}
 	ctx.SetUserValue(keyRequest, r)
 	s.active.Add(1)
 	defer func() {
+		s.finish(ctx, r, start)
 		// The handler is done with r: no reference to it outlives serve.
 		ctx.RemoveUserValue(keyRequest)
-		s.finish(r)
+		s.release(r)
 		if r.stop != nil {
 			r.stop()
 		}
@@ -301,11 +336,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		requests.Put(r)
 		s.active.Add(-1)
 	}()
-	if !s.starting(ctx) {
-		ctx.SetConnectionClose()
-		s.writeError(ctx, id, errShuttingDown)
-		return
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic", slog.String("request", id), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
@@ -313,15 +343,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
 		}
 	}()
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		start := time.Now()
-		defer func() {
-			s.log.Debug("request", slog.String("request", id), slog.String("method", string(ctx.Method())),
-				slog.String("path", string(ctx.URI().PathOriginal())), slog.Int("status", ctx.Response.StatusCode()),
-				slog.Duration("took", time.Since(start)))
-		}()
-	}
-
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
 	if isConsolePath(path) {
 		s.serveConsole(ctx, id, path)
@@ -342,15 +363,21 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		path = tail
 	}
 	method := string(ctx.Method())
-	if exempt(method, path) {
+	if h := s.builtin(method, path, r); h != nil {
 		if hasBody(ctx) {
 			ctx.SetConnectionClose() // the body stays unread
 		}
-		if path == "/healthz" {
-			writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
-			return
-		}
-	} else if !s.admit(r) {
+		h(ctx)
+		return
+	}
+	// Health, readiness and the API description answer during a shutdown
+	// too; everything else is refused from its start.
+	if !s.starting(ctx) {
+		ctx.SetConnectionClose()
+		s.writeError(ctx, id, errShuttingDown)
+		return
+	}
+	if !s.admit(r) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -540,17 +567,4 @@ func collapseSlashes(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
-}
-
-// NewLogger returns a text logger on stderr at a level named debug, info,
-// warn or error ("" means info).
-func NewLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if level == "" {
-		level = "info"
-	}
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("api: unknown log level %q (want debug, info, warn or error)", level)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }

@@ -78,4 +78,5 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 		status, msg = http.StatusRequestTimeout, "request timed out"
 	}
 	writeJSON(ctx, status, errorBody(id, msg))
+	s.finishRejected(ctx, id)
 }

@@ -4,6 +4,8 @@
 //	coppice serve [flags]
 //	coppice import [flags] FILE
 //	coppice export [flags]
+//	coppice version
+//	coppice healthcheck [--url URL]
 //
 // Every flag has an environment variable; a flag given on the command line
 // wins over its variable. See `coppice --help`.
@@ -21,6 +23,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -40,6 +43,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "version", "-version", "--version":
+		fmt.Fprint(stdout, api.ReadBuildInfo())
+		return 0
+	case "healthcheck":
+		return healthcheck(args[1:], getenv, stderr)
 	case "serve":
 		return runServe(args[1:], getenv, stdout, stderr)
 	case "import":
@@ -82,7 +90,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		return def
 	}
 	o := &api.Options{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
-	var regions, domains, maxBody, cacheSize string
+	var regions, domains, maxBody, cacheSize, slow string
 	fs.StringVar(&o.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&o.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -96,7 +104,13 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
 		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
-	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
+		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
+	fs.StringVar(&slow, "slow-request", env("COPPICE_SLOW_REQUEST", api.DefaultSlowRequest.String()),
+		"log requests slower than this again at warn level, e.g. 500ms or 2s; 0 turns it off (env COPPICE_SLOW_REQUEST)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", env("COPPICE_METRICS_ADDR", ""),
+		"serve Prometheus metrics at /metrics on this address, e.g. 127.0.0.1:9090; empty: off (env COPPICE_METRICS_ADDR)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {
@@ -118,6 +132,19 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
 		}
 		o.CacheSize = c
+		switch o.LogFormat {
+		case api.LogFormatText, api.LogFormatJSON:
+		default:
+			return fmt.Errorf("--log-format must be text or json, got %q", o.LogFormat)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(slow))
+		if err != nil || d < 0 {
+			return fmt.Errorf("--slow-request must be a duration such as 500ms, or 0 for off, got %q", slow)
+		}
+		o.SlowRequest = d
+		if d == 0 {
+			o.SlowRequest = -1 // off
+		}
 		o.Limits, err = limits(o.MaxBody)
 		return err
 	}
@@ -157,10 +184,13 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: coppice <command> [flags]
 
 Commands:
-  serve    run the HTTP service (both API planes on one listener)
-  import   load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
-  export   write a table, or a query's result, as NDJSON: coppice export [flags]
-  help     show this help
+  serve        run the HTTP service (both API planes on one listener)
+  import       load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
+  export       write a table, or a query's result, as NDJSON: coppice export [flags]
+  version      show the version, commit and Go version (also --version)
+  healthcheck  exit 0 if a local server's /healthz answers 200, else 1
+               (for container health checks; --url, default from COPPICE_ADDR)
+  help         show this help
 
 Flags of serve (a flag wins over its environment variable):
 `)
@@ -179,9 +209,11 @@ Byte sizes are a number of bytes or a number with a unit: B, KiB, MiB, GiB,
 TiB (powers of 1024; also K, M, G, T), KB, MB, GB, TB (powers of 1000).
 Durations are Go durations such as 30s, 2m or 1m30s.
 
-Health check: GET /healthz answers 200 without authentication.
-SIGINT or SIGTERM cancels the requests in flight, closes the connections and
-then the data directory, all within --shutdown-timeout, and exits 0.
+Health: GET /healthz answers 200 while the server is alive; GET /readyz answers
+200 once it serves and 503 from the start of a shutdown; neither needs a key.
+GET /openapi.json describes the API. SIGINT or SIGTERM cancels the requests in
+flight, closes the connections and then the data directory, all within
+--shutdown-timeout, and exits 0.
 `)
 	importUsage(w)
 	fmt.Fprintln(w)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,6 +55,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-idle-timeout", "COPPICE_IDLE_TIMEOUT", "-max-conns", "COPPICE_MAX_CONNS",
 		"-max-conns-per-ip", "COPPICE_MAX_CONNS_PER_IP", "-shutdown-timeout", "COPPICE_SHUTDOWN_TIMEOUT",
 		"-auth-fail-limit", "COPPICE_AUTH_FAIL_LIMIT", "-auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", "32MiB",
+		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
+		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "healthcheck", "/readyz", "/openapi.json",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -64,6 +68,45 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	}
 	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+// TestHealthcheck checks the exit status of `coppice healthcheck` against
+// a server that is not there, and its address defaults.
+func TestHealthcheck(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/healthz", "--timeout", "2s"},
+		func(string) string { return "" }, &out, &out); code != 1 {
+		t.Errorf("no server: exit %d", code)
+	}
+	if code := run([]string{"healthcheck", "--bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+	f := func(in, want string) {
+		t.Helper()
+		if got := localAddr(in); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+	f("", "127.0.0.1:8080")
+	f("0.0.0.0:8080", "127.0.0.1:8080")
+	f(":9000", "127.0.0.1:9000")
+	f("[::]:9000", "127.0.0.1:9000")
+	f("10.1.2.3:80", "10.1.2.3:80")
+	f("db.internal:80", "db.internal:80")
+}
+
+func TestVersion(t *testing.T) {
+	want := api.ReadBuildInfo().String()
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out bytes.Buffer
+		if code := run([]string{arg}, func(string) string { return "" }, &out, &out); code != 0 {
+			t.Fatalf("%s: exit %d", arg, code)
+		}
+		if out.String() != want || !strings.HasPrefix(want, "coppice ") || !strings.Contains(want, runtime.Version()) ||
+			!strings.Contains(want, "commit ") {
+			t.Errorf("%s: %q, want %q", arg, out.String(), want)
+		}
 	}
 }
 
@@ -84,21 +127,28 @@ func TestServeOptions(t *testing.T) {
 		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
 	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: lim}
+		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}
 	f(nil, def)
+	obs := def
+	obs.LogFormat, obs.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
+	f([]string{"--log-format", "json", "--slow-request", "2s", "--metrics-addr", "127.0.0.1:9090"}, obs)
+	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s", "COPPICE_METRICS_ADDR": "127.0.0.1:9090"}
+	f(nil, obs)
+	obs.SlowRequest = -1
+	f([]string{"--slow-request", "0"}, obs)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000", Limits: lim})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1", Limits: lim})
+			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base", Limits: lim})
+		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
 
 	// Byte sizes take units; every limit has a flag and a variable.
 	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
@@ -110,11 +160,11 @@ func TestServeOptions(t *testing.T) {
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
 	f(nil, api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: custom})
+		MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom})
 	custom.MaxInflight, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 4, 2, 64<<20
 	f([]string{"--max-inflight", "9", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
 		api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-			MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", Limits: custom})
+			MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom})
 	env = map[string]string{}
 
 	for _, args := range [][]string{
@@ -123,6 +173,7 @@ func TestServeOptions(t *testing.T) {
 		{"--max-inflight", "0"}, {"--max-queue", "-1"}, {"--max-queue-wait", "soon"}, {"--max-body-inflight", "1MiB"},
 		{"--read-header-timeout", "-1s"}, {"--idle-timeout", ""}, {"--max-conns", "-5"}, {"--max-conns-per-ip", "x"},
 		{"--shutdown-timeout", "0"}, {"--auth-fail-limit", "-1"}, {"--auth-fail-window", "1"},
+		{"--log-format", "xml"}, {"--slow-request", "soon"}, {"--slow-request", "-1s"},
 	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
@@ -140,8 +191,9 @@ type serveProcess struct {
 }
 
 // startServe starts `coppice serve` on a free loopback port and an empty
-// data directory, bootstrapped with key, and waits until it answers.
-func startServe(t *testing.T, key string) *serveProcess {
+// data directory, bootstrapped with key, with the extra flags, and waits
+// until it answers.
+func startServe(t *testing.T, key string, extra ...string) *serveProcess {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -149,7 +201,7 @@ func startServe(t *testing.T, key string) *serveProcess {
 	}
 	p := &serveProcess{addr: ln.Addr().String(), data: t.TempDir() + "/data", exited: make(chan error, 1)}
 	ln.Close()
-	p.cmd = exec.Command(os.Args[0], "serve", "--addr", p.addr, "--data", p.data)
+	p.cmd = exec.Command(os.Args[0], append([]string{"serve", "--addr", p.addr, "--data", p.data}, extra...)...)
 	p.cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -198,16 +250,63 @@ func (p *serveProcess) stop(t *testing.T) {
 	}
 }
 
+// freeAddr returns a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // TestServeProcess runs `coppice serve` as a process: first-start
-// bootstrap output, a request with the bootstrap key, and a clean exit on
-// SIGTERM.
+// bootstrap output, a request with the bootstrap key, readiness, the
+// metrics listener, JSON access logs without the key, the healthcheck
+// command, and a clean exit on SIGTERM.
 func TestServeProcess(t *testing.T) {
 	const key = "cpk_process_test_key"
-	p := startServe(t, key)
+	metrics := freeAddr(t)
+	p := startServe(t, key, "--metrics-addr", metrics, "--log-level", "info", "--log-format", "json")
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("http://" + p.addr + "/readyz"); st != 200 {
+		t.Errorf("/readyz: %d %s", st, body)
+	}
+	if st, body := get("http://" + metrics + "/metrics"); st != 200 ||
+		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
+		!strings.Contains(body, "process_resident_memory_bytes") {
+		t.Errorf("/metrics: %d\n%s", st, body)
+	}
+	var errOut bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + p.addr + "/healthz"}, func(string) string { return "" }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck: exit %d: %s", code, errOut.String())
+	}
+	if code := run([]string{"healthcheck"}, func(string) string { return p.addr }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck from COPPICE_ADDR: exit %d: %s", code, errOut.String())
+	}
 	p.stop(t)
 	// The output buffers are safe to read once the process has exited.
 	if !strings.Contains(p.stdout.String(), key) {
 		t.Errorf("bootstrap output lacks the key:\n%s", p.stdout.String())
+	}
+	logs := p.stderr.String()
+	for _, want := range []string{`"msg":"listening"`, `"msg":"serving metrics"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, key) {
+		t.Errorf("the log holds the API key:\n%s", logs)
 	}
 }
 
