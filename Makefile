@@ -8,14 +8,24 @@ N         ?= 100000
 # Pebble compresses with klauspost's pure-Go zstd (no cgo zstd needed).
 GOTAGS    ?= pebblegozstd
 FUZZTIME  ?= 30s
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CONTAINER ?= podman
 
-.PHONY: help build run test test-long bench bench-engine fuzz vet lint chromium
+.PHONY: help build install image run test test-long bench bench-engine fuzz vet lint chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
 
-build: ## build bin/coppice
-	$(GO) build -tags $(GOTAGS) -o bin/coppice ./cmd/coppice
+build: ## build bin/coppice (with the commit `coppice version` shows, when built from a git clone)
+	$(GO) build -buildvcs=auto -tags $(GOTAGS) -o bin/coppice ./cmd/coppice
+
+install: build ## install bin/coppice to $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/coppice $(DESTDIR)$(PREFIX)/bin/coppice
+
+image: ## build the container image coppice:latest with $(CONTAINER) (podman or docker)
+	$(CONTAINER) build $(if $(filter podman,$(CONTAINER)),--format docker) -t coppice:latest .
 
 run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPICE_ADDR/COPPICE_DATA or the defaults apply
 	./bin/coppice serve$(if $(ADDR), --addr $(ADDR))$(if $(DATA), --data $(DATA))

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -32,6 +33,9 @@ type BootstrapInfo struct {
 // to that one workspace only, the plain base URL form resolves to it
 // (compat-api.md §2.2).
 func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
+	if err := CheckBootstrapKey(key); err != nil {
+		return nil, err
+	}
 	res, err := eng.Accounts().Bootstrap(engine.BootstrapRequest{
 		User:      engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true},
 		Workspace: BootstrapWorkspace, KeyName: BootstrapKeyName, Key: key,
@@ -41,6 +45,19 @@ func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
 	}
 	return &BootstrapInfo{UserID: res.User.ID, Email: res.User.Email, WorkspaceID: res.Workspace.ID(),
 		Workspace: res.Workspace.Core, Key: res.Key.Secret}, nil
+}
+
+// MinBootstrapKeyLen is the shortest COPPICE_BOOTSTRAP_KEY accepted: a key
+// anyone could guess would open the administrator's account.
+const MinBootstrapKeyLen = 16
+
+// CheckBootstrapKey accepts an empty key (one is generated) or one of at
+// least MinBootstrapKeyLen characters.
+func CheckBootstrapKey(key string) error {
+	if n := utf8.RuneCountInString(key); key != "" && n < MinBootstrapKeyLen {
+		return fmt.Errorf("COPPICE_BOOTSTRAP_KEY must have at least %d characters, it has %d", MinBootstrapKeyLen, n)
+	}
+	return nil
 }
 
 // Print writes the bootstrap credentials for the operator.

@@ -684,9 +684,10 @@ func TestWorkspaceIsolation(t *testing.T) {
 }
 
 // Every control-plane endpoint answers a missing, bad or revoked key with
-// 401 "invalid API key", before looking at anything else.
+// 401 "invalid API key", before looking at anything else. Failures are
+// not rate-limited here: every one of them is answered.
 func TestControlPlaneBadKeys(t *testing.T) {
-	ts := startServer(t, Options{})
+	ts := startServer(t, Options{Limits: Limits{AuthFailLimit: -1}})
 	ws := ts.info.WorkspaceID
 	b := ts.newUser("b@example.com")
 	revoked := str(ts.call(b, 201, "POST", "/user/keys/gone", nil).obj()["key"])

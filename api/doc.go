@@ -1,7 +1,7 @@
 // Package api is the HTTP front end of Coppice: a thin translation of the
 // JSON API of spec/service-interface.md and spec/compat-api.md to calls of
-// the engine package. It is the only importer of fasthttp and
-// fasthttp/router.
+// the engine package. It is the only importer of fasthttp,
+// fasthttp/router and the Prometheus client.
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
@@ -10,7 +10,11 @@
 // workspaces.go, members.go, invites.go; console.go serves the web
 // console of package console at /console); errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
-// turn the engine's projected records into JSON. Handlers return errors;
+// turn the engine's projected records into JSON. routes.go keeps the
+// route template of every endpoint, which accesslog.go (access and
+// slow-request logs), metrics.go (Prometheus) and openapi*.go (the OpenAPI
+// document at /openapi.json) name requests by; health.go answers /healthz
+// and /readyz. Handlers return errors;
 // the adapter in server.go authenticates the caller and writes every error
 // as JSON {id, message}, id being the request id that every response also
 // carries in x-request-id.
@@ -30,12 +34,26 @@
 //     401. Under a Host, a database of another region than the Host's is a
 //     404, as on the legacy service's regional hosts.
 //   - A key scoped to a workspace reaches only that workspace, and only while
-//     its user is a member. The bootstrap key is not scoped: it is the
-//     administrator's key and reaches every workspace the administrator
-//     joins; create a scoped key for clients that use the plain base URL.
+//     its user is a member; it may not act on the account (delete the user,
+//     revoke other keys, create workspaces, administer: 403). The bootstrap
+//     key is not scoped: it is the administrator's key and reaches every
+//     workspace the administrator joins; create a scoped key for clients
+//     that use the plain base URL.
+//   - Limits (limits.go): every request has a context (reqctx.go) that ends
+//     at its deadline, when its client closes the connection, or at
+//     Shutdown, and handlers pass it to the engine's long calls. Admission
+//     (admission.go) reads a body within the budget of body bytes, then
+//     takes an execution slot; both wait in one bounded queue, and beyond
+//     it answer 503 with Retry-After. Connections are counted and capped by
+//     the listener (conns.go), which also rides out running out of
+//     descriptors. Failed authentications are rate-limited per client
+//     address (authlimit.go). Transport errors are answered and logged
+//     without quoting the request (translog.go): no API key reaches a log
+//     or a response.
 //   - Request bodies: unknown keys are a 400 (except in record bodies, whose
 //     keys are column names, and there the engine rejects unknown columns);
 //     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
+//     Bulk and transaction bodies are decoded one element at a time.
 //   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
 //     3339 UTC with milliseconds, json columns are JSON text. Selection and
 //     link expansion are the engine's (Engine.Project for records of writes
@@ -68,4 +86,9 @@
 //     applying anything, then applies each migration as its own command.
 //   - Stats: one successful record read or write request counts once; the
 //     counters live in memory since the server started.
+//   - Logs and metrics name a request by its route template with the
+//     parameter names of the API documents ({db_branch_name}, not {dbb});
+//     requests no route matches are "unmatched". Log lines carry no header,
+//     query argument or body, and fasthttp's own errors leave the request's
+//     bytes out, so no API key reaches the log.
 package api

@@ -43,6 +43,13 @@ type statusError struct {
 // Error returns the message.
 func (e *statusError) Error() string { return e.message }
 
+// retryLater is a 503 of a server at one of its limits, or shutting down:
+// the request was not executed, and may be sent again after Retry-After.
+type retryLater struct{ message string }
+
+// Error returns the message.
+func (e *retryLater) Error() string { return e.message }
+
 // bodyError is a failure whose body has its own shape: the per-record errors
 // of a bulk insert and the per-operation errors of a transaction.
 type bodyError struct {
@@ -75,6 +82,17 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
 	var be *bodyError
 	if errors.As(err, &be) {
 		writeJSON(ctx, be.status, be.body)
+		return
+	}
+	var tf *tooManyFailures
+	if errors.As(err, &tf) {
+		tf.write(ctx, reqID)
+		return
+	}
+	var rl *retryLater
+	if errors.As(err, &rl) {
+		ctx.Response.Header.Set("Retry-After", "1")
+		writeJSON(ctx, http.StatusServiceUnavailable, errorBody(reqID, rl.message))
 		return
 	}
 	var se *statusError

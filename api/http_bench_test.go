@@ -163,7 +163,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 			rec["id"] = httpBenchID(i)
 			batch = append(batch, rec)
 		}
-		if _, err := eng.BulkInsert(ref, httpBenchTable, batch); err != nil {
+		if _, err := eng.BulkInsert(context.Background(), ref, httpBenchTable, batch); err != nil {
 			b.Fatalf("load: %v", err)
 		}
 	}
@@ -173,7 +173,8 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync}); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// At warn, as the benchmark suite runs the server: no access log.
+	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		eng.Close()
 		b.Fatal(err)
@@ -442,7 +443,7 @@ func BenchmarkServeQuery(b *testing.B) {
 		in := engine.QueryInput{Filter: []byte(`{"category":"cat7"}`), Page: engine.PageInput{Size: &size}}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := srv.srv.eng.Query(srv.ref, httpBenchTable, in, srv.srv.queryOptions()); err != nil {
+			if _, err := srv.srv.eng.Query(context.Background(), srv.ref, httpBenchTable, in, srv.srv.queryOptions()); err != nil {
 				b.Fatal(err)
 			}
 		}

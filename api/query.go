@@ -86,7 +86,7 @@ func (s *Server) queryTable(r *request) error {
 	if p := body.Page; p != nil {
 		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}
 	}
-	res, err := s.eng.Query(ref.Ref, table, in, s.queryOptions())
+	res, err := s.eng.Query(r.context(), ref.Ref, table, in, s.queryOptions())
 	if err != nil {
 		return err
 	}

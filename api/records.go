@@ -222,16 +222,25 @@ func (s *Server) bulkInsert(r *request) error {
 			return err
 		}
 	}
-	var body struct {
-		Records *[]map[string]any `json:"records"`
-	}
-	if err := r.decode(&body, false); err != nil {
+	var records []map[string]any
+	present, err := r.decodeListBody("records", func(d *json.Decoder) error {
+		var rec map[string]any
+		if err := d.Decode(&rec); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return invalid("invalid JSON body: field [records] must be an object, got %s", te.Value)
+			}
+			return jsonError(err)
+		}
+		records = append(records, rec)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if body.Records == nil {
+	if !present {
 		return invalid("records is required")
 	}
-	records := *body.Records
 	if len(records) > engine.MaxBulkRecords {
 		return invalid("bulk insert takes at most %d records, got %d", engine.MaxBulkRecords, len(records))
 	}
@@ -247,7 +256,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if nullErrs != nil {
 		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
 	}
-	res, err := s.eng.BulkInsert(c.ref.Ref, c.table, records)
+	res, err := s.eng.BulkInsert(r.context(), c.ref.Ref, c.table, records)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return bulkError(oe)

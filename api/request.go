@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -35,6 +36,19 @@ type request struct {
 	branch    dbRef
 	resolved  bool
 	branchErr error
+
+	// cctx is the request's context once context made it; stop releases
+	// it.
+	cctx context.Context
+	stop func()
+	// slot and bodyBytes are what admission took: an execution slot and
+	// bytes of the body budget.
+	slot      bool
+	bodyBytes int64
+	// route is the endpoint the router matched; nil until then.
+	route *route
+	// plan is what the handler ran, for the slow-request log; see setPlan.
+	plan PlanSummary
 }
 
 // authenticate resolves the Bearer key to a user and key.
@@ -355,6 +369,97 @@ func decodeStrict(b []byte, v any) error {
 		return invalid("invalid JSON body: unexpected data after the JSON value")
 	}
 	return nil
+}
+
+// decodeListBody decodes a body that is a JSON object with the one field
+// field, an array, element by element: fn decodes each element from d.
+// decodeStrict holds the whole body in the JSON decoder's buffer, a second
+// copy of it; this holds one element at a time, for the bodies that can
+// carry thousands of records. It reports whether the field is present and
+// not null. An empty body is an error, as for decode.
+func (r *request) decodeListBody(field string, fn func(d *json.Decoder) error) (bool, error) {
+	b := r.body()
+	if len(b) == 0 {
+		return false, invalid("a JSON request body is required")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	tok, err := d.Token()
+	if err != nil {
+		return false, jsonError(err)
+	}
+	present, seen := false, false
+	switch tok {
+	case nil: // a null body has no fields
+	case json.Delim('{'):
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return false, jsonError(err)
+			}
+			if k != field {
+				return false, invalid("invalid JSON body: unknown field [%s]", k)
+			}
+			if seen {
+				return false, invalid("invalid JSON body: field [%s] appears twice", field)
+			}
+			seen = true
+			if present, err = decodeList(d, field, fn); err != nil {
+				return false, err
+			}
+		}
+		if _, err := d.Token(); err != nil {
+			return false, jsonError(err)
+		}
+	default:
+		return false, invalid("invalid JSON body: expected an object, got %s", tokenKind(tok))
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return false, invalid("invalid JSON body: unexpected data after the JSON value")
+	}
+	return present, nil
+}
+
+// decodeList decodes the array value of field with fn, element by element;
+// false for null.
+func decodeList(d *json.Decoder, field string, fn func(d *json.Decoder) error) (bool, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return false, jsonError(err)
+	}
+	switch tok {
+	case nil:
+		return false, nil
+	case json.Delim('['):
+		for d.More() {
+			if err := fn(d); err != nil {
+				return false, err
+			}
+		}
+		if _, err := d.Token(); err != nil {
+			return false, jsonError(err)
+		}
+		return true, nil
+	}
+	return false, invalid("invalid JSON body: field [%s] must be an array, got %s", field, tokenKind(tok))
+}
+
+// tokenKind names the JSON value a token starts, as decoding errors do.
+func tokenKind(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return "array"
+		}
+		return "object"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
 }
 
 // jsonError turns a decoding error into a 400 that names the problem.

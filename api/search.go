@@ -74,7 +74,7 @@ func (s *Server) searchTable(r *request) error {
 	if body.Tables != nil {
 		return invalid("unknown field \"tables\": a table search takes no tables list")
 	}
-	res, err := s.eng.SearchTable(ref.Ref, table, body.input(), s.searchOptions())
+	res, err := s.eng.SearchTable(r.context(), ref.Ref, table, body.input(), s.searchOptions())
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (s *Server) searchBranch(r *request) error {
 			in.Tables = append(in.Tables, st)
 		}
 	}
-	res, err := s.eng.SearchBranch(ref.Ref, in, s.searchOptions())
+	res, err := s.eng.SearchBranch(r.context(), ref.Ref, in, s.searchOptions())
 	if err != nil {
 		return err
 	}

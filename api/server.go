@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,15 +48,27 @@ type Options struct {
 	Domains []string
 	// MaxBody is the request body limit in bytes; 0 means DefaultMaxBody.
 	MaxBody int
-	// LogLevel is debug, info, warn or error; "" means info.
+	// LogLevel is debug, info, warn or error; "" means info. Every request
+	// logs one access line at info.
 	LogLevel string
+	// LogFormat is LogFormatText or LogFormatJSON; "" means text.
+	LogFormat string
+	// SlowRequest is the duration past which a request is logged again at
+	// warn level; 0 means DefaultSlowRequest, a negative value turns the
+	// slow-request log off.
+	SlowRequest time.Duration
+	// Metrics receives the server's request metrics; nil means none.
+	// ServeMetrics serves them.
+	Metrics *Metrics
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
 	// http:// and the address the server listens on.
 	PublicURL string
-	// Logger receives the server's logs; nil means a text logger on stderr
-	// at LogLevel.
+	// Logger receives the server's logs; nil means a logger on stderr at
+	// LogLevel in LogFormat.
 	Logger *slog.Logger
+	// Limits bound requests and connections; see limits.go.
+	Limits Limits
 }
 
 // Server is the HTTP front end: both planes of the API on one handler. It is
@@ -71,8 +82,13 @@ type Server struct {
 	regions []region
 	domains []string
 
-	router *router.Router
+	router *routeTable
 	http   *fasthttp.Server
+
+	metrics *Metrics      // nil: no metrics
+	slow    time.Duration // slow-request threshold; 0: off
+	health  readiness     // see health.go
+	openapi []byte        // GET /openapi.json, see openapi.go
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -87,6 +103,20 @@ type Server struct {
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
 	files fileURLs    // default base of file URLs, see files.go
+
+	// Limits and their state: admission.go, authlimit.go, conns.go,
+	// reqctx.go.
+	limits     Limits
+	slots      *slots
+	bodies     *bodyBudget
+	authFails  *authLimiter
+	base       context.Context // parent of request contexts; ends at Shutdown
+	cancelBase context.CancelCauseFunc
+	timeLimit  error // cause of a request's deadline
+	stopping   atomic.Bool
+	active     atomic.Int64 // requests in serve
+	connsMu    sync.Mutex
+	conns      []*connLimiter // the listeners Serve accepts on
 }
 
 // recordCacheBytes is the memory budget of the records point reads keep.
@@ -108,12 +138,19 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		var err error
-		if log, err = NewLogger(opts.LogLevel); err != nil {
+		if log, err = NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat); err != nil {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
+	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4), metrics: opts.Metrics}
+	switch {
+	case opts.SlowRequest == 0:
+		s.slow = DefaultSlowRequest
+	case opts.SlowRequest > 0:
+		s.slow = opts.SlowRequest
+	}
 	s.labels.m = map[string]string{}
+	s.initLimits()
 	if opts.Compat == CompatXata {
 		s.meta = "xata"
 	}
@@ -128,35 +165,43 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			}
 		}
 	}
-	s.router = router.New()
+	s.router = newRouteTable()
 	s.routes()
 	s.pointGet = s.pointGetHandler()
+	doc, err := s.openAPIJSON()
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = doc
 	s.http = &fasthttp.Server{
 		Handler:                      s.serve,
 		ErrorHandler:                 s.transportError,
 		Name:                         "coppice",
 		MaxRequestBodySize:           opts.MaxBody,
-		IdleTimeout:                  2 * time.Minute,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
+		SecureErrorLogMessage:        true, // no request bytes (API keys) in errors
 		Logger:                       fasthttpLogger{log},
 	}
+	s.transportLimits(s.http)
 	return s, nil
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, within the connection
+// limits.
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
-	return s.http.Serve(ln)
+	cl := newConnLimiter(ln, s.limits.MaxConns, s.limits.MaxConnsPerIP, s.log)
+	s.connsMu.Lock()
+	s.conns = append(s.conns, cl)
+	s.connsMu.Unlock()
+	s.health.serving()
+	return s.http.Serve(cl)
 }
 
-// Shutdown stops accepting connections and waits for the requests in flight
-// to finish, or for ctx to end.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
-
 // Handler returns the request handler, for callers that run their own
-// fasthttp server.
+// fasthttp server. /readyz answers 200 only while Serve runs.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.serve }
 
 // routes registers every endpoint. Patterns match the raw (still
@@ -259,15 +304,26 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // normalization, the web console, the /ws/{id} prefix, health, then
 // routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	if s.metrics != nil {
+		s.metrics.begin()
+	}
 	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, id: id}
 	ctx.SetUserValue(keyRequest, r)
+	s.active.Add(1)
 	defer func() {
+		s.finish(ctx, r, start)
 		// The handler is done with r: no reference to it outlives serve.
 		ctx.RemoveUserValue(keyRequest)
+		s.release(r)
+		if r.stop != nil {
+			r.stop()
+		}
 		*r = request{}
 		requests.Put(r)
+		s.active.Add(-1)
 	}()
 	defer func() {
 		if p := recover(); p != nil {
@@ -276,15 +332,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
 		}
 	}()
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		start := time.Now()
-		defer func() {
-			s.log.Debug("request", slog.String("request", id), slog.String("method", string(ctx.Method())),
-				slog.String("path", string(ctx.URI().PathOriginal())), slog.Int("status", ctx.Response.StatusCode()),
-				slog.Duration("took", time.Since(start)))
-		}()
-	}
-
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
 	if isConsolePath(path) {
 		s.serveConsole(ctx, id, path)
@@ -305,8 +352,21 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		path = tail
 	}
 	method := string(ctx.Method())
-	if path == "/healthz" && (method == "GET" || method == "HEAD") {
-		writeJSON(ctx, http.StatusOK, map[string]any{"status": "ok"})
+	if h := s.builtin(method, path, r); h != nil {
+		if hasBody(ctx) {
+			ctx.SetConnectionClose() // the body stays unread
+		}
+		h(ctx)
+		return
+	}
+	// Health, readiness and the API description answer during a shutdown
+	// too; everything else is refused from its start.
+	if !s.starting(ctx) {
+		ctx.SetConnectionClose()
+		s.writeError(ctx, id, errShuttingDown)
+		return
+	}
+	if !s.admit(r) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -420,31 +480,20 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 		r, _ := ctx.UserValue(keyRequest).(*request)
 		if r == nil {
 			r = &request{ctx: ctx, s: s}
+			defer func() {
+				if r.stop != nil {
+					r.stop()
+				}
+			}()
 		}
-		err := r.authenticate()
+		err := r.authenticateLimited()
 		if err == nil {
 			err = fn(r)
 		}
 		if err != nil {
-			s.writeError(ctx, r.id, err)
+			s.writeError(ctx, r.id, r.contextError(err))
 		}
 	}
-}
-
-// transportError answers requests fasthttp rejects before a handler runs.
-func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
-	id := s.setRequestID(ctx)
-	status, msg := http.StatusBadRequest, "malformed request: "+err.Error()
-	var small *fasthttp.ErrSmallBuffer
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		status, msg = http.StatusRequestEntityTooLarge, "request body exceeds the limit of "+strconv.Itoa(s.opts.MaxBody)+" bytes"
-	case errors.As(err, &small):
-		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers are too large"
-	case errors.Is(err, fasthttp.ErrTimeout):
-		status, msg = http.StatusRequestTimeout, "request timed out"
-	}
-	writeJSON(ctx, status, errorBody(id, msg))
 }
 
 // setRequestID gives a response a new request id, unique within this
@@ -507,25 +556,4 @@ func collapseSlashes(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
-}
-
-// NewLogger returns a text logger on stderr at a level named debug, info,
-// warn or error ("" means info).
-func NewLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if level == "" {
-		level = "info"
-	}
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("api: unknown log level %q (want debug, info, warn or error)", level)
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
-}
-
-// fasthttpLogger sends fasthttp's own messages to the server log.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf logs one fasthttp message as a warning.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...))
 }

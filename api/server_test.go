@@ -24,6 +24,7 @@ const testKey = "cpk_test_0123456789abcdefghijklmnop"
 type testServer struct {
 	t    *testing.T
 	eng  *engine.Engine
+	srv  *Server
 	info *BootstrapInfo
 	addr string // host:port
 	url  string // http://host:port
@@ -50,7 +51,9 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 		eng.Close()
 		t.Fatal(err)
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	srv, err := New(eng, opts)
 	if err != nil {
 		eng.Close()
@@ -75,7 +78,7 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 			t.Errorf("close engine: %v", err)
 		}
 	})
-	ts := &testServer{t: t, eng: eng, info: info, addr: ln.Addr().String(), key: testKey}
+	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey}
 	ts.url = "http://" + ts.addr
 	ts.base = ts.url + "/ws/" + info.WorkspaceID
 	return ts

@@ -42,7 +42,7 @@ func (s *Server) summarizeTable(r *request) error {
 	if body.Consistency != nil {
 		in.Consistency = *body.Consistency
 	}
-	rows, err := s.eng.Summarize(ref.Ref, table, in, s.meta)
+	rows, err := s.eng.Summarize(r.context(), ref.Ref, table, in, s.meta)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) aggregateTable(r *request) error {
 	if err := r.decode(&body, true); err != nil {
 		return err
 	}
-	res, err := s.eng.Aggregate(ref.Ref, table, rawOrNil(body.Filter), rawOrNil(body.Aggs), s.meta)
+	res, err := s.eng.Aggregate(r.context(), ref.Ref, table, rawOrNil(body.Filter), rawOrNil(body.Aggs), s.meta)
 	if err != nil {
 		return err
 	}

@@ -60,16 +60,21 @@ func (s *Server) transaction(r *request) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Operations *[]json.RawMessage `json:"operations"`
-	}
-	if err := r.decode(&body, false); err != nil {
+	var raw []json.RawMessage
+	present, err := r.decodeListBody("operations", func(d *json.Decoder) error {
+		var op json.RawMessage
+		if err := d.Decode(&op); err != nil {
+			return jsonError(err)
+		}
+		raw = append(raw, op)
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if body.Operations == nil {
+	if !present {
 		return invalid("operations is required")
 	}
-	raw := *body.Operations
 	if len(raw) > engine.MaxTransactionOp {
 		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
 	}
@@ -109,7 +114,7 @@ func (s *Server) transaction(r *request) error {
 	for i := range plans {
 		ops[i] = plans[i].op
 	}
-	results, err := s.eng.Write(ref.Ref, ops)
+	results, err := s.eng.Write(r.context(), ref.Ref, ops)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return txError(r, oe.Errors)

@@ -11,9 +11,10 @@ import (
 
 // User, API key and administration endpoints (spec §4.6, compat-api.md §7).
 // User endpoints act on the user the API key belongs to. A key scoped to a
-// workspace limits which workspaces it reaches, not what it may do to its own
-// user; the keys it creates are scoped to the same workspace, so a scoped key
-// cannot mint a broader one.
+// workspace reaches that workspace only and may not act on the account: it
+// cannot delete the user, revoke the user's other keys, create workspaces
+// or administer the server (403). The keys it creates are scoped to the
+// same workspace, so a scoped key cannot mint a broader one.
 
 // adminKeyName is the name of the first API key of a user created by the
 // administrator.
@@ -69,6 +70,9 @@ func (s *Server) updateUser(r *request) error {
 // the calling one included. The last owner of a workspace cannot delete
 // their account: 400 (engine.DeleteUser).
 func (s *Server) deleteUser(r *request) error {
+	if err := r.accountKey("delete the account"); err != nil {
+		return err
+	}
 	if err := s.eng.Accounts().DeleteUser(r.user.ID); err != nil {
 		return err
 	}
@@ -138,11 +142,16 @@ func (s *Server) keyCreatedAt(userID, name string) time.Time {
 }
 
 // deleteAPIKey: DELETE /user/keys/{name}. The key stops working at once; it
-// may be the calling key.
+// may be the calling key, the only one a scoped key may revoke.
 func (s *Server) deleteAPIKey(r *request) error {
 	name, err := r.param("name")
 	if err != nil {
 		return err
+	}
+	if name != r.key.Name {
+		if err := r.accountKey("revoke other API keys"); err != nil {
+			return err
+		}
 	}
 	if err := s.eng.Accounts().DeleteAPIKey(r.user.ID, name); err != nil {
 		return err
@@ -156,6 +165,9 @@ func (s *Server) deleteAPIKey(r *request) error {
 // returns the key's secret once. The new user belongs to no workspace: an
 // owner invites them, and they scope further keys themselves.
 func (s *Server) adminCreateUser(r *request) error {
+	if err := r.accountKey("administer the server"); err != nil {
+		return err
+	}
 	if !r.user.Admin {
 		return engine.Errorf(engine.CodeForbidden, "only the server administrator may create users")
 	}
@@ -188,4 +200,13 @@ func (s *Server) adminCreateUser(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusCreated, map[string]any{"user": userJSON(*u), "key": cred.Secret})
 	return nil
+}
+
+// accountKey refuses, with 403, a key scoped to a workspace the account
+// operations it may not do.
+func (r *request) accountKey(what string) error {
+	if r.key.Workspace == "" {
+		return nil
+	}
+	return engine.Errorf(engine.CodeForbidden, "an API key scoped to a workspace cannot %s: use an unscoped key", what)
 }

@@ -40,7 +40,7 @@ func (s *Server) vectorSearch(r *request) error {
 		// compat-api.md §9.
 		in.MaxSize = engine.CompatVectorSearchSize
 	}
-	res, err := s.eng.VectorSearch(ref.Ref, table, in, s.meta)
+	res, err := s.eng.VectorSearch(r.context(), ref.Ref, table, in, s.meta)
 	if err != nil {
 		return err
 	}

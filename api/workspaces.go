@@ -102,7 +102,11 @@ func (s *Server) listWorkspaces(r *request) error {
 }
 
 // createWorkspace: POST /workspaces. The caller becomes its single owner.
+// A key scoped to a workspace cannot create another: 403.
 func (s *Server) createWorkspace(r *request) error {
+	if err := r.accountKey("create workspaces"); err != nil {
+		return err
+	}
 	var body workspaceRequest
 	if err := r.decode(&body, false); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -86,7 +87,7 @@ func TestBranches(t *testing.T) {
 				}
 				ops = append(ops, op)
 			}
-			res, err := db.e.Write(db.ref(branchesArg(d, "branch")), ops)
+			res, err := db.e.Write(context.Background(), db.ref(branchesArg(d, "branch")), ops)
 			if err != nil {
 				return "error: " + err.Error()
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -135,7 +136,7 @@ func TestColIndexConcurrentQueries(t *testing.T) {
 		for i := start; i < start+MaxBulkRecords; i++ {
 			batch = append(batch, item(i))
 		}
-		if _, err := e.BulkInsert(ref, "items", batch); err != nil {
+		if _, err := e.BulkInsert(context.Background(), ref, "items", batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,12 +155,12 @@ func TestColIndexConcurrentQueries(t *testing.T) {
 			for i := range 30 {
 				f := filters[(g+i)%len(filters)]
 				in := QueryInput{Filter: json.RawMessage(f), Sort: json.RawMessage(`{"n":"desc"}`), Page: PageInput{Size: &size}}
-				if _, err := e.Query(ref, "items", in, QueryOptions{}); err != nil {
+				if _, err := e.Query(context.Background(), ref, "items", in, QueryOptions{}); err != nil {
 					errs <- err
 					return
 				}
 				sum := SummarizeInput{Filter: json.RawMessage(f), Columns: json.RawMessage(`["s"]`), Summaries: json.RawMessage(`{"m":{"max":"f"}}`)}
-				if _, err := e.Summarize(ref, "items", sum, ""); err != nil {
+				if _, err := e.Summarize(context.Background(), ref, "items", sum, ""); err != nil {
 					errs <- err
 					return
 				}

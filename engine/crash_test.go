@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -379,7 +380,7 @@ func crashChild(dir string) {
 						recs[i]["id"] = ids[i]
 					}
 					say(append([]string{"bulk"}, ids...)...)
-					if _, err := e.BulkInsert(ref, crashTable, recs); err != nil {
+					if _, err := e.BulkInsert(context.Background(), ref, crashTable, recs); err != nil {
 						fail("bulk insert %s: %v", id, err)
 					}
 					say(append([]string{"ack"}, ids...)...)

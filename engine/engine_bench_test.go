@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -188,7 +189,7 @@ func (env *benchEnv) load(b *testing.B, n int, dbs ...string) {
 			batch = append(batch, rec)
 		}
 		for _, db := range dbs {
-			if _, err := env.e.BulkInsert(env.ref(db, "main"), benchTable, batch); err != nil {
+			if _, err := env.e.BulkInsert(context.Background(), env.ref(db, "main"), benchTable, batch); err != nil {
 				b.Fatalf("load %s: %v", db, err)
 			}
 		}
@@ -217,7 +218,7 @@ func (env *benchEnv) updateRows(b *testing.B, ref engine.Ref, rows []int, k int)
 			ops[i] = engine.Op{Kind: engine.OpUpdate, Table: benchTable, ID: benchID(row),
 				Values: map[string]any{"views": int64(k*1_000_000 + row), "active": (k+row)%2 == 0}}
 		}
-		if _, err := env.e.Write(ref, ops); err != nil {
+		if _, err := env.e.Write(context.Background(), ref, ops); err != nil {
 			b.Fatalf("update %v: %v", ref, err)
 		}
 	}
@@ -320,7 +321,7 @@ func BenchmarkBulkInsert1000(b *testing.B) {
 			f := get(b, n)
 			b.ResetTimer()
 			for range b.N {
-				if _, err := f.env.e.BulkInsert(f.ref, benchTable, batch); err != nil {
+				if _, err := f.env.e.BulkInsert(context.Background(), f.ref, benchTable, batch); err != nil {
 					b.Fatal(err)
 				}
 			}

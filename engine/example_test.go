@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -44,7 +45,7 @@ func Example() {
 	check(err)
 
 	// One bulk insert is one batch: all records or none.
-	_, err = e.BulkInsert(main, "products", []map[string]any{
+	_, err = e.BulkInsert(context.Background(), main, "products", []map[string]any{
 		{"id": "lamp", "name": "Desk lamp", "price": 24.5, "stock": int64(12)},
 		{"id": "mug", "name": "Mug", "price": 8.0, "stock": int64(40)},
 	})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"image"
 	"image/png"
@@ -256,7 +257,7 @@ func TestFileValidation(t *testing.T) {
 	}
 
 	// Bulk inserts and transactions carry no files.
-	_, err := e.BulkInsert(ref, "docs", []map[string]any{
+	_, err := e.BulkInsert(context.Background(), ref, "docs", []map[string]any{
 		{"title": "fine"}, {"photo": map[string]any{"name": "a"}}, {"att": []any{map[string]any{"name": "a"}}}, {"att": []any{}},
 	})
 	oe, ok := err.(*OpErrors)
@@ -265,7 +266,7 @@ func TestFileValidation(t *testing.T) {
 		oe.Errors[1].Err.Message != "column [att]: file entry [0]: file upload not permitted in transaction" {
 		t.Fatalf("bulk: %#v", err)
 	}
-	_, err = e.Write(ref, []Op{{Kind: OpInsert, Table: "docs", Values: map[string]any{"title": "x"}},
+	_, err = e.Write(context.Background(), ref, []Op{{Kind: OpInsert, Table: "docs", Values: map[string]any{"title": "x"}},
 		{Kind: OpUpdate, Table: "docs", ID: "t1", Upsert: true, Values: map[string]any{"photo": map[string]any{"name": "a"}}}})
 	if oe, ok := err.(*OpErrors); !ok || oe.Errors[0].Index != 1 || oe.Errors[0].Err.Message != "column [photo]: file upload not permitted in transaction" {
 		t.Fatalf("transaction: %#v", err)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -772,7 +773,7 @@ func (m *modelRun) write(branch string, ops []Op, single bool) {
 		r, err = m.db.e.WriteOne(ref, ops[0])
 		res = []OpResult{r}
 	} else {
-		res, err = m.db.e.Write(ref, ops)
+		res, err = m.db.e.Write(context.Background(), ref, ops)
 	}
 	// got and want list the failed operations as "index:code".
 	var got, want []string
@@ -926,7 +927,7 @@ func (m *modelRun) checkRange(branch, table string) {
 		}
 	}
 	size := 1000
-	res, err := m.db.e.Query(m.db.ref(branch), table, index.QueryInput{
+	res, err := m.db.e.Query(context.Background(), m.db.ref(branch), table, index.QueryInput{
 		Filter: json.RawMessage(fmt.Sprintf(`{"n": {"$ge": %d}}`, pivot)),
 		Page:   index.PageInput{Size: &size},
 	}, QueryOptions{MaxSize: size, NoDepthLimit: true})

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
@@ -106,13 +107,14 @@ func (e *Engine) serverSecret(name string) ([]byte, error) {
 }
 
 // Query runs a query (filter, sort, page, columns) on a table of a branch.
-func (e *Engine) Query(ref Ref, tableName string, in index.QueryInput, opts QueryOptions) (*QueryResult, error) {
+// It stops with ctx's error once ctx ends.
+func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.QueryInput, opts QueryOptions) (*QueryResult, error) {
 	opts.defaults()
 	secret, err := e.cursorSecret()
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func (e *Engine) Query(ref Ref, tableName string, in index.QueryInput, opts Quer
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, err
 	}
-	page, err := index.Query(src, in, index.QueryOptions{
+	page, err := index.Query(ctx, src, in, index.QueryOptions{
 		Meta: opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
 		MaxDepth: opts.MaxDepth, DefaultSize: 20, Seed: binary.BigEndian.Uint64(seed[:]),
 	})
@@ -179,7 +181,7 @@ func (s *source) sourceFor(t *table) *source {
 	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
 		store = st
 	}
-	return &source{e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
 }
 
 // docs reads and projects rows in order.
@@ -283,7 +285,7 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	picked, _, err := index.Select(ts, rows, rl.Order, index.Window{Limit: rl.Offset + rl.Limit})
+	picked, _, err := index.Select(s.ctx, ts, rows, rl.Order, index.Window{Limit: rl.Offset + rl.Limit})
 	if err != nil {
 		return nil, err
 	}
@@ -301,12 +303,12 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 // FilterRows returns how many rows of a table match a filter (JSON). It
 // serves aggregate's default count and tests.
 func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, meta string) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(ref, tableName, storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rows, err := index.Filter(src, filter, meta)
+	rows, err := index.Filter(src.ctx, src, filter, meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -322,7 +324,8 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 	if err != nil {
 		return nil, err
 	}
-	src := &source{e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
+	// Projecting reads a bounded number of records: no deadline.
+	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
 	proj, err := index.ParseColumns(src.it, columns, meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
@@ -330,7 +333,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(ref, tableName, storeOptional); err != nil {
+		if src, release, err = e.openSource(src.ctx, ref, tableName, storeOptional); err != nil {
 			return nil, err
 		}
 		defer release()

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -152,7 +153,7 @@ func loadGenerated(b *testing.B, e *engine.Engine, ref engine.Ref, table string,
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := e.BulkInsert(ref, table, batch)
+		_, err := e.BulkInsert(context.Background(), ref, table, batch)
 		batch = batch[:0]
 		return err
 	}
@@ -225,7 +226,7 @@ var queryCases = []queryCase{
 // timeQuery runs one query and returns how long it took.
 func timeQuery(b *testing.B, f *queryFixture, in engine.QueryInput) (*engine.QueryResult, time.Duration) {
 	t0 := time.Now()
-	res, err := f.env.e.Query(f.ref, gen.DocsTable, in, engine.QueryOptions{})
+	res, err := f.env.e.Query(context.Background(), f.ref, gen.DocsTable, in, engine.QueryOptions{})
 	d := time.Since(t0)
 	if err != nil {
 		b.Fatalf("query %s %s: %v", in.Filter, in.Sort, err)

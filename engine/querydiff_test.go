@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -176,7 +177,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ref, "items", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "items", storeOptional)
 	if err != nil {
 		return nil, err
 	}

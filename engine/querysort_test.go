@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -55,7 +56,7 @@ func queryPaging(t *testing.T, storeless bool) {
 			v["b"] = rng.Intn(3) > 0
 			batch = append(batch, v)
 		}
-		if _, err := e.BulkInsert(ref, "t", batch); err != nil {
+		if _, err := e.BulkInsert(context.Background(), ref, "t", batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +79,7 @@ func queryPaging(t *testing.T, storeless bool) {
 			}
 			// Offsets count from the start of the order.
 			size, offset := 20, 40
-			res, err := e.Query(ref, "t", index.QueryInput{Filter: raw(flt), Sort: raw(srt), Page: index.PageInput{Size: &size, Offset: &offset}}, QueryOptions{})
+			res, err := e.Query(context.Background(), ref, "t", index.QueryInput{Filter: raw(flt), Sort: raw(srt), Page: index.PageInput{Size: &size, Offset: &offset}}, QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 		if pages > 1000 {
 			t.Fatal("paging does not end")
 		}
-		res, err := e.Query(ref, "t", in, QueryOptions{})
+		res, err := e.Query(context.Background(), ref, "t", in, QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 // then ascending id.
 func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 	t.Helper()
-	src, release, err := e.openSource(ref, "t", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "t", storeOptional)
 	if err != nil {
 		t.Fatal(err)
 	}

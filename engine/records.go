@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"sort"
@@ -222,14 +223,21 @@ func (e *Engine) checkOp(s *schema, op *Op, bulk bool) *Error {
 // Write applies ops as one transaction on a branch: all of them or none.
 // Later operations see earlier ones. A failing operation returns *OpErrors
 // naming it; unless single is set, messages are prefixed with the table.
-func (e *Engine) Write(ref Ref, ops []Op) ([]OpResult, error) {
-	return e.write(ref, ops, false)
+//
+// A write whose ctx has ended is not started; once it has the database,
+// it runs to the end, so that applying it depends on nothing but the
+// database and the operations.
+func (e *Engine) Write(ctx context.Context, ref Ref, ops []Op) ([]OpResult, error) {
+	return e.write(ctx, ref, ops, false)
 }
 
 // write is Write; bulk says ops are the records of a bulk insert.
-func (e *Engine) write(ref Ref, ops []Op, bulk bool) ([]OpResult, error) {
+func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpResult, error) {
 	if len(ops) > MaxTransactionOp {
 		return nil, invalidf("a transaction holds at most %d operations, got %d", MaxTransactionOp, len(ops))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
@@ -248,6 +256,9 @@ func (e *Engine) write(ref Ref, ops []Op, bulk bool) ([]OpResult, error) {
 	}
 	if errs != nil {
 		return nil, &OpErrors{Errors: errs}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	res, err := e.apply(d, &writeRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk})
 	if err != nil {
@@ -321,7 +332,7 @@ func (r *opResult) public() OpResult {
 // plain *Error values.
 func (e *Engine) WriteOne(ref Ref, op Op) (OpResult, error) {
 	op.MissingNotFound = true
-	res, err := e.Write(ref, []Op{op})
+	res, err := e.Write(context.Background(), ref, []Op{op})
 	var oe *OpErrors
 	if errors.As(err, &oe) && len(oe.Errors) == 1 {
 		return OpResult{}, oe.Errors[0].Err
@@ -333,8 +344,9 @@ func (e *Engine) WriteOne(ref Ref, op Op) (OpResult, error) {
 }
 
 // BulkInsert inserts up to MaxBulkRecords records in one batch: all or
-// nothing. Invalid records are all reported in *OpErrors.
-func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any) ([]OpResult, error) {
+// nothing. Invalid records are all reported in *OpErrors. ctx is as for
+// Write.
+func (e *Engine) BulkInsert(ctx context.Context, ref Ref, tableName string, records []map[string]any) ([]OpResult, error) {
 	if len(records) > MaxBulkRecords {
 		return nil, invalidf("bulk insert takes at most %d records, got %d", MaxBulkRecords, len(records))
 	}
@@ -342,7 +354,7 @@ func (e *Engine) BulkInsert(ref Ref, tableName string, records []map[string]any)
 	for i, r := range records {
 		ops[i] = Op{Kind: OpInsert, Table: tableName, Values: r, CreateOnly: true}
 	}
-	res, err := e.write(ref, ops, true)
+	res, err := e.write(ctx, ref, ops, true)
 	var oe *OpErrors
 	if errors.As(err, &oe) {
 		// Report every invalid record, not only the first: check the rest

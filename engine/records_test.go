@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -246,7 +247,7 @@ func TestWriteSemantics(t *testing.T) {
 
 func TestTransactionsAreAtomic(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "s", Type: TypeString, Unique: true}}})
-	res, err := e.Write(ref, []Op{
+	res, err := e.Write(context.Background(), ref, []Op{
 		{Kind: OpInsert, Table: "t", ID: "a", Values: map[string]any{"s": "1"}},
 		{Kind: OpUpdate, Table: "t", ID: "a", Values: map[string]any{"s": "2"}},
 		{Kind: OpGet, Table: "t", ID: "a"},
@@ -261,7 +262,7 @@ func TestTransactionsAreAtomic(t *testing.T) {
 		t.Fatalf("later operations must see earlier ones: %+v", res)
 	}
 	// A failure anywhere rolls back everything.
-	_, err = e.Write(ref, []Op{
+	_, err = e.Write(context.Background(), ref, []Op{
 		{Kind: OpInsert, Table: "t", ID: "c", Values: map[string]any{"s": "3"}},
 		{Kind: OpUpdate, Table: "t", ID: "a", Values: map[string]any{"s": "4"}},
 		{Kind: OpDelete, Table: "t", ID: "teams", FailIfMissing: true},
@@ -279,7 +280,7 @@ func TestTransactionsAreAtomic(t *testing.T) {
 	// Every operation that fails against the schema is reported before
 	// any runs; what fails only when run (the missing record of index 1)
 	// is not reached.
-	_, err = e.Write(ref, []Op{
+	_, err = e.Write(context.Background(), ref, []Op{
 		{Kind: OpInsert, Table: "t", ID: "c", Values: map[string]any{"s": "3"}},
 		{Kind: OpUpdate, Table: "t", ID: "missing", Values: map[string]any{"s": "4"}},
 		{Kind: OpInsert, Table: "nope", Values: map[string]any{}},
@@ -302,24 +303,24 @@ func TestTransactionsAreAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Bulk insert: all or nothing, every bad record reported.
-	_, err = e.BulkInsert(ref, "t", []map[string]any{{"s": "10"}, {"s": json.Number("1")}, {"s": "11"}, {"nope": "x"}})
+	_, err = e.BulkInsert(context.Background(), ref, "t", []map[string]any{{"s": "10"}, {"s": json.Number("1")}, {"s": "11"}, {"nope": "x"}})
 	if !errors.As(err, &oe) || len(oe.Errors) != 2 || oe.Errors[0].Index != 1 || oe.Errors[1].Index != 3 {
 		t.Fatalf("bulk errors = %v", err)
 	}
-	_, err = e.BulkInsert(ref, "nope", []map[string]any{{"s": "10"}, {"s": "11"}})
+	_, err = e.BulkInsert(context.Background(), ref, "nope", []map[string]any{{"s": "10"}, {"s": "11"}})
 	if !errors.As(err, &oe) || len(oe.Errors) != 1 || oe.Errors[0].Err.Code != CodeNotFound {
 		t.Fatalf("bulk into a missing table = %v", err)
 	}
-	_, err = e.BulkInsert(ref, "t", []map[string]any{{"s": "20"}, {"s": "20"}})
+	_, err = e.BulkInsert(context.Background(), ref, "t", []map[string]any{{"s": "20"}, {"s": "20"}})
 	if !errors.As(err, &oe) || oe.Errors[0].Index != 1 {
 		t.Fatalf("duplicate unique value inside one bulk: %v", err)
 	}
-	res, err = e.BulkInsert(ref, "t", []map[string]any{{"s": "20"}, {"id": "own", "s": "21"}})
+	res, err = e.BulkInsert(context.Background(), ref, "t", []map[string]any{{"s": "20"}, {"id": "own", "s": "21"}})
 	if err != nil || res[1].ID != "own" {
 		t.Fatalf("bulk = %v, %v", res, err)
 	}
 	many := make([]map[string]any, MaxBulkRecords+1)
-	_, err = e.BulkInsert(ref, "t", many)
+	_, err = e.BulkInsert(context.Background(), ref, "t", many)
 	mustCode(t, err, CodeInvalid, "at most 1000")
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -270,7 +271,7 @@ func TestRecordCount(t *testing.T) {
 	}
 	count(ref, 6)
 	// A query fills the table's bitmap cache; the count then reads it.
-	if _, err := e.Query(ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(context.Background(), ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	count(ref, 6)
@@ -468,7 +469,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return "ok"
 	case "scan":
-		res, err := e.Query(ref("branch"), branchesArg(d, "table"), index.QueryInput{Columns: json.RawMessage(`["*"]`)}, QueryOptions{})
+		res, err := e.Query(context.Background(), ref("branch"), branchesArg(d, "table"), index.QueryInput{Columns: json.RawMessage(`["*"]`)}, QueryOptions{})
 		if err != nil {
 			return fail(err)
 		}

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -154,13 +156,14 @@ func (in *SearchInput) params(opts SearchOptions) (*searchParams, error) {
 }
 
 // SearchTable runs a full-text search on one table of a branch.
-func (e *Engine) SearchTable(ref Ref, tableName string, in SearchInput, opts SearchOptions) (*SearchResult, error) {
+// It stops with ctx's error once ctx ends.
+func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in SearchInput, opts SearchOptions) (*SearchResult, error) {
 	p, err := in.params(opts)
 	if err != nil {
 		return nil, err
 	}
 	spec := SearchTable{Table: tableName, Filter: in.Filter, Target: in.Target, Boosters: in.Boosters}
-	th, err := e.searchOne(ref, spec, p, p.offset+p.size)
+	th, err := e.searchOne(ctx, ref, spec, p, p.offset+p.size)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +171,9 @@ func (e *Engine) SearchTable(ref Ref, tableName string, in SearchInput, opts Sea
 }
 
 // SearchBranch runs a full-text search over the tables of a branch (all,
-// or in.Tables) and merges their rankings.
-func (e *Engine) SearchBranch(ref Ref, in SearchInput, opts SearchOptions) (*SearchResult, error) {
+// or in.Tables) and merges their rankings. It stops with ctx's error once
+// ctx ends.
+func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchInput, opts SearchOptions) (*SearchResult, error) {
 	p, err := in.params(opts)
 	if err != nil {
 		return nil, err
@@ -203,7 +207,7 @@ func (e *Engine) SearchBranch(ref Ref, in SearchInput, opts SearchOptions) (*Sea
 	}
 	var all []*tableHits
 	for _, s := range specs {
-		th, err := e.searchOne(ref, s, p, p.offset+p.size)
+		th, err := e.searchOne(ctx, ref, s, p, p.offset+p.size)
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +269,7 @@ type expansion struct {
 
 // searchOne searches one table and returns its k best hits, read and
 // highlighted.
-func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*tableHits, error) {
+func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, p *searchParams, k int) (*tableHits, error) {
 	d, b, t, err := e.resolveTable(ref, spec.Table)
 	if err != nil {
 		return nil, err
@@ -277,7 +281,7 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 	if _, err := e.ensureSearchStore(d, b, t); err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ref, spec.Table, storeOptional)
+	src, release, err := e.openSource(ctx, ref, spec.Table, storeOptional)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +305,7 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 	if err := checkSearchFilter(src.it, spec.Filter, p.meta); err != nil {
 		return nil, err
 	}
-	cands, err := index.Filter(src, spec.Filter, p.meta)
+	cands, err := index.Filter(ctx, src, spec.Filter, p.meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -591,6 +595,9 @@ func (x *searchExec) score() (*roaring.Bitmap, error) {
 		for _, exps := range x.words {
 			var union []*roaring.Bitmap
 			for _, ex := range exps {
+				if err := x.src.ctx.Err(); err != nil {
+					return nil, err
+				}
 				posting, levels, err := x.src.termBitmaps(tc.c.ID, ex.term)
 				if err != nil {
 					return nil, err
@@ -695,7 +702,10 @@ func (x *searchExec) verifyPhrase(matched *roaring.Bitmap) (*roaring.Bitmap, err
 	var rec codec.Record
 	var toks []fts.Token
 	it := matched.Iterator()
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := x.src.stopped(n); err != nil {
+			return nil, err
+		}
 		row := it.Next()
 		ok, err := x.src.Record(row, &rec)
 		if err != nil {
@@ -730,6 +740,15 @@ func (x *searchExec) verifyPhrase(matched *roaring.Bitmap) (*roaring.Bitmap, err
 		}
 	}
 	return out, nil
+}
+
+// boosterFilterError names the part of a booster whose filter failed: an
+// invalid filter is bad input, the end of the request's context is not.
+func boosterFilterError(part string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return invalidf("%s: %v", part, queryError(err))
 }
 
 // hasPhrase reports whether consecutive tokens match the word sets in order.
@@ -961,9 +980,9 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if col.Type == index.ColumnType(TypeMultiple) {
 				filter, _ = json.Marshal(map[string]any{col.Path: map[string]json.RawMessage{"$includes": vb.Value}})
 			}
-			eq, err := index.Filter(src, filter, p.meta)
+			eq, err := index.Filter(src.ctx, src, filter, p.meta)
 			if err != nil {
-				return nil, invalidf("valueBooster: %v", queryError(err))
+				return nil, boosterFilterError("valueBooster", err)
 			}
 			b.equal, b.factor, cond = eq, *vb.Factor, vb.IfMatchesFilter
 		case bj.NumericBooster != nil:
@@ -1002,9 +1021,9 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			b.date, b.decay, cond = col, dec, db.IfMatchesFilter
 		}
 		if !isNullRaw(cond) {
-			rows, err := index.Filter(src, cond, p.meta)
+			rows, err := index.Filter(src.ctx, src, cond, p.meta)
 			if err != nil {
-				return nil, invalidf("ifMatchesFilter: %v", queryError(err))
+				return nil, boosterFilterError("ifMatchesFilter", err)
 			}
 			b.applies = rows
 		}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func benchSearchClass(b *testing.B, f *queryFixture, queries []string, fuzz floa
 	run := func(q string) (*engine.SearchResult, time.Duration) {
 		in := engine.SearchInput{Query: &q, Fuzziness: &fuzz, Prefix: &prefix, Size: &size}
 		t0 := time.Now()
-		res, err := f.env.e.SearchTable(f.ref, gen.DocsTable, in, engine.SearchOptions{})
+		res, err := f.env.e.SearchTable(context.Background(), f.ref, gen.DocsTable, in, engine.SearchOptions{})
 		d := time.Since(t0)
 		if err != nil {
 			b.Fatalf("search %q: %v", q, err)
@@ -148,7 +149,7 @@ func BenchmarkSearchIndexing(b *testing.B) {
 				b.StopTimer()
 				recs := batch()
 				b.StartTimer()
-				if _, err := env.e.BulkInsert(ref, "docs", recs); err != nil {
+				if _, err := env.e.BulkInsert(context.Background(), ref, "docs", recs); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -413,7 +414,7 @@ func checkRandomSearch(t *testing.T, e *Engine, ref Ref, m searchOracle, rng *ra
 		p := "phrase"
 		in.Prefix = &p
 	}
-	res, err := e.SearchTable(ref, "docs", in, SearchOptions{})
+	res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
 	if err != nil {
 		t.Fatalf("%s: %q: %v", label, query, err)
 	}
@@ -481,7 +482,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 					return
 				}
 				q, f := word, 0.0
-				res, err := e.SearchTable(ref, "docs", SearchInput{Query: &q, Fuzziness: &f}, SearchOptions{})
+				res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f}, SearchOptions{})
 				if err != nil {
 					errs <- err
 					return
@@ -503,7 +504,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 				return
 			default:
 			}
-			res, err := e.SearchTable(ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
+			res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
 			if err != nil {
 				errs <- err
 				return
@@ -526,7 +527,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, f := "marker", 0.0
-	res, err := e.SearchTable(ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
+	res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +561,7 @@ func FuzzSearchRequest(f *testing.F) {
 		}
 		in := SearchInput{Query: &query, Fuzziness: &fuzz, Prefix: &prefix,
 			Target: json.RawMessage(target), Filter: json.RawMessage(filter), Boosters: json.RawMessage(boosters)}
-		res, err := e.SearchTable(ref, "docs", in, SearchOptions{})
+		res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
 		if err != nil {
 			var ee *Error
 			if !errors.As(err, &ee) || ee.Code != CodeInvalid {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,7 +100,7 @@ func TestSearchGolden(t *testing.T) {
 			if p := body.Page; p != nil {
 				in.Size, in.Offset = p.Size, p.Offset
 			}
-			res, err := e.SearchTable(ref, "docs", in, SearchOptions{})
+			res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

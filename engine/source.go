@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ func (s *schema) indexTables() map[uint32]*index.Table {
 
 // source is an index.Source over one table of one branch at one snapshot.
 type source struct {
+	ctx   context.Context // the request's: long loops stop when it ends
 	e     *Engine
 	d     *database
 	snap  pebble.Reader
@@ -51,6 +53,19 @@ type source struct {
 	live  *roaring.Bitmap
 	cache *bitmapCache // nil unless the snapshot shows the cache's epoch
 	epoch uint64
+}
+
+// checkEvery is how many rows a loop of the engine visits between two
+// looks at the request's context.
+const checkEvery = 256
+
+// stopped returns the source's context error on every checkEvery-th call
+// of a loop counting n from 1, else nil.
+func (s *source) stopped(n int) error {
+	if n%checkEvery != 0 {
+		return nil
+	}
+	return s.ctx.Err()
 }
 
 // resolveTable finds the database, branch and table a request names.
@@ -85,7 +100,7 @@ const (
 
 // openSource returns a Source for a table of a branch. The caller must call
 // release when done; until then the branch's column store cannot change.
-func (e *Engine) openSource(ref Ref, tableName string, use storeUse) (*source, func(), error) {
+func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use storeUse) (*source, func(), error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, nil, err
@@ -114,7 +129,7 @@ func (e *Engine) openSource(ref Ref, tableName string, use storeUse) (*source, f
 	}
 	e0 := cache.epoch.Load()
 	snap := e.pdb.NewSnapshot()
-	src := &source{e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
+	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
 	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{b.ID, t.ID}) {
 		src.cache, src.epoch = cache, e0
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -46,7 +47,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 			}
 			batch = append(batch, v)
 		}
-		if _, err := e.BulkInsert(ref, table, batch); err != nil {
+		if _, err := e.BulkInsert(context.Background(), ref, table, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 	query := func() string {
 		t.Helper()
-		res, err := e.Query(ref, "big", in, QueryOptions{})
+		res, err := e.Query(context.Background(), ref, "big", in, QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +92,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 
 	// A summary of a table without its store builds it first.
 	e.opts.BackgroundBuildRows = 1
-	if _, err := e.Summarize(ref, "small", index.SummarizeInput{Columns: json.RawMessage(`["n"]`)}, ""); err != nil {
+	if _, err := e.Summarize(context.Background(), ref, "small", index.SummarizeInput{Columns: json.RawMessage(`["n"]`)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := storeOf(t, e, ref, "small"); s == nil {
@@ -103,7 +104,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	if _, err := e.CreateTable(ref, "tiny"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(ref, "tiny", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(context.Background(), ref, "tiny", index.QueryInput{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, building := storeOf(t, e, ref, "tiny"); s == nil || building {
@@ -126,7 +127,7 @@ func TestBorrowedStore(t *testing.T) {
 			model["main"][id] = i % 5
 			batch = append(batch, map[string]any{"id": id, "n": json.Number(fmt.Sprint(i % 5))})
 		}
-		if _, err := e.BulkInsert(main, "t", batch); err != nil {
+		if _, err := e.BulkInsert(context.Background(), main, "t", batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +169,7 @@ func TestBorrowedStore(t *testing.T) {
 			slices.Sort(want)
 			want = want[:min(len(want), c.size)]
 			size := c.size
-			res, err := e.Query(ref, "t", index.QueryInput{Filter: json.RawMessage(c.filter), Page: index.PageInput{Size: &size}},
+			res, err := e.Query(context.Background(), ref, "t", index.QueryInput{Filter: json.RawMessage(c.filter), Page: index.PageInput{Size: &size}},
 				QueryOptions{MaxSize: 1000, NoDepthLimit: true})
 			if err != nil {
 				t.Fatal(err)

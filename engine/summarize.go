@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
@@ -19,17 +20,17 @@ type SummarizeInput = index.SummarizeInput
 // §4.1.2): the output rows in order, each a map of group values (nested for
 // object and link paths) and summary values, with the types
 // index.Summarize documents. meta is the record metadata key ("svc" when
-// empty).
-func (e *Engine) Summarize(ref Ref, table string, in index.SummarizeInput, meta string) ([]map[string]any, error) {
+// empty). It stops with ctx's error once ctx ends.
+func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in index.SummarizeInput, meta string) ([]map[string]any, error) {
 	if meta == "" {
 		meta = "svc"
 	}
-	src, release, err := e.openSource(ref, table, storeRequired)
+	src, release, err := e.openSource(ctx, ref, table, storeRequired)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rows, err := index.Summarize(src, in, meta)
+	rows, err := index.Summarize(ctx, src, in, meta)
 	if err != nil {
 		return nil, summarizeError(err)
 	}
@@ -39,17 +40,18 @@ func (e *Engine) Summarize(ref Ref, table string, in index.SummarizeInput, meta 
 // Aggregate runs the aggregations of the compat API (compat-api §8) on a
 // table of a branch: the response body {"aggs": {...}}. filter and aggs
 // are the raw JSON of the request's fields (absent: nil); meta is the
-// record metadata key ("svc" when empty).
-func (e *Engine) Aggregate(ref Ref, table string, filter, aggs json.RawMessage, meta string) (map[string]any, error) {
+// record metadata key ("svc" when empty). It stops with ctx's error once
+// ctx ends.
+func (e *Engine) Aggregate(ctx context.Context, ref Ref, table string, filter, aggs json.RawMessage, meta string) (map[string]any, error) {
 	if meta == "" {
 		meta = "svc"
 	}
-	src, release, err := e.openSource(ref, table, storeRequired)
+	src, release, err := e.openSource(ctx, ref, table, storeRequired)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	res, err := index.Aggregate(src, filter, aggs, meta)
+	res, err := index.Aggregate(ctx, src, filter, aggs, meta)
 	if err != nil {
 		return nil, summarizeError(err)
 	}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -82,7 +83,7 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		}
 		owner.Cleanup(func() { e.Close() })
 		ref := engine.Ref{Workspace: kept, Database: "sales", Branch: "main"}
-		if _, err := e.Summarize(ref, "sales", engine.SummarizeInput{}, ""); err != nil {
+		if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeInput{}, ""); err != nil {
 			b.Fatal(err)
 		}
 		return e, ref
@@ -118,7 +119,7 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
 			batch = append(batch, salesRecord(i))
 		}
-		if _, err := e.BulkInsert(ref, "sales", batch); err != nil {
+		if _, err := e.BulkInsert(context.Background(), ref, "sales", batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,7 +130,7 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		b.Fatal(err)
 	}
 	owner.Cleanup(func() { e.Close() })
-	if _, err := e.Summarize(ref, "sales", engine.SummarizeInput{}, ""); err != nil {
+	if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeInput{}, ""); err != nil {
 		b.Fatal(err)
 	}
 	if os.Getenv(benchDirEnv) != "" {
@@ -183,7 +184,7 @@ func BenchmarkSummarize(b *testing.B) {
 		b.Run("group20/"+sizeName(n), func(b *testing.B) {
 			setup(b)
 			runP50(b, func() error {
-				out, err := e.Summarize(ref, "sales", grouped, "")
+				out, err := e.Summarize(context.Background(), ref, "sales", grouped, "")
 				if err == nil && len(out) != 20 {
 					err = fmt.Errorf("%d groups", len(out))
 				}
@@ -195,7 +196,7 @@ func BenchmarkSummarize(b *testing.B) {
 			in := grouped
 			in.Filter = rawJSON(`{"online":true}`)
 			runP50(b, func() error {
-				_, err := e.Summarize(ref, "sales", in, "")
+				_, err := e.Summarize(context.Background(), ref, "sales", in, "")
 				return err
 			})
 		})
@@ -206,7 +207,7 @@ func BenchmarkSummarize(b *testing.B) {
 				Summaries: rawJSON(`{"n":{"count":"*"},"qty":{"sum":"qty"}}`), Sort: rawJSON(`{"n":"desc"}`),
 			}
 			runP50(b, func() error {
-				_, err := e.Summarize(ref, "sales", in, "")
+				_, err := e.Summarize(context.Background(), ref, "sales", in, "")
 				return err
 			})
 		})
@@ -214,7 +215,7 @@ func BenchmarkSummarize(b *testing.B) {
 			setup(b)
 			aggs := rawJSON(`{"top":{"topValues":{"column":"category","size":5,"aggs":{"qty":{"sum":{"column":"qty"}}}}}}`)
 			runP50(b, func() error {
-				_, err := e.Aggregate(ref, "sales", nil, aggs, "")
+				_, err := e.Aggregate(context.Background(), ref, "sales", nil, aggs, "")
 				return err
 			})
 		})
@@ -222,7 +223,7 @@ func BenchmarkSummarize(b *testing.B) {
 			setup(b)
 			aggs := rawJSON(`{"h":{"dateHistogram":{"column":"sold_at","calendarInterval":"month","aggs":{"avg":{"average":{"column":"price"}}}}}}`)
 			runP50(b, func() error {
-				_, err := e.Aggregate(ref, "sales", rawJSON(`{"online":true}`), aggs, "")
+				_, err := e.Aggregate(context.Background(), ref, "sales", rawJSON(`{"online":true}`), aggs, "")
 				return err
 			})
 		})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -100,7 +101,7 @@ func TestSummarizeOutputs(t *testing.T) {
 	e, ref := petsFixture(t)
 	f := func(body, want string) {
 		t.Helper()
-		out, err := e.Summarize(ref, "pets", summarizeBody(t, body), "")
+		out, err := e.Summarize(context.Background(), ref, "pets", summarizeBody(t, body), "")
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
@@ -164,7 +165,7 @@ func TestSummarizeErrorsEngine(t *testing.T) {
 	e, ref := petsFixture(t)
 	f := func(body, want string) {
 		t.Helper()
-		_, err := e.Summarize(ref, "pets", summarizeBody(t, body), "")
+		_, err := e.Summarize(context.Background(), ref, "pets", summarizeBody(t, body), "")
 		mustCode(t, err, CodeInvalid, want)
 	}
 	f(`{"columns":["info"],"summaries":{"info":{"count":"*"}}}`, "summary [info]: the name collides with the requested column [info.color]")
@@ -179,10 +180,10 @@ func TestSummarizeErrorsEngine(t *testing.T) {
 	f(`{"filter":{"nope":1}}`, "column [nope]: column not found")
 	f(`{"columns":["kind"],"sort":["legs"]}`, "sort: column [legs] is neither a group column nor a summary")
 	f(`{"page":{"size":1001}}`, "page size exceeds max limit of 1000")
-	_, err := e.Summarize(ref, "nope", SummarizeInput{}, "")
+	_, err := e.Summarize(context.Background(), ref, "nope", SummarizeInput{}, "")
 	mustCode(t, err, CodeNotFound, "nope")
 	// The metadata key follows meta.
-	_, err = e.Summarize(ref, "pets", summarizeBody(t, `{"columns":["xata.version"]}`), "xata")
+	_, err = e.Summarize(context.Background(), ref, "pets", summarizeBody(t, `{"columns":["xata.version"]}`), "xata")
 	mustCode(t, err, CodeInvalid, "internal columns cannot be grouped")
 }
 
@@ -197,7 +198,7 @@ func TestAggregateOutputs(t *testing.T) {
 		if aggs != "" {
 			ar = json.RawMessage(aggs)
 		}
-		out, err := e.Aggregate(ref, "pets", fr, ar, "")
+		out, err := e.Aggregate(context.Background(), ref, "pets", fr, ar, "")
 		if err != nil {
 			t.Fatalf("%s: %v", aggs, err)
 		}
@@ -262,7 +263,7 @@ func TestAggregateErrorsEngine(t *testing.T) {
 	e, ref := petsFixture(t)
 	f := func(aggs, want string) {
 		t.Helper()
-		_, err := e.Aggregate(ref, "pets", nil, json.RawMessage(aggs), "")
+		_, err := e.Aggregate(context.Background(), ref, "pets", nil, json.RawMessage(aggs), "")
 		mustCode(t, err, CodeInvalid, want)
 	}
 	f(`{"foo":"bar"}`, "aggregation [foo]: an aggregation must be an object")
@@ -280,9 +281,9 @@ func TestAggregateErrorsEngine(t *testing.T) {
 	f(`{"foo":{"topValues":{"column":"kind","size":1001}}}`, "size must not exceed 1000")
 	f(`{"foo":{"uniqueCount":{"column":"kind","precisionThreshold":40001}}}`, "precisionThreshold must be between 0 and 40000")
 	f(`{"foo":{"average":{"column":"legs","aggs":{"c":{"count":"*"}}}}}`, "average is a metric and takes no sub-aggregations")
-	_, err := e.Aggregate(ref, "pets", json.RawMessage(`{"nope":1}`), nil, "")
+	_, err := e.Aggregate(context.Background(), ref, "pets", json.RawMessage(`{"nope":1}`), nil, "")
 	mustCode(t, err, CodeInvalid, "column [nope]: column not found")
-	_, err = e.Aggregate(ref, "nope", nil, nil, "")
+	_, err = e.Aggregate(context.Background(), ref, "nope", nil, nil, "")
 	mustCode(t, err, CodeNotFound, "nope")
 }
 
@@ -356,14 +357,14 @@ func summarizeDifferential(t *testing.T, storeless bool) {
 		p["id"] = fmt.Sprintf("p%04d", i)
 		batch = append(batch, p)
 		if len(batch) == MaxBulkRecords || i == n-1 {
-			if _, err := e.BulkInsert(ref, "pets", batch); err != nil {
+			if _, err := e.BulkInsert(context.Background(), ref, "pets", batch); err != nil {
 				t.Fatal(err)
 			}
 			batch = nil
 		}
 	}
 	// Updates and deletes after the value store is built.
-	if _, err := e.Summarize(ref, "pets", SummarizeInput{}, ""); err != nil {
+	if _, err := e.Summarize(context.Background(), ref, "pets", SummarizeInput{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 80; i++ {
@@ -467,7 +468,7 @@ func summarizeDifferential(t *testing.T, storeless bool) {
 		body["page"] = map[string]any{"size": size}
 		raw := marshalJSON(t, body)
 		in := summarizeBody(t, raw)
-		got, err := e.Summarize(ref, "pets", in, "")
+		got, err := e.Summarize(context.Background(), ref, "pets", in, "")
 		if err != nil {
 			t.Fatalf("seed %d: %s: %v", seed, raw, err)
 		}
@@ -562,7 +563,7 @@ type summarizeOracle struct {
 func newSummarizeOracle(t *testing.T, e *Engine, ref Ref) *summarizeOracle {
 	t.Helper()
 	read := func(table string) (*index.Table, []*codec.Record) {
-		src, release, err := e.openSource(ref, table, storeRequired)
+		src, release, err := e.openSource(context.Background(), ref, table, storeRequired)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -985,14 +986,14 @@ func TestSummarizeOnBranch(t *testing.T) {
 		ref       Ref
 		sum, aggs string
 	}{{ref, `[{"n":2}]`, `{"aggs":{"count":2}}`}, {dev, `[{"n":3}]`, `{"aggs":{"count":3}}`}} {
-		out, err := e.Summarize(c.ref, "pets", body, "")
+		out, err := e.Summarize(context.Background(), c.ref, "pets", body, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := marshalJSON(t, out); got != c.sum {
 			t.Errorf("%s: summarize %s, want %s", c.ref.Branch, got, c.sum)
 		}
-		agg, err := e.Aggregate(c.ref, "pets", json.RawMessage(`{"kind":"dog"}`), nil, "")
+		agg, err := e.Aggregate(context.Background(), c.ref, "pets", json.RawMessage(`{"kind":"dog"}`), nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -94,14 +95,16 @@ type VectorSearchResult struct {
 // length or, for cosine, all zeros, an unknown function, a size out of
 // range, an invalid filter) is CodeInvalid; an unknown database, branch or
 // table is CodeNotFound.
-func (e *Engine) VectorSearch(ref Ref, tableName string, in VectorSearchInput, meta string) (*VectorSearchResult, error) {
-	return e.vectorSearch(ref, tableName, in, meta, true)
+//
+// It stops with ctx's error once ctx ends.
+func (e *Engine) VectorSearch(ctx context.Context, ref Ref, tableName string, in VectorSearchInput, meta string) (*VectorSearchResult, error) {
+	return e.vectorSearch(ctx, ref, tableName, in, meta, true)
 }
 
 // vectorSearch is VectorSearch; without useStore it reads every
 // candidate's record instead of the vector store, as it also does when the
 // store changed under it (tests compare the two).
-func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, meta string, useStore bool) (*VectorSearchResult, error) {
+func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in VectorSearchInput, meta string, useStore bool) (*VectorSearchResult, error) {
 	if meta == "" {
 		meta = "svc"
 	}
@@ -118,7 +121,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 			return nil, err
 		}
 	}
-	src, release, err := e.openSource(ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +140,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 		}
 	}
 
-	cands, err := index.Filter(src, in.Filter, meta)
+	cands, err := index.Filter(ctx, src, in.Filter, meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -154,8 +157,11 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 
 	top := topVectors{k: q.size, src: src}
 	if vs != nil {
-		rankStored(q, vs, cands, &top)
-	} else if err := rankRecords(q, src, cands, &top); err != nil {
+		err = rankStored(ctx, q, vs, cands, &top)
+	} else {
+		err = rankRecords(q, src, cands, &top)
+	}
+	if err != nil {
 		return nil, err
 	}
 	hits, err := top.sorted()
@@ -337,23 +343,30 @@ func l2Squared(a, b []float64) float64 {
 }
 
 // rankStored offers every candidate to top from the vector store.
-func rankStored(q *vectorQuery, vs *vectorStore, cands *roaring.Bitmap, top *topVectors) {
+func rankStored(ctx context.Context, q *vectorQuery, vs *vectorStore, cands *roaring.Bitmap, top *topVectors) error {
 	dim := vs.dim
 	var buf [256]uint32
 	it := cands.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		for _, row := range buf[:n] {
 			off := int(row) * dim
 			top.offer(q.key(vs.vals[off:off+dim], vs.norms[row]), row)
 		}
 	}
+	return nil
 }
 
 // rankRecords offers every candidate to top, reading its record.
 func rankRecords(q *vectorQuery, src *source, cands *roaring.Bitmap, top *topVectors) error {
 	var rec codec.Record
 	it := cands.Iterator()
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := src.stopped(n); err != nil {
+			return err
+		}
 		row := it.Next()
 		ok, err := src.Record(row, &rec)
 		if err != nil {

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -54,13 +55,13 @@ func buildVectorBenchFixture(b *testing.B, env *benchEnv, n int) *vectorBenchFix
 			}
 			batch = append(batch, rec)
 		}
-		if _, err := env.e.BulkInsert(f.ref, "vecs", batch); err != nil {
+		if _, err := env.e.BulkInsert(context.Background(), f.ref, "vecs", batch); err != nil {
 			b.Fatal(err)
 		}
 	}
 	t1 := time.Now()
 	env.durable(b)
-	if _, err := env.e.VectorSearch(f.ref, "vecs", engine.VectorSearchInput{Column: "emb", Query: benchVector(r)}, ""); err != nil {
+	if _, err := env.e.VectorSearch(context.Background(), f.ref, "vecs", engine.VectorSearchInput{Column: "emb", Query: benchVector(r)}, ""); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("loaded %d records in %v; first search (building the vector store) %v",
@@ -96,7 +97,7 @@ func BenchmarkVectorSearch(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					res, err := f.env.e.VectorSearch(f.ref, "vecs", c.in, "")
+					res, err := f.env.e.VectorSearch(context.Background(), f.ref, "vecs", c.in, "")
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -33,7 +34,7 @@ func BenchmarkVectorSearchPaths(b *testing.B) {
 		for i := start; i < start+MaxBulkRecords; i++ {
 			batch = append(batch, map[string]any{"id": fmt.Sprintf("r%05d", i), "emb": vec()})
 		}
-		if _, err := db.e.BulkInsert(ref, "vecs", batch); err != nil {
+		if _, err := db.e.BulkInsert(context.Background(), ref, "vecs", batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -41,12 +42,12 @@ func BenchmarkVectorSearchPaths(b *testing.B) {
 	for _, useStore := range []bool{true, false} {
 		name := map[bool]string{true: "store", false: "records"}[useStore]
 		b.Run(name, func(b *testing.B) {
-			if _, err := db.e.vectorSearch(ref, "vecs", in, "", useStore); err != nil {
+			if _, err := db.e.vectorSearch(context.Background(), ref, "vecs", in, "", useStore); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := db.e.vectorSearch(ref, "vecs", in, "", useStore); err != nil {
+				if _, err := db.e.vectorSearch(context.Background(), ref, "vecs", in, "", useStore); err != nil {
 					b.Fatal(err)
 				}
 			}

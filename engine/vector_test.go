@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -66,11 +67,11 @@ func vectorFixture(t *testing.T) (*Engine, Ref) {
 // must agree exactly.
 func vsearch(t *testing.T, e *Engine, ref Ref, in VectorSearchInput) (string, int) {
 	t.Helper()
-	res, err := e.VectorSearch(ref, "docs", in, "")
+	res, err := e.VectorSearch(context.Background(), ref, "docs", in, "")
 	if err != nil {
 		t.Fatalf("%+v: %v", in, err)
 	}
-	slow, err := e.vectorSearch(ref, "docs", in, "", false)
+	slow, err := e.vectorSearch(context.Background(), ref, "docs", in, "", false)
 	if err != nil {
 		t.Fatalf("%+v without the store: %v", in, err)
 	}
@@ -138,7 +139,7 @@ func TestVectorSearchOrders(t *testing.T) {
 	f(VectorSearchInput{Column: "info.v", Query: []float64{1, 2, 3}}, "", 0)
 
 	// Exact scores and whole records: links as ids, the vector itself.
-	res, err := e.VectorSearch(ref, "docs", VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL2), Size: intp(5)}, "")
+	res, err := e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL2), Size: intp(5)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestVectorSearchOrders(t *testing.T) {
 	if got := fmt.Sprint(d.ID, " ", d.Version, " ", d.Values); got != "c 0 map[emb:[1 1] kind:x owner:{o1}]" {
 		t.Errorf("doc %s", got)
 	}
-	res, err = e.VectorSearch(ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}}, "")
+	res, err = e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	if err := e.DeleteBranch(dev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.VectorSearch(dev, "docs", VectorSearchInput{Column: "emb", Query: q}, ""); CodeOf(err) != CodeNotFound {
+	if _, err := e.VectorSearch(context.Background(), dev, "docs", VectorSearchInput{Column: "emb", Query: q}, ""); CodeOf(err) != CodeNotFound {
 		t.Errorf("deleted branch: %v", err)
 	}
 	f(ref, SimilarityL2, "b:1 z:1 e:0.5 f:0.3333 g:0.1667", 5)
@@ -283,7 +284,7 @@ func TestVectorSearchConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				res, err := e.VectorSearch(ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}, Size: intp(5)}, "")
+				res, err := e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}, Size: intp(5)}, "")
 				if err != nil {
 					t.Error(err)
 					return
@@ -311,7 +312,7 @@ func TestVectorSearchErrors(t *testing.T) {
 	q := []float64{1, 0}
 	f := func(in VectorSearchInput, code Code, want string) {
 		t.Helper()
-		_, err := e.VectorSearch(ref, "docs", in, "")
+		_, err := e.VectorSearch(context.Background(), ref, "docs", in, "")
 		mustCode(t, err, code, want)
 	}
 	f(VectorSearchInput{Query: q}, CodeInvalid, "column is required")
@@ -344,12 +345,12 @@ func TestVectorSearchErrors(t *testing.T) {
 		{Ref{ref.Workspace, "db", "nobranch"}, "docs"},
 		{ref, "notable"},
 	} {
-		if _, err := e.VectorSearch(r.ref, r.table, in, ""); CodeOf(err) != CodeNotFound {
+		if _, err := e.VectorSearch(context.Background(), r.ref, r.table, in, ""); CodeOf(err) != CodeNotFound {
 			t.Errorf("%v %s: %v, want not found", r.ref, r.table, err)
 		}
 	}
 	// Not found comes before bad input.
-	if _, err := e.VectorSearch(ref, "notable", VectorSearchInput{}, ""); CodeOf(err) != CodeNotFound {
+	if _, err := e.VectorSearch(context.Background(), ref, "notable", VectorSearchInput{}, ""); CodeOf(err) != CodeNotFound {
 		t.Errorf("unknown table, bad input: %v", err)
 	}
 }
@@ -559,7 +560,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 		}
 		want := models[branch].brute(col, q, fn, cat)
 		for _, useStore := range []bool{true, false} {
-			res, err := e.vectorSearch(refs[branch], "pts", in, "", useStore)
+			res, err := e.vectorSearch(context.Background(), refs[branch], "pts", in, "", useStore)
 			if err != nil {
 				t.Fatalf("%s %+v: %v", branch, in, err)
 			}

@@ -29,6 +29,7 @@ package index
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ type aggNode struct {
 // the aggs object, and when it is absent or empty the answer is the count
 // of rows, {"aggs": {"count": N}}. Invalid requests fail with
 // *AggregateError or, for the top-level filter, *FilterError.
-func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
+func Aggregate(ctx context.Context, src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
 	t := src.Table()
 	var filter Node = &And{}
 	if !isNull(filterRaw) {
@@ -114,14 +115,14 @@ func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map
 			return nil, err
 		}
 	}
-	rows, err := Compile(filter).Execute(src)
+	rows, err := Compile(filter).Execute(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if len(nodes) == 0 {
 		return map[string]any{"aggs": map[string]any{"count": int64(rows.GetCardinality())}}, nil
 	}
-	r := &aggRun{src: src, x: newValueReaders(src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
+	r := &aggRun{ctx: ctx, src: src, x: newValueReaders(ctx, src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
 	res, err := r.evalAll(nodes, rows)
 	if err != nil {
 		return nil, err
@@ -453,6 +454,7 @@ func (n *aggNode) parseNumericHistogram(p map[string]any) error {
 // aggRun is one execution: the source, readers by column, and the rows of
 // count filters.
 type aggRun struct {
+	ctx     context.Context
 	src     Source
 	x       *valueReaders
 	readers map[*Column]valueReader
@@ -509,7 +511,7 @@ func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		f := r.filters[n]
 		if f == nil {
 			var err error
-			if f, err = Compile(n.filter).Execute(r.src); err != nil {
+			if f, err = Compile(n.filter).Execute(r.ctx, r.src); err != nil {
 				return nil, err
 			}
 			r.filters[n] = f

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -53,7 +54,7 @@ func aggregateJSON(src Source, filter, aggs string) (string, error) {
 	if aggs != "" {
 		a = json.RawMessage(aggs)
 	}
-	out, err := Aggregate(src, f, a, "svc")
+	out, err := Aggregate(context.Background(), src, f, a, "svc")
 	if err != nil {
 		return "", err
 	}

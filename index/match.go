@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -11,14 +12,15 @@ import (
 // matchValue evaluates a predicate (without links) on one row's value of its
 // column: what each operator means on a value for the plan's row-by-row
 // nodes. The naive evaluator defines the same semantics independently, so
-// the differential test checks one against the other.
-func matchValue(p *Pred, v codec.Value) bool {
+// the differential test checks one against the other. A pattern match cut
+// short by the end of ctx says no; the caller reports ctx's error.
+func matchValue(ctx context.Context, p *Pred, v codec.Value) bool {
 	if len(p.JSONPath) > 0 {
 		jv, ok := jsonAt(v, p.JSONPath)
 		if !ok {
 			return false
 		}
-		return matchScalar(p, jv)
+		return matchScalar(ctx, p, jv)
 	}
 	if p.Op == OpExists {
 		return !v.IsNull()
@@ -27,7 +29,7 @@ func matchValue(p *Pred, v codec.Value) bool {
 		return true // no element of a null list matches
 	}
 	if v.Kind != codec.KindStrings {
-		return matchScalar(p, v)
+		return matchScalar(ctx, p, v)
 	}
 	switch p.Quant {
 	case QuantAll:
@@ -35,21 +37,21 @@ func matchValue(p *Pred, v codec.Value) bool {
 			return false
 		}
 		for _, s := range v.Strs {
-			if !matchScalar(p, codec.String(s)) {
+			if !matchScalar(ctx, p, codec.String(s)) {
 				return false
 			}
 		}
 		return true
 	case QuantNoElement:
 		for _, s := range v.Strs {
-			if matchScalar(p, codec.String(s)) {
+			if matchScalar(ctx, p, codec.String(s)) {
 				return false
 			}
 		}
 		return true
 	default:
 		for _, s := range v.Strs {
-			if matchScalar(p, codec.String(s)) {
+			if matchScalar(ctx, p, codec.String(s)) {
 				return true
 			}
 		}
@@ -59,7 +61,7 @@ func matchValue(p *Pred, v codec.Value) bool {
 
 // matchElements evaluates an Elements node (without links) on one row's
 // value of its column.
-func matchElements(e *Elements, v codec.Value) bool {
+func matchElements(ctx context.Context, e *Elements, v codec.Value) bool {
 	var elems []string
 	if v.Kind == codec.KindStrings {
 		elems = v.Strs
@@ -70,21 +72,21 @@ func matchElements(e *Elements, v codec.Value) bool {
 			return false
 		}
 		for _, s := range elems {
-			if !matchElement(e.Cond, codec.String(s)) {
+			if !matchElement(ctx, e.Cond, codec.String(s)) {
 				return false
 			}
 		}
 		return true
 	case QuantNoElement:
 		for _, s := range elems {
-			if matchElement(e.Cond, codec.String(s)) {
+			if matchElement(ctx, e.Cond, codec.String(s)) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, s := range elems {
-		if matchElement(e.Cond, codec.String(s)) {
+		if matchElement(ctx, e.Cond, codec.String(s)) {
 			return true
 		}
 	}
@@ -92,33 +94,33 @@ func matchElements(e *Elements, v codec.Value) bool {
 }
 
 // matchElement evaluates the condition of an Elements node on one element.
-func matchElement(n Node, v codec.Value) bool {
+func matchElement(ctx context.Context, n Node, v codec.Value) bool {
 	switch n := n.(type) {
 	case *And:
 		for _, c := range n.Children {
-			if !matchElement(c, v) {
+			if !matchElement(ctx, c, v) {
 				return false
 			}
 		}
 		return true
 	case *Or:
 		for _, c := range n.Children {
-			if matchElement(c, v) {
+			if matchElement(ctx, c, v) {
 				return true
 			}
 		}
 		return false
 	case *Not:
-		return !matchElement(n.Child, v)
+		return !matchElement(ctx, n.Child, v)
 	case *Pred:
-		return matchScalar(n, v)
+		return matchScalar(ctx, n, v)
 	}
 	return false
 }
 
 // matchScalar evaluates a comparison or string operator on a scalar value;
 // null matches nothing.
-func matchScalar(p *Pred, v codec.Value) bool {
+func matchScalar(ctx context.Context, p *Pred, v codec.Value) bool {
 	if v.IsNull() {
 		return false
 	}
@@ -157,7 +159,11 @@ func matchScalar(p *Pred, v codec.Value) bool {
 	case OpEndsWith:
 		return strings.HasSuffix(s, arg)
 	case OpPattern, OpIPattern:
-		return p.Pattern != nil && p.Pattern.Match(s)
+		if p.Pattern == nil {
+			return false
+		}
+		ok, _ := p.Pattern.MatchContext(ctx, s)
+		return ok
 	}
 	return false
 }

@@ -1,6 +1,9 @@
 package index
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +229,8 @@ func FuzzPattern(f *testing.F) {
 		{"", ""}, {"*", "abc"}, {"a*b?c", "aXbYc"}, {`a\*b`, "a*b"}, {`\\`, `\`},
 		{"*ab*ab*", "xabyab"}, {"?é*", "ééé"}, {"K*", "\u212aelvin"}, {"σ?", "ΣΣ"},
 		{`\`, ""}, {`\x`, "x"}, {"*aab", "aaab"}, {"a?*?b", "a\xffxb"},
+		{"*a?b*", "xxaxbxx"}, {"*ab?ab?abc*", "abxabxabxabc"}, {"x*??a?a??*y", "xabcaba12y"},
+		{"*\ufffd*", "a\xe2\x82b"}, {"*aaab", "aaaaaab"},
 	} {
 		f.Add(seed[0], seed[1], false)
 		f.Add(seed[0], seed[1], true)
@@ -245,6 +250,11 @@ func FuzzPattern(f *testing.F) {
 				t.Fatalf("CompilePattern(%q, %v).Match(%q) = %v, reference %v", pattern, fold, s, got, want)
 			}
 		}
+		if len(toks)*len(s) <= 1<<20 {
+			if want := tableMatch(toks, []rune(s), fold); got != want {
+				t.Fatalf("CompilePattern(%q, %v).Match(%q) = %v, table %v", pattern, fold, s, got, want)
+			}
+		}
 		if got && !strings.HasPrefix(s, p.LiteralPrefix()) {
 			// A literal prefix of valid UTF-8 must be a byte prefix too.
 			if utf8.ValidString(s) {
@@ -255,4 +265,134 @@ func FuzzPattern(f *testing.F) {
 			t.Fatalf("literal pattern %q: Match(%q) = %v", pattern, s, got)
 		}
 	})
+}
+
+// tableMatch is the dynamic-programming wildcard matcher over runes:
+// reach[j] says whether the first j tokens match the runes read so far.
+// It takes O(runes × tokens), fine for the moderate inputs it checks.
+func tableMatch(p []patternToken, s []rune, fold bool) bool {
+	reach := make([]bool, len(p)+1)
+	reach[0] = true
+	for j := 1; j <= len(p) && p[j-1].kind == patAny; j++ {
+		reach[j] = true
+	}
+	next := make([]bool, len(p)+1)
+	for _, r := range s {
+		if fold {
+			r = foldRune(r)
+		}
+		next[0] = false
+		for j := 1; j <= len(p); j++ {
+			switch t := p[j-1]; t.kind {
+			case patAny:
+				next[j] = reach[j] || next[j-1]
+			case patOne:
+				next[j] = reach[j-1]
+			default:
+				next[j] = reach[j-1] && t.r == r
+			}
+		}
+		reach, next = next, reach
+	}
+	return reach[len(p)]
+}
+
+// starMatch is the matcher this package used before: after a mismatch it
+// lets the most recent star swallow one more rune and retries, which takes
+// O(runes × tokens) at worst.
+func starMatch(toks []patternToken, s string, fold bool) bool {
+	ti, si := 0, 0
+	starT, starS := -1, 0
+	for si < len(s) {
+		r, w := utf8.DecodeRuneInString(s[si:])
+		if fold {
+			r = foldRune(r)
+		}
+		if ti < len(toks) {
+			switch t := toks[ti]; t.kind {
+			case patAny:
+				ti++
+				starT, starS = ti, si
+				continue
+			case patOne:
+				ti++
+				si += w
+				continue
+			default:
+				if t.r == r {
+					ti++
+					si += w
+					continue
+				}
+			}
+		}
+		if starT < 0 {
+			return false
+		}
+		_, sw := utf8.DecodeRuneInString(s[starS:])
+		starS += sw
+		ti, si = starT, starS
+	}
+	for ti < len(toks) && toks[ti].kind == patAny {
+		ti++
+	}
+	return ti == len(toks)
+}
+
+// TestPatternDifferential compares Match with the table matcher and the
+// star-retry matcher on seeded random patterns and values over a small
+// alphabet, so that segments recur, overlap and sit next to each other.
+// Long segments with `?` exercise the multi-word automaton.
+func TestPatternDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 1))
+	alphabet := []string{"a", "b", "A", "é", "É", "k", "\u212a", "\xff", "\xe2\x82"}
+	pat := []string{"a", "b", "A", "é", "k", "*", "?", "?", `\*`, "a", "b"}
+	n := 20000
+	if testing.Short() {
+		n = 4000
+	}
+	for i := range n {
+		var pb, sb strings.Builder
+		plen := rng.IntN(12)
+		if i%50 == 0 {
+			plen = 64 + rng.IntN(140) // more than one state word
+		}
+		for range plen {
+			pb.WriteString(pat[rng.IntN(len(pat))])
+		}
+		slen := rng.IntN(40)
+		if i%50 == 0 {
+			slen = 200 + rng.IntN(400)
+		}
+		for range slen {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		pattern, s, fold := pb.String(), sb.String(), rng.IntN(2) == 0
+		p, err := CompilePattern(pattern, fold)
+		if err != nil {
+			t.Fatalf("CompilePattern(%q): %v", pattern, err)
+		}
+		got := p.Match(s)
+		if want := tableMatch(p.toks, []rune(s), fold); got != want {
+			t.Fatalf("CompilePattern(%q, %v).Match(%q) = %v, table %v", pattern, fold, s, got, want)
+		}
+		if want := starMatch(p.toks, s, fold); got != want {
+			t.Fatalf("CompilePattern(%q, %v).Match(%q) = %v, star-retry %v", pattern, fold, s, got, want)
+		}
+	}
+}
+
+// TestPatternCancel checks that a long bit-parallel search stops when its
+// context ends.
+func TestPatternCancel(t *testing.T) {
+	p, err := CompilePattern("*"+strings.Repeat("a?", 2000)+"b*", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ok, err := p.MatchContext(ctx, strings.Repeat("a", 1<<20))
+	if ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("MatchContext on an ended context = %v, %v", ok, err)
+	}
 }

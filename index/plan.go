@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -170,8 +171,9 @@ func storable(c *Column) bool {
 
 func isRange(op Op) bool { return op == OpLt || op == OpLe || op == OpGt || op == OpGe }
 
-// execCtx carries one execution's source and caches.
+// execCtx carries one execution's context, source and caches.
 type execCtx struct {
+	ctx  context.Context
 	src  Source
 	live *roaring.Bitmap
 }
@@ -187,9 +189,10 @@ func (x *execCtx) universe() (*roaring.Bitmap, error) {
 	return x.live, nil
 }
 
-// Execute returns the rows of src matching the plan.
-func (p *Plan) Execute(src Source) (*roaring.Bitmap, error) {
-	x := &execCtx{src: src}
+// Execute returns the rows of src matching the plan. Its row-by-row
+// nodes stop with ctx's error once ctx ends.
+func (p *Plan) Execute(ctx context.Context, src Source) (*roaring.Bitmap, error) {
+	x := &execCtx{ctx: ctx, src: src}
 	out, err := p.root.exec(x, nil)
 	if err != nil {
 		return nil, err
@@ -432,7 +435,10 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 		}
 		out := roaring.New()
 		it := c.Iterator()
-		for it.HasNext() {
+		for n := 1; it.HasNext(); n++ {
+			if err := checkContext(x.ctx, n); err != nil {
+				return nil, err
+			}
 			row := it.Next()
 			v := vals.Get(row)
 			if r.match(v) {
@@ -465,7 +471,10 @@ func (r *rangeNode) scanRecords(x *execCtx, c *roaring.Bitmap) (*roaring.Bitmap,
 	out := roaring.New()
 	var rec codec.Record
 	it := c.Iterator()
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := checkContext(x.ctx, n); err != nil {
+			return nil, err
+		}
 		row := it.Next()
 		found, err := x.src.Record(row, &rec)
 		if err != nil {
@@ -533,7 +542,9 @@ func (r *rangeNode) estimate(x *execCtx) (uint64, bool) {
 
 func (r *rangeNode) match(v codec.Value) bool {
 	for _, p := range r.preds {
-		if !matchScalar(p, v) {
+		// Ranges hold comparisons and prefixes, never a pattern: nothing
+		// to cut short.
+		if !matchScalar(context.Background(), p, v) {
 			return false
 		}
 	}
@@ -708,11 +719,11 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 		}
 	}
 	if vals != nil && s.pred.Quant == QuantNone && len(s.pred.JSONPath) == 0 {
-		if out, ok := s.inStrings(vals, c); ok {
-			return out, nil
+		if out, ok, err := s.inStrings(x.ctx, vals, c); ok || err != nil {
+			return out, err
 		}
 	}
-	return x.scanRows(c, s.pred.Column, vals, func(v codec.Value) bool { return matchValue(s.pred, v) })
+	return x.scanRows(c, s.pred.Column, vals, func(v codec.Value) bool { return matchValue(x.ctx, s.pred, v) })
 }
 
 // scanRows keeps the rows of c whose value of col matches: from vals, the
@@ -721,7 +732,10 @@ func (x *execCtx) scanRows(c *roaring.Bitmap, col *Column, vals ColumnValues, ma
 	out := roaring.New()
 	it := c.Iterator()
 	var rec codec.Record
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := checkContext(x.ctx, n); err != nil {
+			return nil, err
+		}
 		row := it.Next()
 		var ok bool
 		if vals != nil {
@@ -740,21 +754,22 @@ func (x *execCtx) scanRows(c *roaring.Bitmap, col *Column, vals ColumnValues, ma
 			out.Add(row)
 		}
 	}
-	return out, nil
+	// A match the context cut short said no: the result is incomplete.
+	return out, x.ctx.Err()
 }
 
 // inStrings evaluates a string operator on the values array of a string
 // column: for $contains and $iContains only on the rows the store's
 // substring index leaves, and only on rows with a value (a null matches
 // no string operator). ok is false when the store hands out no array.
-func (s *scanNode) inStrings(vals ColumnValues, c *roaring.Bitmap) (*roaring.Bitmap, bool) {
+func (s *scanNode) inStrings(ctx context.Context, vals ColumnValues, c *roaring.Bitmap) (*roaring.Bitmap, bool, error) {
 	dv, ok := vals.(DenseValues)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
 	strs := dv.Strings()
 	if strs == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	p := s.pred
 	rows := roaring.And(c, dv.Present())
@@ -767,16 +782,20 @@ func (s *scanNode) inStrings(vals ColumnValues, c *roaring.Bitmap) (*roaring.Bit
 	var buf, keep [256]uint32
 	it := rows.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		k := 0
 		for _, row := range buf[:n] {
-			if int(row) < len(strs) && matchScalar(p, codec.String(strs[row])) {
+			if int(row) < len(strs) && matchScalar(ctx, p, codec.String(strs[row])) {
 				keep[k] = row
 				k++
 			}
 		}
 		out.AddMany(keep[:k])
 	}
-	return out, true
+	// A match the context cut short said no: the result is incomplete.
+	return out, true, ctx.Err()
 }
 
 func (s *scanNode) format(b *strings.Builder, depth int) {
@@ -800,7 +819,7 @@ func (e *elementsNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, 
 	if err != nil {
 		return nil, err
 	}
-	return x.scanRows(c, e.elems.Column, vals, func(v codec.Value) bool { return matchElements(e.elems, v) })
+	return x.scanRows(c, e.elems.Column, vals, func(v codec.Value) bool { return matchElements(x.ctx, e.elems, v) })
 }
 
 // format prints "scan", the Elements head, and its condition below.
@@ -826,12 +845,12 @@ func (l *linkNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 	if err != nil {
 		return nil, err
 	}
-	tx := &execCtx{src: target}
+	tx := &execCtx{ctx: x.ctx, src: target}
 	matches, err := l.inner.exec(tx, nil)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := recordIDs(target, matches)
+	ids, err := recordIDs(x.ctx, target, matches)
 	if err != nil {
 		return nil, err
 	}
@@ -856,7 +875,7 @@ func (l *linkNode) format(b *strings.Builder, depth int) {
 
 // recordIDs returns the public ids of rows, from the id value store when
 // there is one.
-func recordIDs(src Source, rows *roaring.Bitmap) ([]string, error) {
+func recordIDs(ctx context.Context, src Source, rows *roaring.Bitmap) ([]string, error) {
 	ids := make([]string, 0, rows.GetCardinality())
 	vals, err := src.Values(IDColumn)
 	if err != nil {
@@ -864,7 +883,10 @@ func recordIDs(src Source, rows *roaring.Bitmap) ([]string, error) {
 	}
 	var rec codec.Record
 	it := rows.Iterator()
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := checkContext(ctx, n); err != nil {
+			return nil, err
+		}
 		row := it.Next()
 		if vals != nil {
 			if v := vals.Get(row); !v.IsNull() {
@@ -901,6 +923,19 @@ func recordValue(rec *codec.Record, c *Column) codec.Value {
 		return codec.Null()
 	}
 	return v
+}
+
+// checkEvery is how many rows a loop visits between two looks at its
+// context: a look costs about as much as visiting a row of memory.
+const checkEvery = 1024
+
+// checkContext returns ctx's error on every checkEvery-th call of a loop
+// counting n from 1, else nil.
+func checkContext(ctx context.Context, n int) error {
+	if n%checkEvery != 0 {
+		return nil
+	}
+	return ctx.Err()
 }
 
 func line(b *strings.Builder, depth int, s string) {

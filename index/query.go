@@ -2,6 +2,7 @@ package index
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -70,7 +71,7 @@ func isNull(raw json.RawMessage) bool {
 
 // Query runs a query on src: filter, order, the page the cursor rules of
 // spec §4.1.7 select.
-func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
+func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 	p := in.Page
 	st := &cursorState{Filter: in.Filter, Sort: in.Sort, Columns: in.Columns, Seed: opts.Seed}
 	// incoming is the cursor the request continues from; afterC and beforeC
@@ -200,13 +201,13 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 	}
 	reverse := lastPage || (beforeC != nil && afterC == nil)
 
-	cand, err := Compile(filter).Execute(src)
+	cand, err := Compile(filter).Execute(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	page := &Page{Columns: st.Columns, Size: size}
 	if tailEnd {
-		rows, keys, err := Select(src, cand, order, Window{Limit: 1, Reverse: true})
+		rows, keys, err := Select(ctx, src, cand, order, Window{Limit: 1, Reverse: true})
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +222,7 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 		return page, err
 	}
 	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
-	rows, keys, err := Select(src, cand, order, w)
+	rows, keys, err := Select(ctx, src, cand, order, w)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +268,7 @@ func reverseRows(rows []uint32, keys []Key) {
 }
 
 // Filter parses and runs a filter alone: the rows of src matching it.
-func Filter(src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, error) {
+func Filter(ctx context.Context, src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, error) {
 	var n Node = &And{}
 	if !isNull(raw) {
 		var err error
@@ -275,5 +276,5 @@ func Filter(src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, erro
 			return nil, err
 		}
 	}
-	return Compile(n).Execute(src)
+	return Compile(n).Execute(ctx, src)
 }

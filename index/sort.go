@@ -2,6 +2,7 @@ package index
 
 import (
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -164,6 +165,8 @@ type Key struct {
 // keyReader reads sort keys of rows from value stores, or records when a
 // column has none.
 type keyReader struct {
+	ctx   context.Context
+	reads int // records read, for checking ctx
 	src   Source
 	order Order
 	vals  []ColumnValues
@@ -171,8 +174,8 @@ type keyReader struct {
 	rec   codec.Record
 }
 
-func newKeyReader(src Source, o Order) (*keyReader, error) {
-	kr := &keyReader{src: src, order: o, vals: make([]ColumnValues, len(o.Keys))}
+func newKeyReader(ctx context.Context, src Source, o Order) (*keyReader, error) {
+	kr := &keyReader{ctx: ctx, src: src, order: o, vals: make([]ColumnValues, len(o.Keys))}
 	for i, k := range o.Keys {
 		v, err := src.Values(k.Column)
 		if err != nil {
@@ -198,6 +201,10 @@ func (kr *keyReader) key(row uint32) (Key, bool, error) {
 		}
 	}
 	if needRecord {
+		kr.reads++
+		if err := checkContext(kr.ctx, kr.reads); err != nil {
+			return k, false, err
+		}
 		ok, err := kr.src.Record(row, &kr.rec)
 		if err != nil || !ok {
 			return k, false, err
@@ -303,20 +310,21 @@ type Window struct {
 }
 
 // Select returns the rows of cand that fall in the window, in order (in
-// reverse order when w.Reverse), with their keys.
-func Select(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+// reverse order when w.Reverse), with their keys. It stops with ctx's
+// error once ctx ends.
+func Select(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
 	if w.Limit <= 0 || cand.IsEmpty() {
 		return nil, nil, nil
 	}
 	if walkable(o) && preferWalk(src, cand, w) {
-		rows, keys, err := walk(src, cand, o, w)
+		rows, keys, err := walk(ctx, src, cand, o, w)
 		if !errors.Is(err, ErrNoOrderedIndex) {
 			return rows, keys, err
 		}
 		// The source keeps no order of the column: what the walk took is
 		// dropped, and the heap starts over.
 	}
-	return selectHeap(src, cand, o, w)
+	return selectHeap(ctx, src, cand, o, w)
 }
 
 // preferWalk decides between walking an ordered index and a heap over the
@@ -351,8 +359,8 @@ func walkable(o Order) bool {
 }
 
 // selectHeap reads the key of every candidate and keeps the first Limit.
-func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
-	kr, err := newKeyReader(src, o)
+func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -375,7 +383,10 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 	cmp := o.windowCompare(w)
 	h := &rowHeap{cmp: cmp}
 	it := cand.Iterator()
-	for it.HasNext() {
+	for n := 1; it.HasNext(); n++ {
+		if err := checkContext(ctx, n); err != nil {
+			return nil, nil, err
+		}
 		row := it.Next()
 		k, ok, err := kr.key(row)
 		if err != nil {
@@ -411,8 +422,8 @@ func selectHeap(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, 
 // walk produces the order by walking the first sort column's ordered index
 // (or, with no key, taking candidates by id), intersecting each value's rows
 // with the candidates; rows of one value are ordered by the rest of the key.
-func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
-	kr, err := newKeyReader(src, o)
+func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -454,7 +465,7 @@ func walk(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key,
 		return !full(), nil
 	}
 	if len(o.Keys) == 0 {
-		return walkIDs(src, cand, o, w)
+		return walkIDs(ctx, src, cand, o, w)
 	}
 	sk := o.Keys[0]
 	exists, err := src.Exists(sk.Column)
@@ -548,7 +559,7 @@ func scanColumn(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap
 
 // walkIDs produces the default order (ascending id) by walking the id
 // index, keeping the candidates, until the window is full.
-func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+func walkIDs(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
 	var b Bounds
 	if w.After != nil {
 		v := codec.String(w.After.ID)
@@ -560,7 +571,13 @@ func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []K
 	}
 	var rows []uint32
 	var keys []Key
+	var stopped error
+	n := 0
 	err := src.Scan(IDColumn, b, w.Reverse, func(v codec.Value, found *roaring.Bitmap) bool {
+		n++
+		if stopped = checkContext(ctx, n); stopped != nil {
+			return false
+		}
 		row := found.Minimum()
 		if !cand.Contains(row) {
 			return true
@@ -569,6 +586,9 @@ func walkIDs(src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []K
 		keys = append(keys, Key{Values: []codec.Value{}, ID: v.Str})
 		return len(rows) < w.Limit
 	})
+	if err == nil {
+		err = stopped
+	}
 	return rows, keys, err
 }
 

@@ -48,6 +48,7 @@ package index
 
 import (
 	"container/heap"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -222,17 +223,17 @@ type summarizeReq struct {
 // Summarize runs a summarize request on src: the output rows, in order.
 // meta is the record metadata key ("svc" or "xata"). Invalid requests fail
 // with *SummarizeError or, for the filter, *FilterError.
-func Summarize(src Source, in SummarizeInput, meta string) ([]map[string]any, error) {
+func Summarize(ctx context.Context, src Source, in SummarizeInput, meta string) ([]map[string]any, error) {
 	t := src.Table()
 	q, err := parseSummarize(t, in, meta)
 	if err != nil {
 		return nil, err
 	}
-	cand, err := Compile(q.filter).Execute(src)
+	cand, err := Compile(q.filter).Execute(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	x := newValueReaders(src)
+	x := newValueReaders(ctx, src)
 	groups, err := q.groupRows(x, cand)
 	if err != nil {
 		return nil, err
@@ -1764,12 +1765,15 @@ type valueReader interface {
 // valueReaders makes readers for columns of one source, sharing the stored
 // record of the row being read among the columns without a value store.
 type valueReaders struct {
+	ctx  context.Context
 	src  Source
 	recs map[Source]*recordCache
 }
 
-func newValueReaders(src Source) *valueReaders {
-	return &valueReaders{src: src, recs: map[Source]*recordCache{}}
+// newValueReaders returns the readers of src's columns. Readers of stored
+// records stop with ctx's error once ctx ends.
+func newValueReaders(ctx context.Context, src Source) *valueReaders {
+	return &valueReaders{ctx: ctx, src: src, recs: map[Source]*recordCache{}}
 }
 
 // reader returns a reader of a column path of the source.
@@ -1802,7 +1806,7 @@ func (x *valueReaders) readerOn(src Source, links []*Column, c *Column) (valueRe
 	}
 	rc := x.recs[src]
 	if rc == nil {
-		rc = &recordCache{src: src}
+		rc = &recordCache{ctx: x.ctx, src: src}
 		x.recs[src] = rc
 	}
 	return &recordReader{rc: rc, col: c}, nil
@@ -1815,16 +1819,22 @@ func (r storeReader) get(row uint32) (codec.Value, error) { return r.vals.Get(ro
 
 // recordCache holds the last stored record read from a source.
 type recordCache struct {
-	src  Source
-	row  uint32
-	have bool
-	ok   bool
-	rec  codec.Record
+	ctx   context.Context
+	reads int // records read, for checking ctx
+	src   Source
+	row   uint32
+	have  bool
+	ok    bool
+	rec   codec.Record
 }
 
 func (c *recordCache) load(row uint32) (bool, error) {
 	if c.have && c.row == row {
 		return c.ok, nil
+	}
+	c.reads++
+	if err := checkContext(c.ctx, c.reads); err != nil {
+		return false, err
 	}
 	ok, err := c.src.Record(row, &c.rec)
 	if err != nil {

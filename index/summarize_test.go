@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -284,7 +285,7 @@ func TestSummarizeErrors(t *testing.T) {
 	src := sumTestSource("store")
 	f := func(body, want string) {
 		t.Helper()
-		_, err := Summarize(src, sumInputOf(t, body), "svc")
+		_, err := Summarize(context.Background(), src, sumInputOf(t, body), "svc")
 		if err == nil {
 			t.Fatalf("%s: no error, want %q", body, want)
 		}
@@ -344,7 +345,7 @@ func TestSummarizeErrors(t *testing.T) {
 // summarizeJSON runs a request and prints the output as JSON.
 func summarizeJSON(t *testing.T, src Source, body string) string {
 	t.Helper()
-	out, err := Summarize(src, sumInputOf(t, body), "svc")
+	out, err := Summarize(context.Background(), src, sumInputOf(t, body), "svc")
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}

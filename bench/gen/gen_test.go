@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -303,7 +304,7 @@ func TestLoadIntoEngine(t *testing.T) {
 			if len(batch) == 0 {
 				return nil
 			}
-			_, err := e.BulkInsert(ref, table, batch)
+			_, err := e.BulkInsert(context.Background(), ref, table, batch)
 			batch = batch[:0]
 			return err
 		}
@@ -371,7 +372,7 @@ func TestLoadIntoEngine(t *testing.T) {
 
 	size := 20
 	for _, fq := range g.Queries(2 * len(filterKinds)).Filter {
-		res, err := e.Query(ref, DocsTable, engine.QueryInput{Filter: fq.Filter, Sort: fq.Sort,
+		res, err := e.Query(context.Background(), ref, DocsTable, engine.QueryInput{Filter: fq.Filter, Sort: fq.Sort,
 			Page: engine.PageInput{Size: &size}}, engine.QueryOptions{})
 		if err != nil {
 			t.Errorf("%s %s %s: %v", fq.Kind, fq.Filter, fq.Sort, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,7 +31,7 @@ func (s *suite) runInProcess(dataDir string) error {
 		}
 	}
 	byKind, _, err := s.runMix(s.cfg.reps, func(_ string, i int) error {
-		_, err := e.Query(ref, gen.DocsTable, inputs[i], opts)
+		_, err := e.Query(context.Background(), ref, gen.DocsTable, inputs[i], opts)
 		return err
 	})
 	if err != nil {
@@ -44,7 +45,7 @@ func (s *suite) runInProcess(dataDir string) error {
 		var first, last time.Duration
 		for page := 1; page <= cursorPages; page++ {
 			t0 := time.Now()
-			res, err := e.Query(ref, gen.DocsTable, in, opts)
+			res, err := e.Query(context.Background(), ref, gen.DocsTable, in, opts)
 			d := time.Since(t0)
 			if err != nil {
 				return 0, 0, err
@@ -72,7 +73,7 @@ func (s *suite) runInProcess(dataDir string) error {
 	in := engine.SummarizeInput{Filter: filter, Columns: columns, Summaries: summaries, PageSize: &groups}
 	var got int
 	sr, err := s.timeReps(s.cfg.reps*10, func() error {
-		rows, err := e.Summarize(ref, gen.DocsTable, in, "")
+		rows, err := e.Summarize(context.Background(), ref, gen.DocsTable, in, "")
 		got = len(rows)
 		return err
 	})

@@ -4,6 +4,8 @@
 //	coppice serve [flags]
 //	coppice import [flags] FILE
 //	coppice export [flags]
+//	coppice version
+//	coppice healthcheck [--url URL]
 //
 // Every flag has an environment variable; a flag given on the command line
 // wins over its variable. See `coppice --help`.
@@ -15,12 +17,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -40,6 +43,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "version", "-version", "--version":
+		fmt.Fprint(stdout, api.ReadBuildInfo())
+		return 0
+	case "healthcheck":
+		return healthcheck(args[1:], getenv, stderr)
 	case "serve":
 		return runServe(args[1:], getenv, stdout, stderr)
 	case "import":
@@ -83,7 +91,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize string
+	var regions, domains, maxBody, cacheSize, slow string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -92,11 +100,18 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"comma-separated region ids databases may be created in; default \"local\", or the five legacy Xata regions with --compat xata (env COPPICE_REGIONS)")
 	fs.StringVar(&domains, "domains", env("COPPICE_DOMAINS", "localhost"),
 		"comma-separated domains of the workspace host form {workspace}.{region}.{domain} (env COPPICE_DOMAINS)")
-	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", strconv.Itoa(api.DefaultMaxBody)),
-		"request body limit in bytes; larger bodies get 413 (env COPPICE_MAX_BODY)")
-	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", strconv.Itoa(engine.DefaultCacheSize)),
-		"storage block cache in bytes: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
-	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", formatByteSize(api.DefaultMaxBody)),
+		"request body limit, a byte size such as 32MiB; larger bodies get 413 (env COPPICE_MAX_BODY)")
+	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
+		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
+	limits := limitFlags(fs, env)
+	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
+		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
+	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
+	fs.StringVar(&slow, "slow-request", env("COPPICE_SLOW_REQUEST", api.DefaultSlowRequest.String()),
+		"log requests slower than this again at warn level, e.g. 500ms or 2s; 0 turns it off (env COPPICE_SLOW_REQUEST)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("COPPICE_METRICS_ADDR", ""),
+		"serve Prometheus metrics at /metrics on this address, e.g. 127.0.0.1:9090; empty: off (env COPPICE_METRICS_ADDR)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {
@@ -108,17 +123,31 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		}
 		o.Regions = splitList(regions)
 		o.Domains = splitList(domains)
-		n, err := strconv.Atoi(strings.TrimSpace(maxBody))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("--max-body must be a positive number of bytes, got %q", maxBody)
+		n, err := parseByteSize(maxBody)
+		if err != nil || n <= 0 || n > math.MaxInt32 {
+			return fmt.Errorf("--max-body must be a positive byte size below 2GiB, got %q", maxBody)
 		}
-		o.MaxBody = n
-		c, err := strconv.ParseInt(strings.TrimSpace(cacheSize), 10, 64)
+		o.MaxBody = int(n)
+		c, err := parseByteSize(cacheSize)
 		if err != nil || c <= 0 {
-			return fmt.Errorf("--cache-size must be a positive number of bytes, got %q", cacheSize)
+			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
 		}
 		cfg.CacheSize = c
-		return nil
+		switch o.LogFormat {
+		case api.LogFormatText, api.LogFormatJSON:
+		default:
+			return fmt.Errorf("--log-format must be text or json, got %q", o.LogFormat)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(slow))
+		if err != nil || d < 0 {
+			return fmt.Errorf("--slow-request must be a duration such as 500ms, or 0 for off, got %q", slow)
+		}
+		o.SlowRequest = d
+		if d == 0 {
+			o.SlowRequest = -1 // off
+		}
+		o.Limits, err = limits(o.MaxBody)
+		return err
 	}
 	return cfg, finish
 }
@@ -156,10 +185,13 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: coppice <command> [flags]
 
 Commands:
-  serve    run the HTTP service (both API planes on one listener)
-  import   load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
-  export   write a table, or a query's result, as NDJSON: coppice export [flags]
-  help     show this help
+  serve        run the HTTP service (both API planes on one listener)
+  import       load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
+  export       write a table, or a query's result, as NDJSON: coppice export [flags]
+  version      show the version, commit and Go version (also --version)
+  healthcheck  exit 0 if a local server's /healthz answers 200, else 1
+               (for container health checks; --url, default from COPPICE_ADDR)
+  help         show this help
 
 Flags of serve (a flag wins over its environment variable):
 `)
@@ -172,11 +204,17 @@ Environment only:
   COPPICE_BOOTSTRAP_KEY
     	on the first start (empty data directory) the server creates an admin
     	user, a workspace and an API key and prints them once; when set, this
-    	is the API key instead of a generated one
+    	is the API key instead of a generated one (at least 16 characters)
 
-Health check: GET /healthz answers 200 without authentication.
-SIGINT or SIGTERM drains the requests in flight, then closes the data directory.
+Byte sizes are a number of bytes or a number with a unit: B, KiB, MiB, GiB,
+TiB (powers of 1024; also K, M, G, T), KB, MB, GB, TB (powers of 1000).
+Durations are Go durations such as 30s, 2m or 1m30s.
 
+Health: GET /healthz answers 200 while the server is alive; GET /readyz answers
+200 once it serves and 503 from the start of a shutdown; neither needs a key.
+GET /openapi.json describes the API. SIGINT or SIGTERM cancels the requests in
+flight, closes the connections and then the data directory, all within
+--shutdown-timeout, and exits 0.
 `)
 	importUsage(w)
 	fmt.Fprintln(w)

@@ -2,14 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,10 +19,16 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// TestMain lets the test binary act as the coppice binary for
-// TestServeProcess.
+// TestMain lets the test binary act as the coppice binary for the process
+// tests, with COPPICE_TEST_NOFILE as its open-file limit, soft and hard,
+// when set.
 func TestMain(m *testing.M) {
 	if os.Getenv("COPPICE_TEST_RUN_MAIN") == "1" {
+		if n, err := strconv.ParseUint(os.Getenv("COPPICE_TEST_NOFILE"), 10, 64); err == nil {
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+				panic(err)
+			}
+		}
 		main()
 		return
 	}
@@ -43,6 +49,14 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
 		"-format", "-delimiter", "-create", "-infer-rows", "-skip", "-batch", "-concurrency", "-max-errors",
 		"-filter", "-columns", "-sort", "-out",
+		"-request-timeout", "COPPICE_REQUEST_TIMEOUT", "-max-inflight", "COPPICE_MAX_INFLIGHT",
+		"-max-queue", "COPPICE_MAX_QUEUE", "-max-queue-wait", "COPPICE_MAX_QUEUE_WAIT",
+		"-max-body-inflight", "COPPICE_MAX_BODY_INFLIGHT", "-read-header-timeout", "COPPICE_READ_HEADER_TIMEOUT",
+		"-idle-timeout", "COPPICE_IDLE_TIMEOUT", "-max-conns", "COPPICE_MAX_CONNS",
+		"-max-conns-per-ip", "COPPICE_MAX_CONNS_PER_IP", "-shutdown-timeout", "COPPICE_SHUTDOWN_TIMEOUT",
+		"-auth-fail-limit", "COPPICE_AUTH_FAIL_LIMIT", "-auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", "32MiB",
+		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
+		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "healthcheck", "/readyz", "/openapi.json",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -54,6 +68,45 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	}
 	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+// TestHealthcheck checks the exit status of `coppice healthcheck` against
+// a server that is not there, and its address defaults.
+func TestHealthcheck(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/healthz", "--timeout", "2s"},
+		func(string) string { return "" }, &out, &out); code != 1 {
+		t.Errorf("no server: exit %d", code)
+	}
+	if code := run([]string{"healthcheck", "--bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+	f := func(in, want string) {
+		t.Helper()
+		if got := localAddr(in); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+	f("", "127.0.0.1:8080")
+	f("0.0.0.0:8080", "127.0.0.1:8080")
+	f(":9000", "127.0.0.1:9000")
+	f("[::]:9000", "127.0.0.1:9000")
+	f("10.1.2.3:80", "10.1.2.3:80")
+	f("db.internal:80", "db.internal:80")
+}
+
+func TestVersion(t *testing.T) {
+	want := api.ReadBuildInfo().String()
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out bytes.Buffer
+		if code := run([]string{arg}, func(string) string { return "" }, &out, &out); code != 0 {
+			t.Fatalf("%s: exit %d", arg, code)
+		}
+		if out.String() != want || !strings.HasPrefix(want, "coppice ") || !strings.Contains(want, runtime.Version()) ||
+			!strings.Contains(want, "commit ") {
+			t.Errorf("%s: %q, want %q", arg, out.String(), want)
+		}
 	}
 }
 
@@ -70,75 +123,67 @@ func TestServeOptions(t *testing.T) {
 			t.Errorf("%v with %v:\n got %+v\nwant %+v", args, env, got, want)
 		}
 	}
+	lim := api.Limits{RequestTimeout: 30 * time.Second, MaxInflight: api.DefaultMaxInflight(), MaxQueue: 256,
+		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
 	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: engine.DefaultCacheSize,
-		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info", PublicURL: "http://127.0.0.1:8080"}}
+		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
+			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
 	f(nil, def)
+	obs := def
+	obs.API.LogFormat, obs.API.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
+	f([]string{"--log-format", "json", "--slow-request", "2s", "--metrics-addr", "127.0.0.1:9090"}, obs)
+	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s", "COPPICE_METRICS_ADDR": "127.0.0.1:9090"}
+	f(nil, obs)
+	obs.API.SlowRequest = -1
+	f([]string{"--slow-request", "0"}, obs)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
-		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", PublicURL: "http://:9000"}})
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+			LogLevel: "debug", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		serveConfig{Addr: ":1", DataDir: "/e", CacheSize: 4096, BootstrapKey: "k",
-			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5, LogLevel: "warn", PublicURL: "http://:1"}})
+			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
+				LogLevel: "warn", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
-		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100, LogLevel: "debug", PublicURL: "https://db.example.com/base"}})
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+			LogLevel: "debug", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 
-	for _, args := range [][]string{{"--max-body", "lots"}, {"--max-body", "0"}, {"--cache-size", "-1"}, {"--cache-size", "1GiB"}, {"--nope"}, {"extra"}, {"--public-url", "ftp://x"}} {
+	// Byte sizes take units; every limit has a flag and a variable.
+	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
+		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
+		"COPPICE_MAX_BODY_INFLIGHT": "1GB", "COPPICE_READ_HEADER_TIMEOUT": "2s", "COPPICE_IDLE_TIMEOUT": "1m",
+		"COPPICE_MAX_CONNS": "100", "COPPICE_MAX_CONNS_PER_IP": "7", "COPPICE_SHUTDOWN_TIMEOUT": "3s",
+		"COPPICE_AUTH_FAIL_LIMIT": "0", "COPPICE_AUTH_FAIL_WINDOW": "10s"}
+	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
+		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
+		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
+	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
+	custom.MaxInflight, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 4, 2, 64<<20
+	f([]string{"--max-inflight", "9", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
+		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+			API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
+	env = map[string]string{}
+
+	for _, args := range [][]string{
+		{"--max-body", "lots"}, {"--max-body", "0"}, {"--max-body", "3GiB"}, {"--cache-size", "-1"}, {"--cache-size", "1XB"},
+		{"--nope"}, {"extra"}, {"--public-url", "ftp://x"}, {"--request-timeout", "0s"}, {"--request-timeout", "30"},
+		{"--max-inflight", "0"}, {"--max-queue", "-1"}, {"--max-queue-wait", "soon"}, {"--max-body-inflight", "1MiB"},
+		{"--read-header-timeout", "-1s"}, {"--idle-timeout", ""}, {"--max-conns", "-5"}, {"--max-conns-per-ip", "x"},
+		{"--shutdown-timeout", "0"}, {"--auth-fail-limit", "-1"}, {"--auth-fail-window", "1"},
+		{"--log-format", "xml"}, {"--slow-request", "soon"}, {"--slow-request", "-1s"},
+	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
 		}
-	}
-}
-
-// TestServe runs serve in process: a first start bootstraps and prints the
-// key, which then works; a second start on the same directory bootstraps
-// nothing.
-func TestServe(t *testing.T) {
-	const key = "cpk_serve_test_0123456789abcdef"
-	cfg := serveConfig{Addr: "127.0.0.1:0", DataDir: t.TempDir(), BootstrapKey: key,
-		API: api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &out, func(a net.Addr) { addrc <- a }) }()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
-	req, _ := http.NewRequest("GET", "http://"+addr.String()+"/workspaces/x/regions", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 { // the key works; the workspace does not exist
-		t.Errorf("status %d", resp.StatusCode)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-	if !strings.Contains(out.String(), key) || !strings.Contains(out.String(), api.BootstrapEmail) {
-		t.Errorf("bootstrap output: %s", out.String())
-	}
-
-	out.Reset()
-	ctx, cancel = context.WithCancel(context.Background())
-	go func() { done <- serve(ctx, cfg, &out, func(net.Addr) { cancel() }) }()
-	if err := <-done; err != nil {
-		t.Fatalf("second serve: %v", err)
-	}
-	if out.Len() != 0 {
-		t.Errorf("second start printed %q", out.String())
 	}
 }
 
@@ -152,8 +197,9 @@ type serveProcess struct {
 }
 
 // startServe starts `coppice serve` on a free loopback port and an empty
-// data directory, bootstrapped with key, and waits until it answers.
-func startServe(t *testing.T, key string) *serveProcess {
+// data directory, bootstrapped with key, with the extra flags, and waits
+// until it answers.
+func startServe(t *testing.T, key string, extra ...string) *serveProcess {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -161,7 +207,7 @@ func startServe(t *testing.T, key string) *serveProcess {
 	}
 	p := &serveProcess{addr: ln.Addr().String(), data: t.TempDir() + "/data", exited: make(chan error, 1)}
 	ln.Close()
-	p.cmd = exec.Command(os.Args[0], "serve", "--addr", p.addr, "--data", p.data)
+	p.cmd = exec.Command(os.Args[0], append([]string{"serve", "--addr", p.addr, "--data", p.data}, extra...)...)
 	p.cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -210,16 +256,63 @@ func (p *serveProcess) stop(t *testing.T) {
 	}
 }
 
+// freeAddr returns a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // TestServeProcess runs `coppice serve` as a process: first-start
-// bootstrap output, a request with the bootstrap key, and a clean exit on
-// SIGTERM.
+// bootstrap output, a request with the bootstrap key, readiness, the
+// metrics listener, JSON access logs without the key, the healthcheck
+// command, and a clean exit on SIGTERM.
 func TestServeProcess(t *testing.T) {
 	const key = "cpk_process_test_key"
-	p := startServe(t, key)
+	metrics := freeAddr(t)
+	p := startServe(t, key, "--metrics-addr", metrics, "--log-level", "info", "--log-format", "json")
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("http://" + p.addr + "/readyz"); st != 200 {
+		t.Errorf("/readyz: %d %s", st, body)
+	}
+	if st, body := get("http://" + metrics + "/metrics"); st != 200 ||
+		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
+		!strings.Contains(body, "process_resident_memory_bytes") {
+		t.Errorf("/metrics: %d\n%s", st, body)
+	}
+	var errOut bytes.Buffer
+	if code := run([]string{"healthcheck", "--url", "http://" + p.addr + "/healthz"}, func(string) string { return "" }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck: exit %d: %s", code, errOut.String())
+	}
+	if code := run([]string{"healthcheck"}, func(string) string { return p.addr }, io.Discard, &errOut); code != 0 {
+		t.Errorf("healthcheck from COPPICE_ADDR: exit %d: %s", code, errOut.String())
+	}
 	p.stop(t)
 	// The output buffers are safe to read once the process has exited.
 	if !strings.Contains(p.stdout.String(), key) {
 		t.Errorf("bootstrap output lacks the key:\n%s", p.stdout.String())
+	}
+	logs := p.stderr.String()
+	for _, want := range []string{`"msg":"listening"`, `"msg":"serving metrics"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, key) {
+		t.Errorf("the log holds the API key:\n%s", logs)
 	}
 }
 
@@ -273,4 +366,41 @@ func TestMakeRun(t *testing.T) {
 	// Without the environment, the server's own defaults.
 	env = nil
 	f(nil, "127.0.0.1:8080", "./data")
+}
+
+func TestParseByteSize(t *testing.T) {
+	f := func(in string, want int64) {
+		t.Helper()
+		got, err := parseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if want > 0 {
+			if back, err := parseByteSize(formatByteSize(want)); err != nil || back != want {
+				t.Errorf("formatByteSize(%d) = %q reads back as %d, %v", want, formatByteSize(want), back, err)
+			}
+		}
+	}
+	f("0", 0)
+	f("1048576", 1<<20)
+	f(" 512MiB ", 512<<20)
+	f("2GiB", 2<<30)
+	f("2gib", 2<<30)
+	f("1.5GB", 1_500_000_000)
+	f("1.5 GiB", 3<<29)
+	f("64k", 64<<10)
+	f("10KB", 10_000)
+	f("1TiB", 1<<40)
+	f("7B", 7)
+	f("1.9B", 1)
+	f("0.5KiB", 512)
+	f("9223372036854775807", 1<<63-1)
+	for _, bad := range []string{"", "MiB", "1.2.3MiB", "-1", "1XB", "1 M B", "12e3", "9223372036854775808", "8EiB", "9000000TiB", "0x10"} {
+		if n, err := parseByteSize(bad); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", bad, n)
+		}
+	}
+	if got := formatByteSize(1000); got != "1000" {
+		t.Errorf("formatByteSize(1000) = %q", got)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"time"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -29,19 +28,18 @@ type serveConfig struct {
 	// BootstrapKey, when set, is the API key a first start creates instead
 	// of a generated one.
 	BootstrapKey string
+	// MetricsAddr, when set, is the address Prometheus metrics are served
+	// on, at /metrics, apart from the API's listener.
+	MetricsAddr string
 	// API configures the HTTP server.
 	API api.Options
 }
 
-// shutdownTimeout bounds how long serve waits for requests in flight when
-// its context ends.
-const shutdownTimeout = 30 * time.Second
-
 // serve is `coppice serve`: it opens the data directory (bootstrapping a
 // first start and printing the credentials to out), serves on cfg.Addr until
-// ctx ends, then drains the requests in flight and closes the engine. ready,
-// if not nil, receives the listen address once the server accepts
-// connections.
+// ctx ends, then shuts down within the server's shutdown timeout: it cancels
+// the requests in flight, waits for them, and closes the engine. ready, if
+// not nil, receives the listen address once the server accepts connections.
 func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr net.Addr)) (err error) {
 	log, err := serverLogger(&cfg.API)
 	if err != nil {
@@ -51,19 +49,35 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 	if err != nil {
 		return err
 	}
+	if first {
+		// Before anything is created: a refused key leaves a first start.
+		if err := api.CheckBootstrapKey(cfg.BootstrapKey); err != nil {
+			return err
+		}
+	}
+	if err := prepareDataDir(cfg.DataDir, log); err != nil {
+		return err
+	}
+	api.RaiseOpenFileLimit(log)
 	eng, err := openEngine(cfg, log)
 	if err != nil {
 		return err
 	}
+	engineOpen := true
 	defer func() {
-		if cerr := eng.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close engine: %w", cerr)
+		if engineOpen {
+			if cerr := eng.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close engine: %w", cerr)
+			}
 		}
 	}()
 	if first {
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
+	}
+	if cfg.MetricsAddr != "" && cfg.API.Metrics == nil {
+		cfg.API.Metrics = api.NewMetrics()
 	}
 	srv, err := api.New(eng, cfg.API)
 	if err != nil {
@@ -73,16 +87,37 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 	if err != nil {
 		return err
 	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, cfg.API.Metrics, log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
+	}
+	bi := api.ReadBuildInfo()
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.DataDir),
-		slog.String("compat", cfg.API.Compat))
-	return serveUntil(ctx, srv, ln, log, ready)
+		slog.String("compat", cfg.API.Compat), slog.String("version", bi.Version), slog.String("revision", bi.Revision))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	engineOpen = false
+	shutdown(srv, ln, served, eng, log)
+	return nil
 }
 
-// serverLogger returns the logger of opts, making the default one at its
-// level when it has none, and leaves it in opts.
+// serverLogger returns the logger of opts, making the default one on
+// stderr at its level and format when it has none, and leaves it in opts.
 func serverLogger(opts *api.Options) (*slog.Logger, error) {
 	if opts.Logger == nil {
-		log, err := api.NewLogger(opts.LogLevel)
+		log, err := api.NewLoggerTo(os.Stderr, opts.LogLevel, opts.LogFormat)
 		if err != nil {
 			return nil, err
 		}
@@ -111,32 +146,56 @@ func bootstrap(eng *engine.Engine, key string, out io.Writer) error {
 	return nil
 }
 
-// serveUntil serves on ln until the server fails or ctx ends, then drains
-// the requests in flight for up to shutdownTimeout.
-func serveUntil(ctx context.Context, srv *api.Server, ln net.Listener, log *slog.Logger, ready func(addr net.Addr)) error {
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	if ready != nil {
-		ready(ln.Addr())
+// serveMetrics serves m at /metrics on addr until the returned stop is
+// called.
+func serveMetrics(addr string, m *api.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
 	}
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	log.Info("serving metrics", slog.String("addr", ln.Addr().String()+"/metrics"))
+	return api.ServeMetrics(m, ln, log), nil
+}
+
+// shutdown stops srv and closes eng within the server's shutdown timeout.
+// When requests still run at the end of it, or the engine does not close
+// in time, it logs so and gives up on closing: every acknowledged write is
+// already synced, so exiting then is as safe as a crash, which the data
+// directory recovers from on the next start.
+func shutdown(srv *api.Server, ln net.Listener, served <-chan error, eng *engine.Engine, log *slog.Logger) {
+	timeout := srv.ShutdownTimeout()
+	log.Info("shutting down", slog.Duration("timeout", timeout))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown", slog.Any("err", err))
 	}
 	// Shutdown closes only the listeners Serve registered; a Serve that had
 	// not started yet ends on the closed listener instead.
 	ln.Close()
-	if err := <-served; err != nil && !errors.Is(err, net.ErrClosed) {
-		log.Warn("serve", slog.Any("err", err))
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			log.Warn("serve", slog.Any("err", err))
+		}
+	case <-ctx.Done():
 	}
-	return nil
+	if n := srv.InFlight(); n > 0 {
+		log.Error("requests still running at the end of the shutdown timeout: exiting without closing the data directory",
+			slog.Int("requests", n))
+		return
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- eng.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			log.Error("close engine", slog.Any("err", err))
+		}
+	case <-ctx.Done():
+		log.Error("the data directory did not close within the shutdown timeout: exiting without it",
+			slog.Duration("timeout", timeout))
+	}
 }
 
 // isFirstStart reports whether dir holds no data yet: missing or empty.

@@ -91,7 +91,7 @@ func (s *dirStore) createTable(_ context.Context, name string, cols []engine.Col
 }
 
 // insert is one engine bulk insert; the engine names the failing records.
-func (s *dirStore) insert(_ context.Context, table string, recs [][]byte) error {
+func (s *dirStore) insert(ctx context.Context, table string, recs [][]byte) error {
 	maps := make([]map[string]any, len(recs))
 	for i, r := range recs {
 		d := json.NewDecoder(bytes.NewReader(r))
@@ -104,7 +104,7 @@ func (s *dirStore) insert(_ context.Context, table string, recs [][]byte) error 
 			delete(maps[i], "id")
 		}
 	}
-	_, err := s.eng.BulkInsert(s.ref, table, maps)
+	_, err := s.eng.BulkInsert(ctx, s.ref, table, maps)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) && len(oe.Errors) > 0 {
 		re := &recordErrors{byIndex: map[int]string{}}
@@ -117,12 +117,12 @@ func (s *dirStore) insert(_ context.Context, table string, recs [][]byte) error 
 }
 
 // query runs one page through the engine and renders it as the API would.
-func (s *dirStore) query(_ context.Context, table string, q queryRequest) (queryPage, error) {
+func (s *dirStore) query(ctx context.Context, table string, q queryRequest) (queryPage, error) {
 	in := engine.QueryInput{Filter: q.Filter, Sort: q.Sort, Columns: q.Columns, Page: engine.PageInput{Size: &q.Size}}
 	if q.After != "" {
 		in = engine.QueryInput{Page: engine.PageInput{Size: &q.Size, After: &q.After}}
 	}
-	res, err := s.eng.Query(s.ref, table, in, engine.QueryOptions{Meta: meta})
+	res, err := s.eng.Query(ctx, s.ref, table, in, engine.QueryOptions{Meta: meta})
 	if err != nil {
 		return queryPage{}, err
 	}
@@ -134,8 +134,8 @@ func (s *dirStore) query(_ context.Context, table string, q queryRequest) (query
 }
 
 // count summarizes the matching records into one group.
-func (s *dirStore) count(_ context.Context, table string, filter json.RawMessage) (int64, error) {
-	res, err := s.eng.Summarize(s.ref, table, engine.SummarizeInput{
+func (s *dirStore) count(ctx context.Context, table string, filter json.RawMessage) (int64, error) {
+	res, err := s.eng.Summarize(ctx, s.ref, table, engine.SummarizeInput{
 		Filter:    filter,
 		Columns:   json.RawMessage(`[]`),
 		Summaries: json.RawMessage(`{"total":{"count":"*"}}`),

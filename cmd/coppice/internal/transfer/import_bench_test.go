@@ -46,7 +46,7 @@ func BenchmarkImport(b *testing.B) {
 		ts := startServer(b, b.TempDir(), true)
 		ts.createTable(gen.UsersTable, gen.UsersColumns())
 		for at := 0; at < len(users); at += engine.MaxBulkRecords {
-			if _, err := ts.eng.BulkInsert(ts.ref(), gen.UsersTable, users[at:min(at+engine.MaxBulkRecords, len(users))]); err != nil {
+			if _, err := ts.eng.BulkInsert(context.Background(), ts.ref(), gen.UsersTable, users[at:min(at+engine.MaxBulkRecords, len(users))]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -118,7 +118,7 @@ func (ts *testServer) ids(table string) []string {
 	size := 200
 	in := engine.QueryInput{Page: engine.PageInput{Size: &size}}
 	for {
-		res, err := ts.eng.Query(ts.ref(), table, in, engine.QueryOptions{Meta: "svc"})
+		res, err := ts.eng.Query(context.Background(), ts.ref(), table, in, engine.QueryOptions{Meta: "svc"})
 		if err != nil {
 			ts.t.Fatal(err)
 		}

@@ -1,0 +1,304 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Admission: before its handler runs, a request reads its body within the
+// server's budget of body bytes, then takes one of the slots of requests
+// executing at once. Both wait in a bounded queue for a bounded time when
+// they are all taken, and answer 503 with Retry-After beyond that. The
+// body comes first so that a slow upload holds no slot. Health checks are
+// exempt.
+
+// slots is the cap on requests executing at once and its queue.
+type slots struct {
+	free     chan struct{} // one token per slot
+	waiting  atomic.Int64  // requests in the queue, slots and body bytes
+	maxQueue int64
+	maxWait  time.Duration
+}
+
+// newSlots returns n slots with a queue of maxQueue requests waiting up to
+// maxWait.
+func newSlots(n, maxQueue int, maxWait time.Duration) *slots {
+	s := &slots{free: make(chan struct{}, n), maxQueue: int64(maxQueue), maxWait: maxWait}
+	for range n {
+		s.free <- struct{}{}
+	}
+	return s
+}
+
+// errBusy is the answer to a request the queue has no room or time for.
+var errBusy = &retryLater{"the server is busy: too many requests at once; retry in a moment"}
+
+// tryAcquire takes a free slot, if there is one.
+func (s *slots) tryAcquire() bool {
+	select {
+	case <-s.free:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire takes a slot, waiting in the queue when none is free. It fails
+// with errBusy when the queue is full or the wait too long, or with the
+// cause of ctx's end.
+func (s *slots) acquire(ctx context.Context) error {
+	if s.tryAcquire() {
+		return nil
+	}
+	if !s.enqueue() {
+		return errBusy
+	}
+	defer s.waiting.Add(-1)
+	t := time.NewTimer(s.maxWait)
+	defer t.Stop()
+	select {
+	case <-s.free:
+		return nil
+	case <-t.C:
+		return errBusy
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// enqueue counts a request into the queue when there is room.
+func (s *slots) enqueue() bool {
+	if s.waiting.Add(1) > s.maxQueue {
+		s.waiting.Add(-1)
+		return false
+	}
+	return true
+}
+
+// release gives a slot back.
+func (s *slots) release() { s.free <- struct{}{} }
+
+// bodyBudget is the cap on bytes of request bodies held at once: a
+// weighted semaphore whose waiters are served in arrival order and share
+// the slots' queue.
+type bodyBudget struct {
+	q     *slots // for the queue's bounds
+	limit int64
+
+	mu      sync.Mutex
+	used    int64
+	waiters []*bodyWaiter
+}
+
+// bodyWaiter is a request waiting for n bytes; ready is closed when they
+// are its.
+type bodyWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+// acquire reserves n bytes (at most the limit), waiting in the queue when
+// they do not fit; it fails as slots.acquire does. Only a request that
+// waits needs its context.
+func (b *bodyBudget) acquire(r *request, n int64) error {
+	b.mu.Lock()
+	if len(b.waiters) == 0 && b.used+n <= b.limit {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	if !b.q.enqueue() {
+		b.mu.Unlock()
+		return errBusy
+	}
+	defer b.q.waiting.Add(-1)
+	w := &bodyWaiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	ctx := r.context()
+	t := time.NewTimer(b.q.maxWait)
+	defer t.Stop()
+	var err error
+	select {
+	case <-w.ready:
+		return nil
+	case <-t.C:
+		err = errBusy
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Granted while giving up: hand the bytes on.
+		b.used -= n
+	default:
+		for i, x := range b.waiters {
+			if x == w {
+				b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	b.grant()
+	return err
+}
+
+// release returns n bytes.
+func (b *bodyBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.grant()
+	b.mu.Unlock()
+}
+
+// grant hands bytes to the waiters in order while the first one fits.
+// Called with mu held.
+func (b *bodyBudget) grant() {
+	for len(b.waiters) > 0 && b.used+b.waiters[0].n <= b.limit {
+		w := b.waiters[0]
+		b.waiters = b.waiters[1:]
+		b.used += w.n
+		close(w.ready)
+	}
+}
+
+// prefetchedBody is how much of a body fasthttp reads with the headers,
+// into its own pooled buffer: a body this small is taken from there.
+const prefetchedBody = 8 << 10
+
+// admit reads the request's body and takes an execution slot, or answers
+// the request itself and returns false. finish gives back what admit took.
+func (s *Server) admit(r *request) bool {
+	ctx := r.ctx
+	if hasBody(ctx) {
+		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
+			// What is left of the body would be read as the next request.
+			ctx.SetConnectionClose()
+			if r.cctx != nil && r.cctx.Err() != nil {
+				err = context.Cause(r.cctx) // why the read was cut short
+			}
+			s.writeError(ctx, r.id, err)
+			return false
+		}
+	}
+	if !s.slots.tryAcquire() {
+		if err := s.slots.acquire(r.context()); err != nil {
+			s.writeError(ctx, r.id, err)
+			return false
+		}
+	}
+	r.slot = true
+	return true
+}
+
+// hasBody reports whether a request comes with a body: a positive
+// Content-Length, or chunked (-1). Without either a request has none (a
+// GET reports -2).
+func hasBody(ctx *fasthttp.RequestCtx) bool {
+	n := ctx.Request.Header.ContentLength()
+	return n > 0 || n == -1
+}
+
+// release gives back a request's slot and body bytes.
+func (s *Server) release(r *request) {
+	if r.slot {
+		s.slots.release()
+	}
+	if r.bodyBytes > 0 {
+		s.bodies.release(r.bodyBytes)
+	}
+}
+
+// errBodyTooLarge is the answer to a body over Options.MaxBody.
+func (s *Server) errBodyTooLarge() error {
+	return &statusError{http.StatusRequestEntityTooLarge, "request body exceeds the limit of " + strconv.Itoa(s.opts.MaxBody) + " bytes"}
+}
+
+// readBody reads a body of n bytes (-1: chunked) within the body budget
+// into a buffer of its size, the only copy the server makes of it before
+// decoding.
+func (s *Server) readBody(r *request, n int) error {
+	ctx := r.ctx
+	if n > s.opts.MaxBody {
+		return s.errBodyTooLarge()
+	}
+	if n >= 0 && n <= prefetchedBody {
+		r.bodyBytes = int64(n)
+		if err := s.bodies.acquire(r, r.bodyBytes); err != nil {
+			r.bodyBytes = 0
+			return err
+		}
+		ctx.PostBody() // moves the prefetched body out of the stream
+		return nil
+	}
+	want := int64(n)
+	if n < 0 {
+		want = int64(s.opts.MaxBody)
+	}
+	if err := s.bodies.acquire(r, want); err != nil {
+		return err
+	}
+	r.bodyBytes = want
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return nil
+	}
+	// A request that ends (its deadline, its client gone, shutdown) stops
+	// waiting for the rest of its body. Should the end race with the last
+	// bytes, the connection takes no further request: its read deadline
+	// may be cut short at any moment.
+	conn := ctx.Conn()
+	stopCut := context.AfterFunc(r.context(), func() { _ = conn.SetReadDeadline(time.Now()) })
+	defer func() {
+		if !stopCut() {
+			ctx.SetConnectionClose()
+		}
+	}()
+	var body []byte
+	var err error
+	if n >= 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(stream, body)
+	} else {
+		var buf bytes.Buffer
+		_, err = buf.ReadFrom(io.LimitReader(stream, int64(s.opts.MaxBody)+1))
+		body = buf.Bytes()
+		if err == nil && len(body) > s.opts.MaxBody {
+			return s.errBodyTooLarge()
+		}
+		// Keep only what the body holds of the reservation.
+		s.bodies.release(want - int64(len(body)))
+		r.bodyBytes = int64(len(body))
+	}
+	if err != nil {
+		return bodyReadError(err)
+	}
+	ctx.Request.SetBodyRaw(body)
+	return nil
+}
+
+// bodyReadError is the answer to a body that could not be read: too slow,
+// cut off, or malformed (chunked encoding).
+func bodyReadError(err error) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return &statusError{http.StatusRequestTimeout, "request body not received in time"}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		return &statusError{http.StatusBadRequest, "request body ended before its announced length"}
+	}
+	return &statusError{http.StatusBadRequest, fmt.Sprintf("request body could not be read (%s)", safeErrorText(err))}
+}

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// unstartedServer returns a server of a mode that New built and nothing
+// started.
+func unstartedServer(t *testing.T, compat string) *Server {
+	t.Helper()
+	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	s, err := New(eng, Options{Compat: compat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestReadyz checks /readyz through the life of a server: 503 before it
+// serves, 200 while it serves, 503 once Shutdown has begun; /healthz
+// answers 200 throughout.
+func TestReadyz(t *testing.T) {
+	s := unstartedServer(t, CompatNone)
+	h := s.Handler()
+	get := func(path string) int {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI(path)
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+	f := func(stage string, ready int) {
+		t.Helper()
+		if st := get("/readyz"); st != ready {
+			t.Errorf("%s: /readyz %d, want %d", stage, st, ready)
+		}
+		if st := get("/healthz"); st != 200 {
+			t.Errorf("%s: /healthz %d", stage, st)
+		}
+	}
+	f("before Serve", 503)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	// Over the network, once the listener answers.
+	c := &fasthttp.Client{}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, body, err := c.Get(nil, "http://"+ln.Addr().String()+"/readyz")
+		if err == nil && st == 200 {
+			if string(body) != `{"status":"ready"}` {
+				t.Errorf("body %s", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready: %d %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f("serving", 200)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-served
+	f("after Shutdown", 503)
+}

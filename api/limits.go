@@ -1,0 +1,135 @@
+package api
+
+import (
+	"runtime"
+	"time"
+)
+
+// Limits bound what requests and connections may take from the server.
+// Beyond a limit a request gets an answer that says so (413, 429 or 503
+// with Retry-After) and a connection is refused or closed; nothing grows
+// without bound and nothing crashes. cmd/coppice fills them from flags;
+// the zero value of a field means its default.
+type Limits struct {
+	// RequestTimeout is how long a request may take from its arrival,
+	// reading its body and waiting for a slot included; past it, its work
+	// stops and it gets 503. 0 means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxInflight is how many requests execute at once; 0 means
+	// DefaultMaxInflight().
+	MaxInflight int
+	// MaxQueue is how many requests may wait for a slot when all are
+	// taken; beyond it they get 503. 0 means DefaultMaxQueue; negative
+	// means none wait.
+	MaxQueue int
+	// MaxQueueWait is how long a request waits for a slot before it gets
+	// 503. 0 means DefaultMaxQueueWait.
+	MaxQueueWait time.Duration
+	// MaxBodyInflight is how many bytes of request bodies the server holds
+	// at once; a body that does not fit waits as for a slot, then gets
+	// 503. 0 means DefaultMaxBodyInflight; it is raised to the body limit
+	// when below it.
+	MaxBodyInflight int64
+	// ReadHeaderTimeout is how long a connection may take to send the
+	// request line and headers of a request, from the connection's start
+	// or a request's first byte; then the connection is closed. 0 means
+	// DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns is how many connections are open at once; more are refused
+	// with 503. 0 means DefaultMaxConns of the open-file limit.
+	MaxConns int
+	// MaxConnsPerIP is how many connections one client address (an IPv6
+	// /64) may hold open; 0 means no limit.
+	MaxConnsPerIP int
+	// ShutdownTimeout bounds a server's shutdown: cancelling the requests in
+	// flight, closing connections and the data directory. 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// AuthFailLimit is how many failed authentications a client address
+	// may make in AuthFailWindow before its requests get 429 for the rest
+	// of the window. 0 means DefaultAuthFailLimit; negative means no limit.
+	AuthFailLimit int
+	// AuthFailWindow is the window of AuthFailLimit; 0 means
+	// DefaultAuthFailWindow.
+	AuthFailWindow time.Duration
+}
+
+// Defaults of Limits.
+const (
+	DefaultRequestTimeout    = 30 * time.Second
+	DefaultMaxQueue          = 256
+	DefaultMaxQueueWait      = 10 * time.Second
+	DefaultMaxBodyInflight   = 256 << 20
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultAuthFailLimit     = 20
+	DefaultAuthFailWindow    = time.Minute
+)
+
+// DefaultMaxInflight is the default of Limits.MaxInflight: four requests
+// per CPU, and at least 16. A request either computes or waits for its
+// write's group-committed sync; a few per core keep the cores busy while
+// some wait, and the writers waiting on one sync share it. More would only
+// add memory and contention. The floor lets the legacy SDK's ten parallel
+// requests and a few writers run without queueing on a small machine.
+func DefaultMaxInflight() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
+
+// DefaultMaxConns is the default of Limits.MaxConns for an open-file
+// limit: three quarters of it, at most 65,536, at least 16. The rest is
+// for the data directory's files and the listener.
+func DefaultMaxConns(openFiles uint64) int {
+	n := openFiles / 4 * 3
+	return int(max(16, min(n, 65536)))
+}
+
+// withDefaults returns l with every zero field set to its default.
+func (l Limits) withDefaults(maxBody int) Limits {
+	if l.RequestTimeout <= 0 {
+		l.RequestTimeout = DefaultRequestTimeout
+	}
+	if l.MaxInflight <= 0 {
+		l.MaxInflight = DefaultMaxInflight()
+	}
+	switch {
+	case l.MaxQueue == 0:
+		l.MaxQueue = DefaultMaxQueue
+	case l.MaxQueue < 0:
+		l.MaxQueue = 0
+	}
+	if l.MaxQueueWait <= 0 {
+		l.MaxQueueWait = DefaultMaxQueueWait
+	}
+	if l.MaxBodyInflight <= 0 {
+		l.MaxBodyInflight = DefaultMaxBodyInflight
+	}
+	l.MaxBodyInflight = max(l.MaxBodyInflight, int64(maxBody))
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultMaxConns(openFileLimit())
+	}
+	if l.MaxConnsPerIP < 0 {
+		l.MaxConnsPerIP = 0
+	}
+	if l.ShutdownTimeout <= 0 {
+		l.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	switch {
+	case l.AuthFailLimit == 0:
+		l.AuthFailLimit = DefaultAuthFailLimit
+	case l.AuthFailLimit < 0:
+		l.AuthFailLimit = 0
+	}
+	if l.AuthFailWindow <= 0 {
+		l.AuthFailWindow = DefaultAuthFailWindow
+	}
+	return l
+}

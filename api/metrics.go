@@ -1,0 +1,190 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the server's Prometheus registry: the HTTP families the
+// server records, the Go runtime and process collectors, and whatever other
+// parts of the program register. It is the one place that knows
+// Prometheus: the engine and the request limits hand their numbers over
+// as plain Go values (a counter, a gauge read at scrape time, an event
+// callback) and the api registers them here, with GaugeFunc, CounterFunc
+// or a Collector of their own through Register. It is safe for concurrent
+// use.
+//
+// Label values stay bounded: routes are templates (never raw paths),
+// methods outside the API's set fold to OTHER, and no metric is labelled by
+// a record, key or request id.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+
+	mu     sync.RWMutex
+	series map[seriesKey]*routeSeries // the children of requests and latency in use
+}
+
+// seriesKey names the series of one route (nil: unmatched), method and
+// status.
+type seriesKey struct {
+	route  *route
+	method string
+	status int
+}
+
+// routeSeries are the metrics children one request updates, looked up
+// once per key instead of by label values on every request.
+type routeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// latencyBuckets are the upper bounds of the latency histograms in
+// seconds: point reads take well under a millisecond, summaries and
+// searches over large tables seconds.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// NewMetrics returns a registry with the HTTP families, the Go runtime and
+// process collectors and coppice_build_info.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "coppice_http_requests_total",
+			Help: "HTTP requests answered, by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "coppice_http_request_duration_seconds",
+			Help:    "Time from the start of a request's handling to its response, by route template.",
+			Buckets: latencyBuckets,
+		}, []string{"route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "coppice_http_requests_in_flight",
+			Help: "HTTP requests being handled now.",
+		}),
+		series: map[seriesKey]*routeSeries{},
+	}
+	bi := ReadBuildInfo()
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "coppice_build_info",
+		Help:        "Always 1; the labels describe the running binary.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
+	})
+	build.Set(1)
+	m.reg.MustRegister(
+		m.requests, m.latency, m.inFlight, build,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Register adds collectors to the registry; an error means a collector
+// clashes with one registered before (same metric name, different labels).
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GaugeFunc registers a gauge whose value fn returns at each scrape; fn
+// must be safe for concurrent use and quick.
+func (m *Metrics) GaugeFunc(name, help string, fn func() float64) error {
+	return m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// CounterFunc registers a counter whose value fn returns at each scrape; fn
+// must never go down, be safe for concurrent use and quick.
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) error {
+	return m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// begin counts a request that serve starts handling.
+func (m *Metrics) begin() { m.inFlight.Inc() }
+
+// observe counts a request that serve has handled (begin was called for
+// it); rt is nil when no route matched.
+func (m *Metrics) observe(rt *route, method string, status int, took time.Duration) {
+	m.inFlight.Dec()
+	s := m.seriesOf(rt, method, status)
+	s.requests.Inc()
+	s.latency.Observe(took.Seconds())
+}
+
+// rejected counts a request fasthttp refused before serve saw it.
+func (m *Metrics) rejected(method string, status int) {
+	m.seriesOf(nil, method, status).requests.Inc()
+}
+
+// seriesOf returns the series of a route, method and status, creating them
+// on first use.
+func (m *Metrics) seriesOf(rt *route, method string, status int) *routeSeries {
+	k := seriesKey{route: rt, status: status}
+	if rt != nil {
+		k.method = rt.method // a route serves one method: no string kept per request
+	} else {
+		k.method = methodLabel(method)
+	}
+	m.mu.RLock()
+	s := m.series[k]
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.series[k]; s == nil {
+		label := routeLabel(rt)
+		s = &routeSeries{
+			requests: m.requests.WithLabelValues(label, k.method, strconv.Itoa(status)),
+			latency:  m.latency.WithLabelValues(label),
+		}
+		m.series[k] = s
+	}
+	return s
+}
+
+// ServeMetrics serves m at /metrics on ln until the returned stop is
+// called; stop closes the listener and waits for scrapes in flight.
+func ServeMetrics(m *Metrics, ln net.Listener, log *slog.Logger) (stop func()) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener", slog.Any("err", err))
+		}
+	}()
+	return func() {
+		if err := srv.Close(); err != nil {
+			log.Warn("close metrics listener", slog.Any("err", err))
+		}
+		<-done
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coppice-db/coppice/api"
+)
+
+// limitFlags declares the flags of the server's limits (api.Limits), each
+// defaulting to its environment variable, else to the built-in default.
+// The returned function parses them once the flags are parsed, given the
+// body limit.
+func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBody int) (api.Limits, error) {
+	str := func(name, envName, def, usage string) *string {
+		v := new(string)
+		fs.StringVar(v, name, env(envName, def), usage+" (env "+envName+")")
+		return v
+	}
+	reqTimeout := str("request-timeout", "COPPICE_REQUEST_TIMEOUT", api.DefaultRequestTimeout.String(),
+		"time a request may take from its arrival; its work then stops and it gets 503")
+	inflight := str("max-inflight", "COPPICE_MAX_INFLIGHT", strconv.Itoa(api.DefaultMaxInflight()),
+		"requests executing at once (default: 4 per CPU, at least 16)")
+	queue := str("max-queue", "COPPICE_MAX_QUEUE", strconv.Itoa(api.DefaultMaxQueue),
+		"requests waiting for an execution slot or body bytes; more get 503 with Retry-After; 0: none wait")
+	queueWait := str("max-queue-wait", "COPPICE_MAX_QUEUE_WAIT", api.DefaultMaxQueueWait.String(),
+		"time a request waits in the queue before it gets 503 with Retry-After")
+	bodyInflight := str("max-body-inflight", "COPPICE_MAX_BODY_INFLIGHT", formatByteSize(api.DefaultMaxBodyInflight),
+		"bytes of request bodies held at once, a byte size at least --max-body; a body that does not fit waits in the queue")
+	headerTimeout := str("read-header-timeout", "COPPICE_READ_HEADER_TIMEOUT", api.DefaultReadHeaderTimeout.String(),
+		"time a connection has to send a request's line and headers; then it is closed")
+	idleTimeout := str("idle-timeout", "COPPICE_IDLE_TIMEOUT", api.DefaultIdleTimeout.String(),
+		"time a kept-alive connection may wait for its next request; then it is closed")
+	conns := str("max-conns", "COPPICE_MAX_CONNS", "0",
+		"connections open at once; more are refused with 503; 0: 3/4 of the open-file limit, at most 65536")
+	connsPerIP := str("max-conns-per-ip", "COPPICE_MAX_CONNS_PER_IP", "0",
+		"connections open at once from one client IP (IPv6: one /64); more are refused with 503; 0: no limit")
+	shutdown := str("shutdown-timeout", "COPPICE_SHUTDOWN_TIMEOUT", api.DefaultShutdownTimeout.String(),
+		"time SIGTERM may take: requests in flight are cancelled, connections and the data directory closed")
+	authLimit := str("auth-fail-limit", "COPPICE_AUTH_FAIL_LIMIT", strconv.Itoa(api.DefaultAuthFailLimit),
+		"failed authentications a client IP may make per --auth-fail-window; then its requests get 429 until the window ends; 0: no limit")
+	authWindow := str("auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", api.DefaultAuthFailWindow.String(),
+		"window of --auth-fail-limit, from an address's first failure")
+
+	return func(maxBody int) (api.Limits, error) {
+		var l api.Limits
+		var errs []string
+		dur := func(name string, v *string, out *time.Duration) {
+			d, err := time.ParseDuration(strings.TrimSpace(*v))
+			if err != nil || d <= 0 {
+				errs = append(errs, fmt.Sprintf("--%s must be a positive duration such as 30s, got %q", name, *v))
+			}
+			*out = d
+		}
+		count := func(name string, v *string, least int, out *int) {
+			n, err := strconv.Atoi(strings.TrimSpace(*v))
+			if err != nil || n < least {
+				errs = append(errs, fmt.Sprintf("--%s must be a whole number of at least %d, got %q", name, least, *v))
+			}
+			*out = n
+		}
+		dur("request-timeout", reqTimeout, &l.RequestTimeout)
+		count("max-inflight", inflight, 1, &l.MaxInflight)
+		count("max-queue", queue, 0, &l.MaxQueue)
+		if l.MaxQueue == 0 {
+			l.MaxQueue = -1 // none wait
+		}
+		dur("max-queue-wait", queueWait, &l.MaxQueueWait)
+		b, err := parseByteSize(*bodyInflight)
+		if err != nil || b < int64(maxBody) {
+			errs = append(errs, fmt.Sprintf("--max-body-inflight must be a byte size of at least --max-body (%s), got %q",
+				formatByteSize(int64(maxBody)), *bodyInflight))
+		}
+		l.MaxBodyInflight = b
+		dur("read-header-timeout", headerTimeout, &l.ReadHeaderTimeout)
+		dur("idle-timeout", idleTimeout, &l.IdleTimeout)
+		count("max-conns", conns, 0, &l.MaxConns)
+		count("max-conns-per-ip", connsPerIP, 0, &l.MaxConnsPerIP)
+		dur("shutdown-timeout", shutdown, &l.ShutdownTimeout)
+		count("auth-fail-limit", authLimit, 0, &l.AuthFailLimit)
+		if l.AuthFailLimit == 0 {
+			l.AuthFailLimit = -1 // no limit
+		}
+		dur("auth-fail-window", authWindow, &l.AuthFailWindow)
+		if len(errs) > 0 {
+			return api.Limits{}, fmt.Errorf("%s", strings.Join(errs, "; "))
+		}
+		return l, nil
+	}
+}
