@@ -144,11 +144,11 @@ func (s *Server) getBranchMetadata(r *request) error {
 	if err != nil {
 		return err
 	}
-	md, err := s.eng.BranchMetadata(ref.Ref)
+	det, err := s.eng.BranchDetails(ref.Ref)
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, md)
+	writeJSON(r.ctx, http.StatusOK, det.Metadata)
 	return nil
 }
 

@@ -37,7 +37,13 @@ func (s *Server) addGitBranch(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	replaced, err := s.eng.AddGitMapping(ws, db, body.GitBranch, body.XataBranch)
+	if body.GitBranch == "" {
+		return invalid("gitBranch is required")
+	}
+	if body.XataBranch == "" {
+		return invalid("xataBranch is required")
+	}
+	replaced, err := s.eng.SetGitMapping(ws, db, body.GitBranch, body.XataBranch)
 	if err != nil {
 		return err
 	}
@@ -61,7 +67,7 @@ func (s *Server) removeGitBranch(r *request) error {
 	if git == "" {
 		return invalid("query parameter gitBranch is required")
 	}
-	if err := s.eng.RemoveGitMapping(ws, db, git); err != nil {
+	if _, err := s.eng.SetGitMapping(ws, db, git, ""); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)

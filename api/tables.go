@@ -112,7 +112,7 @@ func (s *Server) getTableSchema(r *request) error {
 	if err != nil {
 		return err
 	}
-	cols, err := s.eng.TableColumns(ref.Ref, table)
+	cols, err := s.tableColumns(ref.Ref, table)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) listColumns(r *request) error {
 	if err != nil {
 		return err
 	}
-	cols, err := s.eng.TableColumns(ref.Ref, table)
+	cols, err := s.tableColumns(ref.Ref, table)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *Server) getColumn(r *request) error {
 	if err != nil {
 		return err
 	}
-	cols, err := s.eng.TableColumns(ref.Ref, table)
+	cols, err := s.tableColumns(ref.Ref, table)
 	if err != nil {
 		return err
 	}
@@ -280,4 +280,17 @@ func (s *Server) deleteColumn(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusOK, schemaUpdateJSON(ch))
 	return nil
+}
+
+// tableColumns returns a table's columns as defined (objects nested).
+func (s *Server) tableColumns(ref engine.Ref, table string) ([]engine.ColumnDef, error) {
+	det, err := s.eng.BranchDetails(ref)
+	if err != nil {
+		return nil, err
+	}
+	t, err := det.Schema.Table(table)
+	if err != nil {
+		return nil, err
+	}
+	return t.Columns, nil
 }

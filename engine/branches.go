@@ -194,12 +194,6 @@ func (c *deleteBranch) apply(tx *dbTx) (any, error) {
 	return nil, nil
 }
 
-// BranchMetadata returns a branch's metadata.
-func (e *Engine) BranchMetadata(ref Ref) (BranchMetadata, error) {
-	det, err := e.BranchDetails(ref)
-	return det.Metadata, err
-}
-
 // SetBranchMetadata replaces a branch's metadata.
 func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
 	_, d, err := e.database(ref.Workspace, ref.Database)
@@ -240,20 +234,19 @@ func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
 	return out, nil
 }
 
-// AddGitMapping maps a git branch to an existing branch, replacing an
-// existing entry; replaced tells whether one was replaced.
-func (e *Engine) AddGitMapping(ws, db, gitBranch, serviceBranch string) (replaced bool, err error) {
+// SetGitMapping maps a git branch to an existing branch, replacing an
+// existing entry, and tells whether one was replaced; with branch "" it
+// removes the entry of the git branch, or fails with CodeNotFound when
+// there is none.
+func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool, err error) {
 	if gitBranch == "" {
 		return false, invalidf("gitBranch is required")
-	}
-	if serviceBranch == "" {
-		return false, invalidf("xataBranch is required")
 	}
 	_, d, err := e.database(ws, db)
 	if err != nil {
 		return false, err
 	}
-	res, err := e.apply(d, &setGitMapping{Git: gitBranch, Branch: serviceBranch})
+	res, err := e.apply(d, &setGitMapping{Git: gitBranch, Branch: branch})
 	if err != nil {
 		return false, err
 	}
@@ -277,19 +270,6 @@ func (c *setGitMapping) apply(tx *dbTx) (any, error) {
 		return nil, invalidf("branch [%s] not found", c.Branch)
 	}
 	return had, tx.setGit(c.Git, c.Branch)
-}
-
-// RemoveGitMapping removes the entry of a git branch.
-func (e *Engine) RemoveGitMapping(ws, db, gitBranch string) error {
-	if gitBranch == "" {
-		return invalidf("gitBranch is required")
-	}
-	_, d, err := e.database(ws, db)
-	if err != nil {
-		return err
-	}
-	_, err = e.apply(d, &setGitMapping{Git: gitBranch})
-	return err
 }
 
 // ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).

@@ -65,6 +65,7 @@ type Engine struct {
 	obs     *observer
 
 	accounts  Accounts
+	files     Files
 	observers []writeObserver // told of every database command applied
 
 	catMu sync.Mutex // serializes catalog commands; see the lock order in database.go
@@ -137,7 +138,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),
 	}
-	e.accounts.e = e
+	e.accounts.e, e.files.e = e, e
 	e.observers = []writeObserver{memObserver{}}
 	if err := e.load(); err != nil {
 		pdb.Close()

@@ -59,9 +59,21 @@ func pickFile(c *column, files []storedFile, tg FileTarget) (int, error) {
 	return -1, nil
 }
 
-// GetFile reads the content of a file with its description. A file column
+// Files is the file storage of an engine (compat-api.md §11): the content
+// of the files of records' file and file[] columns, read and written one
+// file at a time, by record or by the access ids of file URLs. Record
+// writes set files' descriptions; these calls write their content.
+type Files struct {
+	e *Engine
+}
+
+// Files returns the engine's file storage.
+func (e *Engine) Files() *Files { return &e.files }
+
+// Get reads the content of a file with its description. A file column
 // without a file gives a nil *File and no error.
-func (e *Engine) GetFile(ref Ref, tg FileTarget) (*File, []byte, error) {
+func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
+	e := fs.e
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, err
@@ -108,11 +120,12 @@ func (e *Engine) GetFile(ref Ref, tg FileTarget) (*File, []byte, error) {
 	return &f, data, err
 }
 
-// PutFile stores content as the target's file: it replaces the content of
-// an existing file, or creates the file (with the name "") and reports
+// Put stores content as the target's file: it replaces the content of an
+// existing file, or creates the file (with the name "") and reports
 // created. mediaType "" keeps the stored media type. The record's version
 // grows.
-func (e *Engine) PutFile(ref Ref, tg FileTarget, mediaType string, content []byte) (*File, bool, error) {
+func (fs *Files) Put(ref Ref, tg FileTarget, mediaType string, content []byte) (*File, bool, error) {
+	e := fs.e
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, false, err
@@ -120,9 +133,10 @@ func (e *Engine) PutFile(ref Ref, tg FileTarget, mediaType string, content []byt
 	return e.writeFile(d, &writeFile{Branch: ref.Branch, Target: tg, Put: true, Content: content, MediaType: mediaType})
 }
 
-// DeleteFile removes the target's file and returns it as it was. The
-// record's version grows; a file column becomes null.
-func (e *Engine) DeleteFile(ref Ref, tg FileTarget) (*File, error) {
+// Delete removes the target's file and returns it as it was. The record's
+// version grows; a file column becomes null.
+func (fs *Files) Delete(ref Ref, tg FileTarget) (*File, error) {
+	e := fs.e
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
@@ -311,10 +325,11 @@ func (loc fileLoc) locate(d *database) (*branch, *table, *column, error) {
 	return b, t, c, nil
 }
 
-// ReadFileByAccess reads the file an access URL names (GET /file/{accessId}):
-// a public file, or any file with a valid read signature (verify). The
-// file must still be at the version the URL names.
-func (e *Engine) ReadFileByAccess(accessID, verify string) (*File, []byte, error) {
+// ReadByAccess reads the file an access URL names (GET /file/{accessId}): a
+// public file, or any file with a valid read signature (verify). The file
+// must still be at the version the URL names.
+func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
+	e := fs.e
 	loc, d, err := e.accessFile(accessID)
 	if err != nil {
 		return nil, nil, err
@@ -360,11 +375,12 @@ func (e *Engine) ReadFileByAccess(accessID, verify string) (*File, []byte, error
 	return &f, data, nil
 }
 
-// UploadFileByAccess stores content as the file an upload URL names (PUT
-// /file/{accessId}?verify=): the signature must be a valid upload signature;
-// the file must still exist (at any version). mediaType "" keeps the stored
-// one.
-func (e *Engine) UploadFileByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
+// UploadByAccess stores content as the file an upload URL names (PUT
+// /file/{accessId}?verify=): the signature must be a valid upload
+// signature; the file must still exist (at any version). mediaType "" keeps
+// the stored one.
+func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
+	e := fs.e
 	ok, err := e.checkFileURL(purposeUpload, accessID, verify)
 	if err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 func fileContent(t *testing.T, e *Engine, ref Ref, id, col, fileID string) string {
 	t.Helper()
 	tg := FileTarget{Table: "docs", Record: id, Column: col, Item: col == "att", FileID: fileID}
-	f, data, err := e.GetFile(ref, tg)
+	f, data, err := e.Files().Get(ref, tg)
 	if err != nil {
 		t.Fatalf("get %s %s/%s: %v", id, col, fileID, err)
 	}
@@ -174,7 +174,7 @@ func TestFileValues(t *testing.T) {
 	if got := fileContent(t, e, ref, "d1", "att", att[0].ID); got != "alpha" {
 		t.Errorf("kept content %q", got)
 	}
-	if _, _, err := e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: att[1].ID}); CodeOf(err) != CodeNotFound {
+	if _, _, err := e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: att[1].ID}); CodeOf(err) != CodeNotFound {
 		t.Errorf("removed item: %v", err)
 	}
 	// New content for a known id: a new version; the old bytes go.
@@ -286,14 +286,14 @@ func TestFileBinaryWrites(t *testing.T) {
 		return rec.Version
 	}
 	photo := FileTarget{Table: "docs", Record: "d1", Column: "photo"}
-	if f, _, err := e.GetFile(ref, photo); f != nil || err != nil {
+	if f, _, err := e.Files().Get(ref, photo); f != nil || err != nil {
 		t.Fatalf("empty column: %v %v", f, err)
 	}
-	f, created, err := e.PutFile(ref, photo, "text/plain; charset=utf-8", []byte("one"))
+	f, created, err := e.Files().Put(ref, photo, "text/plain; charset=utf-8", []byte("one"))
 	if err != nil || !created || f.Name != "" || f.MediaType != "text/plain" || f.Size != 3 || f.Version != 1 || f.SignedVerify == "" || f.UploadVerify == "" {
 		t.Fatalf("put new: %+v %v %v", f, created, err)
 	}
-	f, created, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true}, "", []byte("two!"))
+	f, created, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true}, "", []byte("two!"))
 	if err != nil || created || f.MediaType != "text/plain" || f.Size != 4 || f.Version != 2 {
 		t.Fatalf("put again via file/: %+v %v %v", f, created, err)
 	}
@@ -303,15 +303,15 @@ func TestFileBinaryWrites(t *testing.T) {
 	item := func(id string) FileTarget {
 		return FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: id}
 	}
-	f, created, err = e.PutFile(ref, item(""), "", []byte("appended"))
+	f, created, err = e.Files().Put(ref, item(""), "", []byte("appended"))
 	if err != nil || !created || len(f.ID) != 26 || f.MediaType != "application/octet-stream" || !f.EnablePublicURL {
 		t.Fatalf("append: %+v %v %v", f, created, err)
 	}
 	appended := f.ID
-	if _, created, err = e.PutFile(ref, item("x1"), "image/png", pngBytes(t, 4, 4)); err != nil || !created {
+	if _, created, err = e.Files().Put(ref, item("x1"), "image/png", pngBytes(t, 4, 4)); err != nil || !created {
 		t.Fatalf("create under an id: %v %v", created, err)
 	}
-	if f, created, err = e.PutFile(ref, item("x1"), "", []byte("plain")); err != nil || created || f.Version != 2 || f.Image || f.MediaType != "image/png" {
+	if f, created, err = e.Files().Put(ref, item("x1"), "", []byte("plain")); err != nil || created || f.Version != 2 || f.Image || f.MediaType != "image/png" {
 		t.Fatalf("replace x1: %+v %v %v", f, created, err)
 	}
 	if got := fileContent(t, e, ref, "d1", "att", appended); got != "appended" {
@@ -325,44 +325,44 @@ func TestFileBinaryWrites(t *testing.T) {
 			t.Errorf("error %v, want code %d", err, code)
 		}
 	}
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, item(""))
+	_, _, err = e.Files().Get(ref, item(""))
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"}, "", nil)
+	_, _, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"}, "", nil)
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true, FileID: "x"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true, FileID: "x"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "title"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "title"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "nope"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "nope"})
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"})
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"}, "", nil)
+	_, _, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"}, "", nil)
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.PutFile(ref, photo, "not a type", nil)
+	_, _, err = e.Files().Put(ref, photo, "not a type", nil)
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.PutFile(ref, photo, "", make([]byte, MaxFileBytes+1))
+	_, _, err = e.Files().Put(ref, photo, "", make([]byte, MaxFileBytes+1))
 	mustCode2(err, CodeInvalid)
 
 	// Deletes.
 	before := version()
-	f, err = e.DeleteFile(ref, photo)
+	f, err = e.Files().Delete(ref, photo)
 	if err != nil || f.Size != 4 {
 		t.Fatalf("delete photo: %+v %v", f, err)
 	}
-	_, err = e.DeleteFile(ref, photo)
+	_, err = e.Files().Delete(ref, photo)
 	mustCode2(err, CodeNotFound)
-	if f, _, err := e.GetFile(ref, photo); f != nil || err != nil {
+	if f, _, err := e.Files().Get(ref, photo); f != nil || err != nil {
 		t.Errorf("deleted photo: %v %v", f, err)
 	}
-	if _, err := e.DeleteFile(ref, item(appended)); err != nil {
+	if _, err := e.Files().Delete(ref, item(appended)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = e.GetFile(ref, item(appended))
+	_, _, err = e.Files().Get(ref, item(appended))
 	mustCode2(err, CodeNotFound)
-	_, err = e.DeleteFile(ref, item(""))
+	_, err = e.Files().Delete(ref, item(""))
 	mustCode2(err, CodeInvalid)
 	if v := version(); v != before+2 {
 		t.Errorf("version %d after two deletes from %d", v, before)
@@ -380,7 +380,7 @@ func TestFileBranches(t *testing.T) {
 	e, ref, _ := fileFixture(t)
 	put := func(ref Ref, content string) {
 		t.Helper()
-		if _, _, err := e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo"}, "", []byte(content)); err != nil {
+		if _, _, err := e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo"}, "", []byte(content)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -463,7 +463,7 @@ func TestFileAccess(t *testing.T) {
 	_ = res
 
 	read := func(access, verify string) (string, error) {
-		_, data, err := e.ReadFileByAccess(access, verify)
+		_, data, err := e.Files().ReadByAccess(access, verify)
 		return string(data), err
 	}
 	if got, err := read(att.AccessID, ""); err != nil || got != "public" {
@@ -491,7 +491,7 @@ func TestFileAccess(t *testing.T) {
 		t.Errorf("bad access id: %v", err)
 	}
 	// Upload URLs write; the old read URL names an old version.
-	f, err := e.UploadFileByAccess(photo.AccessID, photo.UploadVerify, "text/plain", []byte("uploaded"))
+	f, err := e.Files().UploadByAccess(photo.AccessID, photo.UploadVerify, "text/plain", []byte("uploaded"))
 	if err != nil || f.Size != 8 || f.Version != 2 || f.MediaType != "text/plain" || f.AccessID == photo.AccessID {
 		t.Fatalf("upload: %+v %v", f, err)
 	}
@@ -501,7 +501,7 @@ func TestFileAccess(t *testing.T) {
 	if got, err := read(f.AccessID, f.SignedVerify); err != nil || got != "uploaded" {
 		t.Errorf("new version: %q %v", got, err)
 	}
-	if _, err := e.UploadFileByAccess(photo.AccessID, photo.SignedVerify, "", nil); CodeOf(err) != CodeForbidden {
+	if _, err := e.Files().UploadByAccess(photo.AccessID, photo.SignedVerify, "", nil); CodeOf(err) != CodeForbidden {
 		t.Errorf("read signature used to upload: %v", err)
 	}
 	// Expiry: 30 s for this file's signed URLs.
@@ -509,7 +509,7 @@ func TestFileAccess(t *testing.T) {
 	if _, err := read(f.AccessID, f.SignedVerify); CodeOf(err) != CodeForbidden {
 		t.Errorf("expired signature: %v", err)
 	}
-	if _, err := e.UploadFileByAccess(f.AccessID, f.UploadVerify, "", []byte("again")); err != nil {
+	if _, err := e.Files().UploadByAccess(f.AccessID, f.UploadVerify, "", []byte("again")); err != nil {
 		t.Errorf("upload URL within its day: %v", err)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// Applying edits compared against another migration. A client compares a
-// schema with one branch and applies the edits to another (the CLI's CSV
-// import compares with main whatever branch it imports into), or applies
-// them after the branch has moved on. The edits then carry over to the
+// Applying edits compared against another migration (MigrationRequest's
+// Source). A client compares a schema with one branch and applies the
+// edits to another (the CLI's CSV import compares with main whatever
+// branch it imports into), or applies them after the branch has moved on. The edits then carry over to the
 // branch's current schema the way a rebase carries a commit: the schema
 // the edits were compared against is rebuilt from the history, and each
 // step (see stepLen) is judged by the part of the schema it touches.
@@ -28,24 +28,6 @@ import (
 
 // errNoChange ends a schema change that has nothing to record.
 var errNoChange = errors.New("engine: no schema change")
-
-// ApplyEdits applies the operations of a comparison as one migration, all
-// or nothing. source is the migration they were compared against (nil when
-// the client gives none): when it is nil or the branch's head, the
-// operations apply as ApplyMigration applies them; otherwise they carry
-// over to the branch's schema as described above. A source that is not in
-// the history of any branch of the database is CodeInvalid. Edits that
-// change nothing on the branch record nothing and return the head.
-func (e *Engine) ApplyEdits(ref Ref, source *string, ops []MigrationOp) (SchemaChange, error) {
-	if len(ops) == 0 {
-		return e.headChange(ref, nil)
-	}
-	out, err := e.changeSchema(ref, &migrate{Ops: ops, Source: source})
-	if errors.Is(err, errNoChange) {
-		return e.headChange(ref, nil)
-	}
-	return out, err
-}
 
 // schemaAt rebuilds the schema a branch had when migration id was its head
 // by replaying, from an empty schema, the history that ends at id: b's own

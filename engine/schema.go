@@ -88,6 +88,16 @@ type SchemaDef struct {
 	Tables []TableDef `json:"tables"`
 }
 
+// Table returns the table named name, or CodeNotFound.
+func (s SchemaDef) Table(name string) (TableDef, error) {
+	for _, t := range s.Tables {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return TableDef{}, notFoundf("table [%s] not found", name)
+}
+
 // column is a stored column: the public definition plus the ids that data keys
 // carry. Object columns hold sub-columns; only leaves hold values.
 type column struct {

@@ -20,8 +20,27 @@ import (
 // settings (columnsettings.go). Edits compared against another migration
 // than the branch's head carry over to it as rebase.go describes.
 
-// SchemaComparison is the answer of CompareSchema and CompareBranches: the
-// operations that turn Source into Target.
+// CompareRequest names what CompareSchema compares a branch's schema with:
+// exactly one of Schema, Operations and Branch.
+type CompareRequest struct {
+	// Schema is a target schema. It is validated as a whole: names, types,
+	// settings and link targets.
+	Schema *SchemaDef
+	// Operations build the target from an empty schema: a client that
+	// keeps its migrations as files sends them this way. Renames among
+	// them count as hints. Operations that fail to build a schema are
+	// CodeInvalid, naming the operation.
+	Operations []MigrationOp
+	// Branch names another branch of the same database, whose schema is
+	// the target.
+	Branch string
+	// Hints are operations that tell renames apart from removals and
+	// additions: only their renameTable and renameColumn count.
+	Hints []MigrationOp
+}
+
+// SchemaComparison is the answer of CompareSchema: the operations that
+// turn Source into Target.
 type SchemaComparison struct {
 	Source, Target SchemaDef
 	Operations     []MigrationOp
@@ -59,17 +78,34 @@ const (
 // of base32hex, as idGen makes them.
 var migrationIDPattern = regexp.MustCompile(`^mig_[0-9a-v]{20}$`)
 
+// MigrationRequest is a list of schema operations to apply as one
+// migration.
+type MigrationRequest struct {
+	Operations []MigrationOp
+	// Parent, when set, is the migration the branch's head must be ("" for
+	// a branch without migrations).
+	Parent *string
+	// Source, when set, is the migration the operations were compared
+	// against: when it is not the branch's head, they carry over to the
+	// branch's schema as rebase.go describes, and those that the branch
+	// already has are skipped. A source that is not in the history of any
+	// branch of the database is CodeInvalid.
+	Source *string
+}
+
 // ApplyMigration applies operations, in order and step by step (see
 // stepLen), as one migration in one command: if any of them fails, nothing
-// changes and the error names it.
-// When parent is set, the branch's head must be that migration id ("" for a
-// branch without migrations). An empty list records nothing and returns the
-// head.
-func (e *Engine) ApplyMigration(ref Ref, parent *string, ops []MigrationOp) (SchemaChange, error) {
-	if len(ops) == 0 {
-		return e.headChange(ref, parent)
+// changes and the error names it. An empty list, or edits that change
+// nothing on the branch, record nothing and return the head.
+func (e *Engine) ApplyMigration(ref Ref, req MigrationRequest) (SchemaChange, error) {
+	if len(req.Operations) == 0 {
+		return e.headChange(ref, req.Parent)
 	}
-	return e.changeSchema(ref, &migrate{schemaHeader: schemaHeader{Parent: parent}, Ops: ops})
+	out, err := e.changeSchema(ref, &migrate{schemaHeader: schemaHeader{Parent: req.Parent}, Ops: req.Operations, Source: req.Source})
+	if errors.Is(err, errNoChange) {
+		return e.headChange(ref, req.Parent)
+	}
+	return out, err
 }
 
 // migrate applies a list of operations as one migration. With Source set
@@ -135,7 +171,7 @@ func migrationOpError(code Code, i int, op MigrationOp, err error) error {
 }
 
 // PreviewMigration returns a branch's schema and the schema it would have
-// after ApplyMigration(ref, nil, ops). The operations run as in a command
+// after ApplyMigration of ops. The operations run as in a command
 // that is then discarded, so a preview fails exactly where the apply would,
 // and changes nothing.
 func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
@@ -190,46 +226,41 @@ func (e *Engine) headChange(ref Ref, parent *string) (SchemaChange, error) {
 	return out, nil
 }
 
-// CompareSchema compares a branch's schema with target. Renames are only
-// found through the renameTable and renameColumn operations of hints
+// CompareSchema compares a branch's schema with the target req names and
+// returns the operations that turn one into the other. Renames are only
+// found through the renameTable and renameColumn operations of the hints
 // (other operations there are ignored); without them a renamed table or
-// column is a removal and an addition. The target is validated as a whole
-// schema: names, types, settings and link targets.
-func (e *Engine) CompareSchema(ref Ref, target SchemaDef, hints []MigrationOp) (SchemaComparison, error) {
+// column is a removal and an addition.
+func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, error) {
 	det, err := e.BranchDetails(ref)
 	if err != nil {
 		return SchemaComparison{}, err
 	}
-	norm, err := normalizeSchema(target)
-	if err != nil {
-		return SchemaComparison{}, err
+	out := SchemaComparison{Source: det.Schema, SourceMigrationID: det.LastMigrationID}
+	hints := req.Hints
+	switch {
+	case req.Schema != nil:
+		if out.Target, err = normalizeSchema(*req.Schema); err != nil {
+			return SchemaComparison{}, err
+		}
+	case req.Branch != "":
+		tref := ref
+		tref.Branch = req.Branch
+		dst, err := e.BranchDetails(tref)
+		if err != nil {
+			return SchemaComparison{}, err
+		}
+		out.Target, out.TargetMigrationID = dst.Schema, dst.LastMigrationID
+	default:
+		s, err := buildSchema(req.Operations)
+		if err != nil {
+			return SchemaComparison{}, err
+		}
+		out.Target = s.public()
+		hints = append(append([]MigrationOp(nil), req.Operations...), hints...)
 	}
-	return SchemaComparison{
-		Source: det.Schema, Target: norm, Operations: diffSchemas(det.Schema, norm, hints),
-		SourceMigrationID: det.LastMigrationID,
-	}, nil
-}
-
-// CompareOperations compares a branch's schema with the schema that ops
-// build from an empty one: a client that keeps its migrations as files
-// sends them this way. Renames among ops, and in hints, are found as
-// CompareSchema finds them. Operations that fail to build a schema are
-// CodeInvalid, naming the operation.
-func (e *Engine) CompareOperations(ref Ref, ops, hints []MigrationOp) (SchemaComparison, error) {
-	det, err := e.BranchDetails(ref)
-	if err != nil {
-		return SchemaComparison{}, err
-	}
-	s, err := buildSchema(ops)
-	if err != nil {
-		return SchemaComparison{}, err
-	}
-	target := s.public()
-	hints = append(append([]MigrationOp(nil), ops...), hints...)
-	return SchemaComparison{
-		Source: det.Schema, Target: target, Operations: diffSchemas(det.Schema, target, hints),
-		SourceMigrationID: det.LastMigrationID,
-	}, nil
+	out.Operations = diffSchemas(out.Source, out.Target, hints)
+	return out, nil
 }
 
 // buildSchema returns the schema that ops build from an empty schema,
@@ -241,25 +272,6 @@ func buildSchema(ops []MigrationOp) (*schema, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// CompareBranches compares a branch's schema with the schema of another
-// branch of the same database, as CompareSchema does.
-func (e *Engine) CompareBranches(ref Ref, targetBranch string, hints []MigrationOp) (SchemaComparison, error) {
-	src, err := e.BranchDetails(ref)
-	if err != nil {
-		return SchemaComparison{}, err
-	}
-	tref := ref
-	tref.Branch = targetBranch
-	dst, err := e.BranchDetails(tref)
-	if err != nil {
-		return SchemaComparison{}, err
-	}
-	return SchemaComparison{
-		Source: src.Schema, Target: dst.Schema, Operations: diffSchemas(src.Schema, dst.Schema, hints),
-		SourceMigrationID: src.LastMigrationID, TargetMigrationID: dst.LastMigrationID,
-	}, nil
 }
 
 // normalizeSchema validates a schema as the engine would build it and

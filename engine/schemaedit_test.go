@@ -91,12 +91,12 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := e.BranchDetails(ref)
-	_, err := e.ApplyMigration(ref, nil, opsOf(t, `[
+	_, err := e.ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
 		{"addTable":{"table":"u"}},
 		{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
-		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true}}}]`))
+		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true}}}]`)})
 	mustCode(t, err, CodeInvalid, "operation 3 (addColumn): column [n]: a notNull column on a non-empty table needs a defaultValue")
-	_, err = e.ApplyMigration(ref, nil, []MigrationOp{{}})
+	_, err = e.ApplyMigration(ref, MigrationRequest{Operations: []MigrationOp{{}}})
 	mustCode(t, err, CodeInvalid, "operation 1: an operation must have exactly one of")
 	after, _ := e.BranchDetails(ref)
 	b1, _ := json.Marshal(before)
@@ -106,11 +106,11 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 	}
 
 	stale := "mig_00000000000000000000"
-	_, err = e.ApplyMigration(ref, &stale, opsOf(t, `[{"addTable":{"table":"u"}}]`))
+	_, err = e.ApplyMigration(ref, MigrationRequest{Parent: &stale, Operations: opsOf(t, `[{"addTable":{"table":"u"}}]`)})
 	mustCode(t, err, CodeInvalid, "is not the head of branch [main]")
 	head := before.LastMigrationID
-	ch, err := e.ApplyMigration(ref, &head, opsOf(t, `[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
-		{"addColumn":{"table":"u","column":{"name":"t","type":"link","link":{"table":"t"}}}}]`))
+	ch, err := e.ApplyMigration(ref, MigrationRequest{Parent: &head, Operations: opsOf(t, `[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
+		{"addColumn":{"table":"u","column":{"name":"t","type":"link","link":{"table":"t"}}}}]`)})
 	if err != nil || ch.ParentMigrationID != head {
 		t.Fatalf("apply: %+v %v", ch, err)
 	}
@@ -123,7 +123,7 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 		t.Fatalf("record after rename: %+v %v", rec, err)
 	}
 	// No operations: nothing recorded, the head answered.
-	same, err := e.ApplyMigration(ref, nil, nil)
+	same, err := e.ApplyMigration(ref, MigrationRequest{Operations: nil})
 	if err != nil || same != ch {
 		t.Fatalf("empty apply = %+v, %v; want %+v", same, err, ch)
 	}
@@ -231,14 +231,14 @@ func TestCompareSchemaValidatesTarget(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{})
 	f := func(target, want string) {
 		t.Helper()
-		_, err := e.CompareSchema(ref, schemaOf(t, target), nil)
+		_, err := e.CompareSchema(ref, CompareRequest{Schema: ptr(schemaOf(t, target))})
 		mustCode(t, err, CodeInvalid, want)
 	}
 	f(`{"tables":[{"name":"a"},{"name":"A"}]}`, "table [A] is defined twice")
 	f(`{"tables":[{"name":"a b"}]}`, "table name [a b] is invalid")
 	f(`{"tables":[{"name":"a","columns":[{"name":"x","type":"int"},{"name":"x","type":"int"}]}]}`, "column [x] is defined twice")
 	f(`{"tables":[{"name":"a","columns":[{"name":"l","type":"link","link":{"table":"b"}}]}]}`, "link target table [b] not found")
-	c, err := e.CompareSchema(ref, schemaOf(t, `{"tables":[{"name":"a","columns":[{"name":"f","type":"file","file":{}}]}]}`), nil)
+	c, err := e.CompareSchema(ref, CompareRequest{Schema: ptr(schemaOf(t, `{"tables":[{"name":"a","columns":[{"name":"f","type":"file","file":{}}]}]}`))})
 	if err != nil || !strings.Contains(mustJSONText(c.Target), `{"name":"f","type":"file"}`) {
 		t.Fatalf("normalized target %+v, %v", c.Target, err)
 	}
@@ -312,11 +312,11 @@ func TestAddNotNullColumnBackfills(t *testing.T) {
 	if err := e.CreateBranch(other, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ApplyMigration(ref, nil, opsOf(t, `[
+	if _, err := e.ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
 		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true,"defaultValue":"7"}}},
 		{"addColumn":{"table":"t","column":{"name":"o.s","type":"string","notNull":true,"defaultValue":"x"}}},
 		{"addColumn":{"table":"t","column":{"name":"gone","type":"int","notNull":true,"defaultValue":"1"}}},
-		{"removeColumn":{"table":"t","column":"gone"}}]`)); err != nil {
+		{"removeColumn":{"table":"t","column":"gone"}}]`)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"r1", "r2"} {
@@ -409,7 +409,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	}
 	switch d.Cmd {
 	case "update":
-		if _, err := e.ApplyMigration(ref("branch"), nil, ops()); err != nil {
+		if _, err := e.ApplyMigration(ref("branch"), MigrationRequest{Operations: ops()}); err != nil {
 			return fail(err)
 		}
 		return "ok"
@@ -428,7 +428,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 			src = &s
 		}
 		before := head(r)
-		ch, err := e.ApplyEdits(r, src, ops())
+		ch, err := e.ApplyMigration(r, MigrationRequest{Source: src, Operations: ops()})
 		if err != nil {
 			return fail(err)
 		}
@@ -443,7 +443,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return formatSchema(upd)
 	case "compare-ops":
-		c, err := e.CompareOperations(ref("branch"), ops(), nil)
+		c, err := e.CompareSchema(ref("branch"), CompareRequest{Operations: ops()})
 		if err != nil {
 			return fail(err)
 		}

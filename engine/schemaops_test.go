@@ -119,7 +119,7 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		default:
 			parent = &p
 		}
-		return change(e.ApplyMigration(ref, parent, opsOf(t, d.Input)))
+		return change(e.ApplyMigration(ref, MigrationRequest{Parent: parent, Operations: opsOf(t, d.Input)}))
 	case "push":
 		det, err := e.BranchDetails(ref)
 		if err != nil {
@@ -170,13 +170,13 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "compare-schema":
 		var target SchemaDef
 		input(&target)
-		c, err := e.CompareSchema(ref, target, nil)
+		c, err := e.CompareSchema(ref, CompareRequest{Schema: &target})
 		if err != nil {
 			return fail(err)
 		}
 		return formatOps(c.Operations)
 	case "compare-branches":
-		c, err := e.CompareBranches(ref, arg("target"), nil)
+		c, err := e.CompareSchema(ref, CompareRequest{Branch: arg("target")})
 		if err != nil {
 			return fail(err)
 		}

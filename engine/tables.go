@@ -377,19 +377,6 @@ func (s *schema) renameTable(name, newName string) error {
 	return nil
 }
 
-// TableColumns returns a table's columns as defined (objects nested).
-func (e *Engine) TableColumns(ref Ref, name string) ([]ColumnDef, error) {
-	det, err := e.branchSchema(ref)
-	if err != nil {
-		return nil, err
-	}
-	t, err := det.table(name)
-	if err != nil {
-		return nil, err
-	}
-	return det.tableDef(t).Columns, nil
-}
-
 func (e *Engine) branchSchema(ref Ref) (*schema, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
