@@ -510,11 +510,15 @@ func (e *Engine) apply(d *database, cmd dbCommand) (res any, err error) {
 		}()
 	}
 	done := e.notify(tx)
+	applied := false
 	err = e.commit(tx.batch, func() {
 		d.publish(tx)
+		applied = true
 		done(true)
 	}, func() {
-		done(false) // unless the command applied, and done(true) ran
+		if !applied {
+			done(false)
+		}
 		unlock()
 	})
 	if err != nil {

@@ -21,8 +21,15 @@ type writeObserver interface {
 }
 
 // notify prepares every observer for the command tx and returns what
-// tells them how it ended; calls after the first do nothing.
+// tells them, once, how it ended.
 func (e *Engine) notify(tx *dbTx) func(applied bool) {
+	if len(e.observers) == 1 {
+		// The usual case, without a list to allocate.
+		if done := e.observers[0].prepare(tx.d, tx); done != nil {
+			return done
+		}
+		return func(bool) {}
+	}
 	var dones []func(bool)
 	for _, o := range e.observers {
 		if f := o.prepare(tx.d, tx); f != nil {
@@ -33,7 +40,6 @@ func (e *Engine) notify(tx *dbTx) func(applied bool) {
 		for _, f := range dones {
 			f(applied)
 		}
-		dones = nil
 	}
 }
 
