@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/coppice-db/coppice/index"
 )
 
 // viewRecord converts a view to the Record Get returns for the same read.
@@ -16,7 +18,7 @@ func viewRecord(v *RecordView) *Record {
 	}
 	r := &Record{ID: v.ID, Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Values: map[string]any{}}
 	for i := range v.Fields {
-		setPath(r.Values, v.Fields[i].Path, v.Fields[i].Any())
+		index.SetPath(r.Values, v.Fields[i].Path, v.Fields[i].Any())
 	}
 	return r
 }

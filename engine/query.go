@@ -141,24 +141,9 @@ func (e *Engine) Query(ref Ref, tableName string, in index.QueryInput, opts Quer
 
 // queryError turns the index package's input errors into CodeInvalid.
 func queryError(err error) error {
-	var (
-		fe *index.FilterError
-		se *index.SortError
-		qe *index.QueryError
-		pe *index.ProjectionError
-		ce *index.CursorError
-	)
-	switch {
-	case errors.As(err, &fe):
-		return invalidf("%s", fe.Message)
-	case errors.As(err, &se):
-		return invalidf("%s", se.Message)
-	case errors.As(err, &qe):
-		return invalidf("%s", qe.Message)
-	case errors.As(err, &pe):
-		return invalidf("%s", pe.Message)
-	case errors.As(err, &ce):
-		return invalidf("%s", ce.Message)
+	var ie *index.InputError
+	if errors.As(err, &ie) {
+		return invalidf("%s", ie.Message)
 	}
 	return err
 }
@@ -222,7 +207,7 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 					return nil, err
 				}
 				if linked != nil {
-					setPath(d.Values, c.path, linked)
+					index.SetPath(d.Values, c.path, linked)
 				}
 				continue
 			}
@@ -233,12 +218,12 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 				return nil, err
 			}
 			if v != nil {
-				setPath(d.Values, c.path, v)
+				index.SetPath(d.Values, c.path, v)
 			}
 			continue
 		}
 		if p.Selected(c.path) {
-			setPath(d.Values, c.path, fromValue(c, f.Val))
+			index.SetPath(d.Values, c.path, fromValue(c, f.Val))
 		}
 	}
 	for _, rl := range p.RevLinks {

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Ref addresses a branch: a workspace (core id), a database name and a
@@ -361,26 +362,9 @@ func publicRecord(t *table, rec *codec.Record) *Record {
 		if c == nil {
 			continue // a deleted column
 		}
-		setPath(out.Values, c.path, fromValue(c, f.Val))
+		index.SetPath(out.Values, c.path, fromValue(c, f.Val))
 	}
 	return out
-}
-
-// setPath sets a dotted path in nested maps.
-func setPath(m map[string]any, path string, v any) {
-	for {
-		i := strings.IndexByte(path, '.')
-		if i < 0 {
-			m[path] = v
-			return
-		}
-		sub, _ := m[path[:i]].(map[string]any)
-		if sub == nil {
-			sub = map[string]any{}
-			m[path[:i]] = sub
-		}
-		m, path = sub, path[i+1:]
-	}
 }
 
 // writer applies operations inside one command.

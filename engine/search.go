@@ -370,7 +370,7 @@ func parseTarget(t *table, raw json.RawMessage, meta string) ([]targetColumn, er
 			all = append(all, targetColumn{c: c, weight: 1})
 		}
 	}
-	if isNullRaw(raw) {
+	if index.IsNullJSON(raw) {
 		return all, nil
 	}
 	var items []json.RawMessage
@@ -443,16 +443,11 @@ func parseTarget(t *table, raw json.RawMessage, meta string) ([]targetColumn, er
 	return out, nil
 }
 
-func isNullRaw(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
-}
-
 // checkSearchFilter rejects what search filters do not support: $contains,
 // $startsWith and $endsWith on text columns, and any filter on a multiple
 // column.
 func checkSearchFilter(t *index.Table, raw json.RawMessage, meta string) error {
-	if isNullRaw(raw) {
+	if index.IsNullJSON(raw) {
 		return nil
 	}
 	n, err := index.ParseFilter(t, raw, meta)
@@ -485,9 +480,9 @@ func checkSearchFilter(t *index.Table, raw json.RawMessage, meta string) error {
 				return nil
 			}
 			switch {
-			case x.Column.Type == index.ColumnType(TypeMultiple):
+			case x.Column.Type == TypeMultiple:
 				return invalidf("column [%s]: search filters do not support multiple columns", x.Column.Path)
-			case x.Column.Type == index.ColumnType(TypeText) && (x.Op == index.OpContains || x.Op == index.OpIContains || x.Op == index.OpStartsWith || x.Op == index.OpEndsWith):
+			case x.Column.Type == TypeText && (x.Op == index.OpContains || x.Op == index.OpIContains || x.Op == index.OpStartsWith || x.Op == index.OpEndsWith):
 				return invalidf("column [%s]: search filters do not support $contains, $startsWith or $endsWith on text columns", x.Column.Path)
 			}
 		}
@@ -864,7 +859,7 @@ func (x *searchExec) highlight(rec *codec.Record) map[string]any {
 			}
 		}
 		if len(snippets) > 0 {
-			setPath(out, tc.c.path, snippets)
+			index.SetPath(out, tc.c.path, snippets)
 		}
 	}
 	return out
@@ -917,7 +912,7 @@ type dateBoosterJSON struct {
 
 // parseBoosters reads the boosters of a table search against its source.
 func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSet, error) {
-	if isNullRaw(raw) {
+	if index.IsNullJSON(raw) {
 		return nil, nil
 	}
 	var list []json.RawMessage
@@ -954,11 +949,11 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if vb.Factor == nil {
 				return nil, invalidf("valueBooster: factor is required")
 			}
-			if isNullRaw(vb.Value) {
+			if index.IsNullJSON(vb.Value) {
 				return nil, invalidf("valueBooster: value is required")
 			}
 			filter, _ := json.Marshal(map[string]json.RawMessage{col.Path: vb.Value})
-			if col.Type == index.ColumnType(TypeMultiple) {
+			if col.Type == TypeMultiple {
 				filter, _ = json.Marshal(map[string]any{col.Path: map[string]json.RawMessage{"$includes": vb.Value}})
 			}
 			eq, err := index.Filter(src, filter, p.meta)
@@ -972,7 +967,7 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if err != nil {
 				return nil, err
 			}
-			if col.Type != index.ColumnType(TypeInt) && col.Type != index.ColumnType(TypeFloat) {
+			if col.Type != TypeInt && col.Type != TypeFloat {
 				return nil, invalidf("numericBooster: column [%s] is not an int or float column", nb.Column)
 			}
 			if nb.Factor == nil {
@@ -989,7 +984,7 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if err != nil {
 				return nil, err
 			}
-			if col.Type != index.ColumnType(TypeDatetime) {
+			if col.Type != TypeDatetime {
 				return nil, invalidf("dateBooster: column [%s] is not a datetime column", db.Column)
 			}
 			if db.Decay == nil {
@@ -1001,7 +996,7 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			}
 			b.date, b.decay, cond = col, dec, db.IfMatchesFilter
 		}
-		if !isNullRaw(cond) {
+		if !index.IsNullJSON(cond) {
 			rows, err := index.Filter(src, cond, p.meta)
 			if err != nil {
 				return nil, invalidf("ifMatchesFilter: %v", queryError(err))

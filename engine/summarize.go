@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -31,7 +30,7 @@ func (e *Engine) Summarize(ref Ref, table string, in index.SummarizeInput, meta 
 	defer release()
 	rows, err := index.Summarize(src, in, meta)
 	if err != nil {
-		return nil, summarizeError(err)
+		return nil, queryError(err)
 	}
 	return rows, nil
 }
@@ -51,25 +50,9 @@ func (e *Engine) Aggregate(ref Ref, table string, filter, aggs json.RawMessage, 
 	defer release()
 	res, err := index.Aggregate(src, filter, aggs, meta)
 	if err != nil {
-		return nil, summarizeError(err)
+		return nil, queryError(err)
 	}
 	return res, nil
-}
-
-// summarizeError turns the input errors of summarize and aggregate into
-// CodeInvalid, and the query ones as queryError does.
-func summarizeError(err error) error {
-	var (
-		se *index.SummarizeError
-		ae *index.AggregateError
-	)
-	switch {
-	case errors.As(err, &se):
-		return invalidf("%s", se.Message)
-	case errors.As(err, &ae):
-		return invalidf("%s", ae.Message)
-	}
-	return queryError(err)
 }
 
 // A column store hands summaries and aggregations its arrays

@@ -884,7 +884,7 @@ func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[str
 			if g == "owner" {
 				path = "owner.id"
 			}
-			setPath(m, path, r.vals[gi])
+			index.SetPath(m, path, r.vals[gi])
 		}
 		for k, v := range r.sums {
 			m[k] = v

@@ -44,15 +44,8 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// AggregateError is an invalid aggregation request; the API answers 400
-// with the message.
-type AggregateError struct{ Message string }
-
-func (e *AggregateError) Error() string { return e.Message }
-
-func aggErrorf(format string, args ...any) error {
-	return &AggregateError{Message: fmt.Sprintf(format, args...)}
-}
+// aggErrorf makes an *InputError about an aggregation request.
+func aggErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // Limits of aggregate parameters (compat-api §8.1).
 const (
@@ -90,11 +83,11 @@ type aggNode struct {
 // {"aggs": {name: result}}. filterRaw restricts the rows first; aggsRaw is
 // the aggs object, and when it is absent or empty the answer is the count
 // of rows, {"aggs": {"count": N}}. Invalid requests fail with
-// *AggregateError or, for the top-level filter, *FilterError.
+// *InputError.
 func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
 	t := src.Table()
 	var filter Node = &And{}
-	if !isNull(filterRaw) {
+	if !IsNullJSON(filterRaw) {
 		n, err := ParseFilter(t, filterRaw, meta)
 		if err != nil {
 			return nil, err
@@ -102,7 +95,7 @@ func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map
 		filter = n
 	}
 	var nodes []*aggNode
-	if !isNull(aggsRaw) {
+	if !IsNullJSON(aggsRaw) {
 		d := json.NewDecoder(bytes.NewReader(aggsRaw))
 		d.UseNumber()
 		var v any
@@ -220,7 +213,7 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 		if f, ok := p["filter"]; ok && f != nil {
 			node, err := ParseFilterValue(t, f, meta)
 			if err != nil {
-				var fe *FilterError
+				var fe *InputError
 				if errors.As(err, &fe) {
 					return nil, aggErrorf("aggregation [%s]: %s", name, fe.Message)
 				}
@@ -241,19 +234,19 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 	if c == nil {
 		return nil, aggErrorf("aggregation [%s]: column [%s]: column not found", name, colName)
 	}
-	if c.Type == ctLink {
+	if c.Type == TypeLink {
 		return nil, aggErrorf("aggregation [%s]: column [%s]: link columns cannot be aggregated", name, colName)
 	}
 	var types []ColumnType
 	switch kind {
 	case "sum", "min", "max", "average", "percentiles", "numericHistogram":
-		types = []ColumnType{ctInt, ctFloat}
+		types = []ColumnType{TypeInt, TypeFloat}
 	case "uniqueCount":
-		types = []ColumnType{ctString, ctEmail, ctText, ctInt, ctFloat, ctBool, ctDatetime, ctMultiple}
+		types = []ColumnType{TypeString, TypeEmail, TypeText, TypeInt, TypeFloat, TypeBool, TypeDatetime, TypeMultiple}
 	case "dateHistogram":
-		types = []ColumnType{ctDatetime}
+		types = []ColumnType{TypeDatetime}
 	case "topValues":
-		types = []ColumnType{ctString, ctEmail, ctInt, ctFloat, ctBool}
+		types = []ColumnType{TypeString, TypeEmail, TypeInt, TypeFloat, TypeBool}
 	}
 	if !containsType(types, c.Type) {
 		return nil, aggErrorf("aggregation [%s]: column [%s]: %s is not supported on %s columns", name, colName, kind, c.Type)
@@ -588,7 +581,7 @@ func (r *aggRun) metric(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		return v.Float, nil
 	case fn != fnSum:
 		return nil, nil
-	case n.col.Type == ctInt:
+	case n.col.Type == TypeInt:
 		return int64(0), nil
 	}
 	return float64(0), nil

@@ -69,9 +69,9 @@ func TestAggregateErrors(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error, want %q", aggs, want)
 		}
-		var ae *AggregateError
+		var ae *InputError
 		if !errors.As(err, &ae) {
-			t.Fatalf("%s: error %T %v is not an AggregateError", aggs, err, err)
+			t.Fatalf("%s: error %T %v is not an InputError", aggs, err, err)
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: error %q, want %q", aggs, err, want)

@@ -51,39 +51,14 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// FilterError is a filter the parser rejects: bad JSON, an unknown column
-// or operator, or a value of the wrong type. The message names the
-// offending part; the API answers it with 400.
-type FilterError struct {
-	Message string
-}
-
-// Error returns the message.
-func (e *FilterError) Error() string { return e.Message }
-
 // maxFilterDepth bounds the nesting of a filter, so a hostile one cannot
 // exhaust the stack of the parser or of anything that walks the AST.
 const maxFilterDepth = 64
 
-// Column types the parser distinguishes, as the schema spells them.
-const (
-	ctBool     ColumnType = "bool"
-	ctInt      ColumnType = "int"
-	ctFloat    ColumnType = "float"
-	ctString   ColumnType = "string"
-	ctText     ColumnType = "text"
-	ctEmail    ColumnType = "email"
-	ctMultiple ColumnType = "multiple"
-	ctLink     ColumnType = "link"
-	ctObject   ColumnType = "object"
-	ctDatetime ColumnType = "datetime"
-	ctJSON     ColumnType = "json"
-)
-
 // ParseFilter parses the JSON text of a filter on table t. meta is the
 // record metadata key ("svc", or "xata" in compat mode): "<meta>.version",
 // "<meta>.createdAt" and "<meta>.updatedAt" name the meta columns, as "id"
-// does. Empty input or null is no filter (And{}). Errors are *FilterError.
+// does. Empty input or null is no filter (And{}). Errors are *InputError.
 func ParseFilter(t *Table, raw []byte, meta string) (Node, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return &And{}, nil
@@ -119,9 +94,9 @@ func ParseFilterValue(t *Table, v any, meta string) (Node, error) {
 	return n, nil
 }
 
-// filterErrorf makes a *FilterError with the "filter: " prefix.
+// filterErrorf makes an *InputError with the "filter: " prefix.
 func filterErrorf(format string, args ...any) error {
-	return &FilterError{Message: "filter: " + fmt.Sprintf(format, args...)}
+	return &InputError{Message: "filter: " + fmt.Sprintf(format, args...)}
 }
 
 // filterParser holds the state of one parse.
@@ -159,7 +134,7 @@ type colRef struct {
 	elem bool
 }
 
-// errorf makes a *FilterError naming the column.
+// errorf makes an *InputError naming the column.
 func (r *colRef) errorf(format string, args ...any) error {
 	return filterErrorf("column [%s]: "+format, append([]any{r.name}, args...)...)
 }
@@ -167,7 +142,7 @@ func (r *colRef) errorf(format string, args ...any) error {
 // pred starts a predicate on the target.
 func (r *colRef) pred(op Op) *Pred {
 	p := &Pred{Links: r.links, Column: r.col, Op: op, JSONPath: r.jsonPath}
-	if !r.elem && r.col.Type == ctMultiple && r.jsonPath == nil && op != OpExists {
+	if !r.elem && r.col.Type == TypeMultiple && r.jsonPath == nil && op != OpExists {
 		p.Quant = QuantAny
 	}
 	return p
@@ -195,11 +170,11 @@ func (r *colRef) target() target {
 		return tgJSONPath
 	}
 	switch r.col.Type {
-	case ctBool, ctInt, ctFloat, ctString, ctText, ctEmail, ctDatetime, ctLink:
+	case TypeBool, TypeInt, TypeFloat, TypeString, TypeText, TypeEmail, TypeDatetime, TypeLink:
 		return tgScalar
-	case ctMultiple:
+	case TypeMultiple:
 		return tgMultiple
-	case ctJSON:
+	case TypeJSON:
 		return tgJSON
 	}
 	return tgNone
@@ -313,13 +288,13 @@ func combine(k string, children []Node) Node {
 // existsNode is $exists on a column; on an object column, on any of its
 // leaf columns.
 func existsNode(r *colRef) Node {
-	if r.col.Type != ctObject || r.jsonPath != nil {
+	if r.col.Type != TypeObject || r.jsonPath != nil {
 		return r.pred(OpExists)
 	}
 	prefix := r.col.Path + "."
 	var leaves []string
 	for path, c := range r.table.Columns {
-		if strings.HasPrefix(path, prefix) && c.Type != ctObject {
+		if strings.HasPrefix(path, prefix) && c.Type != TypeObject {
 			leaves = append(leaves, path)
 		}
 	}
@@ -363,15 +338,15 @@ func (p *filterParser) resolve(s scope, name string) (*colRef, error) {
 		}
 		if i == len(segs)-1 {
 			r := &colRef{name: full, table: tbl, links: links, col: c, jsonPath: jsonPath}
-			if hasJSON && c.Type != ctJSON {
+			if hasJSON && c.Type != TypeJSON {
 				return nil, r.errorf("-> paths need a json column, not %s", c.Type)
 			}
 			return r, nil
 		}
 		switch c.Type {
-		case ctObject:
+		case TypeObject:
 			prefix = c.Path + "."
-		case ctLink:
+		case TypeLink:
 			links = append(slices.Clip(links), c)
 			tbl, prefix = c.Link, ""
 		default:
@@ -404,7 +379,7 @@ func (p *filterParser) metaColumn(segs []string) (*Column, int) {
 // column parses the condition on a column key of a filter object.
 func (p *filterParser) column(r *colRef, v any) (Node, error) {
 	switch {
-	case r.jsonPath == nil && r.col.Type == ctObject:
+	case r.jsonPath == nil && r.col.Type == TypeObject:
 		return p.filter(p.inside(r), v, "the filter of object column ["+r.name+"]")
 	case r.target() == tgNone:
 		return nil, r.errorf("%s columns can only be filtered with $exists", r.col.Type)
@@ -414,7 +389,7 @@ func (p *filterParser) column(r *colRef, v any) (Node, error) {
 
 // inside is the scope of a nested filter on an object or link column.
 func (p *filterParser) inside(r *colRef) scope {
-	if r.col.Type == ctLink {
+	if r.col.Type == TypeLink {
 		return scope{table: r.col.Link, links: append(slices.Clip(r.links), r.col), name: r.name + "."}
 	}
 	return scope{table: r.table, links: r.links, prefix: r.col.Path + ".", name: r.name + "."}
@@ -442,7 +417,7 @@ func (p *filterParser) predicate(r *colRef, v any) (Node, error) {
 	defer func() { p.depth-- }()
 	switch x := v.(type) {
 	case map[string]any:
-		if r.target() == tgScalar && r.col.Type == ctLink && isLinkFilter(x) {
+		if r.target() == tgScalar && r.col.Type == TypeLink && isLinkFilter(x) {
 			if r.col.Link == nil {
 				return nil, r.errorf("link column has no target table")
 			}
@@ -587,7 +562,7 @@ func (p *filterParser) compare(r *colRef, k string, v any) (*Pred, error) {
 	switch r.target() {
 	case tgScalar:
 		switch r.col.Type {
-		case ctInt, ctFloat, ctDatetime, ctString, ctEmail:
+		case TypeInt, TypeFloat, TypeDatetime, TypeString, TypeEmail:
 		default:
 			return nil, r.errorf("%s is not supported on %s columns", k, r.col.Type)
 		}
@@ -628,7 +603,7 @@ func (p *filterParser) stringOp(r *colRef, k string, v any) (*Pred, error) {
 	switch r.target() {
 	case tgScalar:
 		switch r.col.Type {
-		case ctString, ctText, ctEmail:
+		case TypeString, TypeText, TypeEmail:
 		default:
 			return nil, r.errorf("%s is not supported on %s columns", k, r.col.Type)
 		}
@@ -881,24 +856,24 @@ func (p *filterParser) literal(r *colRef, op string, v any) (codec.Value, error)
 		return codec.String(text), nil
 	}
 	switch r.col.Type {
-	case ctBool:
+	case TypeBool:
 		if b, ok := v.(bool); ok {
 			return codec.Bool(b), nil
 		}
 		return bad("a bool")
-	case ctInt:
+	case TypeInt:
 		if n, ok := numberOf(v); ok {
 			if i, ok := n.int(); ok {
 				return codec.Int(i), nil
 			}
 		}
 		return bad("an integer")
-	case ctFloat:
+	case TypeFloat:
 		if n, ok := numberOf(v); ok {
 			return codec.Float(n.float()), nil
 		}
 		return bad("a number")
-	case ctDatetime:
+	case TypeDatetime:
 		switch x := v.(type) {
 		case string:
 			t, err := time.Parse(time.RFC3339Nano, x)
@@ -914,11 +889,11 @@ func (p *filterParser) literal(r *colRef, op string, v any) (codec.Value, error)
 			}
 		}
 		return bad("an RFC 3339 datetime")
-	case ctString, ctText, ctEmail, ctLink:
+	case TypeString, TypeText, TypeEmail, TypeLink:
 		if s, ok := v.(string); ok {
 			return codec.String(s), nil
 		}
-		if r.col.Type == ctLink {
+		if r.col.Type == TypeLink {
 			return bad("a record id")
 		}
 		return bad("a string")

@@ -152,21 +152,12 @@ func indexed(c *Column) bool {
 	if c.ID == MetaIDColumn {
 		return true
 	}
-	switch c.Type {
-	case "bool", "int", "float", "string", "email", "multiple", "link", "datetime":
-		return c.ID < MetaUpdatedAtColumn
-	}
-	return false
+	return c.Type.Indexed() && c.ID < MetaUpdatedAtColumn
 }
 
-// storable reports whether a column's values live in a value store.
-func storable(c *Column) bool {
-	switch c.Type {
-	case "bool", "int", "float", "string", "email", "link", "datetime", "multiple":
-		return true
-	}
-	return false
-}
+// storable reports whether a column's values live in a value store: those
+// of the indexed types.
+func storable(c *Column) bool { return c.Type.Indexed() }
 
 func isRange(op Op) bool { return op == OpLt || op == OpLe || op == OpGt || op == OpGe }
 

@@ -3,7 +3,6 @@ package index
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -53,20 +52,8 @@ type Page struct {
 	Size    int
 }
 
-// QueryError is an invalid query request.
-type QueryError struct{ Message string }
-
-func (e *QueryError) Error() string { return e.Message }
-
-func queryErrorf(format string, args ...any) error {
-	return &QueryError{Message: fmt.Sprintf(format, args...)}
-}
-
-// isNull reports whether raw JSON is absent or null.
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || bytes.Equal(t, []byte("null"))
-}
+// queryErrorf makes an *InputError about a query request.
+func queryErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // Query runs a query on src: filter, order, the page the cursor rules of
 // spec §4.1.7 select.
@@ -82,7 +69,7 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !isNull(in.Filter) || !isNull(in.Sort) {
+		if !IsNullJSON(in.Filter) || !IsNullJSON(in.Sort) {
 			return nil, queryErrorf("filter and sort cannot be set together with a cursor")
 		}
 		return c, nil
@@ -131,7 +118,7 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 	}
 	if incoming != nil {
 		st.Filter, st.Sort, st.Seed = incoming.Filter, incoming.Sort, incoming.Seed
-		if isNull(in.Columns) {
+		if IsNullJSON(in.Columns) {
 			st.Columns = incoming.Columns
 		}
 	}
@@ -166,7 +153,7 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 
 	t := src.Table()
 	var filter Node = &And{}
-	if !isNull(st.Filter) {
+	if !IsNullJSON(st.Filter) {
 		n, err := ParseFilter(t, st.Filter, opts.Meta)
 		if err != nil {
 			return nil, err
@@ -174,7 +161,7 @@ func Query(src Source, in QueryInput, opts QueryOptions) (*Page, error) {
 		filter = n
 	}
 	var sortRaw any
-	if !isNull(st.Sort) {
+	if !IsNullJSON(st.Sort) {
 		if err := json.Unmarshal(st.Sort, &sortRaw); err != nil {
 			return nil, queryErrorf("sort: %v", err)
 		}
@@ -269,7 +256,7 @@ func reverseRows(rows []uint32, keys []Key) {
 // Filter parses and runs a filter alone: the rows of src matching it.
 func Filter(src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, error) {
 	var n Node = &And{}
-	if !isNull(raw) {
+	if !IsNullJSON(raw) {
 		var err error
 		if n, err = ParseFilter(src.Table(), raw, meta); err != nil {
 			return nil, err

@@ -51,7 +51,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -96,15 +95,8 @@ const maxPostingGroups = 1024
 // reading the group value of every candidate from a value store.
 const postingMinRows = 2048
 
-// SummarizeError is an invalid summarize request; the API answers 400 with
-// the message.
-type SummarizeError struct{ Message string }
-
-func (e *SummarizeError) Error() string { return e.Message }
-
-func summarizeErrorf(format string, args ...any) error {
-	return &SummarizeError{Message: fmt.Sprintf(format, args...)}
-}
+// summarizeErrorf makes an *InputError about a summarize request.
+func summarizeErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // colPath is a column reached from a table, directly, inside objects or
 // through links.
@@ -119,7 +111,7 @@ type colPath struct {
 // outPath is where a group value sits in the output: a link column's id
 // is nested under it.
 func (p colPath) outPath() string {
-	if p.col.Type == ctLink {
+	if p.col.Type == TypeLink {
 		return p.path + ".id"
 	}
 	return p.path
@@ -143,9 +135,9 @@ func resolvePath(t *Table, name string) (colPath, bool) {
 			return colPath{path: name, links: links, col: c}, true
 		}
 		switch c.Type {
-		case ctObject:
+		case TypeObject:
 			prefix = c.Path + "."
-		case ctLink:
+		case TypeLink:
 			links = append(slices.Clip(links), c)
 			tbl, prefix = c.Link, ""
 		default:
@@ -166,7 +158,7 @@ func isInternal(name, meta string) bool {
 // groupable reports whether values of a column type can form groups.
 func groupable(t ColumnType) bool {
 	switch t {
-	case "bool", "int", "float", "string", "text", "email", "multiple", "link", "datetime", "json":
+	case TypeBool, TypeInt, TypeFloat, TypeString, TypeText, TypeEmail, TypeMultiple, TypeLink, TypeDatetime, TypeJSON:
 		return true
 	}
 	return false
@@ -221,7 +213,7 @@ type summarizeReq struct {
 
 // Summarize runs a summarize request on src: the output rows, in order.
 // meta is the record metadata key ("svc" or "xata"). Invalid requests fail
-// with *SummarizeError or, for the filter, *FilterError.
+// with *InputError.
 func Summarize(src Source, in SummarizeInput, meta string) ([]map[string]any, error) {
 	t := src.Table()
 	q, err := parseSummarize(t, in, meta)
@@ -272,14 +264,14 @@ func parseSummarize(t *Table, in SummarizeInput, meta string) (*summarizeReq, er
 		}
 	}
 	q.filter = &And{}
-	if !isNull(in.Filter) {
+	if !IsNullJSON(in.Filter) {
 		n, err := ParseFilter(t, in.Filter, meta)
 		if err != nil {
 			return nil, err
 		}
 		q.filter = n
 	}
-	if !isNull(in.Columns) {
+	if !IsNullJSON(in.Columns) {
 		var names []any
 		if err := json.Unmarshal(in.Columns, &names); err != nil {
 			return nil, summarizeErrorf("columns must be an array of column names")
@@ -335,9 +327,9 @@ func groupColumns(t *Table, name, meta string) ([]colPath, error) {
 			return nil, summarizeErrorf("columns: column [%s]: column not found", name)
 		}
 		switch p.col.Type {
-		case ctObject:
+		case TypeObject:
 			return expandColumns(holder(t, p), p.col.Path+".", p.links, strings.TrimSuffix(p.path, p.col.Path)), nil
-		case ctLink:
+		case TypeLink:
 			return expandColumns(p.col.Link, "", append(slices.Clip(p.links), p.col), p.path+"."), nil
 		}
 		return nil, summarizeErrorf("columns: column [%s]: %s is neither an object nor a link", name, base)
@@ -346,7 +338,7 @@ func groupColumns(t *Table, name, meta string) ([]colPath, error) {
 	if !found {
 		return nil, summarizeErrorf("columns: column [%s]: column not found", name)
 	}
-	if p.col.Type == ctObject {
+	if p.col.Type == TypeObject {
 		return expandColumns(holder(t, p), p.col.Path+".", p.links, strings.TrimSuffix(p.path, p.col.Path)), nil
 	}
 	if !groupable(p.col.Type) {
@@ -383,7 +375,7 @@ func expandColumns(tbl *Table, prefix string, links []*Column, outPrefix string)
 
 // parseSummaries reads the summaries object.
 func (q *summarizeReq) parseSummaries(t *Table, raw json.RawMessage, meta string) error {
-	if isNull(raw) {
+	if IsNullJSON(raw) {
 		return nil
 	}
 	var m map[string]any
@@ -418,7 +410,7 @@ func (q *summarizeReq) parseSummaries(t *Table, raw json.RawMessage, meta string
 			if fn != fnCount {
 				return summarizeErrorf("summary [%s]: only count takes [*]", name)
 			}
-			s.star, s.typ = true, ctInt
+			s.star, s.typ = true, TypeInt
 			q.summaries = append(q.summaries, s)
 			continue
 		}
@@ -429,30 +421,30 @@ func (q *summarizeReq) parseSummaries(t *Table, raw json.RawMessage, meta string
 		if !found {
 			return summarizeErrorf("summary [%s]: column [%s]: column not found", name, colName)
 		}
-		if p.col.Type == ctObject {
+		if p.col.Type == TypeObject {
 			return summarizeErrorf("summary [%s]: column [%s]: object columns cannot be summarized, only their fields", name, colName)
 		}
 		s.col = p
 		ct := p.col.Type
 		switch fn {
 		case fnCount:
-			s.typ = ctInt
+			s.typ = TypeInt
 		case fnMin, fnMax:
 			switch ct {
-			case "string", "text", "email", "int", "float", "datetime":
+			case TypeString, TypeText, TypeEmail, TypeInt, TypeFloat, TypeDatetime:
 				s.typ = ct
-			case ctMultiple:
-				s.typ = ctString
+			case TypeMultiple:
+				s.typ = TypeString
 			default:
 				return summarizeErrorf("summary [%s]: column [%s]: %s is not supported on %s columns", name, colName, fnName, ct)
 			}
 		case fnSum, fnAverage:
-			if ct != ctInt && ct != ctFloat {
+			if ct != TypeInt && ct != TypeFloat {
 				return summarizeErrorf("summary [%s]: column [%s]: %s is not supported on %s columns", name, colName, fnName, ct)
 			}
 			s.typ = ct
 			if fn == fnAverage {
-				s.typ = ctFloat
+				s.typ = TypeFloat
 			}
 		}
 		q.summaries = append(q.summaries, s)
@@ -477,7 +469,7 @@ func (q *summarizeReq) checkCollisions() error {
 // parseSort reads the sort expression: group columns (as requested or at
 // their output path) and summary names, asc or desc.
 func (q *summarizeReq) parseSort(raw json.RawMessage) error {
-	if isNull(raw) {
+	if IsNullJSON(raw) {
 		return nil
 	}
 	var v any
@@ -567,12 +559,12 @@ func (q *summarizeReq) parseHaving(raw json.RawMessage) error {
 		for i := 1; i < len(segs); i++ {
 			p := strings.Join(segs[:i], ".")
 			if vt.Columns[p] == nil {
-				vt.Columns[p] = &Column{Path: p, Type: ctObject}
+				vt.Columns[p] = &Column{Path: p, Type: TypeObject}
 			}
 		}
 		typ := g.col.Type
-		if typ == ctLink {
-			typ = ctString
+		if typ == TypeLink {
+			typ = TypeString
 		}
 		c := &Column{Path: out, Type: typ}
 		vt.Columns[out] = c
@@ -583,12 +575,12 @@ func (q *summarizeReq) parseHaving(raw json.RawMessage) error {
 		vt.Columns[s.name] = c
 		q.sumCols = append(q.sumCols, c)
 	}
-	if isNull(raw) {
+	if IsNullJSON(raw) {
 		return nil
 	}
 	n, err := ParseFilter(vt, raw, "")
 	if err != nil {
-		var fe *FilterError
+		var fe *InputError
 		if errors.As(err, &fe) {
 			return summarizeErrorf("summariesFilter: %s", strings.TrimPrefix(fe.Message, "filter: "))
 		}
@@ -676,7 +668,7 @@ func (a *summaryAcc) result(fn summaryFn, in ColumnType) codec.Value {
 		if a.n == 0 {
 			return codec.Null()
 		}
-		if in == ctInt {
+		if in == TypeInt {
 			return codec.Int(a.sumI)
 		}
 		return codec.Float(a.sumF)
@@ -684,7 +676,7 @@ func (a *summaryAcc) result(fn summaryFn, in ColumnType) codec.Value {
 		if a.n == 0 {
 			return codec.Null()
 		}
-		if in == ctInt {
+		if in == TypeInt {
 			return codec.Float(float64(a.sumI) / float64(a.n))
 		}
 		return codec.Float(a.sumF / float64(a.n))
@@ -748,13 +740,13 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 	buf := make([]uint32, foldBatch)
 	it := have.ManyIterator()
 	switch t {
-	case ctInt, ctDatetime:
+	case TypeInt, TypeDatetime:
 		ints := dv.Ints()
-		if last >= len(ints) || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
+		if last >= len(ints) || (t == TypeDatetime && (fn == fnSum || fn == fnAverage)) {
 			return false
 		}
 		kind := codec.KindInt
-		if t == ctDatetime {
+		if t == TypeDatetime {
 			kind = codec.KindDatetime
 		}
 		sum, lo, hi := sumMinMax(ints, it, buf, a.sumI)
@@ -768,7 +760,7 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 			a.extreme(fn, codec.Value{Kind: kind, Int: hi})
 		}
 		return true
-	case ctFloat:
+	case TypeFloat:
 		floats := dv.Floats()
 		if last >= len(floats) {
 			return false
@@ -784,7 +776,7 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 			a.extreme(fn, codec.Float(hi))
 		}
 		return true
-	case ctString, ctEmail:
+	case TypeString, TypeEmail:
 		strs := dv.Strings()
 		if last >= len(strs) || (fn != fnMin && fn != fnMax) {
 			return false
@@ -954,7 +946,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 	if !ok || fn == fnCount {
 		return false
 	}
-	datetimeSum := t == ctDatetime && (fn == fnSum || fn == fnAverage)
+	datetimeSum := t == TypeDatetime && (fn == fnSum || fn == fnAverage)
 	if f, done := folds[e.spec.col.path]; done && !datetimeSum {
 		// Another summary of this column folded it already.
 		assignFold(groups, i, f, fn, t)
@@ -971,7 +963,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 	it := have.ManyIterator()
 	next := func() []uint32 { return buf[:it.NextMany(buf)] }
 	switch t {
-	case ctInt, ctDatetime:
+	case TypeInt, TypeDatetime:
 		ints := dv.Ints()
 		if last >= len(ints) || datetimeSum {
 			return false
@@ -980,7 +972,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		folds[e.spec.col.path] = f
 		assignFold(groups, i, f, fn, t)
 		return true
-	case ctFloat:
+	case TypeFloat:
 		floats := dv.Floats()
 		if last >= len(floats) {
 			return false
@@ -989,7 +981,7 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		folds[e.spec.col.path] = f
 		assignFold(groups, i, f, fn, t)
 		return true
-	case ctString, ctEmail:
+	case TypeString, TypeEmail:
 		strs := dv.Strings()
 		if last >= len(strs) || (fn != fnMin && fn != fnMax) {
 			return false
@@ -1025,7 +1017,7 @@ func assignFold(groups []*sumGroup, i int, fold any, fn summaryFn, t ColumnType)
 			case fn == fnSum || fn == fnAverage:
 				a.n += f.counts[g]
 				a.sumI += f.sum[g]
-			case t == ctDatetime:
+			case t == TypeDatetime:
 				a.extreme(fn, codec.Value{Kind: codec.KindDatetime, Int: f.pick(fn, g)})
 			default:
 				a.extreme(fn, codec.Int(f.pick(fn, g)))
@@ -1207,17 +1199,17 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 		}
 		dv, ok := sr.vals.(DenseValues)
 		fn, t := e.spec.fn, e.spec.col.col.Type
-		if !ok || fn == fnCount || (t == ctDatetime && (fn == fnSum || fn == fnAverage)) {
+		if !ok || fn == fnCount || (t == TypeDatetime && (fn == fnSum || fn == fnAverage)) {
 			continue
 		}
 		f := byPath[e.spec.col.path]
 		if f == nil {
 			switch t {
-			case ctInt, ctDatetime:
+			case TypeInt, TypeDatetime:
 				if arr := dv.Ints(); last < len(arr) {
 					f = newCodeFold(arr, ng)
 				}
-			case ctFloat:
+			case TypeFloat:
 				if arr := dv.Floats(); last < len(arr) {
 					f = newCodeFold(arr, ng)
 				}
@@ -1463,7 +1455,7 @@ func fewValues(vals ColumnValues, cand *roaring.Bitmap) bool {
 // postingGroupable reports whether a group column can be grouped by
 // walking its postings.
 func postingGroupable(p colPath) bool {
-	return len(p.links) == 0 && indexed(p.col) && p.col.Type != ctMultiple && p.col.ID < MetaUpdatedAtColumn
+	return len(p.links) == 0 && indexed(p.col) && p.col.Type != TypeMultiple && p.col.ID < MetaUpdatedAtColumn
 }
 
 // groupByValues groups the candidates by their values, read row by row.
@@ -1704,29 +1696,12 @@ func compareNullsLast(x, y codec.Value, desc bool) int {
 func (q *summarizeReq) render(g *sumGroup) map[string]any {
 	out := make(map[string]any, len(q.groups)+len(q.summaries))
 	for i, gc := range q.groups {
-		setOutPath(out, gc.outPath(), outputValue(gc.col.Type, g.vals[i]))
+		SetPath(out, gc.outPath(), outputValue(gc.col.Type, g.vals[i]))
 	}
 	for i, s := range q.summaries {
 		out[s.name] = outputValue(s.typ, g.res[i])
 	}
 	return out
-}
-
-// setOutPath sets a dotted path in nested maps.
-func setOutPath(m map[string]any, path string, v any) {
-	for {
-		head, rest, found := strings.Cut(path, ".")
-		if !found {
-			m[path] = v
-			return
-		}
-		sub, _ := m[head].(map[string]any)
-		if sub == nil {
-			sub = map[string]any{}
-			m[head] = sub
-		}
-		m, path = sub, rest
-	}
 }
 
 // outputValue converts a value of a column type to its output form: nil,
@@ -1740,7 +1715,7 @@ func outputValue(t ColumnType, v codec.Value) any {
 	case codec.KindBool:
 		return v.Int != 0
 	case codec.KindInt:
-		if t == ctFloat {
+		if t == TypeFloat {
 			return float64(v.Int)
 		}
 		return v.Int

@@ -288,10 +288,9 @@ func TestSummarizeErrors(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error, want %q", body, want)
 		}
-		var se *SummarizeError
-		var fe *FilterError
-		if !errors.As(err, &se) && !errors.As(err, &fe) {
-			t.Fatalf("%s: error %T %v is not a SummarizeError", body, err, err)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			t.Fatalf("%s: error %T %v is not an InputError", body, err, err)
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: error %q, want %q", body, err, want)
