@@ -34,7 +34,7 @@ func Run(ctx context.Context, opts Options, out io.Writer, ready func(addr net.A
 	if err != nil {
 		return err
 	}
-	eng, err := engine.Open(opts.DataDir, engine.Options{CacheSize: opts.CacheSize})
+	eng, err := engine.Open(opts.DataDir, engine.Options{CacheSize: opts.CacheSize, Meta: MetaKey(opts.Compat)})
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,17 @@ type Server struct {
 // recordCacheBytes is the memory budget of the records point reads keep.
 const recordCacheBytes = 32 << 20
 
+// MetaKey is the record metadata key of a compatibility mode: "xata" in
+// compat mode, else "svc". The engine a server serves is opened with it
+// (engine.Options.Meta), so that requests name the metadata columns as
+// responses show them.
+func MetaKey(compat string) string {
+	if compat == CompatXata {
+		return "xata"
+	}
+	return "svc"
+}
+
 // New returns a Server that serves eng. The caller keeps ownership of eng
 // and closes it after Shutdown.
 func New(eng *engine.Engine, opts Options) (*Server, error) {
@@ -120,11 +131,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4)}
-	s.labels.m = map[string]string{}
-	if opts.Compat == CompatXata {
-		s.meta = "xata"
+	s := &Server{eng: eng, opts: opts, log: log, meta: MetaKey(opts.Compat), reqPrefix: randomHex(4)}
+	if eng != nil && eng.Meta() != s.meta {
+		return nil, fmt.Errorf("api: compatibility mode %s needs an engine opened with Meta %q, not %q", opts.Compat, s.meta, eng.Meta())
 	}
+	s.labels.m = map[string]string{}
 	s.records = engine.NewRecordCache(recordCacheBytes, s.appendView)
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}

@@ -43,6 +43,11 @@ type Options struct {
 	// reading storage meanwhile; smaller tables build it before answering.
 	// 0 means 100,000; a negative value builds every store before answering.
 	BackgroundBuildRows int
+	// Meta is the record metadata key under which filters, sorts, column
+	// lists, summaries, aggregations and boosters name the metadata
+	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
+	// sets "xata".
+	Meta string
 }
 
 // Engine is an open data directory.
@@ -86,6 +91,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if opts.BackgroundBuildRows == 0 {
 		opts.BackgroundBuildRows = 100_000
+	}
+	if opts.Meta == "" {
+		opts.Meta = "svc"
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()

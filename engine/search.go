@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -18,19 +17,22 @@ import (
 	"github.com/coppice-db/coppice/index"
 )
 
-// SearchInput is a search request (spec §4.1.3, §4.1.4). Target, Filter
-// and Boosters are raw JSON, parsed against each table searched. Nil
-// pointers take the defaults.
-type SearchInput struct {
+// SearchRequest is a search request (spec §4.1.3, §4.1.4). Nil pointers
+// take the defaults; Target, Filter and Boosters are bound to each table
+// searched.
+type SearchRequest struct {
 	// Query is the text searched for; nil finds nothing (an empty body).
 	Query *string
 	// Fuzziness is the edit distance allowed per word, 0..2 (default 1).
 	Fuzziness *float64
 	// Prefix is "phrase" or "disabled" (default).
-	Prefix   *string
-	Target   json.RawMessage
-	Filter   json.RawMessage
-	Boosters json.RawMessage
+	Prefix *string
+	// Target lists the columns searched (fts.ReadTarget); nil searches
+	// every text column.
+	Target []fts.Target
+	Filter Filter
+	// Boosters (fts.ReadBoosters) add to the scores.
+	Boosters []fts.Booster
 	// Highlight and EncodeHTML default to true.
 	Highlight  *bool
 	EncodeHTML *bool
@@ -43,16 +45,16 @@ type SearchInput struct {
 }
 
 // SearchTable is one table of a branch search, with its own filter, target
-// and boosters (raw JSON, nil for none).
+// and boosters.
 type SearchTable struct {
-	Table                    string
-	Filter, Target, Boosters json.RawMessage
+	Table    string
+	Filter   Filter
+	Target   []fts.Target
+	Boosters []fts.Booster
 }
 
 // SearchOptions are the server settings of a search.
 type SearchOptions struct {
-	// Meta is the record metadata key ("svc" or "xata").
-	Meta string
 	// Now is the origin of date boosters without one; zero means the
 	// current time.
 	Now time.Time
@@ -101,11 +103,8 @@ type searchParams struct {
 	now        time.Time
 }
 
-func (in *SearchInput) params(opts SearchOptions) (*searchParams, error) {
-	p := &searchParams{size: searchDefaultSize, fuzziness: 1, highlight: true, encodeHTML: true, meta: opts.Meta, now: opts.Now}
-	if p.meta == "" {
-		p.meta = "svc"
-	}
+func (e *Engine) searchParams(in *SearchRequest, opts SearchOptions) (*searchParams, error) {
+	p := &searchParams{size: searchDefaultSize, fuzziness: 1, highlight: true, encodeHTML: true, meta: e.opts.Meta, now: opts.Now}
 	if p.now.IsZero() {
 		p.now = time.Now()
 	}
@@ -153,9 +152,10 @@ func (in *SearchInput) params(opts SearchOptions) (*searchParams, error) {
 	return p, nil
 }
 
-// SearchTable runs a full-text search on one table of a branch.
-func (e *Engine) SearchTable(ref Ref, tableName string, in SearchInput, opts SearchOptions) (*SearchResult, error) {
-	p, err := in.params(opts)
+// SearchTable runs a full-text search on one table of a branch. It stops
+// with ctx's error when ctx ends.
+func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in SearchRequest, opts SearchOptions) (*SearchResult, error) {
+	p, err := e.searchParams(&in, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +168,10 @@ func (e *Engine) SearchTable(ref Ref, tableName string, in SearchInput, opts Sea
 }
 
 // SearchBranch runs a full-text search over the tables of a branch (all,
-// or in.Tables) and merges their rankings.
-func (e *Engine) SearchBranch(ref Ref, in SearchInput, opts SearchOptions) (*SearchResult, error) {
-	p, err := in.params(opts)
+// or in.Tables) and merges their rankings. It stops with ctx's error when
+// ctx ends.
+func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, opts SearchOptions) (*SearchResult, error) {
+	p, err := e.searchParams(&in, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +271,7 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 	if err != nil {
 		return nil, err
 	}
-	targets, err := parseTarget(t, spec.Target, p.meta)
+	targets, err := parseTarget(t, spec.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -298,12 +299,16 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 			lex = compact
 		}
 	}
-	if err := checkSearchFilter(src.it, spec.Filter, p.meta); err != nil {
-		return nil, err
-	}
-	cands, err := index.Filter(src, spec.Filter, p.meta)
+	filter, err := spec.Filter.Bind(src.it, p.meta)
 	if err != nil {
 		return nil, queryError(err)
+	}
+	if err := checkSearchFilter(filter); err != nil {
+		return nil, err
+	}
+	cands, err := index.Compile(filter).Execute(src)
+	if err != nil {
+		return nil, err
 	}
 	boosters, err := parseBoosters(src, spec.Boosters, p)
 	if err != nil {
@@ -359,55 +364,29 @@ func (e *Engine) searchOne(ref Ref, spec SearchTable, p *searchParams, k int) (*
 	return out, nil
 }
 
-// parseTarget reads a TargetExpression: column names or {column, weight}
-// objects, "*" for every other column at weight 1. An object column stands
-// for its text leaves. Without a target (or with an empty one) every text
-// column is searched.
-func parseTarget(t *table, raw json.RawMessage, meta string) ([]targetColumn, error) {
+// parseTarget binds a target list to a table: an object column stands for
+// its text leaves, "*" for every other text column at weight 1. Without a
+// target (or with an empty one) every text column is searched.
+func parseTarget(t *table, target []fts.Target) ([]targetColumn, error) {
 	var all []targetColumn
 	for _, c := range t.leaves {
 		if searchable(c.Type) {
 			all = append(all, targetColumn{c: c, weight: 1})
 		}
 	}
-	if index.IsNullJSON(raw) {
-		return all, nil
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, invalidf("target must be an array of column names or {column, weight} objects")
-	}
-	if len(items) == 0 {
+	if len(target) == 0 {
 		return all, nil
 	}
 	weights := map[*column]float64{}
 	var order []*column
 	star := false
-	for _, it := range items {
-		var name string
-		weight := 1.0
-		if len(bytes.TrimSpace(it)) > 0 && bytes.TrimSpace(it)[0] == '{' {
-			var obj struct {
-				Column *string  `json:"column"`
-				Weight *float64 `json:"weight"`
-			}
-			dec := json.NewDecoder(bytes.NewReader(it))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&obj); err != nil {
-				return nil, invalidf("target: invalid entry %s: %v", it, err)
-			}
-			if obj.Column == nil {
-				return nil, invalidf("target: an object entry needs a column")
-			}
-			name = *obj.Column
-			if obj.Weight != nil {
-				if *obj.Weight < 1 || *obj.Weight > 10 {
-					return nil, invalidf("target: weight of column [%s] must be between 1 and 10, got %v", name, *obj.Weight)
-				}
-				weight = *obj.Weight
-			}
-		} else if err := json.Unmarshal(it, &name); err != nil {
-			return nil, invalidf("target: entries must be column names or {column, weight} objects")
+	for _, it := range target {
+		name, weight := it.Column, it.Weight
+		if weight == 0 {
+			weight = 1
+		}
+		if weight < 1 || weight > 10 {
+			return nil, invalidf("target: weight of column [%s] must be between 1 and 10, got %v", name, weight)
 		}
 		if name == "*" {
 			star = true
@@ -446,14 +425,7 @@ func parseTarget(t *table, raw json.RawMessage, meta string) ([]targetColumn, er
 // checkSearchFilter rejects what search filters do not support: $contains,
 // $startsWith and $endsWith on text columns, and any filter on a multiple
 // column.
-func checkSearchFilter(t *index.Table, raw json.RawMessage, meta string) error {
-	if index.IsNullJSON(raw) {
-		return nil
-	}
-	n, err := index.ParseFilter(t, raw, meta)
-	if err != nil {
-		return queryError(err)
-	}
+func checkSearchFilter(n index.Node) error {
 	var walk func(n index.Node) error
 	walk = func(n index.Node) error {
 		switch x := n.(type) {
@@ -877,68 +849,15 @@ type booster struct {
 	numeric *index.Column // numericBooster
 	mod     fts.Modifier
 	date    *index.Column // dateBooster
-	decay   fts.DateBooster
+	decay   fts.DateDecay
 }
 
-// boosterJSON is one BoosterExpression.
-type boosterJSON struct {
-	ValueBooster   *valueBoosterJSON   `json:"valueBooster"`
-	NumericBooster *numericBoosterJSON `json:"numericBooster"`
-	DateBooster    *dateBoosterJSON    `json:"dateBooster"`
-}
-
-type valueBoosterJSON struct {
-	Column          string          `json:"column"`
-	Value           json.RawMessage `json:"value"`
-	Factor          *float64        `json:"factor"`
-	IfMatchesFilter json.RawMessage `json:"ifMatchesFilter"`
-}
-
-type numericBoosterJSON struct {
-	Column          string          `json:"column"`
-	Factor          *float64        `json:"factor"`
-	Modifier        string          `json:"modifier"`
-	IfMatchesFilter json.RawMessage `json:"ifMatchesFilter"`
-}
-
-type dateBoosterJSON struct {
-	Column          string          `json:"column"`
-	Origin          string          `json:"origin"`
-	Scale           string          `json:"scale"`
-	Decay           *float64        `json:"decay"`
-	Factor          *float64        `json:"factor"`
-	IfMatchesFilter json.RawMessage `json:"ifMatchesFilter"`
-}
-
-// parseBoosters reads the boosters of a table search against its source.
-func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSet, error) {
-	if index.IsNullJSON(raw) {
-		return nil, nil
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, invalidf("boosters must be an array of booster objects")
-	}
+// parseBoosters binds the boosters of a table search to its source.
+func parseBoosters(src *source, list []fts.Booster, p *searchParams) (boosterSet, error) {
 	var out boosterSet
-	for _, item := range list {
-		var bj boosterJSON
-		dec := json.NewDecoder(bytes.NewReader(item))
-		dec.DisallowUnknownFields()
-		dec.UseNumber()
-		if err := dec.Decode(&bj); err != nil {
-			return nil, invalidf("boosters: invalid booster %s: %v", item, err)
-		}
-		kinds := 0
-		for _, set := range []bool{bj.ValueBooster != nil, bj.NumericBooster != nil, bj.DateBooster != nil} {
-			if set {
-				kinds++
-			}
-		}
-		if kinds != 1 {
-			return nil, invalidf("boosters: each booster needs exactly one of valueBooster, numericBooster and dateBooster")
-		}
+	for _, bj := range list {
 		var b booster
-		var cond json.RawMessage
+		var cond Filter
 		switch {
 		case bj.ValueBooster != nil:
 			vb := bj.ValueBooster
@@ -949,14 +868,14 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if vb.Factor == nil {
 				return nil, invalidf("valueBooster: factor is required")
 			}
-			if index.IsNullJSON(vb.Value) {
+			if vb.Value == nil {
 				return nil, invalidf("valueBooster: value is required")
 			}
-			filter, _ := json.Marshal(map[string]json.RawMessage{col.Path: vb.Value})
+			filter := index.FilterOf(map[string]any{col.Path: vb.Value})
 			if col.Type == TypeMultiple {
-				filter, _ = json.Marshal(map[string]any{col.Path: map[string]json.RawMessage{"$includes": vb.Value}})
+				filter = index.FilterOf(map[string]any{col.Path: map[string]any{"$includes": vb.Value}})
 			}
-			eq, err := index.Filter(src, filter, p.meta)
+			eq, err := index.Matching(src, filter, p.meta)
 			if err != nil {
 				return nil, invalidf("valueBooster: %v", queryError(err))
 			}
@@ -990,14 +909,16 @@ func parseBoosters(src *source, raw json.RawMessage, p *searchParams) (boosterSe
 			if db.Decay == nil {
 				return nil, invalidf("dateBooster: decay is required")
 			}
-			dec, err := fts.NewDateBooster(db.Origin, db.Scale, *db.Decay, db.Factor, p.now)
+			dec, err := fts.NewDateDecay(db.Origin, db.Scale, *db.Decay, db.Factor, p.now)
 			if err != nil {
 				return nil, invalidf("%v", err)
 			}
 			b.date, b.decay, cond = col, dec, db.IfMatchesFilter
+		default:
+			return nil, invalidf("boosters: each booster needs exactly one of valueBooster, numericBooster and dateBooster")
 		}
-		if !index.IsNullJSON(cond) {
-			rows, err := index.Filter(src, cond, p.meta)
+		if !cond.IsZero() {
+			rows, err := index.Matching(src, cond, p.meta)
 			if err != nil {
 				return nil, invalidf("ifMatchesFilter: %v", queryError(err))
 			}

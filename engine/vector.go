@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -44,8 +44,8 @@ const (
 	CompatVectorSearchSize  = 1000
 )
 
-// VectorSearchInput is a vector search request as the client sent it.
-type VectorSearchInput struct {
+// VectorSearchRequest is a vector search request.
+type VectorSearchRequest struct {
 	// Column is the path of a vector column.
 	Column string
 	// Query is the query vector; its length must be the column's
@@ -58,9 +58,9 @@ type VectorSearchInput struct {
 	Size *int
 	// MaxSize is the largest Size allowed; 0 means MaxVectorSearchSize.
 	MaxSize int
-	// Filter is a filter expression (JSON), applied before ranking; nil
-	// matches every record.
-	Filter json.RawMessage
+	// Filter is applied before ranking; the zero Filter matches every
+	// record.
+	Filter Filter
 }
 
 // VectorHit is one record found by a vector search, with its score in
@@ -94,17 +94,14 @@ type VectorSearchResult struct {
 // length or, for cosine, all zeros, an unknown function, a size out of
 // range, an invalid filter) is CodeInvalid; an unknown database, branch or
 // table is CodeNotFound.
-func (e *Engine) VectorSearch(ref Ref, tableName string, in VectorSearchInput, meta string) (*VectorSearchResult, error) {
-	return e.vectorSearch(ref, tableName, in, meta, true)
+func (e *Engine) VectorSearch(ctx context.Context, ref Ref, tableName string, in VectorSearchRequest) (*VectorSearchResult, error) {
+	return e.vectorSearch(ctx, ref, tableName, in, true)
 }
 
 // vectorSearch is VectorSearch; without useStore it reads every
 // candidate's record instead of the vector store, as it also does when the
 // store changed under it (tests compare the two).
-func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, meta string, useStore bool) (*VectorSearchResult, error) {
-	if meta == "" {
-		meta = "svc"
-	}
+func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in VectorSearchRequest, useStore bool) (*VectorSearchResult, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
@@ -137,7 +134,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 		}
 	}
 
-	cands, err := index.Filter(src, in.Filter, meta)
+	cands, err := index.Matching(src, in.Filter, e.opts.Meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -163,10 +160,7 @@ func (e *Engine) vectorSearch(ref Ref, tableName string, in VectorSearchInput, m
 		return nil, err
 	}
 
-	proj, err := index.ParseColumns(src.it, nil, meta, src.tableByName)
-	if err != nil {
-		return nil, queryError(err)
-	}
+	proj := index.AllColumns()
 	res.Hits = make([]VectorHit, 0, len(hits))
 	var rec codec.Record
 	for _, h := range hits {
@@ -208,7 +202,7 @@ type vectorQuery struct {
 }
 
 // newVectorQuery checks a request against a table.
-func newVectorQuery(t *table, in VectorSearchInput) (*vectorQuery, error) {
+func newVectorQuery(t *table, in VectorSearchRequest) (*vectorQuery, error) {
 	if in.Column == "" {
 		return nil, invalidf("column is required")
 	}

@@ -28,8 +28,7 @@ package index
 //     float64.
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -79,31 +78,68 @@ type aggNode struct {
 	sub                 []*aggNode
 }
 
-// Aggregate runs an aggregation request on src: the response body
-// {"aggs": {name: result}}. filterRaw restricts the rows first; aggsRaw is
-// the aggs object, and when it is absent or empty the answer is the count
-// of rows, {"aggs": {"count": N}}. Invalid requests fail with
-// *InputError.
-func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
+// AggregateRequest is an aggregate request (compat-api §8): the rows of
+// Filter, aggregated as Aggs says (read with ReadFilter and ReadAggs, or
+// built from Go values). The zero Aggs asks for the count of rows.
+type AggregateRequest struct {
+	Filter Filter
+	Aggs   Aggs
+}
+
+// AggregateResult is the answer of an aggregate request: the results of
+// the top-level aggregations, in name order. Without aggregations it is
+// one "count" of the rows.
+type AggregateResult struct {
+	Aggs []AggResult
+}
+
+// AggResult is the result of one aggregation.
+type AggResult struct {
+	// Name is the aggregation's key in its aggs object; Kind is its kind
+	// (count, sum, min, max, average, percentiles, uniqueCount,
+	// dateHistogram, topValues or numericHistogram).
+	Name, Kind string
+	// Value is a metric's result: int64 for count and uniqueCount and for
+	// sum, min and max of int columns, else float64; nil for the min, max
+	// or average of no values.
+	Value any
+	// Percentiles are the results of percentiles, in the order asked.
+	Percentiles []PercentileResult
+	// Buckets are the buckets of dateHistogram, topValues and
+	// numericHistogram, in order.
+	Buckets []AggBucket
+}
+
+// PercentileResult is one percentile: the percent asked for and the value
+// (float64), nil when there are no values.
+type PercentileResult struct {
+	Percent float64
+	Value   any
+}
+
+// AggBucket is one bucket: its key, how many rows it holds and its
+// sub-aggregations. The key of topValues is the value as a string
+// (numbers and booleans as their JSON text), of dateHistogram the
+// bucket's start as a time.Time in the requested timezone, and of
+// numericHistogram the bucket's start as a float64.
+type AggBucket struct {
+	Key   any
+	Count int64
+	Aggs  []AggResult
+}
+
+// Aggregate runs an aggregation request on src. meta is the record
+// metadata key ("svc" or "xata"). Invalid requests fail with *InputError;
+// it stops with ctx's error when ctx ends.
+func Aggregate(ctx context.Context, src Source, in AggregateRequest, meta string) (*AggregateResult, error) {
 	t := src.Table()
-	var filter Node = &And{}
-	if !IsNullJSON(filterRaw) {
-		n, err := ParseFilter(t, filterRaw, meta)
-		if err != nil {
-			return nil, err
-		}
-		filter = n
+	filter, err := in.Filter.Bind(t, meta)
+	if err != nil {
+		return nil, err
 	}
 	var nodes []*aggNode
-	if !IsNullJSON(aggsRaw) {
-		d := json.NewDecoder(bytes.NewReader(aggsRaw))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return nil, aggErrorf("aggs must be an object of aggregation names to aggregations")
-		}
-		var err error
-		if nodes, err = parseAggs(t, v, "", meta); err != nil {
+	if in.Aggs.v != nil {
+		if nodes, err = parseAggs(t, in.Aggs.v, "", meta); err != nil {
 			return nil, err
 		}
 	}
@@ -112,14 +148,14 @@ func Aggregate(src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return map[string]any{"aggs": map[string]any{"count": int64(rows.GetCardinality())}}, nil
+		return &AggregateResult{Aggs: []AggResult{{Name: "count", Kind: "count", Value: int64(rows.GetCardinality())}}}, nil
 	}
-	r := &aggRun{src: src, x: newValueReaders(src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
+	r := &aggRun{ctx: ctx, src: src, x: newValueReaders(src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
 	res, err := r.evalAll(nodes, rows)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"aggs": res}, nil
+	return &AggregateResult{Aggs: res}, nil
 }
 
 // parseAggs reads an aggs object; parent is the path of the enclosing
@@ -446,21 +482,24 @@ func (n *aggNode) parseNumericHistogram(p map[string]any) error {
 // aggRun is one execution: the source, readers by column, and the rows of
 // count filters.
 type aggRun struct {
+	ctx     context.Context
 	src     Source
 	x       *valueReaders
 	readers map[*Column]valueReader
 	filters map[*aggNode]*roaring.Bitmap
 }
 
-// evalAll computes aggregations on rows, by name.
-func (r *aggRun) evalAll(nodes []*aggNode, rows *roaring.Bitmap) (map[string]any, error) {
-	out := make(map[string]any, len(nodes))
-	for _, n := range nodes {
-		v, err := r.eval(n, rows)
-		if err != nil {
+// evalAll computes aggregations on rows, in order.
+func (r *aggRun) evalAll(nodes []*aggNode, rows *roaring.Bitmap) ([]AggResult, error) {
+	out := make([]AggResult, len(nodes))
+	for i, n := range nodes {
+		if err := r.ctx.Err(); err != nil {
 			return nil, err
 		}
-		out[n.key] = v
+		out[i] = AggResult{Name: n.key, Kind: n.kind}
+		if err := r.eval(n, rows, &out[i]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -483,7 +522,7 @@ func (r *aggRun) values(c *Column, rows *roaring.Bitmap, fn func(row uint32, v c
 	if err != nil {
 		return err
 	}
-	return eachRow(rows, func(row uint32) error {
+	return eachRow(r.ctx, rows, func(row uint32) error {
 		v, err := rd.get(row)
 		if err != nil || v.IsNull() {
 			return err
@@ -492,47 +531,46 @@ func (r *aggRun) values(c *Column, rows *roaring.Bitmap, fn func(row uint32, v c
 	})
 }
 
-// eval computes one aggregation on rows.
-func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
+// eval computes one aggregation on rows into res.
+func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap, res *AggResult) error {
+	var err error
 	switch n.kind {
 	case "count":
 		if n.filter == nil {
-			return int64(rows.GetCardinality()), nil
+			res.Value = int64(rows.GetCardinality())
+			return nil
 		}
 		f := r.filters[n]
 		if f == nil {
-			var err error
 			if f, err = Compile(n.filter).Execute(r.src); err != nil {
-				return nil, err
+				return err
 			}
 			r.filters[n] = f
 		}
-		return int64(rows.AndCardinality(f)), nil
+		res.Value = int64(rows.AndCardinality(f))
 	case "sum", "min", "max", "average":
-		return r.metric(n, rows)
+		res.Value, err = r.metric(n, rows)
 	case "percentiles":
 		var xs []float64
-		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+		err = r.values(n.col, rows, func(_ uint32, v codec.Value) error {
 			xs = append(xs, asFloat(v))
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sort.Float64s(xs)
-		vals := make(map[string]any, len(n.percentiles))
-		for _, p := range n.percentiles {
-			if len(xs) == 0 {
-				vals[PercentileKey(p)] = nil
-				continue
+		res.Percentiles = make([]PercentileResult, len(n.percentiles))
+		for i, p := range n.percentiles {
+			res.Percentiles[i].Percent = p
+			if len(xs) > 0 {
+				res.Percentiles[i].Value = Percentile(xs, p)
 			}
-			vals[PercentileKey(p)] = Percentile(xs, p)
 		}
-		return map[string]any{"values": vals}, nil
 	case "uniqueCount":
 		seen := map[string]struct{}{}
 		var key []byte
-		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+		err = r.values(n.col, rows, func(_ uint32, v codec.Value) error {
 			if v.Kind == codec.KindStrings {
 				for _, s := range v.Strs {
 					key = appendValueKey(key[:0], codec.String(s))
@@ -544,13 +582,15 @@ func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
 			seen[string(key)] = struct{}{}
 			return nil
 		})
-		return int64(len(seen)), err
+		res.Value = int64(len(seen))
 	case "topValues":
-		return r.topValues(n, rows)
+		res.Buckets, err = r.topValues(n, rows)
 	case "dateHistogram", "numericHistogram":
-		return r.histogram(n, rows)
+		res.Buckets, err = r.histogram(n, rows)
+	default:
+		err = fmt.Errorf("index: unknown aggregation kind %q", n.kind)
 	}
-	return nil, fmt.Errorf("index: unknown aggregation kind %q", n.kind)
+	return err
 }
 
 // metricFns are the summary functions of the metric kinds.
@@ -633,7 +673,7 @@ func (p *countedPart) bitmap() *roaring.Bitmap {
 }
 
 // topValues computes the most frequent values of a column among rows.
-func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) (any, error) {
+func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) ([]AggBucket, error) {
 	var parts []*countedPart
 	done := false
 	if indexed(n.col) && n.col.ID < MetaUpdatedAtColumn {
@@ -686,30 +726,25 @@ func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) (any, error) {
 	if len(parts) > n.size {
 		parts = parts[:n.size]
 	}
-	buckets := make([]any, 0, len(parts))
+	buckets := make([]AggBucket, 0, len(parts))
 	for _, p := range parts {
-		b := map[string]any{"$key": topValueKey(p.v), "$count": int64(p.n)}
-		if err := r.addSubs(b, n, p.bitmap); err != nil {
+		b := AggBucket{Key: topValueKey(p.v), Count: int64(p.n)}
+		if err := r.addSubs(&b, n, p.bitmap); err != nil {
 			return nil, err
 		}
 		buckets = append(buckets, b)
 	}
-	return map[string]any{"values": buckets}, nil
+	return buckets, nil
 }
 
 // addSubs computes the sub-aggregations of a bucket into b.
-func (r *aggRun) addSubs(b map[string]any, n *aggNode, rows func() *roaring.Bitmap) error {
+func (r *aggRun) addSubs(b *AggBucket, n *aggNode, rows func() *roaring.Bitmap) error {
 	if len(n.sub) == 0 {
 		return nil
 	}
 	subs, err := r.evalAll(n.sub, rows())
-	if err != nil {
-		return err
-	}
-	for k, v := range subs {
-		b[k] = v
-	}
-	return nil
+	b.Aggs = subs
+	return err
 }
 
 // topValueKey spells a value as a topValues key: numbers and booleans as
@@ -728,7 +763,7 @@ func topValueKey(v codec.Value) string {
 
 // histogram computes a date or numeric histogram: buckets in ascending key
 // order from the first to the last non-empty one.
-func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
+func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) ([]AggBucket, error) {
 	byStart := map[int64]*countedPart{}
 	err := r.values(n.col, rows, func(row uint32, v codec.Value) error {
 		k, err := n.bucketOf(v)
@@ -749,9 +784,9 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	buckets := []any{}
+	buckets := []AggBucket{}
 	if len(byStart) == 0 {
-		return map[string]any{"values": buckets}, nil
+		return buckets, nil
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for k := range byStart {
@@ -765,13 +800,13 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		if i >= maxHistogramBuckets {
 			return nil, aggErrorf("aggregation [%s]: more than %d buckets; use a larger interval", n.name, maxHistogramBuckets)
 		}
-		b := map[string]any{"$key": n.bucketKey(k), "$count": int64(0)}
+		b := AggBucket{Key: n.bucketKey(k)}
 		rowsOf := func() *roaring.Bitmap { return empty }
 		if p := byStart[k]; p != nil {
-			b["$count"] = int64(p.n)
+			b.Count = int64(p.n)
 			rowsOf = p.bitmap
 		}
-		if err := r.addSubs(b, n, rowsOf); err != nil {
+		if err := r.addSubs(&b, n, rowsOf); err != nil {
 			return nil, err
 		}
 		buckets = append(buckets, b)
@@ -780,7 +815,7 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		}
 		k = n.nextBucket(k)
 	}
-	return map[string]any{"values": buckets}, nil
+	return buckets, nil
 }
 
 // bucketOf returns the bucket of a value: the start of a date bucket in
@@ -867,8 +902,8 @@ func (n *aggNode) nextBucket(k int64) int64 {
 	return t.UnixNano()
 }
 
-// bucketKey is the $key of a bucket: RFC 3339 with milliseconds in the
-// requested timezone ("Z" for UTC), or a number.
+// bucketKey is the key of a bucket: its start as a time in the requested
+// timezone, or a number.
 func (n *aggNode) bucketKey(k int64) any {
 	if n.kind == "numericHistogram" {
 		key := float64(k)*n.interval + n.numOffset
@@ -877,7 +912,7 @@ func (n *aggNode) bucketKey(k int64) any {
 		}
 		return key
 	}
-	return time.Unix(0, k).In(n.loc).Format("2006-01-02T15:04:05.000Z07:00")
+	return time.Unix(0, k).In(n.loc)
 }
 
 // floorDiv divides rounding towards negative infinity.

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -46,18 +47,19 @@ func TestPercentileKey(t *testing.T) {
 
 // aggregateJSON runs aggs (and a filter) and prints the response as JSON.
 func aggregateJSON(src Source, filter, aggs string) (string, error) {
-	var f, a json.RawMessage
-	if filter != "" {
-		f = json.RawMessage(filter)
-	}
-	if aggs != "" {
-		a = json.RawMessage(aggs)
-	}
-	out, err := Aggregate(src, f, a, "svc")
+	f, err := ReadFilter([]byte(filter))
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(out)
+	a, err := ReadAggs([]byte(aggs))
+	if err != nil {
+		return "", err
+	}
+	out, err := Aggregate(context.Background(), src, AggregateRequest{Filter: f, Aggs: a}, "svc")
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(aggregateObject(out))
 	return string(b), err
 }
 

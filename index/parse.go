@@ -36,10 +36,7 @@ package index
 // predicate other than exists, and the planner needs no three-valued logic.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -56,19 +53,11 @@ const maxFilterDepth = 64
 // "<meta>.createdAt" and "<meta>.updatedAt" name the meta columns, as "id"
 // does. Empty input or null is no filter (And{}). Errors are *InputError.
 func ParseFilter(t *Table, raw []byte, meta string) (Node, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return &And{}, nil
+	f, err := ReadFilter(raw)
+	if err != nil {
+		return nil, err
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, filterErrorf("invalid JSON: %v", err)
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, filterErrorf("invalid JSON: data after the filter object")
-	}
-	return ParseFilterValue(t, v, meta)
+	return f.Bind(t, meta)
 }
 
 // ParseFilterValue parses a filter already decoded from JSON: maps,

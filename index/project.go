@@ -84,33 +84,15 @@ func AllColumns() *Projection {
 	return &Projection{All: true, Leaves: map[string]bool{}, Links: map[string]*Projection{}}
 }
 
-// ParseColumns reads a columns list: names, dotted paths, "*", "link.*" and
-// ProjectionConfig objects. Absent (nil) selects all columns. tables finds a
-// table by name for reverse links.
-func ParseColumns(t *Table, raw json.RawMessage, meta string, tables func(name string) *Table) (*Projection, error) {
-	if IsNullJSON(raw) {
+// ParseColumns checks a columns list against t: names, dotted paths, "*",
+// "link.*" and ProjectionConfig objects. The zero Columns selects all
+// columns. tables finds a table by name for reverse links; nil allows
+// none.
+func ParseColumns(t *Table, cols Columns, meta string, tables func(name string) *Table) (*Projection, error) {
+	if !cols.set {
 		return AllColumns(), nil
 	}
-	var list []any
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.UseNumber()
-	if err := d.Decode(&list); err != nil {
-		return nil, projErrorf("columns must be an array of column names or projection objects")
-	}
-	return parseColumnList(t, list, meta, tables)
-}
-
-// ParseColumnNames reads a columns list given as strings (a query
-// parameter).
-func ParseColumnNames(t *Table, names []string, meta string) (*Projection, error) {
-	if names == nil {
-		return AllColumns(), nil
-	}
-	list := make([]any, len(names))
-	for i, n := range names {
-		list[i] = n
-	}
-	return parseColumnList(t, list, meta, nil)
+	return parseColumnList(t, cols.list, meta, tables)
 }
 
 func parseColumnList(t *Table, list []any, meta string, tables func(string) *Table) (*Projection, error) {

@@ -47,22 +47,25 @@ package index
 // result types, and is decided group by group with Eval.
 
 import (
-	"encoding/json"
+	"context"
 	"slices"
 	"strings"
 )
 
-// SummarizeInput is a summarize request as the client sent it (spec
-// §4.1.2). The JSON fields are kept raw; empty or null means absent.
-type SummarizeInput struct {
-	Filter json.RawMessage
-	// Columns are the group-by columns: absent groups the whole table into
-	// one group when there are summaries; [] always does.
-	Columns json.RawMessage
-	// Summaries maps a summary name to {function: column}.
-	Summaries       json.RawMessage
-	Sort            json.RawMessage
-	SummariesFilter json.RawMessage
+// SummarizeRequest is a summarize request (spec §4.1.2). Filter, Sort
+// and SummariesFilter are read from JSON (ReadFilter, ReadSort,
+// ReadSummariesFilter) or built from Go values; Columns and Summaries
+// from ReadGroupColumns and ReadSummaries, or written directly.
+type SummarizeRequest struct {
+	Filter Filter
+	// Columns are the group-by columns: a column, an object (its fields),
+	// "<object>.*", "<link>.*" or "*". Without any, the candidates form
+	// one group.
+	Columns   []string
+	Summaries []Summary
+	// Sort orders the groups by group columns and summary names.
+	Sort            Sort
+	SummariesFilter Filter
 	// PageSize is page.size: the most groups returned, 1..1000 (default 20).
 	PageSize *int
 	// Consistency is "strong", "eventual" or empty. One node is always
@@ -70,11 +73,37 @@ type SummarizeInput struct {
 	Consistency string
 }
 
+// SummarizeResult is the answer of a summarize request: the groups in
+// order, each a row of group values and summary values.
+type SummarizeResult struct {
+	// Columns are the output paths of the group values, in the order of
+	// each row's Groups: a column reached through objects or links is a
+	// dotted path ("owner.name"), a link column itself "<path>.id".
+	Columns []string
+	// Summaries are the names of the summaries, in the order of each
+	// row's Summaries.
+	Summaries []string
+	Rows      []SummaryRow
+}
+
+// SummaryRow is one group: its values and summaries, each nil (null),
+// bool, int64, float64, time.Time (UTC), string (json columns as their
+// text, links as the target id), []string or []float64. Sums of ints are
+// int64; averages are float64.
+type SummaryRow struct {
+	Groups    []any
+	Summaries []any
+}
+
 // Limits of summarize (spec §8).
 const (
 	DefaultSummarizeSize = 20
 	MaxSummarizeSize     = 1000
 )
+
+// ctxCheckRows is how many rows a loop over rows takes between looks at
+// its context.
+const ctxCheckRows = 4096
 
 // maxPostingGroups is the most distinct values walked in a column's
 // postings before grouping switches to reading values.
@@ -184,8 +213,10 @@ type sumSortKey struct {
 	desc  bool
 }
 
-// summarizeReq is a checked summarize request.
+// summarizeReq is a checked summarize request, and the context of its
+// execution.
 type summarizeReq struct {
+	ctx       context.Context
 	filter    Node
 	groups    []colPath
 	summaries []*summarySpec
@@ -200,15 +231,16 @@ type summarizeReq struct {
 	sumCols   []*Column
 }
 
-// Summarize runs a summarize request on src: the output rows, in order.
-// meta is the record metadata key ("svc" or "xata"). Invalid requests fail
-// with *InputError.
-func Summarize(src Source, in SummarizeInput, meta string) ([]map[string]any, error) {
+// Summarize runs a summarize request on src. meta is the record metadata
+// key ("svc" or "xata"). Invalid requests fail with *InputError; it stops
+// with ctx's error when ctx ends.
+func Summarize(ctx context.Context, src Source, in SummarizeRequest, meta string) (*SummarizeResult, error) {
 	t := src.Table()
 	q, err := parseSummarize(t, in, meta)
 	if err != nil {
 		return nil, err
 	}
+	q.ctx = ctx
 	cand, err := Compile(q.filter).Execute(src)
 	if err != nil {
 		return nil, err
@@ -227,10 +259,19 @@ func Summarize(src Source, in SummarizeInput, meta string) ([]map[string]any, er
 		}
 		groups = kept
 	}
-	groups = q.first(groups)
-	out := make([]map[string]any, len(groups))
-	for i, g := range groups {
-		out[i] = q.render(g)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return out, nil
+	groups = q.first(groups)
+	res := &SummarizeResult{Columns: make([]string, len(q.groups)), Summaries: make([]string, len(q.summaries)), Rows: make([]SummaryRow, len(groups))}
+	for i, g := range q.groups {
+		res.Columns[i] = g.outPath()
+	}
+	for i, s := range q.summaries {
+		res.Summaries[i] = s.name
+	}
+	for i, g := range groups {
+		res.Rows[i] = q.row(g)
+	}
+	return res, nil
 }

@@ -5,6 +5,7 @@ package index
 // store, over every group in one pass, or by group code on every core.
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"slices"
@@ -195,6 +196,7 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 
 // summaryExec computes one summary on rows.
 type summaryExec struct {
+	ctx  context.Context
 	spec *summarySpec
 	// exists, for a count of a column of the table itself, holds the rows
 	// where it is not null.
@@ -205,7 +207,7 @@ type summaryExec struct {
 func (q *summarizeReq) summaryExecs(x *valueReaders) ([]*summaryExec, error) {
 	out := make([]*summaryExec, len(q.summaries))
 	for i, s := range q.summaries {
-		e := &summaryExec{spec: s}
+		e := &summaryExec{ctx: q.ctx, spec: s}
 		switch {
 		case s.star:
 		case s.fn == fnCount && len(s.col.links) == 0:
@@ -269,7 +271,7 @@ func (e *summaryExec) addRows(a *summaryAcc, rows *roaring.Bitmap) error {
 	if sr, ok := e.rd.(storeReader); ok && foldDense(sr.vals, e.spec.col.col.Type, e.spec.fn, rows, a) {
 		return nil
 	}
-	return eachRow(rows, func(row uint32) error { return e.addRow(a, row) })
+	return eachRow(e.ctx, rows, func(row uint32) error { return e.addRow(a, row) })
 }
 
 // labelRows maps each row of cand to the index of its group (at most

@@ -4,6 +4,7 @@ package index
 // by the codes of a value store, or by values read row by row.
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -23,11 +24,14 @@ type sumGroup struct {
 }
 
 // eachRow calls fn for each row of rows in ascending order, stopping at
-// the first error.
-func eachRow(rows *roaring.Bitmap, fn func(row uint32) error) error {
+// the first error, or with ctx's error when ctx ends.
+func eachRow(ctx context.Context, rows *roaring.Bitmap, fn func(row uint32) error) error {
 	buf := make([]uint32, foldBatch)
 	it := rows.ManyIterator()
 	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		for _, row := range buf[:n] {
 			if err := fn(row); err != nil {
 				return err
@@ -148,7 +152,7 @@ func (q *summarizeReq) groupByCodes(cand *roaring.Bitmap, execs []*summaryExec, 
 			}
 		case e.foldGroups(groups, i, cand, gid, folds):
 		default:
-			err := eachRow(cand, func(row uint32) error { return e.addRow(&groups[gid[row]].accs[i], row) })
+			err := eachRow(q.ctx, cand, func(row uint32) error { return e.addRow(&groups[gid[row]].accs[i], row) })
 			if err != nil {
 				return nil, err
 			}
@@ -216,7 +220,12 @@ func (q *summarizeReq) groupByValues(x *valueReaders, cand *roaring.Bitmap, exec
 	vals := make([]codec.Value, len(readers))
 	var key []byte
 	it := cand.Iterator()
-	for it.HasNext() {
+	for n := 0; it.HasNext(); n++ {
+		if n%ctxCheckRows == 0 {
+			if err := q.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		row := it.Next()
 		key = key[:0]
 		for i, rd := range readers {

@@ -1,7 +1,7 @@
 package index
 
 // This file decides summariesFilter on the groups, orders them, cuts the
-// page and renders each group as an output row.
+// page and turns each group into an output row.
 
 import (
 	"container/heap"
@@ -106,16 +106,16 @@ func compareNullsLast(x, y codec.Value, desc bool) int {
 	return c
 }
 
-// render builds a group's output row.
-func (q *summarizeReq) render(g *sumGroup) map[string]any {
-	out := make(map[string]any, len(q.groups)+len(q.summaries))
+// row builds a group's output row.
+func (q *summarizeReq) row(g *sumGroup) SummaryRow {
+	r := SummaryRow{Groups: make([]any, len(q.groups)), Summaries: make([]any, len(q.summaries))}
 	for i, gc := range q.groups {
-		SetPath(out, gc.outPath(), outputValue(gc.col.Type, g.vals[i]))
+		r.Groups[i] = outputValue(gc.col.Type, g.vals[i])
 	}
 	for i, s := range q.summaries {
-		out[s.name] = outputValue(s.typ, g.res[i])
+		r.Summaries[i] = outputValue(s.typ, g.res[i])
 	}
-	return out
+	return r
 }
 
 // outputValue converts a value of a column type to its output form: nil,

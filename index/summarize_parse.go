@@ -4,7 +4,6 @@ package index
 // columns, the summaries, the sort and summariesFilter.
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -12,7 +11,7 @@ import (
 )
 
 // parseSummarize checks a request against table t.
-func parseSummarize(t *Table, in SummarizeInput, meta string) (*summarizeReq, error) {
+func parseSummarize(t *Table, in SummarizeRequest, meta string) (*summarizeReq, error) {
 	q := &summarizeReq{size: DefaultSummarizeSize}
 	switch in.Consistency {
 	case "", "strong", "eventual":
@@ -28,34 +27,20 @@ func parseSummarize(t *Table, in SummarizeInput, meta string) (*summarizeReq, er
 			return nil, summarizeErrorf("page size exceeds max limit of %d", MaxSummarizeSize)
 		}
 	}
-	q.filter = &And{}
-	if !IsNullJSON(in.Filter) {
-		n, err := ParseFilter(t, in.Filter, meta)
+	var err error
+	if q.filter, err = in.Filter.Bind(t, meta); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, name := range in.Columns {
+		cols, err := groupColumns(t, name, meta)
 		if err != nil {
 			return nil, err
 		}
-		q.filter = n
-	}
-	if !IsNullJSON(in.Columns) {
-		var names []any
-		if err := json.Unmarshal(in.Columns, &names); err != nil {
-			return nil, summarizeErrorf("columns must be an array of column names")
-		}
-		seen := map[string]bool{}
-		for _, n := range names {
-			name, ok := n.(string)
-			if !ok {
-				return nil, summarizeErrorf("columns must be an array of column names")
-			}
-			cols, err := groupColumns(t, name, meta)
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range cols {
-				if !seen[c.outPath()] {
-					seen[c.outPath()] = true
-					q.groups = append(q.groups, c)
-				}
+		for _, c := range cols {
+			if !seen[c.outPath()] {
+				seen[c.outPath()] = true
+				q.groups = append(q.groups, c)
 			}
 		}
 	}
@@ -138,43 +123,27 @@ func expandColumns(tbl *Table, prefix string, links []*Column, outPrefix string)
 	return out
 }
 
-// parseSummaries reads the summaries object.
-func (q *summarizeReq) parseSummaries(t *Table, raw json.RawMessage, meta string) error {
-	if IsNullJSON(raw) {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return summarizeErrorf("summaries must be an object of summary names to {function: column}")
-	}
-	for _, name := range sortedKeys(m) {
-		switch {
-		case name == "":
-			return summarizeErrorf("summaries: empty summary name")
-		case strings.HasPrefix(name, "$") || strings.Contains(name, ".") || strings.Contains(name, "->"):
-			return summarizeErrorf("summary [%s]: a summary name cannot start with $ or contain . or ->", name)
+// parseSummaries checks the summaries against t.
+func (q *summarizeReq) parseSummaries(t *Table, in []Summary, meta string) error {
+	names := map[string]bool{}
+	for _, sum := range in {
+		name, fnName, colName := sum.Name, sum.Function, sum.Column
+		if err := checkSummaryName(name); err != nil {
+			return err
 		}
-		expr, ok := m[name].(map[string]any)
-		if !ok || len(expr) != 1 {
-			return summarizeErrorf("summary [%s]: a summary is an object with one function and its column, like {\"count\": \"*\"}", name)
+		if names[name] {
+			return summarizeErrorf("summary [%s]: the name is given twice", name)
 		}
-		var fnName string
-		var arg any
-		for fnName, arg = range expr {
-		}
+		names[name] = true
 		fn, ok := summaryFns[fnName]
 		if !ok {
-			return summarizeErrorf("summary [%s]: unknown summary function [%s]; use count, min, max, sum or average", name, fnName)
+			return unknownSummaryFunction(name, fnName)
 		}
-		colName, ok := arg.(string)
-		if !ok {
-			return summarizeErrorf("summary [%s]: %s takes a column name", name, fnName)
+		if err := sum.checkStar(); err != nil {
+			return err
 		}
 		s := &summarySpec{name: name, fn: fn}
 		if colName == "*" {
-			if fn != fnCount {
-				return summarizeErrorf("summary [%s]: only count takes [*]", name)
-			}
 			s.star, s.typ = true, TypeInt
 			q.summaries = append(q.summaries, s)
 			continue
@@ -233,13 +202,10 @@ func (q *summarizeReq) checkCollisions() error {
 
 // parseSort reads the sort expression: group columns (as requested or at
 // their output path) and summary names, asc or desc.
-func (q *summarizeReq) parseSort(raw json.RawMessage) error {
-	if IsNullJSON(raw) {
+func (q *summarizeReq) parseSort(sort Sort) error {
+	v := sort.v
+	if v == nil {
 		return nil
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return summarizeErrorf("sort: %v", err)
 	}
 	add := func(name string, dir any) error {
 		d, ok := dir.(string)
@@ -316,7 +282,7 @@ func (q *summarizeReq) parseSort(raw json.RawMessage) error {
 
 // parseHaving parses summariesFilter against the table of group values
 // and summaries.
-func (q *summarizeReq) parseHaving(raw json.RawMessage) error {
+func (q *summarizeReq) parseHaving(f Filter) error {
 	vt := &Table{Name: "summaries", Columns: map[string]*Column{}}
 	for _, g := range q.groups {
 		out := g.outPath()
@@ -340,22 +306,27 @@ func (q *summarizeReq) parseHaving(raw json.RawMessage) error {
 		vt.Columns[s.name] = c
 		q.sumCols = append(q.sumCols, c)
 	}
-	if IsNullJSON(raw) {
+	if f.IsZero() {
 		return nil
 	}
-	n, err := ParseFilter(vt, raw, "")
+	n, err := f.Bind(vt, "")
 	if err != nil {
-		var fe *InputError
-		if errors.As(err, &fe) {
-			return summarizeErrorf("summariesFilter: %s", strings.TrimPrefix(fe.Message, "filter: "))
-		}
-		return err
+		return havingError(err)
 	}
 	if usesColumn(n, IDColumn) {
 		return summarizeErrorf("summariesFilter: column [id]: column not found")
 	}
 	q.having = n
 	return nil
+}
+
+// havingError names summariesFilter in a filter's input error.
+func havingError(err error) error {
+	var fe *InputError
+	if errors.As(err, &fe) {
+		return summarizeErrorf("summariesFilter: %s", strings.TrimPrefix(fe.Message, "filter: "))
+	}
+	return err
 }
 
 // usesColumn reports whether a predicate of n is on column c.
