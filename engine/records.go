@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -752,7 +753,7 @@ func addMemberships(out map[string]struct{}, t *table, rec *codec.Record) {
 			continue
 		}
 		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
-		if searchable(c.Type) {
+		if fts.Searchable(c.Type) {
 			textMemberships(out, c, f.Val)
 		}
 		if !c.Type.Indexed() {

@@ -32,6 +32,9 @@ func (s *schema) indexTables() map[uint32]*index.Table {
 				}
 				it.Columns[path] = ic
 			}
+			for _, c := range t.leaves {
+				it.Leaves = append(it.Leaves, it.Columns[c.path])
+			}
 		}
 	})
 	return s.itables

@@ -55,6 +55,9 @@ type Table struct {
 	ID      uint32
 	Name    string
 	Columns map[string]*Column
+	// Leaves are the value columns (all but objects) in the schema's
+	// order.
+	Leaves []*Column
 }
 
 // Meta columns every table has. Their IDs are reserved: no user column
