@@ -155,6 +155,9 @@ func appendViewMatchesAppendDoc(t *testing.T, compat string) {
 			if got := s.appendView([]byte("prefix"), v); !bytes.Equal(got[6:], want) {
 				t.Fatalf("round %d record %s:\n got %s\nwant %s", round, id, got[6:], want)
 			}
+			if got := s.encoded.encoding(v, s.appendView); !bytes.Equal(got, want) {
+				t.Fatalf("round %d record %s: kept encoding\n got %s\nwant %s", round, id, got, want)
+			}
 		}
 	}
 }
@@ -222,5 +225,35 @@ func TestPointGetRoute(t *testing.T) {
 	s.router.GET("/db/{dbb}/tables/{table}/data/count", h)
 	if s.pointGetHandler() != nil {
 		t.Error("a static route among point-read paths left the fast path on")
+	}
+}
+
+// TestViewEncodings: an encoding is made once per view, and the budget
+// evicts other views' encodings.
+func TestViewEncodings(t *testing.T) {
+	c := newViewEncodings(viewEncodingShards * 1000)
+	calls := 0
+	enc := func(dst []byte, v *engine.RecordView) []byte {
+		calls++
+		return append(dst, v.ID...)
+	}
+	v := &engine.RecordView{ID: "a", Version: 1}
+	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+		t.Fatalf("first encoding %q after %d calls", got, calls)
+	}
+	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+		t.Fatalf("second encoding %q after %d calls, want the kept one", got, calls)
+	}
+	if got := string(c.encoding(&engine.RecordView{ID: "a", Version: 1}, enc)); got != "a" || calls != 2 {
+		t.Fatalf("another view: %q after %d calls, want a new encoding", got, calls)
+	}
+	for i := range 10000 {
+		c.encoding(&engine.RecordView{ID: strconv.Itoa(i), Version: 1}, enc)
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		if s.bytes > c.limit+encodingSize(make([]byte, 0, 8)) || len(s.m) > c.limit/64+1 {
+			t.Fatalf("shard %d holds %d bytes in %d entries, over its %d", i, s.bytes, len(s.m), c.limit)
+		}
 	}
 }

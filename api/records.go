@@ -167,12 +167,13 @@ func (s *Server) getRecord(r *request) error {
 		return err
 	}
 	if c.columns.IsZero() {
-		// Every column: the stored record encoded by appendView, which
-		// the cache keeps with the record.
-		body, err := s.eng.GetEncoded(s.records, c.ref.Ref, c.table, id)
+		// Every column: the stored record encoded by appendView, kept
+		// with the record's view while the engine's cache holds it.
+		v, err := s.eng.GetView(s.records, c.ref.Ref, c.table, id)
 		if err != nil {
 			return err
 		}
+		body := s.encoded.encoding(v, s.appendView)
 		r.ctx.SetStatusCode(http.StatusOK)
 		r.ctx.SetContentType("application/json")
 		r.ctx.SetBody(body)

@@ -86,6 +86,7 @@ type Server struct {
 	reqSeq    atomic.Uint64
 
 	records  *engine.RecordCache     // point reads by id
+	encoded  *viewEncodings          // the encodings of records' views
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
 
 	labels struct { // workspace label → core, see workspaceCore
@@ -97,7 +98,8 @@ type Server struct {
 	files fileURLs    // default base of file URLs, see files.go
 }
 
-// recordCacheBytes is the memory budget of the records point reads keep.
+// recordCacheBytes is the memory budget of the records point reads keep,
+// and again of their encodings.
 const recordCacheBytes = 32 << 20
 
 // MetaKey is the record metadata key of a compatibility mode: "xata" in
@@ -136,7 +138,8 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("api: compatibility mode %s needs an engine opened with Meta %q, not %q", opts.Compat, s.meta, eng.Meta())
 	}
 	s.labels.m = map[string]string{}
-	s.records = engine.NewRecordCache(recordCacheBytes, s.appendView)
+	s.records = engine.NewRecordCache(recordCacheBytes)
+	s.encoded = newViewEncodings(recordCacheBytes)
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}
 	if len(opts.Domains) > 0 {
