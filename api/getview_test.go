@@ -257,3 +257,24 @@ func TestViewEncodings(t *testing.T) {
 		}
 	}
 }
+
+// TestNewChecksMeta: a server answers with the metadata key of its
+// compatibility mode, which must be the key its engine reads requests
+// with.
+func TestNewChecksMeta(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		meta, compat string
+		ok           bool
+	}{{"svc", CompatNone, true}, {"xata", CompatXata, true}, {"svc", CompatXata, false}, {"xata", CompatNone, false}} {
+		eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true, Meta: c.meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(eng, Options{Compat: c.compat, Logger: log})
+		eng.Close()
+		if (err == nil) != c.ok {
+			t.Errorf("engine %s, compat %s: error %v", c.meta, c.compat, err)
+		}
+	}
+}

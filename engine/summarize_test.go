@@ -980,3 +980,34 @@ func TestSummarizeOnBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestMetaKey: requests name the metadata columns under Options.Meta, and
+// under no other key.
+func TestMetaKey(t *testing.T) {
+	for _, meta := range []string{"svc", "xata"} {
+		other := map[string]string{"svc": "xata", "xata": "svc"}[meta]
+		db := openTestDB(t, Options{Meta: meta})
+		e, ref, table := db.e, db.ref("main"), testTables[0]
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: table, ID: "a", Values: map[string]any{"n": 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if e.Meta() != meta {
+			t.Fatalf("Meta() = %q, want %q", e.Meta(), meta)
+		}
+		res, err := e.Query(ctx, ref, table, QueryRequest{
+			Filter: mustFilter(`{"` + meta + `.version": {"$ge": 0}}`), Sort: mustSort(`{"` + meta + `.createdAt": "desc"}`),
+			Columns: mustColumns(`["n", "` + meta + `.updatedAt"]`),
+		}, QueryOptions{})
+		if err != nil || len(res.Records) != 1 {
+			t.Fatalf("%s: query %v, %v", meta, res, err)
+		}
+		_, err = e.Query(ctx, ref, table, QueryRequest{Filter: mustFilter(`{"` + other + `.version": 0}`)}, QueryOptions{})
+		mustCode(t, err, CodeInvalid, "column ["+other+".version]: column not found")
+		_, err = e.Summarize(ctx, ref, table, SummarizeRequest{Columns: []string{meta + ".version"}})
+		mustCode(t, err, CodeInvalid, "internal columns cannot be grouped")
+		agg, err := e.Aggregate(ctx, ref, table, AggregateRequest{Aggs: mustAggs(`{"v": {"count": {"filter": {"` + meta + `.version": {"$ge": 0}}}}}`)})
+		if err != nil || marshalJSON(t, aggregateObject(agg)) != `{"aggs":{"v":1}}` {
+			t.Fatalf("%s: aggregate %v, %v", meta, agg, err)
+		}
+	}
+}
