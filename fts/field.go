@@ -111,9 +111,6 @@ func (f *FieldLengths) Set(row uint32, bucket uint8, present bool) {
 	f.words += BucketLength(bucket)
 }
 
-// Docs is the number of rows with a value (BM25's N).
-func (f *FieldLengths) Docs() int { return f.docs }
-
 // AvgLen is the column's average field length in words.
 func (f *FieldLengths) AvgLen() float64 {
 	if f.docs == 0 {

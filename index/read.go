@@ -188,17 +188,6 @@ func ColumnsOf(list []any) Columns {
 // IsZero reports whether c selects every column by default (no list).
 func (c Columns) IsZero() bool { return !c.set }
 
-// Names returns the plain column names of the list, in order.
-func (c Columns) Names() []string {
-	var out []string
-	for _, x := range c.list {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // JSON returns the list as JSON text; nil when there is none.
 func (c Columns) JSON() []byte {
 	if c.raw != nil || !c.set {
