@@ -94,6 +94,7 @@ type Server struct {
 	reqSeq    atomic.Uint64
 
 	records  *engine.RecordCache     // point reads by id
+	encoded  *viewEncodings          // the encodings of records' views
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
 
 	labels struct { // workspace label → core, see workspaceCore
@@ -119,8 +120,20 @@ type Server struct {
 	conns      []*connLimiter // the listeners Serve accepts on
 }
 
-// recordCacheBytes is the memory budget of the records point reads keep.
+// recordCacheBytes is the memory budget of the records point reads keep,
+// and again of their encodings.
 const recordCacheBytes = 32 << 20
+
+// MetaKey is the record metadata key of a compatibility mode: "xata" in
+// compat mode, else "svc". The engine a server serves is opened with it
+// (engine.Options.Meta), so that requests name the metadata columns as
+// responses show them.
+func MetaKey(compat string) string {
+	if compat == CompatXata {
+		return "xata"
+	}
+	return "svc"
+}
 
 // New returns a Server that serves eng. The caller keeps ownership of eng
 // and closes it after Shutdown.
@@ -142,19 +155,20 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4), metrics: opts.Metrics}
+	s := &Server{eng: eng, opts: opts, log: log, meta: MetaKey(opts.Compat), reqPrefix: randomHex(4), metrics: opts.Metrics}
+	if eng != nil && eng.Meta() != s.meta {
+		return nil, fmt.Errorf("api: compatibility mode %s needs an engine opened with Meta %q, not %q", opts.Compat, s.meta, eng.Meta())
+	}
 	switch {
 	case opts.SlowRequest == 0:
 		s.slow = DefaultSlowRequest
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
-	s.labels.m = map[string]string{}
 	s.initLimits()
-	if opts.Compat == CompatXata {
-		s.meta = "xata"
-	}
-	s.records = engine.NewRecordCache(recordCacheBytes, s.appendView)
+	s.labels.m = map[string]string{}
+	s.records = engine.NewRecordCache(recordCacheBytes)
+	s.encoded = newViewEncodings(recordCacheBytes)
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}
 	if len(opts.Domains) > 0 {

@@ -42,6 +42,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testServer {
 	t.Helper()
 	eopts.NoSync = true
+	eopts.Meta = MetaKey(opts.Compat)
 	eng, err := engine.Open(t.TempDir(), eopts)
 	if err != nil {
 		t.Fatal(err)

@@ -154,13 +154,13 @@ func TestColIndexConcurrentQueries(t *testing.T) {
 			defer wg.Done()
 			for i := range 30 {
 				f := filters[(g+i)%len(filters)]
-				in := QueryInput{Filter: json.RawMessage(f), Sort: json.RawMessage(`{"n":"desc"}`), Page: PageInput{Size: &size}}
-				if _, err := e.Query(context.Background(), ref, "items", in, QueryOptions{}); err != nil {
+				in := QueryRequest{Filter: mustFilter(f), Sort: mustSort(`{"n":"desc"}`), Page: PageInput{Size: &size}}
+				if _, err := e.Query(ctx, ref, "items", in, QueryOptions{}); err != nil {
 					errs <- err
 					return
 				}
-				sum := SummarizeInput{Filter: json.RawMessage(f), Columns: json.RawMessage(`["s"]`), Summaries: json.RawMessage(`{"m":{"max":"f"}}`)}
-				if _, err := e.Summarize(context.Background(), ref, "items", sum, ""); err != nil {
+				sum := SummarizeRequest{Filter: mustFilter(f), Columns: []string{"s"}, Summaries: []Summary{{Name: "m", Function: "max", Column: "f"}}}
+				if _, err := e.Summarize(ctx, ref, "items", sum); err != nil {
 					errs <- err
 					return
 				}
@@ -183,7 +183,7 @@ func TestColIndexConcurrentQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range filters {
-		rows, err := e.FilterRows(ref, "items", json.RawMessage(f), "svc")
+		rows, err := e.FilterRows(ref, "items", mustFilter(f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,6 +54,11 @@ type Options struct {
 	// write stalls, store builds, evictions and flattens. It is called from
 	// background goroutines, and must be quick and safe for concurrent use.
 	OnEvent func(Event)
+	// Meta is the record metadata key under which filters, sorts, column
+	// lists, summaries, aggregations and boosters name the metadata
+	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
+	// sets "xata".
+	Meta string
 }
 
 // Engine is an open data directory.
@@ -107,6 +112,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Logger = slog.Default()
 	}
 	obs := &observer{log: opts.Logger, onEvent: opts.OnEvent}
+	if opts.Meta == "" {
+		opts.Meta = "svc"
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{

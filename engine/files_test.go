@@ -124,7 +124,7 @@ func TestFileValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := e.Project(ref, "docs", []*Record{rec}, []byte(cols), "svc")
+		docs, err := e.Project(ref, "docs", []*Record{rec}, mustColumns(cols))
 		if err != nil {
 			t.Fatalf("project %s: %v", cols, err)
 		}
@@ -145,10 +145,10 @@ func TestFileValues(t *testing.T) {
 	if f := v["photo"].(File); !f.Fields["name"] || f.Fields["size"] || f.SignedVerify == "" || v["att"] != nil {
 		t.Errorf("photo.name %+v, %v", f, v)
 	}
-	if _, err := e.Project(ref, "docs", nil, []byte(`["title.base64Content"]`), "svc"); CodeOf(err) != CodeInvalid {
+	if _, err := e.Project(ref, "docs", nil, mustColumns(`["title.base64Content"]`)); CodeOf(err) != CodeInvalid {
 		t.Errorf("a sub-field of a string column: %v", err)
 	}
-	if _, err := e.Project(ref, "docs", nil, []byte(`["photo.nope"]`), "svc"); CodeOf(err) != CodeInvalid {
+	if _, err := e.Project(ref, "docs", nil, mustColumns(`["photo.nope"]`)); CodeOf(err) != CodeInvalid {
 		t.Errorf("an unknown file field: %v", err)
 	}
 
@@ -454,7 +454,7 @@ func TestFileAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := e.Project(ref, "docs", []*Record{rec}, []byte(`["*","photo.signedUrl","photo.uploadUrl","att.signedUrl"]`), "svc")
+	docs, err := e.Project(ref, "docs", []*Record{rec}, mustColumns(`["*","photo.signedUrl","photo.uploadUrl","att.signedUrl"]`))
 	if err != nil {
 		t.Fatal(err)
 	}

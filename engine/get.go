@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"hash/maphash"
 	"slices"
 	"strings"
@@ -152,31 +151,15 @@ func (e *Engine) readRecord(d *database, b *branch, t *table, id string, rec *co
 // written since it was cached, and caches what it reads; the answer is the
 // same as without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
-	cv, err := e.getCached(c, ref, tableName, id, false)
+	cv, err := e.getCached(c, ref, tableName, id)
 	if err != nil {
 		return nil, err
 	}
 	return cv.view, nil
 }
 
-// GetEncoded reads one record of a branch, as GetView does, and returns it
-// encoded by the cache's encoder, which c must have. The encoding is kept
-// with the cached record: reading the record again until it is written
-// returns the same bytes. They are shared: the caller must not change them.
-func (e *Engine) GetEncoded(c *RecordCache, ref Ref, tableName, id string) ([]byte, error) {
-	if c == nil || c.encode == nil {
-		return nil, errors.New("engine: GetEncoded needs a record cache with an encoder")
-	}
-	cv, err := e.getCached(c, ref, tableName, id, true)
-	if err != nil {
-		return nil, err
-	}
-	return cv.enc, nil
-}
-
-// getCached reads a record through the cache c (nil: read storage) and,
-// with encode, makes sure the result carries its encoding.
-func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode bool) (*cachedView, error) {
+// getCached reads a record through the cache c (nil: read storage).
+func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cachedView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
@@ -189,7 +172,7 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode
 	if c != nil {
 		bc = d.cacheFor(storeKey{branchID, tableID})
 		if e0 = bc.epoch.Load(); e0%2 == 0 {
-			if cv := c.get(bc, id, e0, t); cv != nil && (cv.enc != nil || !encode) {
+			if cv := c.get(bc, id, e0, t); cv != nil {
 				return cv, nil
 			}
 		}
@@ -209,23 +192,20 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode
 	}
 	cv := &cachedView{bc: bc, id: id, epoch: e0, t: t, view: newRecordView(t, rec)}
 	scopeViewFiles(cv.view, e, d, b, t)
-	if c != nil && c.encode != nil {
-		cv.enc = c.encode(nil, cv.view)
-	}
 	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == branchID && t.ID == tableID {
 		c.put(cv)
 	}
 	return cv, nil
 }
 
-// RecordCache keeps the records GetView and GetEncoded read, up to a memory
-// budget, each with its encoding when the cache has an encoder. It is safe
-// for concurrent use and may serve several engines and databases; the
-// caller owns it.
+// RecordCache keeps the records GetView read, up to a memory budget, as
+// views: a cached record is handed out as the same *RecordView until it is
+// written, which lets a caller keep what it derives from a view (such as
+// its encoding) for as long as the view lives. It is safe for concurrent
+// use and may serve several engines and databases; the caller owns it.
 type RecordCache struct {
 	seed   maphash.Seed
 	limit  int // bytes per shard
-	encode func(dst []byte, v *RecordView) []byte
 	shards [recordCacheShards]recordShard
 }
 
@@ -242,25 +222,21 @@ type recordShard struct {
 	bytes int
 }
 
-// cachedView is a view and its encoding with what makes them valid: the
-// cache of its table (which names the database, branch and table) and the
-// epoch of it the record was read at, and the table object the view was
-// built with.
+// cachedView is a view with what makes it valid: the cache of its table
+// (which names the database, branch and table) and the epoch of it the
+// record was read at, and the table object the view was built with.
 type cachedView struct {
 	bc    *bitmapCache
 	id    string
 	epoch uint64
 	t     *table
 	view  *RecordView
-	enc   []byte
 	size  int
 }
 
 // NewRecordCache returns a cache that holds about maxBytes of records.
-// encode, when not nil, is how the caller encodes a record for GetEncoded:
-// it appends the encoding of v to dst, and must depend on nothing else.
-func NewRecordCache(maxBytes int, encode func(dst []byte, v *RecordView) []byte) *RecordCache {
-	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1), encode: encode}
+func NewRecordCache(maxBytes int) *RecordCache {
+	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
 	for i := range c.shards {
 		c.shards[i].m = map[uint64]*cachedView{}
 	}
@@ -315,7 +291,7 @@ func (c *RecordCache) put(cv *cachedView) {
 func cachedSize(cv *cachedView) int {
 	const entry = 256 // key, entry, view header and map overhead
 	v := cv.view
-	n := entry + 2*len(v.ID) + cap(cv.enc)
+	n := entry + 2*len(v.ID)
 	for _, f := range v.Fields {
 		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)
 		for _, s := range f.Value.Strs {

@@ -231,7 +231,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 				return fmt.Errorf("model column %s is not in the schema", col)
 			}
 			add(codec.ExistsBitmapID(c.ID), ent.Row)
-			if searchable(c.Type) {
+			if fts.Searchable(c.Type) {
 				for _, bid := range modelTextBitmaps(c.ID, v) {
 					add(bid, ent.Row)
 				}

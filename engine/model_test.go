@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
-	"github.com/coppice-db/coppice/index"
 )
 
 // Flags of the randomized branch tests (this file and indexcheck_test.go).
@@ -927,9 +926,9 @@ func (m *modelRun) checkRange(branch, table string) {
 		}
 	}
 	size := 1000
-	res, err := m.db.e.Query(context.Background(), m.db.ref(branch), table, index.QueryInput{
-		Filter: json.RawMessage(fmt.Sprintf(`{"n": {"$ge": %d}}`, pivot)),
-		Page:   index.PageInput{Size: &size},
+	res, err := m.db.e.Query(ctx, m.db.ref(branch), table, QueryRequest{
+		Filter: mustFilter(fmt.Sprintf(`{"n": {"$ge": %d}}`, pivot)),
+		Page:   PageInput{Size: &size},
 	}, QueryOptions{MaxSize: size, NoDepthLimit: true})
 	if err != nil {
 		m.fatalf("query %s %s: %v", branch, table, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -31,18 +30,29 @@ type RevLinkResult struct {
 	Records []*Doc
 }
 
-// QueryInput is a query request as the client sent it; PageInput is its
-// page object. They are the index package's, named here so that callers of
-// the engine need not import it.
+// The requests of queries, summaries and aggregations and their parts are
+// the index package's, named here so that callers of the engine need not
+// import it: index.ReadFilter and its kin read them from JSON, and
+// index.FilterOf and its kin build them from Go values.
 type (
-	QueryInput = index.QueryInput
-	PageInput  = index.PageInput
+	QueryRequest     = index.QueryRequest
+	PageInput        = index.PageInput
+	Filter           = index.Filter
+	Sort             = index.Sort
+	Columns          = index.Columns
+	SummarizeRequest = index.SummarizeRequest
+	Summary          = index.Summary
+	SummarizeResult  = index.SummarizeResult
+	SummaryRow       = index.SummaryRow
+	AggregateRequest = index.AggregateRequest
+	Aggs             = index.Aggs
+	AggregateResult  = index.AggregateResult
+	AggResult        = index.AggResult
+	AggBucket        = index.AggBucket
 )
 
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
-	// Meta is the record metadata key ("svc", or "xata" in compat mode).
-	Meta string
 	// MaxSize, MaxOffset and MaxDepth are the page limits (spec §8 or the
 	// compat ones); zero values mean the spec's 200, 800 and 1000.
 	MaxSize, MaxOffset, MaxDepth int
@@ -51,9 +61,6 @@ type QueryOptions struct {
 }
 
 func (o *QueryOptions) defaults() {
-	if o.Meta == "" {
-		o.Meta = "svc"
-	}
 	if o.MaxSize == 0 {
 		o.MaxSize = 200
 	}
@@ -106,9 +113,13 @@ func (e *Engine) serverSecret(name string) ([]byte, error) {
 	return fresh, err
 }
 
+// Meta is the record metadata key of Options.Meta: what filters and other
+// requests name the metadata columns under.
+func (e *Engine) Meta() string { return e.opts.Meta }
+
 // Query runs a query (filter, sort, page, columns) on a table of a branch.
-// It stops with ctx's error once ctx ends.
-func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.QueryInput, opts QueryOptions) (*QueryResult, error) {
+// It stops with ctx's error when ctx ends.
+func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryRequest, opts QueryOptions) (*QueryResult, error) {
 	opts.defaults()
 	secret, err := e.cursorSecret()
 	if err != nil {
@@ -124,13 +135,13 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.
 		return nil, err
 	}
 	page, err := index.Query(ctx, src, in, index.QueryOptions{
-		Meta: opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
+		Meta: e.opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
 		MaxDepth: opts.MaxDepth, DefaultSize: 20, Seed: binary.BigEndian.Uint64(seed[:]),
 	})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	proj, err := index.ParseColumns(src.it, page.Columns, opts.Meta, src.tableByName)
+	proj, err := index.ParseColumns(src.it, page.Columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -143,24 +154,9 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.
 
 // queryError turns the index package's input errors into CodeInvalid.
 func queryError(err error) error {
-	var (
-		fe *index.FilterError
-		se *index.SortError
-		qe *index.QueryError
-		pe *index.ProjectionError
-		ce *index.CursorError
-	)
-	switch {
-	case errors.As(err, &fe):
-		return invalidf("%s", fe.Message)
-	case errors.As(err, &se):
-		return invalidf("%s", se.Message)
-	case errors.As(err, &qe):
-		return invalidf("%s", qe.Message)
-	case errors.As(err, &pe):
-		return invalidf("%s", pe.Message)
-	case errors.As(err, &ce):
-		return invalidf("%s", ce.Message)
+	var ie *index.InputError
+	if errors.As(err, &ie) {
+		return invalidf("%s", ie.Message)
 	}
 	return err
 }
@@ -224,7 +220,7 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 					return nil, err
 				}
 				if linked != nil {
-					setPath(d.Values, c.path, linked)
+					index.SetPath(d.Values, c.path, linked)
 				}
 				continue
 			}
@@ -235,12 +231,12 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 				return nil, err
 			}
 			if v != nil {
-				setPath(d.Values, c.path, v)
+				index.SetPath(d.Values, c.path, v)
 			}
 			continue
 		}
 		if p.Selected(c.path) {
-			setPath(d.Values, c.path, fromValue(c, f.Val))
+			index.SetPath(d.Values, c.path, fromValue(c, f.Val))
 		}
 	}
 	for _, rl := range p.RevLinks {
@@ -300,15 +296,15 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 	return res, nil
 }
 
-// FilterRows returns how many rows of a table match a filter (JSON). It
-// serves aggregate's default count and tests.
-func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, meta string) (*roaring.Bitmap, error) {
+// FilterRows returns the rows of a table that match a filter, for tests
+// and benchmarks that check what a filter selects.
+func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.Bitmap, error) {
 	src, release, err := e.openSource(context.Background(), ref, tableName, storeOptional)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rows, err := index.Filter(src.ctx, src, filter, meta)
+	rows, err := index.Matching(src.ctx, src, filter, e.opts.Meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -316,17 +312,17 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, m
 }
 
 // Project returns records, as writes and Get return them, projected by a
-// columns list (JSON array; null selects every column) with links expanded
+// columns list (the zero Columns selects every column) with links expanded
 // and reverse links attached, read at one snapshot of the branch. Records
 // that did not come from the engine are an error.
-func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json.RawMessage, meta string) ([]*Doc, error) {
+func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Columns) ([]*Doc, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
 	// Projecting reads a bounded number of records: no deadline.
 	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
-	proj, err := index.ParseColumns(src.it, columns, meta, src.tableByName)
+	proj, err := index.ParseColumns(src.it, columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -354,7 +350,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 
 // CheckColumns validates a columns list against a table without reading
 // data, so that a write with a bad list changes nothing.
-func (e *Engine) CheckColumns(ref Ref, tableName string, columns json.RawMessage, meta string) error {
+func (e *Engine) CheckColumns(ref Ref, tableName string, columns Columns) error {
 	s, err := e.branchSchema(ref)
 	if err != nil {
 		return err
@@ -364,7 +360,7 @@ func (e *Engine) CheckColumns(ref Ref, tableName string, columns json.RawMessage
 		return err
 	}
 	tables := s.indexTables()
-	_, err = index.ParseColumns(tables[t.ID], columns, meta, func(name string) *index.Table {
+	_, err = index.ParseColumns(tables[t.ID], columns, e.opts.Meta, func(name string) *index.Table {
 		if x := s.byName[name]; x != nil {
 			return tables[x.ID]
 		}

@@ -98,7 +98,7 @@ func filterDifferential(t *testing.T, storeless bool) {
 	}
 	// Diverge: both sides update, delete and insert after the fork, and a
 	// query on main builds its value store before more writes arrive.
-	if _, err := e.FilterRows(ref, "items", json.RawMessage(`{"n":{"$gt":0}}`), "svc"); err != nil {
+	if _, err := e.FilterRows(ref, "items", mustFilter(`{"n":{"$gt":0}}`)); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 60; i++ {
@@ -173,7 +173,7 @@ type filterDiff struct {
 // diffFilter returns the ids matching a filter by the planner, the naive
 // evaluator and the reference reading.
 func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
-	rows, err := e.FilterRows(ref, "items", raw, "svc")
+	rows, err := e.FilterRows(ref, "items", mustFilter(string(raw)))
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/fts"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Ref addresses a branch: a workspace (core id), a database name and a
@@ -410,26 +412,9 @@ func ownedPublicRecord(t *table, rec *codec.Record) *Record {
 		if c == nil {
 			continue // a deleted column
 		}
-		setPath(out.Values, c.path, fromValue(c, f.Val))
+		index.SetPath(out.Values, c.path, fromValue(c, f.Val))
 	}
 	return out
-}
-
-// setPath sets a dotted path in nested maps.
-func setPath(m map[string]any, path string, v any) {
-	for {
-		i := strings.IndexByte(path, '.')
-		if i < 0 {
-			m[path] = v
-			return
-		}
-		sub, _ := m[path[:i]].(map[string]any)
-		if sub == nil {
-			sub = map[string]any{}
-			m[path[:i]] = sub
-		}
-		m, path = sub, path[i+1:]
-	}
 }
 
 // writer applies operations inside one command.
@@ -818,7 +803,7 @@ func addMemberships(out map[string]struct{}, t *table, rec *codec.Record) {
 			continue
 		}
 		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
-		if searchable(c.Type) {
+		if fts.Searchable(c.Type) {
 			textMemberships(out, c, f.Val)
 		}
 		if !c.Type.Indexed() {

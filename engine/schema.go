@@ -11,35 +11,28 @@ import (
 	"github.com/coppice-db/coppice/index"
 )
 
-// ColumnType is the type of a column (spec §2.3, plus json from the compat API).
-type ColumnType string
+// ColumnType is the type of a column (spec §2.3, plus json from the compat
+// API): the index package's, named here so that callers of the engine need
+// not import it.
+type ColumnType = index.ColumnType
 
 // Column types.
 const (
-	TypeBool      ColumnType = "bool"
-	TypeInt       ColumnType = "int"
-	TypeFloat     ColumnType = "float"
-	TypeString    ColumnType = "string"
-	TypeText      ColumnType = "text"
-	TypeEmail     ColumnType = "email"
-	TypeMultiple  ColumnType = "multiple"
-	TypeLink      ColumnType = "link"
-	TypeObject    ColumnType = "object"
-	TypeDatetime  ColumnType = "datetime"
-	TypeVector    ColumnType = "vector"
-	TypeFile      ColumnType = "file"
-	TypeFileArray ColumnType = "file[]"
-	TypeJSON      ColumnType = "json"
+	TypeBool      = index.TypeBool
+	TypeInt       = index.TypeInt
+	TypeFloat     = index.TypeFloat
+	TypeString    = index.TypeString
+	TypeText      = index.TypeText
+	TypeEmail     = index.TypeEmail
+	TypeMultiple  = index.TypeMultiple
+	TypeLink      = index.TypeLink
+	TypeObject    = index.TypeObject
+	TypeDatetime  = index.TypeDatetime
+	TypeVector    = index.TypeVector
+	TypeFile      = index.TypeFile
+	TypeFileArray = index.TypeFileArray
+	TypeJSON      = index.TypeJSON
 )
-
-// Indexed reports whether values of the type get an ordered posting index.
-func (t ColumnType) Indexed() bool {
-	switch t {
-	case TypeBool, TypeInt, TypeFloat, TypeString, TypeEmail, TypeMultiple, TypeLink, TypeDatetime:
-		return true
-	}
-	return false
-}
 
 // ColumnDef is the public shape of a column, as the API reads and writes it.
 type ColumnDef struct {

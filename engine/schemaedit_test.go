@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -9,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-
-	"github.com/coppice-db/coppice/index"
 )
 
 // schemaOf parses a SchemaDef from JSON text.
@@ -271,7 +268,7 @@ func TestRecordCount(t *testing.T) {
 	}
 	count(ref, 6)
 	// A query fills the table's bitmap cache; the count then reads it.
-	if _, err := e.Query(context.Background(), ref, "a", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(ctx, ref, "a", QueryRequest{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	count(ref, 6)
@@ -331,7 +328,7 @@ func TestAddNotNullColumnBackfills(t *testing.T) {
 	if _, err := e.Get(ref, "t", "r3"); CodeOf(err) != CodeNotFound {
 		t.Errorf("deleted record: %v", err)
 	}
-	rows, err := e.FilterRows(ref, "t", json.RawMessage(`{"n":7,"o.s":"x"}`), "svc")
+	rows, err := e.FilterRows(ref, "t", mustFilter(`{"n":7,"o.s":"x"}`))
 	if err != nil || rows.GetCardinality() != 2 {
 		t.Errorf("filter on the backfilled columns: %v, %v", rows, err)
 	}
@@ -469,7 +466,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return "ok"
 	case "scan":
-		res, err := e.Query(context.Background(), ref("branch"), branchesArg(d, "table"), index.QueryInput{Columns: json.RawMessage(`["*"]`)}, QueryOptions{})
+		res, err := e.Query(ctx, ref("branch"), branchesArg(d, "table"), QueryRequest{Columns: mustColumns(`["*"]`)}, QueryOptions{})
 		if err != nil {
 			return fail(err)
 		}

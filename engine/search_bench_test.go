@@ -74,7 +74,7 @@ func benchSearchClass(b *testing.B, f *queryFixture, queries []string, fuzz floa
 	b.StopTimer()
 	size := 20
 	run := func(q string) (*engine.SearchResult, time.Duration) {
-		in := engine.SearchInput{Query: &q, Fuzziness: &fuzz, Prefix: &prefix, Size: &size}
+		in := engine.SearchRequest{Query: &q, Fuzziness: &fuzz, Prefix: &prefix, Size: &size}
 		t0 := time.Now()
 		res, err := f.env.e.SearchTable(context.Background(), f.ref, gen.DocsTable, in, engine.SearchOptions{})
 		d := time.Since(t0)

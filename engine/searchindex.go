@@ -28,16 +28,6 @@ import (
 // in memory per table of a branch (searchStore), built on the first search
 // and kept current by writes like the column stores.
 
-// searchable reports whether search looks into columns of type t (json
-// as plain text: keys and values).
-func searchable(t ColumnType) bool {
-	switch t {
-	case TypeString, TypeText, TypeEmail, TypeMultiple, TypeJSON:
-		return true
-	}
-	return false
-}
-
 // fieldPool recycles the analysis buffers of textMemberships.
 var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
 
@@ -174,53 +164,12 @@ func fieldLengths(ids map[string]struct{}) []fieldLength {
 }
 
 // searchStore is what search keeps in memory for one table of one branch:
-// the vocabulary, and per text column the length bucket of each row's
-// field (bucket+1; 0 for a row without a value) with their sum and count
-// for BM25's average length.
+// the vocabulary, and per searchable column the length bucket of each
+// row's field.
 type searchStore struct {
 	version uint64
 	lex     atomic.Pointer[fts.Lexicon] // set under storeMu; a search may compact it
-	cols    map[uint32]*fieldStats
-}
-
-// fieldStats are the field lengths of one text column.
-type fieldStats struct {
-	bucket    []uint8 // by row: length bucket + 1, or 0
-	maxBucket uint8   // the largest bucket+1 ever set
-	docs      int
-	words     int // sum of BucketLength over rows with a value
-}
-
-func (f *fieldStats) set(row uint32, bucket uint8, present bool) {
-	if int(row) < len(f.bucket) && f.bucket[row] != 0 {
-		f.docs--
-		f.words -= fts.BucketLength(f.bucket[row] - 1)
-		f.bucket[row] = 0
-	}
-	if !present {
-		return
-	}
-	f.bucket = grow(f.bucket, int(row)+1)
-	f.bucket[row] = bucket + 1
-	f.maxBucket = max(f.maxBucket, bucket+1)
-	f.docs++
-	f.words += fts.BucketLength(bucket)
-}
-
-// avgLen is the column's average field length in words.
-func (f *fieldStats) avgLen() float64 {
-	if f.docs == 0 {
-		return 0
-	}
-	return float64(f.words) / float64(f.docs)
-}
-
-// length is the length of row's field, and whether it has one.
-func (f *fieldStats) length(row uint32) (int, bool) {
-	if int(row) >= len(f.bucket) || f.bucket[row] == 0 {
-		return 0, false
-	}
-	return fts.BucketLength(f.bucket[row] - 1), true
+	cols    map[uint32]*fts.FieldLengths
 }
 
 // maxPendingTerms is how many words a vocabulary keeps outside its
@@ -230,7 +179,7 @@ const maxPendingTerms = 2048
 // buildSearchStore reads the vocabulary and field lengths of a table of a
 // branch at snapshot r.
 func buildSearchStore(r pebble.Reader, db uint32, b *branch, t *table) (*searchStore, error) {
-	s := &searchStore{version: b.Version, cols: map[uint32]*fieldStats{}}
+	s := &searchStore{version: b.Version, cols: map[uint32]*fts.FieldLengths{}}
 	var terms []string
 	for _, lr := range b.Lineage {
 		p := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, t.ID)
@@ -251,10 +200,10 @@ func buildSearchStore(r pebble.Reader, db uint32, b *branch, t *table) (*searchS
 	}
 	s.lex.Store(fts.NewLexicon(d))
 	for _, c := range t.leaves {
-		if !searchable(c.Type) {
+		if !fts.Searchable(c.Type) {
 			continue
 		}
-		fs := &fieldStats{}
+		fs := &fts.FieldLengths{}
 		s.cols[c.ID] = fs
 		for bucket := range 128 {
 			rows, err := readBitmap(r, db, b.Lineage, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
@@ -263,7 +212,7 @@ func buildSearchStore(r pebble.Reader, db uint32, b *branch, t *table) (*searchS
 			}
 			it := rows.Iterator()
 			for it.HasNext() {
-				fs.set(it.Next(), uint8(bucket), true)
+				fs.Set(it.Next(), uint8(bucket), true)
 			}
 		}
 	}
@@ -278,7 +227,7 @@ func (s *searchStore) apply(c *rowChange) {
 	}
 	for col, fs := range s.cols {
 		b, ok := lens[col]
-		fs.set(c.row, b, ok && c.rec != nil)
+		fs.Set(c.row, b, ok && c.rec != nil)
 	}
 }
 
@@ -318,10 +267,24 @@ func (d *database) updateSearch(tx *dbTx) {
 	}
 }
 
-// termBitmaps returns the rows of a table whose column col holds term, and
+// searchSource is the fts.Source of one table search: the planner's
+// source, and the table's search store and vocabulary as of its snapshot.
+type searchSource struct {
+	*source
+	store *searchStore
+	lex   *fts.Lexicon
+}
+
+// Lexicon returns the table's vocabulary.
+func (s *searchSource) Lexicon() *fts.Lexicon { return s.lex }
+
+// Lengths returns the field lengths of a searchable column.
+func (s *searchSource) Lengths(col uint32) *fts.FieldLengths { return s.store.cols[col] }
+
+// Terms returns the rows of the table whose column col holds term, and
 // the rows holding it at least fts.TFLevels[i] times. On a one-layer
 // lineage the four bitmaps share a key prefix and come from one scan.
-func (s *source) termBitmaps(col uint32, term string) (rows *roaring.Bitmap, levels [len(fts.TFLevels)]*roaring.Bitmap, err error) {
+func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, levels [len(fts.TFLevels)]*roaring.Bitmap, err error) {
 	id := codec.TermBitmapID(nil, col, term)
 	ids := [len(fts.TFLevels) + 1]string{string(id)}
 	for i := range fts.TFLevels {

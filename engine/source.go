@@ -25,7 +25,7 @@ func (s *schema) indexTables() map[uint32]*index.Table {
 		for _, t := range s.Tables {
 			it := s.itables[t.ID]
 			for path, c := range t.byPath {
-				ic := &index.Column{Path: path, Type: index.ColumnType(c.Type), Dimension: c.Dimension}
+				ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
 				if c.Type != TypeObject {
 					ic.ID = c.ID
 				}
@@ -33,6 +33,9 @@ func (s *schema) indexTables() map[uint32]*index.Table {
 					ic.Link = s.itables[c.LinkTable]
 				}
 				it.Columns[path] = ic
+			}
+			for _, c := range t.leaves {
+				it.Leaves = append(it.Leaves, it.Columns[c.path])
 			}
 		}
 	})

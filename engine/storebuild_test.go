@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/coppice-db/coppice/index"
 )
 
 // storeOf returns the column store of a table of a branch and whether one
@@ -55,14 +53,14 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	fill("small", 100)
 
 	size := 50
-	in := index.QueryInput{
-		Filter: json.RawMessage(`{"n": {"$ge": 3}, "s": {"$startsWith": "s01"}}`),
-		Sort:   json.RawMessage(`[{"s": "desc"}, {"svc.version": "asc"}]`),
-		Page:   index.PageInput{Size: &size},
+	in := QueryRequest{
+		Filter: mustFilter(`{"n": {"$ge": 3}, "s": {"$startsWith": "s01"}}`),
+		Sort:   mustSort(`[{"s": "desc"}, {"svc.version": "asc"}]`),
+		Page:   PageInput{Size: &size},
 	}
 	query := func() string {
 		t.Helper()
-		res, err := e.Query(context.Background(), ref, "big", in, QueryOptions{})
+		res, err := e.Query(ctx, ref, "big", in, QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +90,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 
 	// A summary of a table without its store builds it first.
 	e.opts.BackgroundBuildRows = 1
-	if _, err := e.Summarize(context.Background(), ref, "small", index.SummarizeInput{Columns: json.RawMessage(`["n"]`)}, ""); err != nil {
+	if _, err := e.Summarize(ctx, ref, "small", SummarizeRequest{Columns: []string{"n"}}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := storeOf(t, e, ref, "small"); s == nil {
@@ -104,7 +102,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	if _, err := e.CreateTable(ref, "tiny"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(context.Background(), ref, "tiny", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(ctx, ref, "tiny", QueryRequest{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, building := storeOf(t, e, ref, "tiny"); s == nil || building {
@@ -169,7 +167,7 @@ func TestBorrowedStore(t *testing.T) {
 			slices.Sort(want)
 			want = want[:min(len(want), c.size)]
 			size := c.size
-			res, err := e.Query(context.Background(), ref, "t", index.QueryInput{Filter: json.RawMessage(c.filter), Page: index.PageInput{Size: &size}},
+			res, err := e.Query(ctx, ref, "t", QueryRequest{Filter: mustFilter(c.filter), Page: PageInput{Size: &size}},
 				QueryOptions{MaxSize: 1000, NoDepthLimit: true})
 			if err != nil {
 				t.Fatal(err)

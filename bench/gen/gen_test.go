@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // collect returns the first n records of a stream.
@@ -360,7 +361,11 @@ func TestLoadIntoEngine(t *testing.T) {
 		{`{"owner": "u00001"}`, count(func(d map[string]any) bool { return d["owner"] == "u00001" })},
 	}
 	for _, c := range checks {
-		rows, err := e.FilterRows(ref, DocsTable, json.RawMessage(c.filter), "svc")
+		filter, err := index.ReadFilter([]byte(c.filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.FilterRows(ref, DocsTable, filter)
 		if err != nil {
 			t.Errorf("%s: %v", c.filter, err)
 			continue
@@ -372,8 +377,15 @@ func TestLoadIntoEngine(t *testing.T) {
 
 	size := 20
 	for _, fq := range g.Queries(2 * len(filterKinds)).Filter {
-		res, err := e.Query(context.Background(), ref, DocsTable, engine.QueryInput{Filter: fq.Filter, Sort: fq.Sort,
-			Page: engine.PageInput{Size: &size}}, engine.QueryOptions{})
+		in := engine.QueryRequest{Page: engine.PageInput{Size: &size}}
+		var err error
+		if in.Filter, err = index.ReadFilter(fq.Filter); err != nil {
+			t.Fatal(err)
+		}
+		if in.Sort, err = index.ReadSort(fq.Sort); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Query(context.Background(), ref, DocsTable, in, engine.QueryOptions{})
 		if err != nil {
 			t.Errorf("%s %s %s: %v", fq.Kind, fq.Filter, fq.Sort, err)
 			continue

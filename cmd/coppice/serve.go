@@ -126,13 +126,14 @@ func serverLogger(opts *api.Options) (*slog.Logger, error) {
 	return opts.Logger, nil
 }
 
-// openEngine opens the data directory; the storage engine's log and the
+// openEngine opens the data directory, with records' metadata under the
+// key of the server's compatibility mode; the storage engine's log and the
 // failures of background work go to log.
 func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log})
+	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)})
 }
 
 // bootstrap creates the first accounts of a new data directory and prints

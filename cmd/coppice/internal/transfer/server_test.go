@@ -116,9 +116,9 @@ func (ts *testServer) ids(table string) []string {
 	ts.t.Helper()
 	var out []string
 	size := 200
-	in := engine.QueryInput{Page: engine.PageInput{Size: &size}}
+	in := engine.QueryRequest{Page: engine.PageInput{Size: &size}}
 	for {
-		res, err := ts.eng.Query(context.Background(), ts.ref(), table, in, engine.QueryOptions{Meta: "svc"})
+		res, err := ts.eng.Query(context.Background(), ts.ref(), table, in, engine.QueryOptions{})
 		if err != nil {
 			ts.t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func (ts *testServer) ids(table string) []string {
 			return out
 		}
 		cursor := res.Cursor
-		in = engine.QueryInput{Page: engine.PageInput{Size: &size, After: &cursor}}
+		in = engine.QueryRequest{Page: engine.PageInput{Size: &size, After: &cursor}}
 	}
 }
 
