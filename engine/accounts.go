@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Accounts is the account system of an engine: users, their API keys,
@@ -45,7 +47,7 @@ type Credential struct {
 const keyAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // newKeySecret returns a fresh API key secret.
-func newKeySecret() string { return "cpk_" + randomString(40, keyAlphabet) }
+func newKeySecret() string { return "cpk_" + model.RandomString(40, keyAlphabet) }
 
 // BootstrapRequest describes the first accounts of a server: a user, a
 // workspace they own and an API key of theirs, not scoped to it.
@@ -70,13 +72,13 @@ type BootstrapResult struct {
 // them, or none when any of them cannot be created.
 func (a *Accounts) Bootstrap(req BootstrapRequest) (BootstrapResult, error) {
 	e := a.e
-	if !validEmail(req.User.Email) {
-		return BootstrapResult{}, invalidf("invalid email address [%s]", req.User.Email)
+	if !model.ValidEmail(req.User.Email) {
+		return BootstrapResult{}, model.Invalidf("invalid email address [%s]", req.User.Email)
 	}
 	if strings.TrimSpace(req.Workspace) == "" {
-		return BootstrapResult{}, invalidf("workspace name is required")
+		return BootstrapResult{}, model.Invalidf("workspace name is required")
 	}
-	if err := checkName("API key", req.KeyName); err != nil {
+	if err := model.CheckName("API key", req.KeyName); err != nil {
 		return BootstrapResult{}, err
 	}
 	secret := req.Key
@@ -98,13 +100,13 @@ func (a *Accounts) Bootstrap(req BootstrapRequest) (BootstrapResult, error) {
 
 // newUser resolves a user to create: its id and creation time.
 func (e *Engine) newUser(u NewUser, now time.Time) User {
-	return User{ID: e.ids.next("usr_", now), Email: u.Email, Fullname: u.Fullname, Image: u.Image, Admin: u.Admin, CreatedAt: now}
+	return User{ID: e.ids.Next("usr_", now), Email: u.Email, Fullname: u.Fullname, Image: u.Image, Admin: u.Admin, CreatedAt: now}
 }
 
 // CreateUser creates a user.
 func (a *Accounts) CreateUser(u NewUser) (*User, error) {
-	if !validEmail(u.Email) {
-		return nil, invalidf("invalid email address [%s]", u.Email)
+	if !model.ValidEmail(u.Email) {
+		return nil, model.Invalidf("invalid email address [%s]", u.Email)
 	}
 	res, err := a.apply(&createUser{User: a.e.newUser(u, a.e.now())})
 	if err != nil {
@@ -118,7 +120,7 @@ func (a *Accounts) CreateUser(u NewUser) (*User, error) {
 // (core id). secret, when not empty, is the key to store; else one is
 // generated. The secret is returned once and stored only as a hash.
 func (a *Accounts) CreateAPIKey(userID, name, workspace, secret string) (Credential, error) {
-	if err := checkName("API key", name); err != nil {
+	if err := model.CheckName("API key", name); err != nil {
 		return Credential{}, err
 	}
 	if secret == "" {
@@ -211,7 +213,7 @@ func (a *Accounts) GetUser(id string) (User, error) {
 	defer c.mu.RUnlock()
 	u := c.users[id]
 	if u == nil {
-		return User{}, notFoundf("user [%s] not found", id)
+		return User{}, model.NotFoundf("user [%s] not found", id)
 	}
 	return *u, nil
 }
@@ -220,8 +222,8 @@ func (a *Accounts) GetUser(id string) (User, error) {
 // a valid address not used by another user; fullname and image are free
 // text. Whether each field was sent at all is the caller's check.
 func (a *Accounts) UpdateUser(id, email, fullname, image string) (User, error) {
-	if !validEmail(email) {
-		return User{}, invalidf("invalid email address [%s]", email)
+	if !model.ValidEmail(email) {
+		return User{}, model.Invalidf("invalid email address [%s]", email)
 	}
 	res, err := a.apply(&updateUser{ID: id, Email: email, Fullname: fullname, Image: image})
 	if err != nil {
@@ -265,7 +267,7 @@ func (a *Accounts) DeleteAPIKey(userID, name string) error {
 // userKeysSorted returns a user's API keys by name. The caller holds cat.mu
 // or catMu.
 func (c *catalog) userKeysSorted(userID string) []*APIKey {
-	names := sortedKeys(c.userKeys[userID])
+	names := model.SortedKeys(c.userKeys[userID])
 	out := make([]*APIKey, 0, len(names))
 	for _, n := range names {
 		if k := c.keys[c.userKeys[userID][n]]; k != nil {

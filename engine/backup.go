@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // A backup is one database's key range at one snapshot: every branch, layer,
@@ -76,7 +77,7 @@ func (e *Engine) BackupDatabase(ws, name string, w io.Writer) error {
 // catalog's command places the database; the backup fills its range in
 // the same batch.
 func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
-	if err := checkName("database", name); err != nil {
+	if err := model.CheckName("database", name); err != nil {
 		return err
 	}
 	place := &placeDatabase{Database: Database{Workspace: ws, Name: name, Region: region, CreatedAt: e.now()}}
@@ -112,7 +113,7 @@ func readBackup(r io.Reader, fn func(k, v []byte) error) error {
 	br := bufio.NewReader(r)
 	magic := make([]byte, len(backupMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != backupMagic {
-		return invalidf("not a Coppice backup")
+		return model.Invalidf("not a Coppice backup")
 	}
 	h.Write(magic)
 	var lb [binary.MaxVarintLen64]byte
@@ -135,14 +136,14 @@ func readBackup(r io.Reader, fn func(k, v []byte) error) error {
 	for {
 		k, err := readBytes()
 		if err != nil {
-			return invalidf("backup is truncated or malformed: %v", err)
+			return model.Invalidf("backup is truncated or malformed: %v", err)
 		}
 		if len(k) == 0 {
 			break
 		}
 		v, err := readBytes()
 		if err != nil {
-			return invalidf("backup is truncated or malformed: %v", err)
+			return model.Invalidf("backup is truncated or malformed: %v", err)
 		}
 		if err := fn(k, v); err != nil {
 			return err
@@ -150,13 +151,13 @@ func readBackup(r io.Reader, fn func(k, v []byte) error) error {
 	}
 	var sum [4]byte
 	if _, err := io.ReadFull(br, sum[:]); err != nil {
-		return invalidf("backup has no checksum")
+		return model.Invalidf("backup has no checksum")
 	}
 	if binary.BigEndian.Uint32(sum[:]) != h.Sum32() {
-		return invalidf("backup checksum mismatch")
+		return model.Invalidf("backup checksum mismatch")
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
-		return invalidf("backup has bytes after its checksum")
+		return model.Invalidf("backup has bytes after its checksum")
 	}
 	return nil
 }

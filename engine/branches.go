@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // BranchDetails is a branch with its schema (spec §2.6).
@@ -66,7 +67,7 @@ func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
 	return BranchDetails{
 		DatabaseName: ref.Database, BranchName: b.Name, CreatedAt: b.CreatedAt, ID: b.PublicID,
 		Version: b.Version, LastMigrationID: b.LastMigrationID, Metadata: b.Metadata,
-		StartedFrom: b.StartedFrom, Schema: b.Schema.public(),
+		StartedFrom: b.StartedFrom, Schema: b.Schema.Public(),
 	}, nil
 }
 
@@ -93,7 +94,7 @@ func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
 // CreateBranch forks a branch in constant time: the new branch reads the
 // source's data as of now through its lineage and writes into its own layer.
 func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
-	if err := checkName("branch", ref.Branch); err != nil {
+	if err := model.CheckName("branch", ref.Branch); err != nil {
 		return err
 	}
 	if req.From == "" {
@@ -104,7 +105,7 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 		return err
 	}
 	now := e.now()
-	cmd := &createBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.next("bb_", now), Now: now, Metadata: req.Metadata}
+	cmd := &createBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.Next("bb_", now), Now: now, Metadata: req.Metadata}
 	if _, err := e.apply(d, cmd); err != nil {
 		return err
 	}
@@ -128,13 +129,13 @@ func (c *createBranch) apply(tx *dbTx) (any, error) {
 	}
 	src := tx.st.branches[c.From]
 	if src == nil {
-		return nil, invalidf("source branch [%s] not found", c.From)
+		return nil, model.Invalidf("source branch [%s] not found", c.From)
 	}
-	lin := make(lineage, 0, len(src.Lineage)+1)
-	lin = append(lin, layerRef{Layer: tx.allocLayer(), Seq: maxSeq})
-	lin = append(lin, layerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
+	lin := make(model.Lineage, 0, len(src.Lineage)+1)
+	lin = append(lin, model.LayerRef{Layer: tx.allocLayer(), Seq: model.MaxSeq})
+	lin = append(lin, model.LayerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
 	lin = append(lin, src.Lineage[1:]...)
-	b := &branch{
+	b := &model.Branch{
 		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Name, CreatedAt: c.Now,
 		Version: src.Version, LastMigrationID: src.LastMigrationID,
 		StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
@@ -178,7 +179,7 @@ func (c *deleteBranch) apply(tx *dbTx) (any, error) {
 	if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
 		return nil, err
 	}
-	for _, g := range sortedKeys(tx.st.git) {
+	for _, g := range model.SortedKeys(tx.st.git) {
 		if tx.st.git[g] == b.Name {
 			if err := tx.setGit(g, ""); err != nil {
 				return nil, err
@@ -228,7 +229,7 @@ func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
 	}
 	st := d.state.Load()
 	out := make([]GitMapping, 0, len(st.git))
-	for _, g := range sortedKeys(st.git) {
+	for _, g := range model.SortedKeys(st.git) {
 		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.git[g]})
 	}
 	return out, nil
@@ -240,7 +241,7 @@ func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
 // there is none.
 func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool, err error) {
 	if gitBranch == "" {
-		return false, invalidf("gitBranch is required")
+		return false, model.Invalidf("gitBranch is required")
 	}
 	_, d, err := e.database(ws, db)
 	if err != nil {
@@ -265,9 +266,9 @@ func (c *setGitMapping) apply(tx *dbTx) (any, error) {
 	_, had := tx.st.git[c.Git]
 	switch {
 	case c.Branch == "" && !had:
-		return nil, notFoundf("git branch [%s] not found in the mapping", c.Git)
+		return nil, model.NotFoundf("git branch [%s] not found in the mapping", c.Git)
 	case c.Branch != "" && tx.st.branches[c.Branch] == nil:
-		return nil, invalidf("branch [%s] not found", c.Branch)
+		return nil, model.Invalidf("branch [%s] not found", c.Branch)
 	}
 	return had, tx.setGit(c.Git, c.Branch)
 }
@@ -292,7 +293,7 @@ func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, 
 	}
 	def := "main"
 	if st.branches[def] == nil {
-		var oldest *branch
+		var oldest *model.Branch
 		for _, b := range st.branches {
 			if oldest == nil || b.ID < oldest.ID {
 				oldest = b

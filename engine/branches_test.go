@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // TestBranches runs the branch scripts of testdata/branches: record writes
@@ -153,7 +154,7 @@ func TestBranches(t *testing.T) {
 			var out []string
 			for _, lr := range b.Lineage {
 				seq := "max"
-				if lr.Seq != maxSeq {
+				if lr.Seq != model.MaxSeq {
 					seq = strconv.FormatUint(lr.Seq, 10)
 				}
 				out = append(out, fmt.Sprintf("layer %d seq %s", lr.Layer, seq))
@@ -302,11 +303,11 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	tb, err := b.Schema.table(table)
+	tb, err := b.Schema.Table(table)
 	if err != nil {
 		return "error: " + err.Error()
 	}
-	c := tb.byPath[col]
+	c := tb.ByPath[col]
 	if c == nil {
 		d.Fatalf(t, "unknown column %s", col)
 	}

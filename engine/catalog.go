@@ -326,16 +326,6 @@ func databaseKey(id uint32) []byte {
 	return codec.CatalogKey(codec.CatDatabase, codec.AppendU32(nil, id))
 }
 
-// sortedKeys returns the keys of a map in order, for deterministic output.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // databasesOf returns the databases of workspace core by id.
 func (c *catalog) databasesOf(core string) []*Database {
 	var out []*Database

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // A catalog command is one change of the global catalog as a value: it
@@ -117,13 +118,13 @@ func (cmd *updateUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	id, email := cmd.ID, cmd.Email
 	old := c.users[id]
 	if old == nil {
-		return nil, notFoundf("user [%s] not found", id)
+		return nil, model.NotFoundf("user [%s] not found", id)
 	}
 	oldLower, newLower := strings.ToLower(old.Email), strings.ToLower(email)
 	if other, ok := c.emails[newLower]; ok && other != id {
 		// Spec §4.6 lists no 409 for user operations: a taken address is
 		// bad input.
-		return nil, invalidf("a user with email [%s] already exists", email)
+		return nil, model.Invalidf("a user with email [%s] already exists", email)
 	}
 	u := *old
 	u.Email, u.Fullname, u.Image = email, cmd.Fullname, cmd.Image
@@ -158,10 +159,10 @@ func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	id := cmd.ID
 	u := c.users[id]
 	if u == nil {
-		return nil, notFoundf("user [%s] not found", id)
+		return nil, model.NotFoundf("user [%s] not found", id)
 	}
 	var cores, sole []string
-	for _, core := range sortedKeys(c.members) {
+	for _, core := range model.SortedKeys(c.members) {
 		m := c.members[core][id]
 		if m == nil {
 			continue
@@ -212,7 +213,7 @@ func (*createAPIKey) kind() catKind { return catCreateAPIKey }
 func (cmd *createAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	key := &cmd.Key
 	if c.users[key.UserID] == nil {
-		return nil, notFoundf("user [%s] not found", key.UserID)
+		return nil, model.NotFoundf("user [%s] not found", key.UserID)
 	}
 	if key.Workspace != "" && c.members[key.Workspace][key.UserID] == nil {
 		return nil, Errorf(CodeForbidden, "no access to workspace [%s]", key.Workspace)
@@ -258,7 +259,7 @@ func (*deleteAPIKey) kind() catKind { return catDeleteAPIKey }
 func (cmd *deleteAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	k := c.keyByName(cmd.UserID, cmd.Name)
 	if k == nil {
-		return nil, notFoundf("API key [%s] not found", cmd.Name)
+		return nil, model.NotFoundf("API key [%s] not found", cmd.Name)
 	}
 	if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(cmd.UserID, cmd.Name)); err != nil {
 		return nil, err
@@ -279,7 +280,7 @@ func (*createWorkspace) kind() catKind { return catCreateWorkspace }
 
 func (cmd *createWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if c.users[cmd.Owner] == nil {
-		return nil, notFoundf("user [%s] not found", cmd.Owner)
+		return nil, model.NotFoundf("user [%s] not found", cmd.Owner)
 	}
 	if err := c.checkNewWorkspace(&cmd.Workspace); err != nil {
 		return nil, err
@@ -334,11 +335,11 @@ func (cmd *updateWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	}
 	name, slug := cmd.Name, cmd.Slug
 	if strings.TrimSpace(name) == "" {
-		return nil, invalidf("workspace name is required")
+		return nil, model.Invalidf("workspace name is required")
 	}
 	if slug == "" {
 		slug = slugify(name)
-	} else if err := checkName("workspace slug", slug); err != nil {
+	} else if err := model.CheckName("workspace slug", slug); err != nil {
 		return nil, err
 	}
 	nw := *w
@@ -371,14 +372,14 @@ func (cmd *deleteWorkspace) apply(c *catalog, t *catTx, h dbHost) (any, error) {
 			return nil, err
 		}
 	}
-	members := sortedKeys(c.members[core])
+	members := model.SortedKeys(c.members[core])
 	for _, uid := range members {
 		if err := t.delete(memberKey(core, uid)); err != nil {
 			return nil, err
 		}
 	}
 	invites := c.invites[core]
-	for _, id := range sortedKeys(invites) {
+	for _, id := range model.SortedKeys(invites) {
 		if err := t.delete(inviteKey(core, id), inviteSecretKey(invites[id].KeyHash)); err != nil {
 			return nil, err
 		}
@@ -427,13 +428,13 @@ func (cmd *setMemberRole) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	userID := cmd.UserID
 	m := c.members[w.Core][userID]
 	if m == nil {
-		return nil, notFoundf("user [%s] is not a member of workspace [%s]", userID, cmd.WS)
+		return nil, model.NotFoundf("user [%s] is not a member of workspace [%s]", userID, cmd.WS)
 	}
 	if m.Role == cmd.Role {
 		return nil, nil
 	}
 	if m.Role == RoleOwner && c.owners(w.Core) == 1 {
-		return nil, invalidf("cannot demote the last owner of workspace [%s]: make another member an owner first", cmd.WS)
+		return nil, model.Invalidf("cannot demote the last owner of workspace [%s]: make another member an owner first", cmd.WS)
 	}
 	nm := *m
 	nm.Role = cmd.Role
@@ -463,10 +464,10 @@ func (cmd *removeMember) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	core := w.Core
 	m := c.members[core][userID]
 	if m == nil {
-		return nil, notFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
+		return nil, model.NotFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
 	}
 	if m.Role == RoleOwner && c.owners(core) == 1 {
-		return nil, invalidf("cannot remove the last owner of workspace [%s]: make another member an owner or delete the workspace", ws)
+		return nil, model.Invalidf("cannot remove the last owner of workspace [%s]: make another member an owner or delete the workspace", ws)
 	}
 	scoped := c.scopedKeys(core, userID)
 	for _, k := range scoped {
@@ -505,8 +506,8 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	}
 	in := cmd.Invite
 	email, now := in.Email, in.CreatedAt
-	if !validEmail(email) {
-		return nil, invalidf("invalid email address [%s]", email)
+	if !model.ValidEmail(email) {
+		return nil, model.Invalidf("invalid email address [%s]", email)
 	}
 	if err := checkRole(in.Role); err != nil {
 		return nil, err
@@ -518,7 +519,7 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, Errorf(CodeConflict, "[%s] is already a member of workspace [%s]", email, cmd.WS)
 	}
 	var stale []*Invite
-	for _, id := range sortedKeys(c.invites[core]) {
+	for _, id := range model.SortedKeys(c.invites[core]) {
 		old := c.invites[core][id]
 		if strings.ToLower(old.Email) != lower || old.Accepted {
 			continue
@@ -568,7 +569,7 @@ func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	callerID, h := cmd.Caller, cmd.KeyHash
 	u := c.users[callerID]
 	if u == nil {
-		return nil, notFoundf("user [%s] not found", callerID)
+		return nil, model.NotFoundf("user [%s] not found", callerID)
 	}
 	core, _ := WorkspaceCore(cmd.WS)
 	var in *Invite
@@ -576,7 +577,7 @@ func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		in = c.invites[core][id]
 	}
 	if in == nil || c.workspaces[core] == nil || !in.pending(cmd.Now) {
-		return nil, notFoundf("invite not found or expired")
+		return nil, model.NotFoundf("invite not found or expired")
 	}
 	if !strings.EqualFold(u.Email, in.Email) {
 		return nil, Errorf(CodeForbidden, "this invite is for another email address")
@@ -658,7 +659,7 @@ func (cmd *deleteInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, err
 	}
 	if in.Accepted {
-		return nil, invalidf("invite [%s] is already accepted and cannot be deleted", cmd.InviteID)
+		return nil, model.Invalidf("invite [%s] is already accepted and cannot be deleted", cmd.InviteID)
 	}
 	if err := t.delete(inviteKey(in.Workspace, in.ID), inviteSecretKey(in.KeyHash)); err != nil {
 		return nil, err
@@ -684,7 +685,7 @@ func (*placeDatabase) kind() catKind { return catPlaceDatabase }
 func (cmd *placeDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	p := cmd.Database
 	if p.Workspace != "" && c.workspaces[p.Workspace] == nil {
-		return nil, notFoundf("workspace [%s] not found", p.Workspace)
+		return nil, model.NotFoundf("workspace [%s] not found", p.Workspace)
 	}
 	if c.findDatabase(p.Workspace, p.Name) != nil {
 		return nil, Errorf(CodeAlreadyExists, "database [%s] already exists", p.Name)
@@ -717,11 +718,11 @@ func (*updateDatabase) kind() catKind { return catUpdateDatabase }
 func (cmd *updateDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	p := c.findDatabase(cmd.WS, cmd.Name)
 	if p == nil {
-		return nil, notFoundf("database [%s] not found", cmd.Name)
+		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
 	}
 	np := *p
 	if cmd.NewName != "" && cmd.NewName != cmd.Name {
-		if err := checkName("database", cmd.NewName); err != nil {
+		if err := model.CheckName("database", cmd.NewName); err != nil {
 			return nil, err
 		}
 		if c.findDatabase(cmd.WS, cmd.NewName) != nil {
@@ -750,7 +751,7 @@ func (*dropDatabase) kind() catKind { return catDropDatabase }
 func (cmd *dropDatabase) apply(c *catalog, t *catTx, h dbHost) (any, error) {
 	p := c.findDatabase(cmd.WS, cmd.Name)
 	if p == nil {
-		return nil, notFoundf("database [%s] not found", cmd.Name)
+		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
 	}
 	return nil, h.dropDatabase(t, p)
 }

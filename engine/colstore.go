@@ -5,6 +5,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -131,14 +132,14 @@ func storedKind(t ColumnType) (codec.Kind, bool) {
 
 // newTableStore makes an empty store for the stored columns of t, meta
 // columns included.
-func newTableStore(b *branch, t *table) *tableStore {
+func newTableStore(b *model.Branch, t *model.Table) *tableStore {
 	s := &tableStore{version: b.Version, owner: b.ID, cols: map[uint32]*colValues{
 		index.MetaIDColumn:        {kind: codec.KindString},
 		index.MetaVersionColumn:   {kind: codec.KindInt},
 		index.MetaCreatedAtColumn: {kind: codec.KindDatetime},
 		index.MetaUpdatedAtColumn: {kind: codec.KindDatetime},
 	}}
-	for _, c := range t.leaves {
+	for _, c := range t.Leaves {
 		if k, ok := storedKind(c.Type); ok {
 			s.cols[c.ID] = &colValues{kind: k}
 		}
@@ -173,7 +174,7 @@ func (s *tableStore) apply(row uint32, rec *codec.Record) {
 
 // buildTableStore reads every visible row of a table of a branch, bottom
 // layer first so that upper layers override.
-func buildTableStore(r pebble.Reader, db uint32, b *branch, t *table) (*tableStore, error) {
+func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*tableStore, error) {
 	s := newTableStore(b, t)
 	var rec codec.Record
 	for i := len(b.Lineage) - 1; i >= 0; i-- {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Changing a column's settings in place. The legacy operation language has
@@ -19,7 +20,7 @@ import (
 // stepLen returns how many operations, from ops[i], make one step: 2 for a
 // removeColumn followed by an addColumn of the same table and path, else 1.
 func stepLen(ops []MigrationOp, i int) int {
-	if i+1 >= len(ops) || ops[i].kind() != "removeColumn" || ops[i+1].kind() != "addColumn" {
+	if i+1 >= len(ops) || ops[i].Kind() != "removeColumn" || ops[i+1].Kind() != "addColumn" {
 		return 1
 	}
 	rm, add := ops[i].RemoveColumn, ops[i+1].AddColumn
@@ -33,23 +34,23 @@ func stepLen(ops []MigrationOp, i int) int {
 // being changed by tx. On failure it also returns the index in step of the
 // operation that failed. A nil b changes the schema only: there are no
 // records to check or fill.
-func (tx *dbTx) applyStep(b *branch, s *schema, step []MigrationOp) (int, error) {
+func (tx *dbTx) applyStep(b *model.Branch, s *model.Schema, step []MigrationOp) (int, error) {
 	if len(step) == 1 {
 		return 0, tx.applyOp(b, s, step[0])
 	}
 	rm, add := step[0].RemoveColumn, step[1].AddColumn
-	t, err := s.table(rm.Table)
+	t, err := s.Table(rm.Table)
 	if err != nil {
 		return 0, err
 	}
-	old := t.byPath[rm.Column]
+	old := t.ByPath[rm.Column]
 	if old == nil {
-		return 0, notFoundf("column [%s] not found", rm.Column)
+		return 0, model.NotFoundf("column [%s] not found", rm.Column)
 	}
-	prefix := old.path[:len(old.path)-len(old.Name)]
+	prefix := old.Path[:len(old.Path)-len(old.Name)]
 	def := add.Column
 	def.Name = old.Name
-	nc, err := s.newColumn(t, def, prefix)
+	nc, err := s.NewColumn(t, def, prefix)
 	if err != nil {
 		return 1, err
 	}
@@ -67,27 +68,27 @@ func (tx *dbTx) applyStep(b *branch, s *schema, step []MigrationOp) (int, error)
 	}
 	parent := &t.Columns
 	if prefix != "" {
-		parent = &t.byPath[prefix[:len(prefix)-1]].Columns
+		parent = &t.ByPath[prefix[:len(prefix)-1]].Columns
 	}
 	for i, c := range *parent {
 		if c == old {
 			(*parent)[i] = nc
 		}
 	}
-	s.index()
+	s.Index()
 	return 0, nil
 }
 
 // sameKind reports whether a stored column can hold the values of another:
 // same type, link target and vector dimension.
-func sameKind(a, b *column) bool {
+func sameKind(a, b *model.Column) bool {
 	return a.Type == b.Type && a.LinkTable == b.LinkTable && a.Dimension == b.Dimension
 }
 
 // keepIDs gives nc, the new definition of column old, the ids of old, and
 // to each sub-column of an object the id of the old sub-column of that name
 // and kind. Sub-columns without one keep their new ids: they start empty.
-func keepIDs(old, nc *column) {
+func keepIDs(old, nc *model.Column) {
 	nc.ID = old.ID
 	for _, sub := range nc.Columns {
 		for _, o := range old.Columns {
@@ -102,11 +103,11 @@ func keepIDs(old, nc *column) {
 // of nc allow, where old held them before (nil for a new column), and
 // arranges for the records without a value to get the default of a column
 // that becomes notNull. prefix is the path of the column's parent.
-func (tx *dbTx) checkSettings(b *branch, t *table, prefix string, old, nc *column) error {
+func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, old, nc *model.Column) error {
 	path := prefix + nc.Name
 	if nc.Type == TypeObject {
 		for _, sub := range nc.Columns {
-			var o *column
+			var o *model.Column
 			if old != nil {
 				for _, x := range old.Columns {
 					if x.ID == sub.ID {
@@ -137,7 +138,7 @@ func (tx *dbTx) checkSettings(b *branch, t *table, prefix string, old, nc *colum
 		if _, _, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, missing.Minimum(), &rec); err != nil {
 			return err
 		}
-		return invalidf("column [%s] cannot become notNull: record [%s] has no value and the column has no defaultValue", path, rec.ID)
+		return model.Invalidf("column [%s] cannot become notNull: record [%s] has no value and the column has no defaultValue", path, rec.ID)
 	}
 	tx.backfills = append(tx.backfills, columnRef{table: t.ID, column: nc.ID})
 	return nil
@@ -145,7 +146,7 @@ func (tx *dbTx) checkSettings(b *branch, t *table, prefix string, old, nc *colum
 
 // checkUnique fails when two live records of b hold the same value in the
 // column with id col; nulls never collide.
-func (tx *dbTx) checkUnique(b *branch, t *table, path string, col uint32) error {
+func (tx *dbTx) checkUnique(b *model.Branch, t *model.Table, path string, col uint32) error {
 	rows, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return err
@@ -171,7 +172,7 @@ func (tx *dbTx) checkUnique(b *branch, t *table, path string, col uint32) error 
 			return err
 		}
 		if first, dup := seen[string(key)]; dup {
-			return invalidf("column [%s] cannot become unique: records [%s] and [%s] have the same value", path, first, rec.ID)
+			return model.Invalidf("column [%s] cannot become unique: records [%s] and [%s] have the same value", path, first, rec.ID)
 		}
 		seen[string(key)] = rec.ID
 	}

@@ -12,43 +12,14 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
-
-// BranchMetadata is the free-form metadata of a branch (spec §2.7).
-type BranchMetadata struct {
-	Repository string   `json:"repository,omitempty"`
-	Branch     string   `json:"branch,omitempty"`
-	Stage      string   `json:"stage,omitempty"`
-	Labels     []string `json:"labels,omitempty"`
-}
-
-// StartedFrom tells which branch, and at which migration, a branch was
-// created from.
-type StartedFrom struct {
-	BranchName  string `json:"branchName"`
-	DBBranchID  string `json:"dbBranchID"`
-	MigrationID string `json:"migrationID"`
-}
-
-// branch is a stored branch: its identity, lineage of layers and schema.
-type branch struct {
-	ID              uint32         `json:"id"`
-	PublicID        string         `json:"publicID"`
-	Name            string         `json:"name"`
-	CreatedAt       time.Time      `json:"createdAt"`
-	Version         uint64         `json:"version"`
-	LastMigrationID string         `json:"lastMigrationID"`
-	Metadata        BranchMetadata `json:"metadata"`
-	StartedFrom     *StartedFrom   `json:"startedFrom,omitempty"`
-	Lineage         lineage        `json:"lineage"`
-	Schema          *schema        `json:"schema"`
-}
 
 // dbState is the immutable in-memory view of a database's metadata that
 // readers load without locks; changes publish a new one.
 type dbState struct {
-	branches map[string]*branch
-	byID     map[uint32]*branch
+	branches map[string]*model.Branch
+	byID     map[uint32]*model.Branch
 	git      map[string]string // git branch → service branch
 	// forks holds, for every layer some live branch reads as a frozen view,
 	// the newest seq it is read at: versions written at or before it must be
@@ -135,8 +106,8 @@ func rowsCounterKey(db, tableID uint32) []byte {
 func u64(v uint64) []byte { return codec.AppendU64(nil, v) }
 
 // newDBState builds the derived maps of a state from its branches.
-func newDBState(branches map[string]*branch, git map[string]string) *dbState {
-	st := &dbState{branches: branches, byID: map[uint32]*branch{}, git: git, forks: map[uint32]uint64{}, refs: map[uint32]int{}}
+func newDBState(branches map[string]*model.Branch, git map[string]string) *dbState {
+	st := &dbState{branches: branches, byID: map[uint32]*model.Branch{}, git: git, forks: map[uint32]uint64{}, refs: map[uint32]int{}}
 	for _, b := range branches {
 		st.byID[b.ID] = b
 		for i, lr := range b.Lineage {
@@ -150,10 +121,10 @@ func newDBState(branches map[string]*branch, git map[string]string) *dbState {
 }
 
 // branch returns the named branch or a not-found error.
-func (st *dbState) branch(name string) (*branch, error) {
+func (st *dbState) branch(name string) (*model.Branch, error) {
 	b := st.branches[name]
 	if b == nil {
-		return nil, notFoundf("branch [%s] not found", name)
+		return nil, model.NotFoundf("branch [%s] not found", name)
 	}
 	return b, nil
 }
@@ -161,7 +132,7 @@ func (st *dbState) branch(name string) (*branch, error) {
 // newDatabase returns an empty database: no branch, no counter.
 func newDatabase(id uint32) *database {
 	d := &database{id: id, rows: map[uint32]uint32{}}
-	d.state.Store(newDBState(map[string]*branch{}, map[string]string{}))
+	d.state.Store(newDBState(map[string]*model.Branch{}, map[string]string{}))
 	return d
 }
 
@@ -174,7 +145,7 @@ func loadDatabase(r pebble.Reader, id uint32) (*database, error) {
 		return nil, err
 	}
 	defer it.Close()
-	branches := map[string]*branch{}
+	branches := map[string]*model.Branch{}
 	git := map[string]string{}
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()[len(prefix):]
@@ -199,14 +170,14 @@ func loadDatabase(r pebble.Reader, id uint32) (*database, error) {
 				d.rows[binary.BigEndian.Uint32([]byte(name[len(ctrRows):]))] = uint32(n)
 			}
 		case codec.MetaBranch:
-			b := &branch{}
+			b := &model.Branch{}
 			if err := json.Unmarshal(v, b); err != nil {
 				return nil, err
 			}
 			if b.Schema == nil {
-				b.Schema = &schema{}
+				b.Schema = &model.Schema{}
 			}
-			b.Schema.index()
+			b.Schema.Index()
 			branches[b.Name] = b
 		case codec.MetaGitBranch:
 			git[string(k[1:])] = string(v)
@@ -227,7 +198,7 @@ type dbTx struct {
 	seq   uint64   // this command's commit sequence number
 
 	// staged changes
-	branches   map[string]*branch // nil until a branch changes
+	branches   map[string]*model.Branch // nil until a branch changes
 	git        map[string]string
 	nextLayer  uint32
 	nextTable  uint32
@@ -281,11 +252,11 @@ type initDatabase struct {
 }
 
 func (c *initDatabase) apply(tx *dbTx) (any, error) {
-	b := &branch{
+	b := &model.Branch{
 		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Branch, CreatedAt: c.Now,
-		Metadata: c.Metadata, Lineage: lineage{{Layer: tx.allocLayer(), Seq: maxSeq}}, Schema: &schema{},
+		Metadata: c.Metadata, Lineage: model.Lineage{{Layer: tx.allocLayer(), Seq: model.MaxSeq}}, Schema: &model.Schema{},
 	}
-	b.Schema.index()
+	b.Schema.Index()
 	return nil, tx.putBranch(b)
 }
 
@@ -335,9 +306,9 @@ func (tx *dbTx) state() *dbState {
 }
 
 // putBranch stages a new or changed branch (and persists it).
-func (tx *dbTx) putBranch(b *branch) error {
+func (tx *dbTx) putBranch(b *model.Branch) error {
 	if tx.branches == nil {
-		tx.branches = make(map[string]*branch, len(tx.st.branches)+1)
+		tx.branches = make(map[string]*model.Branch, len(tx.st.branches)+1)
 		for k, v := range tx.st.branches {
 			tx.branches[k] = v
 		}
@@ -356,9 +327,9 @@ func (tx *dbTx) putBranch(b *branch) error {
 }
 
 // removeBranch stages the removal of a branch.
-func (tx *dbTx) removeBranch(b *branch) error {
+func (tx *dbTx) removeBranch(b *model.Branch) error {
 	if tx.branches == nil {
-		tx.branches = make(map[string]*branch, len(tx.st.branches))
+		tx.branches = make(map[string]*model.Branch, len(tx.st.branches))
 		for k, v := range tx.st.branches {
 			tx.branches[k] = v
 		}
@@ -392,7 +363,7 @@ func (tx *dbTx) allocRow(tableID uint32) (uint32, error) {
 		n = tx.d.rows[tableID]
 	}
 	if n == ^uint32(0) {
-		return 0, invalidf("table has exhausted its row ids")
+		return 0, model.Invalidf("table has exhausted its row ids")
 	}
 	n++
 	tx.rows[tableID] = n
@@ -491,7 +462,7 @@ func (e *Engine) apply(d *database, cmd dbCommand) (res any, err error) {
 	}
 	defer unlock()
 	if d.dropped {
-		return nil, notFoundf("database not found")
+		return nil, model.NotFoundf("database not found")
 	}
 	tx := e.beginTx(d, e.pdb.NewIndexedBatch())
 	if res, err = cmd.apply(tx); err != nil {
@@ -534,7 +505,7 @@ func (e *Engine) inspect(d *database, fn func(tx *dbTx) error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.dropped {
-		return notFoundf("database not found")
+		return model.NotFoundf("database not found")
 	}
 	tx := e.beginTx(d, e.pdb.NewIndexedBatch())
 	defer tx.batch.Close()

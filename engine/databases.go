@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // DatabaseInfo is the public metadata of a database (spec §2.8).
@@ -62,13 +64,13 @@ func (e *Engine) database(ws, name string) (*Database, *database, error) {
 	p := e.cat.findDatabase(ws, name)
 	e.cat.mu.RUnlock()
 	if p == nil {
-		return nil, nil, notFoundf("database [%s] not found", name)
+		return nil, nil, model.NotFoundf("database [%s] not found", name)
 	}
 	e.dbMu.RLock()
 	d := e.dbs[p.ID]
 	e.dbMu.RUnlock()
 	if d == nil {
-		return nil, nil, notFoundf("database [%s] not found", name)
+		return nil, nil, model.NotFoundf("database [%s] not found", name)
 	}
 	return p, d, nil
 }
@@ -77,21 +79,21 @@ func (e *Engine) database(ws, name string) (*Database, *database, error) {
 // schema). Two commands do it: the catalog's, which places the database,
 // and the database's first, which creates the branch; they apply as one.
 func (e *Engine) CreateDatabase(req CreateDatabaseRequest) (DatabaseInfo, error) {
-	if err := checkName("database", req.Name); err != nil {
+	if err := model.CheckName("database", req.Name); err != nil {
 		return DatabaseInfo{}, err
 	}
 	if req.BranchName == "" {
 		req.BranchName = "main"
 	}
-	if err := checkName("branch", req.BranchName); err != nil {
+	if err := model.CheckName("branch", req.BranchName); err != nil {
 		return DatabaseInfo{}, err
 	}
 	if req.Region == "" {
-		return DatabaseInfo{}, invalidf("region is required")
+		return DatabaseInfo{}, model.Invalidf("region is required")
 	}
 	now := e.now()
 	place := &placeDatabase{Database: Database{Workspace: req.Workspace, Name: req.Name, Region: req.Region, CreatedAt: now, UIColor: req.UIColor}}
-	first := &initDatabase{Branch: req.BranchName, PublicID: e.ids.next("bb_", now), Now: now, Metadata: req.Metadata}
+	first := &initDatabase{Branch: req.BranchName, PublicID: e.ids.Next("bb_", now), Now: now, Metadata: req.Metadata}
 	p, err := e.createDatabase(place, first)
 	if err != nil {
 		return DatabaseInfo{}, err
@@ -132,7 +134,7 @@ func (e *Engine) GetDatabase(ws, name string) (DatabaseInfo, error) {
 	defer e.cat.mu.RUnlock()
 	p := e.cat.findDatabase(ws, name)
 	if p == nil {
-		return DatabaseInfo{}, notFoundf("database [%s] not found", name)
+		return DatabaseInfo{}, model.NotFoundf("database [%s] not found", name)
 	}
 	return dbInfo(p), nil
 }
@@ -148,7 +150,7 @@ func (e *Engine) ListDatabases(ws string) []DatabaseInfo {
 		}
 	}
 	out := make([]DatabaseInfo, 0, len(byName))
-	for _, n := range sortedKeys(byName) {
+	for _, n := range model.SortedKeys(byName) {
 		out = append(out, byName[n])
 	}
 	return out

@@ -26,6 +26,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Options configure an Engine. The zero value is the production default.
@@ -66,7 +67,7 @@ type Engine struct {
 	pdb     *pebble.DB
 	opts    Options
 	writeOp *pebble.WriteOptions
-	ids     *idGen
+	ids     *model.IDGen
 	obs     *observer
 
 	accounts  Accounts
@@ -141,7 +142,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		pdb:     pdb,
 		opts:    opts,
 		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
-		ids:     newIDGen(),
+		ids:     model.NewIDGen(),
 		obs:     obs,
 		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),

@@ -1,33 +1,21 @@
 package engine
 
 import (
-	"mime"
-	"strings"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
-
-// FileTarget selects a file of a record for the binary file endpoints
-// (compat-api.md §11.2).
-type FileTarget struct {
-	Table, Record, Column string
-	// Item is true on the .../file/{fileId} route, with FileID its id ("" for
-	// .../file/): an item of a file[] column, or a new one. Item false
-	// (.../file) selects the file of a file column.
-	Item   bool
-	FileID string
-}
 
 // fileColumn resolves the column of a target: 404 when the table has no
 // such column, 400 when it holds no files.
-func fileColumn(t *table, name string) (*column, error) {
-	c := t.byPath[name]
+func fileColumn(t *model.Table, name string) (*model.Column, error) {
+	c := t.ByPath[name]
 	if c == nil {
-		return nil, notFoundf("column [%s] not found", name)
+		return nil, model.NotFoundf("column [%s] not found", name)
 	}
-	if !isFileType(c.Type) {
-		return nil, invalidf("column [%s] is not a file column", name)
+	if !model.IsFileType(c.Type) {
+		return nil, model.Invalidf("column [%s] is not a file column", name)
 	}
 	return c, nil
 }
@@ -35,10 +23,10 @@ func fileColumn(t *table, name string) (*column, error) {
 // pickFile finds the target's file among the files of c: its index, or -1
 // when there is none yet. It enforces which routes each kind of column
 // takes.
-func pickFile(c *column, files []storedFile, tg FileTarget) (int, error) {
+func pickFile(c *model.Column, files []model.StoredFile, tg FileTarget) (int, error) {
 	if c.Type == TypeFile {
 		if tg.Item && tg.FileID != "" {
-			return 0, invalidf("column [%s] is a file column: its file has no id, use .../file", c.path)
+			return 0, model.Invalidf("column [%s] is a file column: its file has no id, use .../file", c.Path)
 		}
 		if len(files) == 0 {
 			return -1, nil
@@ -46,7 +34,7 @@ func pickFile(c *column, files []storedFile, tg FileTarget) (int, error) {
 		return 0, nil
 	}
 	if !tg.Item {
-		return 0, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+		return 0, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
 	}
 	if tg.FileID == "" {
 		return -1, nil
@@ -84,7 +72,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := b.Schema.table(tg.Table)
+	t, err := b.Schema.Table(tg.Table)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +85,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 		return nil, nil, err
 	}
 	v, _ := rec.Get(c.ID)
-	files := storedFiles(c, v)
+	files := model.StoredFiles(c, v)
 	i, err := pickFile(c, files, tg)
 	if err != nil {
 		return nil, nil, err
@@ -105,9 +93,9 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 	if i < 0 {
 		if c.Type == TypeFileArray {
 			if tg.FileID == "" {
-				return nil, nil, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+				return nil, nil, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
 			}
-			return nil, nil, notFoundf("file [%s] not found", tg.FileID)
+			return nil, nil, model.NotFoundf("file [%s] not found", tg.FileID)
 		}
 		return nil, nil, nil
 	}
@@ -145,27 +133,14 @@ func (fs *Files) Delete(ref Ref, tg FileTarget) (*File, error) {
 	return f, err
 }
 
-// checkMediaType normalizes a Content-Type for storage: parameters dropped,
-// "" kept as "keep the stored one".
-func checkMediaType(s string) (string, error) {
-	if strings.TrimSpace(s) == "" {
-		return "", nil
-	}
-	mt, _, err := mime.ParseMediaType(s)
-	if err != nil || len(mt) < 3 || len(mt) > 255 || !mediaTypePattern.MatchString(mt) {
-		return "", invalidf("invalid media type [%s]", s)
-	}
-	return mt, nil
-}
-
 // writeFile applies a binary write to one file of a record as one command,
 // and returns the file as a FileResponse shows it: with its signed and
 // upload URLs.
 func (e *Engine) writeFile(d *database, cmd *writeFile) (*File, bool, error) {
 	if len(cmd.Content) > MaxFileBytes {
-		return nil, false, invalidf("file content is larger than %d bytes", MaxFileBytes)
+		return nil, false, model.Invalidf("file content is larger than %d bytes", MaxFileBytes)
 	}
-	mt, err := checkMediaType(cmd.MediaType)
+	mt, err := model.CheckMediaType(cmd.MediaType)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,13 +176,13 @@ type writeFile struct {
 // its deletion, for a delete), whether the write created it, and where it
 // is, by ids and, for the caller in this process, as the schema objects.
 type fileWritten struct {
-	File                  storedFile
+	File                  model.StoredFile
 	Created               bool
 	Branch, Table, Column uint32
 
-	b *branch
-	t *table
-	c *column
+	b *model.Branch
+	t *model.Table
+	c *model.Column
 }
 
 func (cmd *writeFile) apply(tx *dbTx) (any, error) {
@@ -216,7 +191,7 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := b.Schema.table(tg.Table)
+	t, err := b.Schema.Table(tg.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -236,25 +211,25 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 		}
 	}
 	if !exists {
-		return nil, notFoundf("record [%s] not found", tg.Record)
+		return nil, model.NotFoundf("record [%s] not found", tg.Record)
 	}
 	v, _ := old.Get(c.ID)
-	files := storedFiles(c, v)
+	files := model.StoredFiles(c, v)
 	i, err := pickFile(c, files, tg)
 	if err != nil {
 		return nil, err
 	}
 	if cmd.RequireID != "" && (i < 0 || files[i].ID != cmd.RequireID) {
-		return nil, notFoundf("file not found")
+		return nil, model.NotFoundf("file not found")
 	}
 	out := &fileWritten{Branch: b.ID, Table: t.ID, Column: c.ID, b: b, t: t, c: c}
 	switch {
 	case !cmd.Put && i < 0 && c.Type == TypeFile:
-		return nil, notFoundf("column [%s] has no file", c.path)
+		return nil, model.NotFoundf("column [%s] has no file", c.Path)
 	case !cmd.Put && i < 0 && tg.FileID == "":
-		return nil, invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.path)
+		return nil, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
 	case !cmd.Put && i < 0:
-		return nil, notFoundf("file [%s] not found", tg.FileID)
+		return nil, model.NotFoundf("file [%s] not found", tg.FileID)
 	case !cmd.Put:
 		out.File = files[i]
 		files = append(files[:i:i], files[i+1:]...)
@@ -262,21 +237,21 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 		if i < 0 {
 			id := tg.FileID
 			if c.Type == TypeFile || id == "" {
-				id = newFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
-			} else if !validFileID(id) {
-				return nil, invalidf("invalid file id [%s]", id)
+				id = model.NewFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
+			} else if !model.ValidFileID(id) {
+				return nil, model.Invalidf("invalid file id [%s]", id)
 			}
-			if len(files) >= maxFileItems {
-				return nil, invalidf("column [%s]: a file[] value holds at most %d files", c.path, maxFileItems)
+			if len(files) >= model.MaxFileItems {
+				return nil, model.Invalidf("column [%s]: a file[] value holds at most %d files", c.Path, model.MaxFileItems)
 			}
-			files = append(files, newStoredFile(c, id, tx.seq))
+			files = append(files, model.NewStoredFile(c, id, tx.seq))
 			i, out.Created = len(files)-1, true
 		}
 		f := &files[i]
 		if cmd.MediaType != "" {
 			f.MediaType = cmd.MediaType
 		}
-		f.setContent(cmd.Content, tx.seq)
+		f.SetContent(cmd.Content, tx.seq)
 		if err := putFileContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, cmd.Content); err != nil {
 			return nil, err
 		}
@@ -284,7 +259,7 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 	}
 	rec := old.Clone()
 	rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, cmd.Now.UnixNano()
-	rec.Set(c.ID, storedValue(c, files))
+	rec.Set(c.ID, model.StoredValue(c, files))
 	w := &writer{tx: tx, br: b, now: cmd.Now}
 	if _, err := w.finishWrite(t, opResult{}, ent.Row, &old, level, rec); err != nil {
 		return nil, err
@@ -303,24 +278,24 @@ func (e *Engine) accessFile(accessID string) (fileLoc, *database, error) {
 	d := e.dbs[loc.db]
 	e.dbMu.RUnlock()
 	if d == nil {
-		return loc, nil, notFoundf("file not found")
+		return loc, nil, model.NotFoundf("file not found")
 	}
 	return loc, d, nil
 }
 
 // locate resolves the branch, table and column of an access id's location.
-func (loc fileLoc) locate(d *database) (*branch, *table, *column, error) {
+func (loc fileLoc) locate(d *database) (*model.Branch, *model.Table, *model.Column, error) {
 	b := d.state.Load().byID[loc.branch]
 	if b == nil {
-		return nil, nil, nil, notFoundf("file not found")
+		return nil, nil, nil, model.NotFoundf("file not found")
 	}
-	t := b.Schema.byID[loc.table]
+	t := b.Schema.ByID[loc.table]
 	if t == nil {
-		return nil, nil, nil, notFoundf("file not found")
+		return nil, nil, nil, model.NotFoundf("file not found")
 	}
-	c := t.byID[loc.col]
-	if c == nil || !isFileType(c.Type) {
-		return nil, nil, nil, notFoundf("file not found")
+	c := t.ByID[loc.col]
+	if c == nil || !model.IsFileType(c.Type) {
+		return nil, nil, nil, model.NotFoundf("file not found")
 	}
 	return b, t, c, nil
 }
@@ -343,20 +318,20 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 	var rec codec.Record
 	if err := e.readRecord(d, b, t, loc.recordID, &rec); err != nil {
 		if CodeOf(err) == CodeNotFound {
-			err = notFoundf("file not found")
+			err = model.NotFoundf("file not found")
 		}
 		return nil, nil, err
 	}
 	v, _ := rec.Get(c.ID)
-	var sf *storedFile
-	files := storedFiles(c, v)
+	var sf *model.StoredFile
+	files := model.StoredFiles(c, v)
 	for i := range files {
 		if files[i].ID == loc.fileID && files[i].Seq == loc.seq {
 			sf = &files[i]
 		}
 	}
 	if sf == nil {
-		return nil, nil, notFoundf("file not found")
+		return nil, nil, model.NotFoundf("file not found")
 	}
 	if !sf.Public {
 		ok, err := e.checkFileURL(purposeRead, accessID, verify)
@@ -371,7 +346,7 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f := publicFile(c, sf)
+	f := model.PublicFile(c, sf)
 	return &f, data, nil
 }
 
@@ -396,7 +371,7 @@ func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []by
 	if err != nil {
 		return nil, err
 	}
-	tg := FileTarget{Table: t.Name, Record: loc.recordID, Column: c.path}
+	tg := FileTarget{Table: t.Name, Record: loc.recordID, Column: c.Path}
 	if c.Type == TypeFileArray {
 		tg.Item, tg.FileID = true, loc.fileID
 	}

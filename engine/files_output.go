@@ -10,59 +10,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
-
-// File is a file as records and the file endpoints return it
-// (compat-api.md §11.1). The HTTP layer turns AccessID and the verify
-// parameters into absolute URLs.
-type File struct {
-	// ID names a file[] item; it is empty for the file of a file column.
-	ID               string
-	Name             string
-	MediaType        string
-	Size             int64
-	Version          uint64
-	EnablePublicURL  bool
-	SignedURLTimeout int
-	UploadURLTimeout int
-	// Image is set for PNG, JPEG and GIF content, with its dimensions.
-	Image         bool
-	Width, Height int
-	// AccessID is the last path segment of the file's URL: it names the
-	// file's current version on one branch. It is empty for files read
-	// without their location (Record.Values).
-	AccessID string
-	// Fields, when not nil, are the only keys to return (the fields a
-	// projection named one by one); nil means every default field.
-	Fields map[string]bool
-	// Base64Content, SignedVerify and UploadVerify are set only when asked
-	// for: the content, and the verify parameters of the signed read URL
-	// and of the upload URL.
-	Base64Content *string
-	SignedVerify  string
-	UploadVerify  string
-}
-
-// publicFile converts a stored file of column c.
-func publicFile(c *column, f *storedFile) File {
-	out := File{
-		Name: f.Name, MediaType: f.MediaType, Size: f.Size, Version: f.Version,
-		EnablePublicURL: f.Public, SignedURLTimeout: f.Signed, UploadURLTimeout: f.Upload,
-		Image: f.Image, Width: f.Width, Height: f.Height,
-	}
-	if c.Type == TypeFileArray {
-		out.ID = f.ID
-	}
-	return out
-}
-
-// fromFileValue is fromValue of file columns: a File, or a []File for
-// file[], without location.
-func fromFileValue(c *column, v codec.Value) any {
-	out, _ := (*fileScope)(nil).files(c, v, fileWant{})
-	return out
-}
 
 // fileScope locates the files of one record: the database, branch and
 // table it was read from. Its files get access ids, and can be read.
@@ -70,8 +20,8 @@ type fileScope struct {
 	e        *Engine
 	r        pebble.Reader // where content is read; the caller keeps the lineage's layers
 	d        *database
-	b        *branch
-	t        *table
+	b        *model.Branch
+	t        *model.Table
 	recordID string
 }
 
@@ -83,9 +33,9 @@ type fileWant struct {
 
 // wantFiles reads what projection p selects of file column c; ok is false
 // when it selects nothing of it.
-func wantFiles(p *index.Projection, c *column) (w fileWant, ok bool) {
-	named := p.FileFields[c.path]
-	if !p.Selected(c.path) {
+func wantFiles(p *index.Projection, c *model.Column) (w fileWant, ok bool) {
+	named := p.FileFields[c.Path]
+	if !p.Selected(c.Path) {
 		if named == nil {
 			return w, false
 		}
@@ -97,8 +47,8 @@ func wantFiles(p *index.Projection, c *column) (w fileWant, ok bool) {
 
 // files returns the files of a value of column c as File (file) or []File
 // (file[]), nil for none. A nil scope gives files without location.
-func (s *fileScope) files(c *column, v codec.Value, w fileWant) (any, error) {
-	stored := storedFiles(c, v)
+func (s *fileScope) files(c *model.Column, v codec.Value, w fileWant) (any, error) {
+	stored := model.StoredFiles(c, v)
 	if len(stored) == 0 {
 		return nil, nil
 	}
@@ -117,8 +67,8 @@ func (s *fileScope) files(c *column, v codec.Value, w fileWant) (any, error) {
 }
 
 // file converts one stored file of column c, with what w asks for.
-func (s *fileScope) file(c *column, sf *storedFile, w fileWant) (File, error) {
-	f := publicFile(c, sf)
+func (s *fileScope) file(c *model.Column, sf *model.StoredFile, w fileWant) (File, error) {
+	f := model.PublicFile(c, sf)
 	f.Fields = w.fields
 	if s == nil {
 		return f, nil
@@ -154,7 +104,7 @@ func (s *fileScope) file(c *column, sf *storedFile, w fileWant) (File, error) {
 
 // docFiles is the file part of source.doc: the value of file column c of a
 // record as projection p selects it; nil when it selects nothing.
-func (s *source) docFiles(c *column, rec *codec.Record, v codec.Value, p *index.Projection) (any, error) {
+func (s *source) docFiles(c *model.Column, rec *codec.Record, v codec.Value, p *index.Projection) (any, error) {
 	w, ok := wantFiles(p, c)
 	if !ok {
 		return nil, nil
@@ -169,11 +119,11 @@ func (s *source) docFiles(c *column, rec *codec.Record, v codec.Value, p *index.
 
 // scopeViewFiles gives the file fields of a record view their location, so
 // that they carry access ids. Views are read with the default fields only.
-func scopeViewFiles(v *RecordView, e *Engine, d *database, b *branch, t *table) {
+func scopeViewFiles(v *RecordView, e *Engine, d *database, b *model.Branch, t *model.Table) {
 	var scope *fileScope
 	for i := range v.Fields {
 		f := &v.Fields[i]
-		if !isFileType(f.Type) {
+		if !model.IsFileType(f.Type) {
 			continue
 		}
 		if scope == nil {
@@ -212,7 +162,7 @@ func encodeAccessID(l fileLoc) string {
 
 // decodeAccessID parses an access id; any malformed one is not found.
 func decodeAccessID(s string) (fileLoc, error) {
-	notFound := notFoundf("file not found")
+	notFound := model.NotFoundf("file not found")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) < 26 || b[0] != accessIDVersion {
 		return fileLoc{}, notFound
@@ -227,7 +177,7 @@ func decodeAccessID(s string) (fileLoc, error) {
 		return fileLoc{}, notFound
 	}
 	l.fileID, l.recordID = string(b[26:26+n]), string(b[26+n:])
-	if !validFileID(l.fileID) || CheckRecordID(l.recordID) != nil {
+	if !model.ValidFileID(l.fileID) || CheckRecordID(l.recordID) != nil {
 		return fileLoc{}, notFound
 	}
 	return l, nil

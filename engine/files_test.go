@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // fileFixture is recFixture with a table "docs" of a file column "photo",
@@ -233,7 +234,7 @@ func TestFileValidation(t *testing.T) {
 	f(map[string]any{"photo": map[string]any{"name": "a", "mediaType": "text"}}, "invalid mediaType")
 	f(map[string]any{"photo": map[string]any{"name": "a", "mediaType": "a/" + strings.Repeat("b", 254)}}, "invalid mediaType")
 	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": "!!"}}, "not valid base64")
-	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": strings.Repeat("A", maxFileBase64+4)}}, "longer than")
+	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": strings.Repeat("A", model.MaxFileBase64+4)}}, "longer than")
 	f(map[string]any{"photo": map[string]any{"name": "a", "signedUrlTimeout": 86401}}, "signedUrlTimeout")
 	f(map[string]any{"photo": map[string]any{"name": "a", "uploadUrlTimeout": -1}}, "uploadUrlTimeout")
 	f(map[string]any{"photo": map[string]any{"name": "a", "signedUrlTimeout": 1.5}}, "integer")

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Point reads walk a branch's lineage top-down, and a fresh child's own
@@ -51,12 +52,12 @@ func (f *fillSet) empty(r pebble.Reader, db, layer, table uint32, kind byte) boo
 
 // prune returns the lineage without the levels whose range of kind is
 // known to be empty for a table; point reads of it find the same versions.
-func (f *fillSet) prune(r pebble.Reader, db uint32, lin lineage, table uint32, kind byte) lineage {
-	var out lineage
+func (f *fillSet) prune(r pebble.Reader, db uint32, lin model.Lineage, table uint32, kind byte) model.Lineage {
+	var out model.Lineage
 	for i, lr := range lin {
 		if f.empty(r, db, lr.Layer, table, kind) {
 			if out == nil {
-				out = append(make(lineage, 0, len(lin)-1), lin[:i]...)
+				out = append(make(model.Lineage, 0, len(lin)-1), lin[:i]...)
 			}
 			continue
 		}

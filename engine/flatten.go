@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Flattening keeps lineages short. Forks of forks stack frozen views; every
@@ -59,8 +60,8 @@ func (e *Engine) flatten(d *database, branchID uint32) error {
 // startFlatten begins flattening the frozen part of a branch's lineage:
 // it takes the id of the layer the copy goes to, which is its result.
 type startFlatten struct {
-	Branch uint32  `json:"branch"`
-	Frozen lineage `json:"frozen"`
+	Branch uint32        `json:"branch"`
+	Frozen model.Lineage `json:"frozen"`
 }
 
 func (c *startFlatten) apply(tx *dbTx) (any, error) { return tx.allocLayer(), nil }
@@ -69,9 +70,9 @@ func (c *startFlatten) apply(tx *dbTx) (any, error) { return tx.allocLayer(), ni
 // copied to, when the branch still reads them, and drops the layers nobody
 // reads any more; otherwise it drops the copy.
 type finishFlatten struct {
-	Branch uint32  `json:"branch"`
-	Frozen lineage `json:"frozen"`
-	Layer  uint32  `json:"layer"`
+	Branch uint32        `json:"branch"`
+	Frozen model.Lineage `json:"frozen"`
+	Layer  uint32        `json:"layer"`
 }
 
 func (c *finishFlatten) apply(tx *dbTx) (any, error) {
@@ -81,7 +82,7 @@ func (c *finishFlatten) apply(tx *dbTx) (any, error) {
 		return nil, nil
 	}
 	nb := *cur
-	nb.Lineage = lineage{cur.Lineage[0], {Layer: c.Layer, Seq: maxSeq}}
+	nb.Lineage = model.Lineage{cur.Lineage[0], {Layer: c.Layer, Seq: model.MaxSeq}}
 	if err := tx.putBranch(&nb); err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (c *finishFlatten) apply(tx *dbTx) (any, error) {
 
 // materialize writes the content of a (frozen) lineage, as the tables of s
 // see it, into layer as a root layer: records, id map and full bitmaps.
-func (e *Engine) materialize(db uint32, s *schema, lin lineage, layer uint32) error {
+func (e *Engine) materialize(db uint32, s *model.Schema, lin model.Lineage, layer uint32) error {
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
 	batch := e.pdb.NewBatch()
@@ -153,7 +154,7 @@ func (e *Engine) materialize(db uint32, s *schema, lin lineage, layer uint32) er
 				}
 			}
 		}
-		ids := sortedKeys(sets)
+		ids := model.SortedKeys(sets)
 		for _, id := range ids {
 			if err := writeFullBitmap(batch, db, layer, t.ID, []byte(id), sets[id]); err != nil {
 				return err

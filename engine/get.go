@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Point reads by id are the most frequent request of the service, and Get
@@ -55,7 +56,7 @@ type FieldView struct {
 	Type  ColumnType
 	Value codec.Value
 
-	col   *column
+	col   *model.Column
 	files *fileScope // the record's location, for file fields (files_output.go)
 }
 
@@ -68,7 +69,7 @@ func (f *FieldView) Any() any {
 			return v
 		}
 	}
-	return fromValue(f.col, f.Value)
+	return model.FromValue(f.col, f.Value)
 }
 
 // ComparePaths orders dotted column paths segment by segment: the order of
@@ -102,25 +103,25 @@ func ComparePaths(a, b string) int {
 
 // newRecordView builds the view of a stored record through a table's
 // columns. rec must not change afterwards: the view shares its values.
-func newRecordView(t *table, rec *codec.Record) *RecordView {
+func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 	v := &RecordView{
 		ID: rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 	}
 	// Sort the fields' indexes, not the fields: moving views costs write
 	// barriers.
-	cols := make([]*column, len(rec.Fields))
+	cols := make([]*model.Column, len(rec.Fields))
 	order := make([]int, 0, len(rec.Fields))
 	for i, f := range rec.Fields {
-		if cols[i] = t.byID[f.Col]; cols[i] != nil { // else a deleted column
+		if cols[i] = t.ByID[f.Col]; cols[i] != nil { // else a deleted column
 			order = append(order, i)
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].path, cols[b].path) })
+	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].Path, cols[b].Path) })
 	v.Fields = make([]FieldView, len(order))
 	for j, i := range order {
 		c := cols[i]
-		v.Fields[j] = FieldView{Path: c.path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
+		v.Fields[j] = FieldView{Path: c.Path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
 	}
 	return v
 }
@@ -128,20 +129,20 @@ func newRecordView(t *table, rec *codec.Record) *RecordView {
 // readRecord reads the visible version of a record of a table of a branch
 // into rec; a missing or deleted record is a not-found error. The caller
 // holds d.gcMu for reading, and loaded b after taking it.
-func (e *Engine) readRecord(d *database, b *branch, t *table, id string, rec *codec.Record) error {
+func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
 	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return notFoundf("record [%s] not found", id)
+		return model.NotFoundf("record [%s] not found", id)
 	}
 	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return notFoundf("record [%s] not found", id)
+		return model.NotFoundf("record [%s] not found", id)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cach
 	if b, err = d.state.Load().branch(ref.Branch); err != nil {
 		return nil, err
 	}
-	if t, err = b.Schema.table(tableName); err != nil {
+	if t, err = b.Schema.Table(tableName); err != nil {
 		return nil, err
 	}
 	rec := &codec.Record{}
@@ -229,7 +230,7 @@ type cachedView struct {
 	bc    *bitmapCache
 	id    string
 	epoch uint64
-	t     *table
+	t     *model.Table
 	view  *RecordView
 	size  int
 }
@@ -252,7 +253,7 @@ func (c *RecordCache) slot(bc *bitmapCache, id string) (uint64, *recordShard) {
 
 // get returns the entry of record id of bc's table if it is cached at
 // epoch e of bc with table t.
-func (c *RecordCache) get(bc *bitmapCache, id string, e uint64, t *table) *cachedView {
+func (c *RecordCache) get(bc *bitmapCache, id string, e uint64, t *model.Table) *cachedView {
 	h, s := c.slot(bc, id)
 	s.mu.RLock()
 	cv := s.m[h]

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
 
@@ -50,14 +51,14 @@ func modelCodecValues(col string, v any) []codec.Value {
 }
 
 // describeBitmapID names a bitmap id of a table for failure messages.
-func describeBitmapID(t *table, id []byte) string {
+func describeBitmapID(t *model.Table, id []byte) string {
 	colName := func(b []byte) string {
 		if len(b) < 4 {
 			return fmt.Sprintf("malformed %x", b)
 		}
 		col := binary.BigEndian.Uint32(b)
-		if c := t.byID[col]; c != nil {
-			return c.path
+		if c := t.ByID[col]; c != nil {
+			return c.Path
 		}
 		return fmt.Sprintf("unknown column %d", col)
 	}
@@ -119,7 +120,7 @@ func modelTextBitmaps(col uint32, v any) [][]byte {
 }
 
 // storedTerms lists the vocabulary keys of a table across a lineage.
-func storedTerms(r pebble.Reader, db uint32, lin lineage, tableID uint32) (map[string]bool, error) {
+func storedTerms(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, lr := range lin {
 		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, tableID)
@@ -152,7 +153,7 @@ func describeValue(v codec.Value) string {
 // storedBitmapIDs lists the ids of the bitmaps some layer of a lineage holds
 // for a table (current chunks, masks excluded), read with the same key
 // functions the engine writes with.
-func storedBitmapIDs(r pebble.Reader, db uint32, lin lineage, tableID uint32) (map[string]bool, error) {
+func storedBitmapIDs(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, lr := range lin {
 		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID)
@@ -192,7 +193,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	if err != nil {
 		return err
 	}
-	t, err := b.Schema.table(tableName)
+	t, err := b.Schema.Table(tableName)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		holder[ent.Row] = id
 		add(codec.LiveBitmapID(), ent.Row)
 		for col, v := range want[id].values {
-			c := t.byPath[col]
+			c := t.ByPath[col]
 			if c == nil {
 				return fmt.Errorf("model column %s is not in the schema", col)
 			}

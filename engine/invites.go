@@ -2,6 +2,8 @@ package engine
 
 import (
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // InviteTTL is how long an invite can be accepted after it is created.
@@ -24,7 +26,7 @@ func (in Invite) public() Invite {
 func (c *catalog) findInvite(core, id string) (*Invite, error) {
 	in := c.invites[core][id]
 	if in == nil {
-		return nil, notFoundf("invite [%s] not found", id)
+		return nil, model.NotFoundf("invite [%s] not found", id)
 	}
 	return in, nil
 }
@@ -37,9 +39,9 @@ func (c *catalog) findInvite(core, id string) (*Invite, error) {
 // never accepted invite for the email is replaced.
 func (a *Accounts) CreateInvite(callerID, ws, email string, role Role) (Invite, string, error) {
 	now := a.e.now()
-	secret := "ik_" + randomString(40, keyAlphabet)
+	secret := "ik_" + model.RandomString(40, keyAlphabet)
 	in := Invite{
-		ID: a.e.ids.next("", now), Email: email, Role: role,
+		ID: a.e.ids.Next("", now), Email: email, Role: role,
 		Expires: now.Add(InviteTTL), KeyHash: HashKey(secret), CreatedAt: now,
 	}
 	res, err := a.apply(&createInvite{Caller: callerID, WS: ws, Invite: in})
@@ -81,7 +83,7 @@ func (a *Accounts) ResendInvite(callerID, ws, inviteID string) error {
 		return err
 	}
 	if in.Accepted {
-		return invalidf("invite [%s] is already accepted", inviteID)
+		return model.Invalidf("invite [%s] is already accepted", inviteID)
 	}
 	return nil
 }

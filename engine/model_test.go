@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Flags of the randomized branch tests (this file and indexcheck_test.go).
@@ -122,7 +123,7 @@ func (db *testDB) reopen() {
 }
 
 // branchState returns the open database and the named branch as published.
-func (db *testDB) branchState(branch string) (*database, *branch, error) {
+func (db *testDB) branchState(branch string) (*database, *model.Branch, error) {
 	_, d, err := db.e.database(db.ws, "db")
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +140,7 @@ func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := b.Schema.table(tableName)
+	t, err := b.Schema.Table(tableName)
 	if err != nil {
 		return nil, err
 	}
@@ -558,7 +559,7 @@ func (c setRowCounters) apply(tx *dbTx) (any, error) {
 		return nil, err
 	}
 	for _, tn := range testTables {
-		t, err := b.Schema.table(tn)
+		t, err := b.Schema.Table(tn)
 		if err != nil {
 			return nil, err
 		}

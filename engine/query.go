@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -156,28 +157,28 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 func queryError(err error) error {
 	var ie *index.InputError
 	if errors.As(err, &ie) {
-		return invalidf("%s", ie.Message)
+		return model.Invalidf("%s", ie.Message)
 	}
 	return err
 }
 
 // tableByName finds a table of the source's branch for reverse links.
 func (s *source) tableByName(name string) *index.Table {
-	t := s.b.Schema.byName[name]
+	t := s.b.Schema.ByName[name]
 	if t == nil {
 		return nil
 	}
-	return s.b.Schema.indexTables()[t.ID]
+	return s.b.Schema.IndexTables()[t.ID]
 }
 
 // sourceFor returns a source for another table of the same branch and
 // snapshot.
-func (s *source) sourceFor(t *table) *source {
+func (s *source) sourceFor(t *model.Table) *source {
 	var store *tableStore
 	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
 		store = st
 	}
-	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
 }
 
 // docs reads and projects rows in order.
@@ -209,34 +210,34 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 		Values: map[string]any{},
 	}
 	for _, f := range rec.Fields {
-		c := s.t.byID[f.Col]
+		c := s.t.ByID[f.Col]
 		if c == nil {
 			continue
 		}
 		if c.Type == TypeLink {
-			if sub := p.Links[c.path]; sub != nil {
+			if sub := p.Links[c.Path]; sub != nil {
 				linked, err := s.linkedDoc(c, f.Val.Str, sub)
 				if err != nil {
 					return nil, err
 				}
 				if linked != nil {
-					index.SetPath(d.Values, c.path, linked)
+					index.SetPath(d.Values, c.Path, linked)
 				}
 				continue
 			}
 		}
-		if isFileType(c.Type) {
+		if model.IsFileType(c.Type) {
 			v, err := s.docFiles(c, rec, f.Val, p)
 			if err != nil {
 				return nil, err
 			}
 			if v != nil {
-				index.SetPath(d.Values, c.path, v)
+				index.SetPath(d.Values, c.Path, v)
 			}
 			continue
 		}
-		if p.Selected(c.path) {
-			index.SetPath(d.Values, c.path, fromValue(c, f.Val))
+		if p.Selected(c.Path) {
+			index.SetPath(d.Values, c.Path, model.FromValue(c, f.Val))
 		}
 	}
 	for _, rl := range p.RevLinks {
@@ -251,8 +252,8 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 
 // linkedDoc reads and projects the record a link points at; nil when it is
 // gone.
-func (s *source) linkedDoc(c *column, id string, p *index.Projection) (*Doc, error) {
-	t := s.b.Schema.byID[c.LinkTable]
+func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Doc, error) {
+	t := s.b.Schema.ByID[c.LinkTable]
 	if t == nil {
 		return nil, nil
 	}
@@ -271,7 +272,7 @@ func (s *source) linkedDoc(c *column, id string, p *index.Projection) (*Doc, err
 
 // revLink reads the records of another table linking to id.
 func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
-	t := s.b.Schema.byID[rl.Table.ID]
+	t := s.b.Schema.ByID[rl.Table.ID]
 	res := &RevLinkResult{Records: []*Doc{}}
 	if t == nil || rl.Limit == 0 {
 		return res, nil
@@ -321,7 +322,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 		return nil, err
 	}
 	// Projecting reads a bounded number of records: no deadline.
-	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
+	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.IndexTables()[t.ID]}
 	proj, err := index.ParseColumns(src.it, columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
@@ -355,13 +356,13 @@ func (e *Engine) CheckColumns(ref Ref, tableName string, columns Columns) error 
 	if err != nil {
 		return err
 	}
-	t, err := s.table(tableName)
+	t, err := s.Table(tableName)
 	if err != nil {
 		return err
 	}
-	tables := s.indexTables()
+	tables := s.IndexTables()
 	_, err = index.ParseColumns(tables[t.ID], columns, e.opts.Meta, func(name string) *index.Table {
-		if x := s.byName[name]; x != nil {
+		if x := s.ByName[name]; x != nil {
 			return tables[x.ID]
 		}
 		return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Applying edits compared against another migration (MigrationRequest's
@@ -33,9 +35,9 @@ var errNoChange = errors.New("engine: no schema change")
 // by replaying, from an empty schema, the history that ends at id: b's own
 // history when it holds id, else that of the branch that recorded id. ""
 // is the empty schema of a branch before its first migration.
-func (tx *dbTx) schemaAt(b *branch, id string) (*schema, error) {
-	s := &schema{}
-	s.index()
+func (tx *dbTx) schemaAt(b *model.Branch, id string) (*model.Schema, error) {
+	s := &model.Schema{}
+	s.Index()
 	if id == "" {
 		return s, nil
 	}
@@ -72,12 +74,12 @@ func (tx *dbTx) schemaAt(b *branch, id string) (*schema, error) {
 		}
 		return s, nil
 	}
-	return nil, invalidf("migration [%s] is not in the history of any branch of this database", id)
+	return nil, model.Invalidf("migration [%s] is not in the history of any branch of this database", id)
 }
 
 // scratchTx returns a command that changes s without records, allocating
 // table ids above those of s.
-func scratchTx(s *schema) *dbTx {
+func scratchTx(s *model.Schema) *dbTx {
 	tx := &dbTx{}
 	for _, t := range s.Tables {
 		tx.nextTable = max(tx.nextTable, t.ID)
@@ -98,11 +100,11 @@ const (
 // rebaseOps applies ops, compared against src (the schema at migration
 // source), to s, the current schema of branch b, and returns the
 // operations it applied. src is changed along the way.
-func (tx *dbTx) rebaseOps(b *branch, s, src *schema, source string, ops []MigrationOp) ([]MigrationOp, error) {
+func (tx *dbTx) rebaseOps(b *model.Branch, s, src *model.Schema, source string, ops []MigrationOp) ([]MigrationOp, error) {
 	var applied []MigrationOp
 	for i := 0; i < len(ops); {
 		step := ops[i : i+stepLen(ops, i)]
-		before := src.clone()
+		before := src.Clone()
 		if at, err := scratchTx(src).applyStep(nil, src, step); err != nil {
 			return nil, migrationOpError(CodeInvalid, i+at, ops[i+at], err)
 		}
@@ -113,7 +115,7 @@ func (tx *dbTx) rebaseOps(b *branch, s, src *schema, source string, ops []Migrat
 		case stepApply:
 			// A step that does not fit the branch's schema is a conflict;
 			// one that fits it but not its records is bad input.
-			probe := s.clone()
+			probe := s.Clone()
 			if at, err := scratchTx(probe).applyStep(nil, probe, step); err != nil {
 				var ee *Error
 				if !errors.As(err, &ee) {
@@ -134,22 +136,22 @@ func (tx *dbTx) rebaseOps(b *branch, s, src *schema, source string, ops []Migrat
 // judgeStep decides what to do with a step on the current schema cur,
 // given the source schema before and after the step. It also returns the
 // index in step of the operation a conflict is about, and the conflict.
-func judgeStep(branchName, source string, before, after, cur *schema, step []MigrationOp) (stepAction, int, string) {
+func judgeStep(branchName, source string, before, after, cur *model.Schema, step []MigrationOp) (stepAction, int, string) {
 	on := "on branch [" + branchName + "]"
 	changed := func(what string) string {
 		return what + " has changed " + on + " since migration [" + source + "]"
 	}
 	op := step[0]
-	switch op.kind() {
+	switch op.Kind() {
 	case "addTable":
-		if cur.byName[op.AddTable.Table] != nil {
+		if cur.ByName[op.AddTable.Table] != nil {
 			return stepSkip, 0, ""
 		}
 		return stepApply, 0, ""
 	case "removeTable":
 		name := op.RemoveTable.Table
 		switch {
-		case cur.byName[name] == nil:
+		case cur.ByName[name] == nil:
 			return stepSkip, 0, ""
 		case tableJSON(before, name) == tableJSON(cur, name):
 			return stepApply, 0, ""
@@ -157,19 +159,19 @@ func judgeStep(branchName, source string, before, after, cur *schema, step []Mig
 		return stepConflict, 0, changed("table [" + name + "]")
 	case "renameTable":
 		r := op.RenameTable
-		return judgeRename(cur.byName[r.OldName] != nil, cur.byName[r.NewName] != nil, "table ["+r.OldName+"]", "table ["+r.NewName+"]", on)
+		return judgeRename(cur.ByName[r.OldName] != nil, cur.ByName[r.NewName] != nil, "table ["+r.OldName+"]", "table ["+r.NewName+"]", on)
 	case "renameColumn":
 		r := op.RenameColumn
-		t := cur.byName[r.Table]
+		t := cur.ByName[r.Table]
 		if t == nil {
 			return stepConflict, 0, "table [" + r.Table + "] is not " + on
 		}
 		sibling := r.OldName[:strings.LastIndexByte(r.OldName, '.')+1] + r.NewName
 		of := "] of table [" + r.Table + "]"
-		return judgeRename(t.byPath[r.OldName] != nil, t.byPath[sibling] != nil, "column ["+r.OldName+of, "column ["+sibling+of, on)
+		return judgeRename(t.ByPath[r.OldName] != nil, t.ByPath[sibling] != nil, "column ["+r.OldName+of, "column ["+sibling+of, on)
 	case "addColumn":
 		a := op.AddColumn
-		if cur.byName[a.Table] == nil {
+		if cur.ByName[a.Table] == nil {
 			return stepConflict, 0, "table [" + a.Table + "] is not " + on
 		}
 		switch columnJSON(cur, a.Table, a.Column.Name) {
@@ -212,23 +214,23 @@ func judgeRename(hasOld, hasNew bool, old, new, on string) (stepAction, int, str
 
 // columnJSON returns the definition of a column of s as JSON text, or ""
 // when the table or the column is not in s.
-func columnJSON(s *schema, table, path string) string {
-	t := s.byName[table]
-	if t == nil || t.byPath[path] == nil {
+func columnJSON(s *model.Schema, table, path string) string {
+	t := s.ByName[table]
+	if t == nil || t.ByPath[path] == nil {
 		return ""
 	}
-	b, _ := json.Marshal(t.byPath[path].def(s))
+	b, _ := json.Marshal(t.ByPath[path].Def(s))
 	return string(b)
 }
 
 // tableJSON returns the column definitions of a table of s as JSON text,
 // sorted by name so that the order of columns does not count.
-func tableJSON(s *schema, table string) string {
-	t := s.byName[table]
+func tableJSON(s *model.Schema, table string) string {
+	t := s.ByName[table]
 	if t == nil {
 		return ""
 	}
-	defs := s.tableDef(t).Columns
+	defs := s.TableDef(t).Columns
 	slices.SortFunc(defs, func(a, b ColumnDef) int { return strings.Compare(a.Name, b.Name) })
 	b, _ := json.Marshal(defs)
 	return string(b)

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
 )
@@ -35,45 +36,6 @@ type Record struct {
 	Values map[string]any
 
 	stored *codec.Record // the stored version, for projections
-}
-
-// OpKind is the kind of one write operation.
-type OpKind uint8
-
-// Operation kinds. Every record write of the API is one of these.
-const (
-	// OpInsert inserts a record; with an ID that exists it replaces it,
-	// unless CreateOnly.
-	OpInsert OpKind = iota + 1
-	// OpUpdate changes the named columns of an existing record; with Upsert
-	// it inserts a missing one.
-	OpUpdate
-	// OpDelete deletes a record.
-	OpDelete
-	// OpGet reads a record inside a transaction.
-	OpGet
-)
-
-// Op is one operation of a transaction, bulk insert or single write.
-type Op struct {
-	Kind  OpKind
-	Table string
-	// ID is the record id; empty on an insert means a generated one (the
-	// record may also carry "id" in Values).
-	ID     string
-	Values map[string]any
-	// CreateOnly makes an insert of an existing id fail.
-	CreateOnly bool
-	// IfVersion makes the write conditional on the current version.
-	IfVersion *uint64
-	// Upsert makes an update of a missing record an insert.
-	Upsert bool
-	// FailIfMissing makes a delete of a missing record fail.
-	FailIfMissing bool
-	// MissingNotFound makes an update or delete of a missing record a
-	// not-found error (single-record endpoints) rather than an operation
-	// failure (transactions).
-	MissingNotFound bool
 }
 
 // OpResult is the outcome of one operation.
@@ -127,25 +89,25 @@ func (e *Engine) resolveOp(op *Op, now time.Time, generate bool) *Error {
 		if v, ok := op.Values["id"]; ok {
 			s, isStr := v.(string)
 			if !isStr {
-				return invalidf("id must be a string")
+				return model.Invalidf("id must be a string")
 			}
 			if op.ID == "" && op.Kind == OpInsert {
 				op.ID = s
 			} else if s != op.ID {
-				return invalidf("id [%s] in the body does not match the record id [%s]", s, op.ID)
+				return model.Invalidf("id [%s] in the body does not match the record id [%s]", s, op.ID)
 			}
 		}
 	}
 	if op.ID == "" {
 		if op.Kind != OpInsert {
-			return invalidf("record id is required")
+			return model.Invalidf("record id is required")
 		}
 		if generate {
-			op.ID = e.ids.next("rec_", now)
+			op.ID = e.ids.Next("rec_", now)
 		}
 		return nil
 	}
-	return recordIDError(op.ID)
+	return model.RecordIDError(op.ID)
 }
 
 // CheckOps checks operations against the schema of a branch alone, without
@@ -172,7 +134,7 @@ func (e *Engine) CheckOps(ref Ref, ops []Op) error {
 // checkOps adds to errs, in index order, the operations not named there
 // yet that fail against schema s; see CheckOps. bulk says they are the
 // records of a bulk insert.
-func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError, bulk bool) []OpError {
+func (e *Engine) checkOps(s *model.Schema, ops []Op, errs []OpError, bulk bool) []OpError {
 	named := make(map[int]bool, len(errs))
 	for _, oe := range errs {
 		named[oe.Index] = true
@@ -192,8 +154,8 @@ func (e *Engine) checkOps(s *schema, ops []Op, errs []OpError, bulk bool) []OpEr
 
 // checkOp checks one operation against schema s. Its errors read as
 // writer.apply's do.
-func (e *Engine) checkOp(s *schema, op *Op, bulk bool) *Error {
-	t, err := s.table(op.Table)
+func (e *Engine) checkOp(s *model.Schema, op *Op, bulk bool) *Error {
+	t, err := s.Table(op.Table)
 	if err != nil {
 		return err.(*Error)
 	}
@@ -201,7 +163,7 @@ func (e *Engine) checkOp(s *schema, op *Op, bulk bool) *Error {
 		return opError(op, ee, bulk)
 	}
 	var ee *Error
-	if !op.MissingNotFound && errors.As(checkNoFiles(t, op.Values), &ee) {
+	if !op.MissingNotFound && errors.As(model.CheckNoFiles(t, op.Values), &ee) {
 		return ee // named without the table, as in bulk inserts
 	}
 	// Filling a scratch record checks every value; without a transaction
@@ -236,7 +198,7 @@ func (e *Engine) Write(ctx context.Context, ref Ref, ops []Op) ([]OpResult, erro
 // write is Write; bulk says ops are the records of a bulk insert.
 func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpResult, error) {
 	if len(ops) > MaxTransactionOp {
-		return nil, invalidf("a transaction holds at most %d operations, got %d", MaxTransactionOp, len(ops))
+		return nil, model.Invalidf("a transaction holds at most %d operations, got %d", MaxTransactionOp, len(ops))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -318,7 +280,7 @@ type opResult struct {
 	// get, the record read (nil when missing). It is the result's own. t
 	// is its table.
 	rec *codec.Record
-	t   *table
+	t   *model.Table
 }
 
 // public returns the result as callers see it.
@@ -350,7 +312,7 @@ func (e *Engine) WriteOne(ref Ref, op Op) (OpResult, error) {
 // Write.
 func (e *Engine) BulkInsert(ctx context.Context, ref Ref, tableName string, records []map[string]any) ([]OpResult, error) {
 	if len(records) > MaxBulkRecords {
-		return nil, invalidf("bulk insert takes at most %d records, got %d", MaxBulkRecords, len(records))
+		return nil, model.Invalidf("bulk insert takes at most %d records, got %d", MaxBulkRecords, len(records))
 	}
 	ops := make([]Op, len(records))
 	for i, r := range records {
@@ -382,7 +344,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := b.Schema.table(tableName)
+	t, err := b.Schema.Table(tableName)
 	if err != nil {
 		return nil, err
 	}
@@ -394,13 +356,13 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 }
 
 // publicRecord converts a stored record to its public form.
-func publicRecord(t *table, rec *codec.Record) *Record {
+func publicRecord(t *model.Table, rec *codec.Record) *Record {
 	return ownedPublicRecord(t, rec.Clone())
 }
 
 // ownedPublicRecord is publicRecord of a record nobody else holds, which
 // the result keeps.
-func ownedPublicRecord(t *table, rec *codec.Record) *Record {
+func ownedPublicRecord(t *model.Table, rec *codec.Record) *Record {
 	out := &Record{
 		stored: rec,
 		ID:     rec.ID, Version: rec.Version,
@@ -408,11 +370,11 @@ func ownedPublicRecord(t *table, rec *codec.Record) *Record {
 		Values: make(map[string]any, len(rec.Fields)),
 	}
 	for _, f := range rec.Fields {
-		c := t.byID[f.Col]
+		c := t.ByID[f.Col]
 		if c == nil {
 			continue // a deleted column
 		}
-		index.SetPath(out.Values, c.path, fromValue(c, f.Val))
+		index.SetPath(out.Values, c.Path, model.FromValue(c, f.Val))
 	}
 	return out
 }
@@ -420,7 +382,7 @@ func ownedPublicRecord(t *table, rec *codec.Record) *Record {
 // writer applies operations inside one command.
 type writer struct {
 	tx   *dbTx
-	br   *branch
+	br   *model.Branch
 	now  time.Time
 	bulk bool // the records of a bulk insert: errors name no table
 	// before and after are the bitmap memberships of the row writeRow is
@@ -429,13 +391,13 @@ type writer struct {
 }
 
 func (w *writer) apply(op *Op) (opResult, error) {
-	t, err := w.br.Schema.table(op.Table)
+	t, err := w.br.Schema.Table(op.Table)
 	if err != nil {
 		return opResult{}, err
 	}
 	if !op.MissingNotFound {
 		// Bulk inserts and transactions carry no files (files.go).
-		if err := checkNoFiles(t, op.Values); err != nil {
+		if err := model.CheckNoFiles(t, op.Values); err != nil {
 			return opResult{}, err
 		}
 	}
@@ -449,7 +411,7 @@ func (w *writer) apply(op *Op) (opResult, error) {
 	return res, err
 }
 
-func (w *writer) applyTable(t *table, op *Op) (opResult, error) {
+func (w *writer) applyTable(t *model.Table, op *Op) (opResult, error) {
 	tx := w.tx
 	lin := w.br.Lineage
 	ent, idLevel, exists, err := lookupID(tx.batch, tx.d.id, lin, t.ID, op.ID)
@@ -486,9 +448,9 @@ func (w *writer) applyTable(t *table, op *Op) (opResult, error) {
 		if !exists {
 			switch {
 			case op.MissingNotFound:
-				return res, notFoundf("record [%s] not found", op.ID)
+				return res, model.NotFoundf("record [%s] not found", op.ID)
 			case op.FailIfMissing:
-				return res, invalidf("no rows deleted")
+				return res, model.Invalidf("no rows deleted")
 			}
 			return res, nil
 		}
@@ -522,7 +484,7 @@ func (w *writer) applyTable(t *table, op *Op) (opResult, error) {
 	case OpUpdate:
 		if !exists {
 			if !op.Upsert {
-				return res, notFoundf("record [%s] not found", op.ID)
+				return res, model.NotFoundf("record [%s] not found", op.ID)
 			}
 			rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
 			// An upsert that inserts applies numeric operators to null (0).
@@ -542,10 +504,10 @@ func (w *writer) applyTable(t *table, op *Op) (opResult, error) {
 		}
 		return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
 	}
-	return res, invalidf("unknown operation")
+	return res, model.Invalidf("unknown operation")
 }
 
-func (w *writer) insertNew(t *table, res opResult, rec *codec.Record) (opResult, error) {
+func (w *writer) insertNew(t *model.Table, res opResult, rec *codec.Record) (opResult, error) {
 	row, err := w.tx.allocRow(t.ID)
 	if err != nil {
 		return res, err
@@ -564,7 +526,7 @@ func (w *writer) insertNew(t *table, res opResult, rec *codec.Record) (opResult,
 	return res, nil
 }
 
-func (w *writer) finishWrite(t *table, res opResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (opResult, error) {
+func (w *writer) finishWrite(t *model.Table, res opResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (opResult, error) {
 	if err := w.check(t, row, old, rec); err != nil {
 		return res, err
 	}
@@ -580,14 +542,14 @@ func (w *writer) finishWrite(t *table, res opResult, row uint32, old *codec.Reco
 // replaces the record (insert, replace): absent columns get their default.
 // Otherwise only the named columns change (update). numOps allows the
 // numeric operators ($increment, ...), which apply to the current value.
-func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, numOps bool) error {
+func (w *writer) fill(t *model.Table, rec *codec.Record, values map[string]any, full, numOps bool) error {
 	if full {
 		rec.Fields = rec.Fields[:0]
 	} else {
 		// Drop values of columns the schema no longer has.
 		kept := rec.Fields[:0]
 		for _, f := range rec.Fields {
-			if t.byID[f.Col] != nil {
+			if t.ByID[f.Col] != nil {
 				kept = append(kept, f)
 			}
 		}
@@ -596,21 +558,21 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, 
 	given := map[uint32]bool{}
 	var walk func(prefix string, m map[string]any) error
 	walk = func(prefix string, m map[string]any) error {
-		keys := sortedKeys(m)
+		keys := model.SortedKeys(m)
 		for _, k := range keys {
 			v := m[k]
 			if prefix == "" && (k == "id" || k == "svc" || k == "xata") {
 				continue
 			}
 			path := prefix + k
-			c := t.byPath[path]
+			c := t.ByPath[path]
 			if c == nil {
-				return invalidf("column [%s]: column not found", path)
+				return model.Invalidf("column [%s]: column not found", path)
 			}
 			if c.Type == TypeObject {
 				if v == nil {
-					for _, leaf := range t.leaves {
-						if strings.HasPrefix(leaf.path, path+".") {
+					for _, leaf := range t.Leaves {
+						if strings.HasPrefix(leaf.Path, path+".") {
 							rec.Set(leaf.ID, codec.Null())
 							given[leaf.ID] = true
 						}
@@ -619,7 +581,7 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, 
 				}
 				sub, ok := v.(map[string]any)
 				if !ok {
-					return invalidf("column [%s]: invalid value: expected an object", path)
+					return model.Invalidf("column [%s]: invalid value: expected an object", path)
 				}
 				if err := walk(path+".", sub); err != nil {
 					return err
@@ -635,12 +597,12 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, 
 				rec.Set(c.ID, nv)
 				continue
 			}
-			val, err := toValue(c, v)
+			val, err := model.ToValue(c, v)
 			if err != nil {
 				return err
 			}
 			if val.IsNull() && c.NotNull {
-				return invalidf("column [%s]: null value on a notNull column", path)
+				return model.Invalidf("column [%s]: null value on a notNull column", path)
 			}
 			if c.Type == TypeLink && !val.IsNull() && w.tx != nil {
 				if err := w.checkLink(c, val.Str); err != nil {
@@ -657,21 +619,21 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, 
 	if !full {
 		return nil
 	}
-	for _, c := range t.leaves {
+	for _, c := range t.Leaves {
 		if given[c.ID] {
 			continue
 		}
 		switch {
-		case c.defaultNow:
+		case c.DefaultNow:
 			rec.Set(c.ID, codec.Datetime(w.now))
-		case c.defaultVal != nil:
-			v, err := toValue(c, c.defaultVal)
+		case c.DefaultVal != nil:
+			v, err := model.ToValue(c, c.DefaultVal)
 			if err != nil {
 				return err
 			}
 			rec.Set(c.ID, v)
 		case c.NotNull:
-			return invalidf("column [%s]: a value is required on a notNull column", c.path)
+			return model.Invalidf("column [%s]: a value is required on a notNull column", c.Path)
 		}
 	}
 	return nil
@@ -679,24 +641,24 @@ func (w *writer) fill(t *table, rec *codec.Record, values map[string]any, full, 
 
 // numericOp applies $increment, $decrement, $multiply or $divide to the
 // current value of a number column; a null counts as 0.
-func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, allowed bool) (codec.Value, error) {
+func (w *writer) numericOp(c *model.Column, rec *codec.Record, ops map[string]any, allowed bool) (codec.Value, error) {
 	if len(ops) != 1 || !allowed {
-		return codec.Value{}, invalidf("column [%s]: invalid value: expected a number or one of $increment, $decrement, $multiply, $divide", c.path)
+		return codec.Value{}, model.Invalidf("column [%s]: invalid value: expected a number or one of $increment, $decrement, $multiply, $divide", c.Path)
 	}
 	var name string
 	var arg any
 	for name, arg = range ops {
 	}
-	operand, err := toValue(&column{path: c.path, Type: TypeFloat}, arg)
+	operand, err := model.ToValue(&model.Column{Path: c.Path, Type: TypeFloat}, arg)
 	if err != nil || operand.IsNull() {
-		return codec.Value{}, invalidf("column [%s]: %s needs a number", c.path, name)
+		return codec.Value{}, model.Invalidf("column [%s]: %s needs a number", c.Path, name)
 	}
 	cur, _ := rec.Get(c.ID)
 	x := operand.Float
 	if c.Type == TypeInt {
-		iv, err := toValue(c, arg)
+		iv, err := model.ToValue(c, arg)
 		if err != nil {
-			return codec.Value{}, invalidf("column [%s]: %s needs an integer on an int column", c.path, name)
+			return codec.Value{}, model.Invalidf("column [%s]: %s needs an integer on an int column", c.Path, name)
 		}
 		a, b := cur.Int, iv.Int
 		var r int64
@@ -709,11 +671,11 @@ func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, all
 			r = a * b
 		case "$divide":
 			if b == 0 {
-				return codec.Value{}, invalidf("column [%s]: division by zero", c.path)
+				return codec.Value{}, model.Invalidf("column [%s]: division by zero", c.Path)
 			}
 			r = a / b
 		default:
-			return codec.Value{}, invalidf("column [%s]: unknown operator %s", c.path, name)
+			return codec.Value{}, model.Invalidf("column [%s]: unknown operator %s", c.Path, name)
 		}
 		return codec.Int(r), nil
 	}
@@ -728,37 +690,37 @@ func (w *writer) numericOp(c *column, rec *codec.Record, ops map[string]any, all
 		r = a * x
 	case "$divide":
 		if x == 0 {
-			return codec.Value{}, invalidf("column [%s]: division by zero", c.path)
+			return codec.Value{}, model.Invalidf("column [%s]: division by zero", c.Path)
 		}
 		r = a / x
 	default:
-		return codec.Value{}, invalidf("column [%s]: unknown operator %s", c.path, name)
+		return codec.Value{}, model.Invalidf("column [%s]: unknown operator %s", c.Path, name)
 	}
 	if math.IsInf(r, 0) || math.IsNaN(r) {
-		return codec.Value{}, invalidf("column [%s]: result is not a finite number", c.path)
+		return codec.Value{}, model.Invalidf("column [%s]: result is not a finite number", c.Path)
 	}
 	return codec.Float(r), nil
 }
 
 // checkLink verifies that a link names an existing record of its target.
-func (w *writer) checkLink(c *column, id string) error {
-	target := w.br.Schema.byID[c.LinkTable]
+func (w *writer) checkLink(c *model.Column, id string) error {
+	target := w.br.Schema.ByID[c.LinkTable]
 	if target == nil {
-		return invalidf("column [%s]: link target table not found", c.path)
+		return model.Invalidf("column [%s]: link target table not found", c.Path)
 	}
 	_, _, ok, err := lookupID(w.tx.batch, w.tx.d.id, w.br.Lineage, target.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return invalidf("column [%s]: linked record [%s] not found in table [%s]", c.path, id, target.Name)
+		return model.Invalidf("column [%s]: linked record [%s] not found in table [%s]", c.Path, id, target.Name)
 	}
 	return nil
 }
 
 // check enforces unique columns for a row about to hold rec.
-func (w *writer) check(t *table, row uint32, old, rec *codec.Record) error {
-	for _, c := range t.leaves {
+func (w *writer) check(t *model.Table, row uint32, old, rec *codec.Record) error {
+	for _, c := range t.Leaves {
 		if !c.Unique {
 			continue
 		}
@@ -781,24 +743,24 @@ func (w *writer) check(t *table, row uint32, old, rec *codec.Record) error {
 		}
 		rows.Remove(row)
 		if !rows.IsEmpty() {
-			return invalidf("column [%s]: value is not unique", c.path)
+			return model.Invalidf("column [%s]: value is not unique", c.Path)
 		}
 	}
 	return nil
 }
 
 // memberships lists the bitmap ids a record's row belongs to.
-func memberships(t *table, rec *codec.Record) map[string]struct{} {
+func memberships(t *model.Table, rec *codec.Record) map[string]struct{} {
 	out := map[string]struct{}{}
 	addMemberships(out, t, rec)
 	return out
 }
 
 // addMemberships adds the bitmap ids a record's row belongs to to out.
-func addMemberships(out map[string]struct{}, t *table, rec *codec.Record) {
+func addMemberships(out map[string]struct{}, t *model.Table, rec *codec.Record) {
 	out[string(codec.LiveBitmapID())] = struct{}{}
 	for _, f := range rec.Fields {
-		c := t.byID[f.Col]
+		c := t.ByID[f.Col]
 		if c == nil {
 			continue
 		}
@@ -826,7 +788,7 @@ func addMemberships(out map[string]struct{}, t *table, rec *codec.Record) {
 // writeRow stores a new version of a row (rec nil: a delete) in the branch's
 // top layer and stages its bitmap changes. old is the visible version (nil
 // for a new row) and oldLevel the lineage index it was read from.
-func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) error {
+func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) error {
 	// File content goes in the same batch; rec's file values become final.
 	if err := w.writeFiles(t, old, rec); err != nil {
 		return err
@@ -900,7 +862,7 @@ func (w *writer) writeRow(t *table, row uint32, old *codec.Record, oldLevel int,
 // writeID stores (or, deleted, removes) the id map entry of a record in the
 // branch's top layer. level is the lineage index of the visible entry, -1
 // for none.
-func (w *writer) writeID(t *table, id string, row uint32, level int, deleted bool) error {
+func (w *writer) writeID(t *model.Table, id string, row uint32, level int, deleted bool) error {
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
 	tx.d.filled.markFilled(top, t.ID, codec.KindIDMapCur)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // recFixture opens an engine with a database "db" whose main branch has the
@@ -38,7 +40,7 @@ func recFixture(t testing.TB, tables map[string][]ColumnDef) (*Engine, Ref) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range sortedKeys(tables) {
+	for _, name := range model.SortedKeys(tables) {
 		for _, c := range tables[name] {
 			if _, err := e.AddColumn(ref, name, c); err != nil {
 				t.Fatalf("add %s.%s: %v", name, c.Name, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // scanPostings walks the distinct values of one column's postings in order
@@ -15,7 +16,7 @@ import (
 // rows in the branch (values with no rows are skipped). lo and hi bound the
 // bitmap ids (hi exclusive; nil means the column's bounds). fn returns false
 // to stop.
-func scanPostings(r pebble.Reader, db uint32, lin lineage, tableID, col uint32, lo, hi []byte, desc bool, fn func(bitmapID []byte, rows *roaring.Bitmap) bool) error {
+func scanPostings(r pebble.Reader, db uint32, lin model.Lineage, tableID, col uint32, lo, hi []byte, desc bool, fn func(bitmapID []byte, rows *roaring.Bitmap) bool) error {
 	colPrefix := codec.PostingColumnPrefix(nil, col)
 	if lo == nil {
 		lo = colPrefix
@@ -106,7 +107,7 @@ type loggedDelta struct {
 	d   codec.Delta
 }
 
-func newPostingCursor(r pebble.Reader, db uint32, lr layerRef, tableID uint32, colPrefix, lo, hi []byte, desc bool) (*postingCursor, error) {
+func newPostingCursor(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, colPrefix, lo, hi []byte, desc bool) (*postingCursor, error) {
 	tp := codec.TablePrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID)
 	it, err := r.NewIter(&pebble.IterOptions{
 		LowerBound: append(bytes.Clone(tp), lo...),
@@ -116,7 +117,7 @@ func newPostingCursor(r pebble.Reader, db uint32, lr layerRef, tableID uint32, c
 		return nil, err
 	}
 	c := &postingCursor{it: it, prefix: len(tp), desc: desc}
-	if lr.Seq != maxSeq {
+	if lr.Seq != model.MaxSeq {
 		if c.undo, err = loadUndo(r, db, lr, tableID, colPrefix); err != nil {
 			it.Close()
 			return nil, err
@@ -176,7 +177,7 @@ func (c *postingCursor) step() {
 
 // loadUndo reads the logged deltas of a column's postings newer than the
 // layer's seq, grouped by bitmap id, newest first.
-func loadUndo(r pebble.Reader, db uint32, lr layerRef, tableID uint32, colPrefix []byte) (map[string][]loggedDelta, error) {
+func loadUndo(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, colPrefix []byte) (map[string][]loggedDelta, error) {
 	hp := append(codec.TablePrefix(nil, db, lr.Layer, codec.KindBitmapHist, tableID), colPrefix...)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: hp, UpperBound: codec.PrefixEnd(hp)})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Schema edits (compat-api.md §5.4): comparing schemas into operations,
@@ -120,7 +121,7 @@ type migrate struct {
 }
 
 func (c *migrate) apply(tx *dbTx) (any, error) {
-	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
 		if c.Source == nil || *c.Source == b.LastMigrationID {
 			if err := tx.applyOps(b, s, c.Ops); err != nil {
 				return nil, err
@@ -146,7 +147,7 @@ func (c *migrate) apply(tx *dbTx) (any, error) {
 // A failing operation is bad input of the list, whatever its code on its
 // own endpoint, and the error says which operation failed. A nil b changes
 // the schema only.
-func (tx *dbTx) applyOps(b *branch, s *schema, ops []MigrationOp) error {
+func (tx *dbTx) applyOps(b *model.Branch, s *model.Schema, ops []MigrationOp) error {
 	for i := 0; i < len(ops); {
 		n := stepLen(ops, i)
 		if at, err := tx.applyStep(b, s, ops[i:i+n]); err != nil {
@@ -164,7 +165,7 @@ func migrationOpError(code Code, i int, op MigrationOp, err error) error {
 	if !errors.As(err, &ee) || ee.Code == CodeInternal {
 		return err
 	}
-	if k := op.kind(); k != "" {
+	if k := op.Kind(); k != "" {
 		return Errorf(code, "operation %d (%s): %s", i+1, k, ee.Message)
 	}
 	return Errorf(code, "operation %d: %s", i+1, ee.Message)
@@ -184,11 +185,11 @@ func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated
 		if err != nil {
 			return err
 		}
-		s := b.Schema.clone()
+		s := b.Schema.Clone()
 		if err := tx.applyOps(b, s, ops); err != nil {
 			return err
 		}
-		original, updated = b.Schema.public(), s.public()
+		original, updated = b.Schema.Public(), s.Public()
 		return nil
 	})
 	return original, updated, err
@@ -256,7 +257,7 @@ func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, e
 		if err != nil {
 			return SchemaComparison{}, err
 		}
-		out.Target = s.public()
+		out.Target = s.Public()
 		hints = append(append([]MigrationOp(nil), req.Operations...), hints...)
 	}
 	out.Operations = diffSchemas(out.Source, out.Target, hints)
@@ -265,9 +266,9 @@ func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, e
 
 // buildSchema returns the schema that ops build from an empty schema,
 // without records: the checks that need records do not apply.
-func buildSchema(ops []MigrationOp) (*schema, error) {
-	s := &schema{}
-	s.index()
+func buildSchema(ops []MigrationOp) (*model.Schema, error) {
+	s := &model.Schema{}
+	s.Index()
 	if err := (&dbTx{}).applyOps(nil, s, ops); err != nil {
 		return nil, err
 	}
@@ -278,36 +279,36 @@ func buildSchema(ops []MigrationOp) (*schema, error) {
 // returns it in the form branch details show, so that equal definitions
 // compare equal (fileMap becomes file[], empty settings disappear).
 func normalizeSchema(def SchemaDef) (SchemaDef, error) {
-	s := &schema{}
+	s := &model.Schema{}
 	for i, td := range def.Tables {
-		if err := checkName("table", td.Name); err != nil {
+		if err := model.CheckName("table", td.Name); err != nil {
 			return SchemaDef{}, err
 		}
 		for _, t := range s.Tables {
 			if strings.EqualFold(t.Name, td.Name) {
-				return SchemaDef{}, invalidf("table [%s] is defined twice", td.Name)
+				return SchemaDef{}, model.Invalidf("table [%s] is defined twice", td.Name)
 			}
 		}
-		s.Tables = append(s.Tables, &table{ID: uint32(i + 1), Name: td.Name, Columns: []*column{}})
+		s.Tables = append(s.Tables, &model.Table{ID: uint32(i + 1), Name: td.Name, Columns: []*model.Column{}})
 	}
-	s.index()
+	s.Index()
 	for i, td := range def.Tables {
 		t := s.Tables[i]
 		seen := map[string]bool{}
 		for _, cd := range td.Columns {
 			if seen[cd.Name] {
-				return SchemaDef{}, invalidf("table [%s]: column [%s] is defined twice", td.Name, cd.Name)
+				return SchemaDef{}, model.Invalidf("table [%s]: column [%s] is defined twice", td.Name, cd.Name)
 			}
 			seen[cd.Name] = true
-			c, err := s.newColumn(t, cd, "")
+			c, err := s.NewColumn(t, cd, "")
 			if err != nil {
-				return SchemaDef{}, invalidf("table [%s]: %s", td.Name, err.Error())
+				return SchemaDef{}, model.Invalidf("table [%s]: %s", td.Name, err.Error())
 			}
 			t.Columns = append(t.Columns, c)
 		}
 	}
-	s.index()
-	return s.public(), nil
+	s.Index()
+	return s.Public(), nil
 }
 
 // diffSchemas returns the operations that turn src into dst, in the order
@@ -484,12 +485,12 @@ func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error)
 	case size == 0:
 		size = DefaultHistoryPageSize
 	case size < 0:
-		return HistoryPage{}, invalidf("page size must be positive")
+		return HistoryPage{}, model.Invalidf("page size must be positive")
 	case size > MaxHistoryPageSize:
-		return HistoryPage{}, invalidf("page size exceeds max limit of %d", MaxHistoryPageSize)
+		return HistoryPage{}, model.Invalidf("page size exceeds max limit of %d", MaxHistoryPageSize)
 	}
 	if req.After != "" && req.Before != "" {
-		return HistoryPage{}, invalidf("page.after and page.before cannot be used together")
+		return HistoryPage{}, model.Invalidf("page.after and page.before cannot be used together")
 	}
 	b, chain, err := e.branchHistory(ref)
 	if err != nil {
@@ -501,7 +502,7 @@ func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error)
 				return i, nil
 			}
 		}
-		return 0, invalidf("%s: migration [%s] is not in the history of branch [%s]", what, id, b.Name)
+		return 0, model.Invalidf("%s: migration [%s] is not in the history of branch [%s]", what, id, b.Name)
 	}
 	if req.Since != "" {
 		i, err := find("since", req.Since)
@@ -541,7 +542,7 @@ func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error)
 
 // branchHistory returns a branch and its migrations, as migrationChain
 // lists them.
-func (e *Engine) branchHistory(ref Ref) (*branch, []Migration, error) {
+func (e *Engine) branchHistory(ref Ref) (*model.Branch, []Migration, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, err
@@ -557,7 +558,7 @@ func (e *Engine) branchHistory(ref Ref) (*branch, []Migration, error) {
 
 // migrationChain returns the history of branch b, newest first (see
 // SchemaHistory).
-func migrationChain(r pebble.Reader, d *database, st *dbState, b *branch) ([]Migration, error) {
+func migrationChain(r pebble.Reader, d *database, st *dbState, b *model.Branch) ([]Migration, error) {
 	var out []Migration
 	stop := "" // the migration a fork was created at: newer ones are not its history
 	for cur := b; cur != nil; {
@@ -629,19 +630,19 @@ func (e *Engine) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error)
 	var todo []Migration
 	for i, m := range migs {
 		if !migrationIDPattern.MatchString(m.ID) {
-			return SchemaChange{}, invalidf("migration %d: id [%s] is not mig_ followed by 20 characters of [0-9a-v]", i+1, m.ID)
+			return SchemaChange{}, model.Invalidf("migration %d: id [%s] is not mig_ followed by 20 characters of [0-9a-v]", i+1, m.ID)
 		}
-		if m.Checksum != migrationChecksum(m.ParentID, m.Operations) {
-			return SchemaChange{}, invalidf("migration [%s]: checksum mismatch", m.ID)
+		if m.Checksum != model.MigrationChecksum(m.ParentID, m.Operations) {
+			return SchemaChange{}, model.Invalidf("migration [%s]: checksum mismatch", m.ID)
 		}
 		if known[m.ID] {
 			continue
 		}
 		if m.ParentID != head {
-			return SchemaChange{}, invalidf("migration [%s]: parent [%s] is not the head [%s]", m.ID, m.ParentID, head)
+			return SchemaChange{}, model.Invalidf("migration [%s]: parent [%s] is not the head [%s]", m.ID, m.ParentID, head)
 		}
 		if len(m.Operations) == 0 {
-			return SchemaChange{}, invalidf("migration [%s]: operations are required", m.ID)
+			return SchemaChange{}, model.Invalidf("migration [%s]: operations are required", m.ID)
 		}
 		known[m.ID] = true
 		head = m.ID
@@ -669,12 +670,12 @@ type pushMigration struct {
 }
 
 func (c *pushMigration) apply(tx *dbTx) (any, error) {
-	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
 		if err := tx.applyOps(b, s, c.Ops); err != nil {
 			if CodeOf(err) != CodeInvalid {
 				return nil, err
 			}
-			return nil, invalidf("migration [%s]: %s", c.ID, err.Error())
+			return nil, model.Invalidf("migration [%s]: %s", c.ID, err.Error())
 		}
 		return c.Ops, nil
 	})

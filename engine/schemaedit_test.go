@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // schemaOf parses a SchemaDef from JSON text.
@@ -162,7 +163,7 @@ func TestSchemaHistoryAndPush(t *testing.T) {
 		t.Fatalf("main history: %+v", main)
 	}
 	for _, m := range main {
-		if m.Checksum != migrationChecksum(m.ParentID, m.Operations) || !migrationIDPattern.MatchString(m.ID) {
+		if m.Checksum != model.MigrationChecksum(m.ParentID, m.Operations) || !migrationIDPattern.MatchString(m.ID) {
 			t.Fatalf("migration %+v", m)
 		}
 	}
@@ -212,7 +213,7 @@ func TestSchemaHistoryAndPush(t *testing.T) {
 		t.Fatalf("push again = %+v, %v", ch, err)
 	}
 	bad := push[2]
-	bad.Checksum = migrationChecksum("", bad.Operations)
+	bad.Checksum = model.MigrationChecksum("", bad.Operations)
 	_, err = e.PushMigrations(cp, []Migration{bad})
 	mustCode(t, err, CodeInvalid, "checksum mismatch")
 	// A migration pushed on an old head: main's onMain table after feat's.

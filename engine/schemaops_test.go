@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // TestSchemaOps runs testdata/schemaops: every schema edit on its own
@@ -134,7 +135,7 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 			}
 			id := fmt.Sprintf("mig_%020d", len(run.pushed)+1)
 			m := Migration{ID: id, ParentID: head, Title: title, Operations: opsOf(t, ops)}
-			m.Checksum = migrationChecksum(m.ParentID, m.Operations)
+			m.Checksum = model.MigrationChecksum(m.ParentID, m.Operations)
 			migs = append(migs, m)
 			run.pushed = append(run.pushed, id)
 			head = id

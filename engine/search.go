@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
 )
@@ -123,13 +124,13 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 	seen := map[string]bool{}
 	for _, s := range specs {
 		if s.Table == "" {
-			return nil, invalidf("tables: a table name must not be empty")
+			return nil, model.Invalidf("tables: a table name must not be empty")
 		}
-		if b.Schema.byName[s.Table] == nil {
-			return nil, invalidf("tables: table [%s] not found", s.Table)
+		if b.Schema.ByName[s.Table] == nil {
+			return nil, model.Invalidf("tables: table [%s] not found", s.Table)
 		}
 		if seen[s.Table] {
-			return nil, invalidf("tables: table [%s] is listed twice", s.Table)
+			return nil, model.Invalidf("tables: table [%s] is listed twice", s.Table)
 		}
 		seen[s.Table] = true
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
 )
@@ -304,10 +305,10 @@ func TestSearchDifferential(t *testing.T) {
 			}
 			models["child"], refs["child"] = models["main"].clone(), child
 		}
-		for _, name := range sortedKeys(models) {
+		for _, name := range model.SortedKeys(models) {
 			m, ref := models[name], refs[name]
 			for range writes {
-				ids := sortedKeys(m)
+				ids := model.SortedKeys(m)
 				switch op := rng.Intn(10); {
 				case op < 5 || len(ids) == 0:
 					next++
@@ -333,7 +334,7 @@ func TestSearchDifferential(t *testing.T) {
 				}
 			}
 		}
-		for _, name := range sortedKeys(models) {
+		for _, name := range model.SortedKeys(models) {
 			for q := range queries {
 				if checkRandomSearch(t, e, refs[name], models[name], rng, fmt.Sprintf("round %d %s query %d", round, name, q)) > 0 {
 					found++

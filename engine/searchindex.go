@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
 
@@ -32,7 +33,7 @@ import (
 var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
 
 // textMemberships adds the search bitmaps of one text field to out.
-func textMemberships(out map[string]struct{}, c *column, v codec.Value) {
+func textMemberships(out map[string]struct{}, c *model.Column, v codec.Value) {
 	f := fieldPool.Get().(*fts.Field)
 	defer fieldPool.Put(f)
 	f.Reset()
@@ -121,7 +122,7 @@ func (tx *dbTx) writeTerms() error {
 			continue
 		}
 		layer := b.Lineage[0].Layer
-		for _, term := range sortedKeys(tx.terms[k]) {
+		for _, term := range model.SortedKeys(tx.terms[k]) {
 			kb = codec.TermKey(kb[:0], tx.d.id, layer, k.table, term)
 			if err := tx.batch.Set(kb, nil, nil); err != nil {
 				return err
@@ -178,7 +179,7 @@ const maxPendingTerms = 2048
 
 // buildSearchStore reads the vocabulary and field lengths of a table of a
 // branch at snapshot r.
-func buildSearchStore(r pebble.Reader, db uint32, b *branch, t *table) (*searchStore, error) {
+func buildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*searchStore, error) {
 	s := &searchStore{version: b.Version, cols: map[uint32]*fts.FieldLengths{}}
 	var terms []string
 	for _, lr := range b.Lineage {
@@ -199,7 +200,7 @@ func buildSearchStore(r pebble.Reader, db uint32, b *branch, t *table) (*searchS
 		return nil, err
 	}
 	s.lex.Store(fts.NewLexicon(d))
-	for _, c := range t.leaves {
+	for _, c := range t.Leaves {
 		if !fts.Searchable(c.Type) {
 			continue
 		}
@@ -233,8 +234,8 @@ func (s *searchStore) apply(c *rowChange) {
 
 // ensureSearchStore returns the search store of a table of a branch,
 // building it if needed.
-func (e *Engine) ensureSearchStore(d *database, b *branch, t *table) (*searchStore, error) {
-	return ensureBuilt(e, d, b, t, &d.search, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *branch, t *table) (*searchStore, error) {
+func (e *Engine) ensureSearchStore(d *database, b *model.Branch, t *model.Table) (*searchStore, error) {
+	return ensureBuilt(e, d, b, t, &d.search, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*searchStore, error) {
 		return buildSearchStore(r, d.id, b, t)
 	})
 }
@@ -303,7 +304,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 			return out[0], [len(fts.TFLevels)]*roaring.Bitmap(out[1:]), nil
 		}
 	}
-	if lr := s.b.Lineage[0]; len(s.b.Lineage) == 1 && lr.Seq == maxSeq {
+	if lr := s.b.Lineage[0]; len(s.b.Lineage) == 1 && lr.Seq == model.MaxSeq {
 		for i := range out {
 			out[i] = roaring.New()
 		}

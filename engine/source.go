@@ -11,36 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
-
-// indexTables describes a schema's tables to the index package. The graph is
-// built once per schema (schemas are immutable once published).
-func (s *schema) indexTables() map[uint32]*index.Table {
-	s.itOnce.Do(func() {
-		s.itables = make(map[uint32]*index.Table, len(s.Tables))
-		for _, t := range s.Tables {
-			s.itables[t.ID] = &index.Table{ID: t.ID, Name: t.Name, Columns: map[string]*index.Column{}}
-		}
-		for _, t := range s.Tables {
-			it := s.itables[t.ID]
-			for path, c := range t.byPath {
-				ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
-				if c.Type != TypeObject {
-					ic.ID = c.ID
-				}
-				if c.Type == TypeLink {
-					ic.Link = s.itables[c.LinkTable]
-				}
-				it.Columns[path] = ic
-			}
-			for _, c := range t.leaves {
-				it.Leaves = append(it.Leaves, it.Columns[c.path])
-			}
-		}
-	})
-	return s.itables
-}
 
 // source is an index.Source over one table of one branch at one snapshot.
 type source struct {
@@ -49,8 +22,8 @@ type source struct {
 	d     *database
 	snap  pebble.Reader
 	st    *dbState // the state b was read from
-	b     *branch
-	t     *table
+	b     *model.Branch
+	t     *model.Table
 	it    *index.Table
 	store *tableStore // nil for linked tables read without a store
 	live  *roaring.Bitmap
@@ -72,7 +45,7 @@ func (s *source) stopped(n int) error {
 }
 
 // resolveTable finds the database, branch and table a request names.
-func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *branch, *table, error) {
+func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *model.Branch, *model.Table, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, nil, err
@@ -81,7 +54,7 @@ func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *branch, *t
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	t, err := b.Schema.table(tableName)
+	t, err := b.Schema.Table(tableName)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -118,7 +91,7 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use 
 	d.gcMu.RLock()
 	st := d.state.Load()
 	if b, err = st.branch(ref.Branch); err == nil {
-		t, err = b.Schema.table(tableName)
+		t, err = b.Schema.Table(tableName)
 	}
 	if err != nil {
 		d.gcMu.RUnlock()
@@ -132,7 +105,7 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use 
 	}
 	e0 := cache.epoch.Load()
 	snap := e.pdb.NewSnapshot()
-	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.indexTables()[t.ID], store: store}
+	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.IndexTables()[t.ID], store: store}
 	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{b.ID, t.ID}) {
 		src.cache, src.epoch = cache, e0
 	}
@@ -148,7 +121,7 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use 
 // records or more gets its store built in the background on first use, and
 // optional readers answer from storage meanwhile: a restarted server
 // answers its first queries at once instead of after a scan of the table.
-func (e *Engine) storeFor(d *database, b *branch, t *table, use storeUse) (*tableStore, error) {
+func (e *Engine) storeFor(d *database, b *model.Branch, t *model.Table, use storeUse) (*tableStore, error) {
 	if e.storeless {
 		return nil, nil
 	}
@@ -186,7 +159,7 @@ func (e *Engine) storeFor(d *database, b *branch, t *table, use storeUse) (*tabl
 // answers from the parent's store at once instead of building a copy. The
 // loan ends at the first write of either (updateStores). Writes from before
 // the database was opened are not known, so only forks since then borrow.
-func (e *Engine) borrowStore(d *database, b *branch, t *table) *tableStore {
+func (e *Engine) borrowStore(d *database, b *model.Branch, t *model.Table) *tableStore {
 	if len(b.Lineage) < 2 || b.Lineage[1].Seq < d.openSeq {
 		return nil
 	}
@@ -201,7 +174,7 @@ func (e *Engine) borrowStore(d *database, b *branch, t *table) *tableStore {
 		return nil
 	}
 	fork := b.Lineage[1]
-	var parent *branch
+	var parent *model.Branch
 	for _, p := range st.byID {
 		if p.Lineage[0].Layer == fork.Layer {
 			parent = p
@@ -238,7 +211,7 @@ func (d *database) endLoans(s *tableStore) {
 }
 
 // liveRows counts the records of a table of a branch.
-func (e *Engine) liveRows(d *database, b *branch, t *table) (uint64, error) {
+func (e *Engine) liveRows(d *database, b *model.Branch, t *model.Table) (uint64, error) {
 	d.gcMu.RLock()
 	defer d.gcMu.RUnlock()
 	// The lineage read must be loaded under gcMu: layers it names stay.
@@ -256,7 +229,7 @@ func (e *Engine) liveRows(d *database, b *branch, t *table) (uint64, error) {
 // buildStoreInBackground starts building the column store of a table of a
 // branch unless a build of it is under way. A failed build is dropped: the
 // next reader starts another.
-func (e *Engine) buildStoreInBackground(d *database, b *branch, t *table) {
+func (e *Engine) buildStoreInBackground(d *database, b *model.Branch, t *model.Table) {
 	k := storeKey{b.ID, t.ID}
 	d.storeMu.Lock()
 	if d.building[k] {
@@ -286,8 +259,8 @@ func (e *Engine) buildStoreInBackground(d *database, b *branch, t *table) {
 
 // ensureStore returns the column store of a table of a branch, building it
 // if needed.
-func (e *Engine) ensureStore(d *database, b *branch, t *table) (*tableStore, error) {
-	return ensureBuilt(e, d, b, t, &d.stores, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *branch, t *table) (*tableStore, error) {
+func (e *Engine) ensureStore(d *database, b *model.Branch, t *model.Table) (*tableStore, error) {
+	return ensureBuilt(e, d, b, t, &d.stores, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*tableStore, error) {
 		return buildTableStore(r, d.id, b, t)
 	})
 }
@@ -306,8 +279,8 @@ func (s *tableStore) schemaVersion() uint64 { return s.version }
 // Building holds the writer lock: no write can slip between the snapshot
 // the store is built from and the store's installation, after which writes
 // keep it current under storeMu.
-func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *branch, t *table, m *map[K]S, k K,
-	build func(r pebble.Reader, b *branch, t *table) (S, error)) (S, error) {
+func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *model.Branch, t *model.Table, m *map[K]S, k K,
+	build func(r pebble.Reader, b *model.Branch, t *model.Table) (S, error)) (S, error) {
 	var zero S
 	current := func() (S, bool) {
 		d.storeMu.RLock()
@@ -326,10 +299,10 @@ func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *branch, 
 	// Under d.mu the state is current: no lineage swap can happen, and
 	// layers still to be dropped are in no current lineage.
 	if b = d.state.Load().byID[b.ID]; b == nil {
-		return zero, notFoundf("branch not found")
+		return zero, model.NotFoundf("branch not found")
 	}
-	if t = b.Schema.byID[t.ID]; t == nil {
-		return zero, notFoundf("table not found")
+	if t = b.Schema.ByID[t.ID]; t == nil {
+		return zero, model.NotFoundf("table not found")
 	}
 	d.gcMu.RLock()
 	defer d.gcMu.RUnlock()
@@ -510,11 +483,11 @@ func (s *source) Rows(ids []string) (*roaring.Bitmap, error) {
 
 func (s *source) Linked(c *index.Column) (index.Source, error) {
 	if c.Link == nil {
-		return nil, invalidf("column [%s] is not a link", c.Path)
+		return nil, model.Invalidf("column [%s] is not a link", c.Path)
 	}
-	t := s.b.Schema.byID[c.Link.ID]
+	t := s.b.Schema.ByID[c.Link.ID]
 	if t == nil {
-		return nil, notFoundf("table of link [%s] not found", c.Path)
+		return nil, model.NotFoundf("table of link [%s] not found", c.Path)
 	}
 	return s.sourceFor(t), nil
 }

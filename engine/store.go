@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
-	"math"
 	"slices"
 	"sort"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // This file holds the two versioned structures every layer is made of, and
@@ -39,18 +39,6 @@ import (
 // Main therefore reads one key per record and one bitmap per posting however
 // many children it has; children pay for the parent's churn since their fork.
 
-// maxSeq reads the newest state of a layer: the top layer of a branch.
-const maxSeq = math.MaxUint64
-
-// layerRef is one element of a branch's lineage: a layer, read as of Seq.
-type layerRef struct {
-	Layer uint32 `json:"layer"`
-	Seq   uint64 `json:"seq"`
-}
-
-// lineage is a branch's stack of layers, top first.
-type lineage []layerRef
-
 // getVersion reads the version of a versioned key visible in a layer at seq
 // s. found is false when the layer holds no version at s. The returned slice
 // is a copy. histPrefix is not read when s is maxSeq.
@@ -64,7 +52,7 @@ func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func
 	}
 	cur := bytes.Clone(v)
 	closer.Close()
-	if s == maxSeq {
+	if s == model.MaxSeq {
 		return cur, true, nil
 	}
 	seq, err := seqOf(cur)
@@ -121,12 +109,12 @@ func recordSeq(b []byte) (uint64, error) { return codec.RecordSeq(b) }
 // lookupID resolves a record id to its row in a branch. level is the lineage
 // index of the layer holding the mapping. ok is false when the record does
 // not exist (never written, or deleted).
-func lookupID(r pebble.Reader, db uint32, lin lineage, tableID uint32, id string) (e idEntry, level int, ok bool, err error) {
+func lookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e idEntry, level int, ok bool, err error) {
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
 		var hp []byte // the top layer (maxSeq) reads no history
-		if lr.Seq != maxSeq {
+		if lr.Seq != model.MaxSeq {
 			hp = codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
 			hp = hp[:len(hp)-8]
 		}
@@ -152,12 +140,12 @@ func lookupID(r pebble.Reader, db uint32, lin lineage, tableID uint32, id string
 // readRow reads the visible version of a row in a branch. level is the
 // lineage index of the layer it came from. ok is false for a deleted or
 // unknown row.
-func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
 		var hp []byte // the top layer (maxSeq) reads no history
-		if lr.Seq != maxSeq {
+		if lr.Seq != model.MaxSeq {
 			hp = codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
 			hp = hp[:len(hp)-8]
 		}
@@ -183,7 +171,7 @@ func readRow(r pebble.Reader, db uint32, lin lineage, tableID, row uint32, rec *
 // forward, which costs less than a point read per row; rows it does not
 // hold are read one by one from the layers below. rec is reused between
 // calls of fn.
-func readRows(r pebble.Reader, db uint32, lin lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
+func readRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
 	if len(rows) == 0 || len(lin) == 0 {
 		return nil
 	}
@@ -196,7 +184,7 @@ func readRows(r pebble.Reader, db uint32, lin lineage, tableID uint32, rows []ui
 	rest := lin
 	top := lin[0]
 	var it *pebble.Iterator
-	if top.Seq == maxSeq {
+	if top.Seq == model.MaxSeq {
 		rest = lin[1:]
 		lo := codec.RecordKey(nil, db, top.Layer, tableID, rows[order[0]])
 		hi := codec.RecordKey(nil, db, top.Layer, tableID, rows[order[len(order)-1]])
@@ -246,7 +234,7 @@ func readRows(r pebble.Reader, db uint32, lin lineage, tableID uint32, rows []ui
 // readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
 // not nil, holds deltas of the current write not yet in r; they apply to
 // the top layer only (s == maxSeq).
-func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
+func readLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
 	set := roaring.New()
 	prefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID, bitmapID)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
@@ -272,10 +260,10 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 	if err := it.Close(); err != nil {
 		return nil, err
 	}
-	if pb := pending.get(prefix); pb != nil && lr.Seq == maxSeq {
+	if pb := pending.get(prefix); pb != nil && lr.Seq == model.MaxSeq {
 		pb.applyTo(set)
 	}
-	if lr.Seq == maxSeq {
+	if lr.Seq == model.MaxSeq {
 		return set, nil
 	}
 	// Undo the logged deltas newer than s, newest first.
@@ -324,7 +312,7 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr layerRef, tableID uint32, bi
 
 // readBitmap composes one bitmap of a table across a branch's lineage:
 // bottom-up, acc = (acc − mask_i) ∪ own_i.
-func readBitmap(r pebble.Reader, db uint32, lin lineage, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
+func readBitmap(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
 	acc, err := readLayerBitmap(r, db, lin[len(lin)-1], tableID, bitmapID, pending)
 	if err != nil {
 		return nil, err

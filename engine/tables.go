@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"time"
@@ -10,88 +8,8 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
-
-// MigrationOp is one schema operation of a migration (compat-api.md §5.4):
-// exactly one of its fields is set.
-type MigrationOp struct {
-	AddTable     *TableOp        `json:"addTable,omitempty"`
-	RemoveTable  *TableOp        `json:"removeTable,omitempty"`
-	RenameTable  *RenameTableOp  `json:"renameTable,omitempty"`
-	AddColumn    *AddColumnOp    `json:"addColumn,omitempty"`
-	RemoveColumn *RemoveColumnOp `json:"removeColumn,omitempty"`
-	RenameColumn *RenameColumnOp `json:"renameColumn,omitempty"`
-}
-
-// TableOp names the table of addTable and removeTable.
-type TableOp struct {
-	Table string `json:"table"`
-}
-
-// RenameTableOp renames a table.
-type RenameTableOp struct {
-	OldName string `json:"oldName"`
-	NewName string `json:"newName"`
-}
-
-// AddColumnOp adds a column to a table; a dotted name adds a sub-column to
-// an object column.
-type AddColumnOp struct {
-	Table  string    `json:"table"`
-	Column ColumnDef `json:"column"`
-}
-
-// RemoveColumnOp removes a column (a dotted path for a sub-column).
-type RemoveColumnOp struct {
-	Table  string `json:"table"`
-	Column string `json:"column"`
-}
-
-// RenameColumnOp renames the column at the dotted path OldName; NewName is
-// the new last element of the path.
-type RenameColumnOp struct {
-	Table   string `json:"table"`
-	OldName string `json:"oldName"`
-	NewName string `json:"newName"`
-}
-
-// kind names the operation by its JSON key, or "" unless exactly one field
-// is set.
-func (op *MigrationOp) kind() string {
-	kind, n := "", 0
-	for _, k := range []struct {
-		set  bool
-		name string
-	}{
-		{op.AddTable != nil, "addTable"}, {op.RemoveTable != nil, "removeTable"}, {op.RenameTable != nil, "renameTable"},
-		{op.AddColumn != nil, "addColumn"}, {op.RemoveColumn != nil, "removeColumn"}, {op.RenameColumn != nil, "renameColumn"},
-	} {
-		if k.set {
-			kind, n = k.name, n+1
-		}
-	}
-	if n != 1 {
-		return ""
-	}
-	return kind
-}
-
-// Migration is one recorded schema change of a branch.
-type Migration struct {
-	ID         string        `json:"id"`
-	ParentID   string        `json:"parentID,omitempty"`
-	Checksum   string        `json:"checksum"`
-	Title      string        `json:"title,omitempty"`
-	Message    string        `json:"message,omitempty"`
-	CreatedAt  time.Time     `json:"createdAt"`
-	Operations []MigrationOp `json:"operations"`
-}
-
-// SchemaChange is the result of a schema change.
-type SchemaChange struct {
-	MigrationID       string
-	ParentMigrationID string
-}
 
 // schemaCommand is a command that changes a branch's schema, recorded as
 // a migration.
@@ -125,7 +43,7 @@ func (e *Engine) changeSchema(ref Ref, cmd schemaCommand) (SchemaChange, error) 
 	h := cmd.header()
 	h.Branch, h.Now = ref.Branch, e.now()
 	if h.ID == "" {
-		h.ID = e.ids.next("mig_", h.Now)
+		h.ID = e.ids.Next("mig_", h.Now)
 	}
 	res, err := e.apply(d, cmd)
 	if err != nil {
@@ -139,7 +57,7 @@ func (e *Engine) changeSchema(ref Ref, cmd schemaCommand) (SchemaChange, error) 
 // its head and backfills what the edit asks. edit returns the operations
 // it applied. Everything is one command: when edit fails, nothing
 // changes. The result is the SchemaChange.
-func (h *schemaHeader) change(tx *dbTx, edit func(b *branch, s *schema) ([]MigrationOp, error)) (any, error) {
+func (h *schemaHeader) change(tx *dbTx, edit func(b *model.Branch, s *model.Schema) ([]MigrationOp, error)) (any, error) {
 	b, err := tx.st.branch(h.Branch)
 	if err != nil {
 		return nil, err
@@ -147,14 +65,14 @@ func (h *schemaHeader) change(tx *dbTx, edit func(b *branch, s *schema) ([]Migra
 	if h.Parent != nil && *h.Parent != b.LastMigrationID {
 		return nil, errNotHead(*h.Parent, b)
 	}
-	s := b.Schema.clone()
+	s := b.Schema.Clone()
 	ops, err := edit(b, s)
 	if err != nil {
 		return nil, err
 	}
-	s.index()
+	s.Index()
 	m := Migration{ID: h.ID, ParentID: b.LastMigrationID, Title: h.Title, Message: h.Message, CreatedAt: h.Now, Operations: ops}
-	m.Checksum = migrationChecksum(m.ParentID, ops)
+	m.Checksum = model.MigrationChecksum(m.ParentID, ops)
 	v, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -184,18 +102,18 @@ type columnRef struct{ table, column uint32 }
 // or made notNull, unless a later operation of the migration removed it
 // again. The records are updated like any other (version and updatedAt
 // move), in this command's batch.
-func (tx *dbTx) backfill(b *branch, now time.Time) error {
+func (tx *dbTx) backfill(b *model.Branch, now time.Time) error {
 	for _, ref := range tx.backfills {
-		t := b.Schema.byID[ref.table]
+		t := b.Schema.ByID[ref.table]
 		if t == nil {
 			continue
 		}
-		c := t.byID[ref.column]
+		c := t.ByID[ref.column]
 		if c == nil || c.Default == nil {
 			continue
 		}
-		v := c.defaultVal
-		if c.defaultNow {
+		v := c.DefaultVal
+		if c.DefaultNow {
 			v = now.Format(time.RFC3339Nano)
 		}
 		missing, err := tx.rowsWithout(b, t, c.ID)
@@ -212,7 +130,7 @@ func (tx *dbTx) backfill(b *branch, now time.Time) error {
 			if !ok {
 				continue
 			}
-			op := Op{Kind: OpUpdate, Table: t.Name, ID: rec.ID, Values: nestedValue(c.path, v), MissingNotFound: true}
+			op := Op{Kind: OpUpdate, Table: t.Name, ID: rec.ID, Values: nestedValue(c.Path, v), MissingNotFound: true}
 			if _, err := w.apply(&op); err != nil {
 				return err
 			}
@@ -234,27 +152,12 @@ func nestedValue(path string, v any) map[string]any {
 
 // errNotHead is the answer to a change made against a migration that is
 // not the branch's head.
-func errNotHead(parent string, b *branch) error {
+func errNotHead(parent string, b *model.Branch) error {
 	head := b.LastMigrationID
 	if head == "" {
 		head = "none"
 	}
-	return invalidf("migration [%s] is not the head of branch [%s]: the head is [%s]", parent, b.Name, head)
-}
-
-// migrationChecksum is "1:" + SHA-256 of the canonical JSON of the parent id
-// and the operations: the encoding of json.Marshal, whose field order and
-// omitted empty fields are fixed by the types.
-func migrationChecksum(parent string, ops []MigrationOp) string {
-	if ops == nil {
-		ops = []MigrationOp{}
-	}
-	b, _ := json.Marshal(struct {
-		ParentID   string        `json:"parentID"`
-		Operations []MigrationOp `json:"operations"`
-	}{parent, ops})
-	sum := sha256.Sum256(b)
-	return "1:" + hex.EncodeToString(sum[:])
+	return model.Invalidf("migration [%s] is not the head of branch [%s]: the head is [%s]", parent, b.Name, head)
 }
 
 // applyOne records one operation as a migration of its own.
@@ -270,7 +173,7 @@ type schemaOp struct {
 }
 
 func (c *schemaOp) apply(tx *dbTx) (any, error) {
-	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
+	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
 		if err := tx.applyOp(b, s, c.Op); err != nil {
 			return nil, err
 		}
@@ -280,28 +183,28 @@ func (c *schemaOp) apply(tx *dbTx) (any, error) {
 
 // applyOp applies one operation to s, the schema of branch b being changed
 // by tx, and re-indexes s so that the next operation sees the change.
-func (tx *dbTx) applyOp(b *branch, s *schema, op MigrationOp) error {
+func (tx *dbTx) applyOp(b *model.Branch, s *model.Schema, op MigrationOp) error {
 	var err error
-	switch op.kind() {
+	switch op.Kind() {
 	case "addTable":
 		err = tx.addTable(s, op.AddTable.Table)
 	case "removeTable":
-		err = s.removeTable(op.RemoveTable.Table)
+		err = s.RemoveTable(op.RemoveTable.Table)
 	case "renameTable":
-		err = s.renameTable(op.RenameTable.OldName, op.RenameTable.NewName)
+		err = s.RenameTable(op.RenameTable.OldName, op.RenameTable.NewName)
 	case "addColumn":
 		err = tx.addColumn(b, s, op.AddColumn.Table, op.AddColumn.Column)
 	case "removeColumn":
-		err = s.removeColumn(op.RemoveColumn.Table, op.RemoveColumn.Column)
+		err = s.RemoveColumn(op.RemoveColumn.Table, op.RemoveColumn.Column)
 	case "renameColumn":
-		err = s.renameColumn(op.RenameColumn.Table, op.RenameColumn.OldName, op.RenameColumn.NewName)
+		err = s.RenameColumn(op.RenameColumn.Table, op.RenameColumn.OldName, op.RenameColumn.NewName)
 	default:
-		err = invalidf("an operation must have exactly one of addTable, removeTable, renameTable, addColumn, removeColumn, renameColumn")
+		err = model.Invalidf("an operation must have exactly one of addTable, removeTable, renameTable, addColumn, removeColumn, renameColumn")
 	}
 	if err != nil {
 		return err
 	}
-	s.index()
+	s.Index()
 	return nil
 }
 
@@ -311,8 +214,8 @@ func (e *Engine) CreateTable(ref Ref, name string) (SchemaChange, error) {
 	return e.applyOne(ref, MigrationOp{AddTable: &TableOp{Table: name}})
 }
 
-func (tx *dbTx) addTable(s *schema, name string) error {
-	if err := checkName("table", name); err != nil {
+func (tx *dbTx) addTable(s *model.Schema, name string) error {
+	if err := model.CheckName("table", name); err != nil {
 		return err
 	}
 	for _, t := range s.Tables {
@@ -320,7 +223,7 @@ func (tx *dbTx) addTable(s *schema, name string) error {
 			return Errorf(CodeAlreadyExists, "table [%s] already exists", name)
 		}
 	}
-	s.Tables = append(s.Tables, &table{ID: tx.allocTable(), Name: name, Columns: []*column{}})
+	s.Tables = append(s.Tables, &model.Table{ID: tx.allocTable(), Name: name, Columns: []*model.Column{}})
 	return nil
 }
 
@@ -330,54 +233,12 @@ func (e *Engine) DeleteTable(ref Ref, name string) (SchemaChange, error) {
 	return e.applyOne(ref, MigrationOp{RemoveTable: &TableOp{Table: name}})
 }
 
-func (s *schema) removeTable(name string) error {
-	t, err := s.table(name)
-	if err != nil {
-		return err
-	}
-	for _, other := range s.Tables {
-		if other == t {
-			continue
-		}
-		for _, c := range other.leaves {
-			if c.Type == TypeLink && c.LinkTable == t.ID {
-				return invalidf("table [%s] is linked from column [%s] of table [%s]", name, c.path, other.Name)
-			}
-		}
-	}
-	kept := s.Tables[:0]
-	for _, x := range s.Tables {
-		if x != t {
-			kept = append(kept, x)
-		}
-	}
-	s.Tables = kept
-	return nil
-}
-
 // RenameTable renames a table; keys carry ids, so no data moves.
 func (e *Engine) RenameTable(ref Ref, name, newName string) (SchemaChange, error) {
 	return e.applyOne(ref, MigrationOp{RenameTable: &RenameTableOp{OldName: name, NewName: newName}})
 }
 
-func (s *schema) renameTable(name, newName string) error {
-	if err := checkName("table", newName); err != nil {
-		return err
-	}
-	t, err := s.table(name)
-	if err != nil {
-		return err
-	}
-	for _, o := range s.Tables {
-		if o != t && strings.EqualFold(o.Name, newName) {
-			return Errorf(CodeAlreadyExists, "table [%s] already exists", newName)
-		}
-	}
-	t.Name = newName
-	return nil
-}
-
-func (e *Engine) branchSchema(ref Ref) (*schema, error) {
+func (e *Engine) branchSchema(ref Ref) (*model.Schema, error) {
 	_, d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
@@ -391,7 +252,7 @@ func (e *Engine) branchSchema(ref Ref) (*schema, error) {
 
 // rowsWithout returns the live rows of table t in branch b that hold no
 // value in the column with id col.
-func (tx *dbTx) rowsWithout(b *branch, t *table, col uint32) (*roaring.Bitmap, error) {
+func (tx *dbTx) rowsWithout(b *model.Branch, t *model.Table, col uint32) (*roaring.Bitmap, error) {
 	live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return nil, err
@@ -406,7 +267,7 @@ func (tx *dbTx) rowsWithout(b *branch, t *table, col uint32) (*roaring.Bitmap, e
 
 // tableIsEmpty reports whether a table has no live rows in the branch; a
 // nil branch, whose schema is changed without records, has none.
-func (tx *dbTx) tableIsEmpty(b *branch, t *table) (bool, error) {
+func (tx *dbTx) tableIsEmpty(b *model.Branch, t *model.Table) (bool, error) {
 	if b == nil {
 		return true, nil
 	}
@@ -422,23 +283,23 @@ func (e *Engine) AddColumn(ref Ref, tableName string, def ColumnDef) (SchemaChan
 	return e.applyOne(ref, MigrationOp{AddColumn: &AddColumnOp{Table: tableName, Column: def}})
 }
 
-func (tx *dbTx) addColumn(b *branch, s *schema, tableName string, def ColumnDef) error {
-	t, err := s.table(tableName)
+func (tx *dbTx) addColumn(b *model.Branch, s *model.Schema, tableName string, def ColumnDef) error {
+	t, err := s.Table(tableName)
 	if err != nil {
 		return err
 	}
 	parent, prefix, name := t.Columns, "", def.Name
-	var obj *column
+	var obj *model.Column
 	if i := strings.LastIndexByte(def.Name, '.'); i >= 0 {
-		obj = t.byPath[def.Name[:i]]
+		obj = t.ByPath[def.Name[:i]]
 		if obj == nil || obj.Type != TypeObject {
-			return invalidf("column [%s]: object column [%s] not found", def.Name, def.Name[:i])
+			return model.Invalidf("column [%s]: object column [%s] not found", def.Name, def.Name[:i])
 		}
 		parent, prefix, name = obj.Columns, def.Name[:i+1], def.Name[i+1:]
 	}
 	for _, c := range parent {
 		if c.Name == name {
-			return invalidf("column [%s] already exists", def.Name)
+			return model.Invalidf("column [%s] already exists", def.Name)
 		}
 	}
 	empty := true
@@ -447,12 +308,12 @@ func (tx *dbTx) addColumn(b *branch, s *schema, tableName string, def ColumnDef)
 			return err
 		}
 		if !empty && def.DefaultValue == nil {
-			return invalidf("column [%s]: a notNull column on a non-empty table needs a defaultValue", def.Name)
+			return model.Invalidf("column [%s]: a notNull column on a non-empty table needs a defaultValue", def.Name)
 		}
 	}
 	nd := def
 	nd.Name = name
-	c, err := s.newColumn(t, nd, prefix)
+	c, err := s.NewColumn(t, nd, prefix)
 	if err != nil {
 		return err
 	}
@@ -475,58 +336,9 @@ func (e *Engine) DeleteColumn(ref Ref, tableName, path string) (SchemaChange, er
 	return e.applyOne(ref, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: path}})
 }
 
-func (s *schema) removeColumn(tableName, path string) error {
-	t, err := s.table(tableName)
-	if err != nil {
-		return err
-	}
-	if t.byPath[path] == nil {
-		return notFoundf("column [%s] not found", path)
-	}
-	removeColumn(&t.Columns, "", path)
-	return nil
-}
-
-func removeColumn(cols *[]*column, prefix, path string) bool {
-	for i, c := range *cols {
-		p := prefix + c.Name
-		if p == path {
-			*cols = append((*cols)[:i:i], (*cols)[i+1:]...)
-			return true
-		}
-		if c.Type == TypeObject && strings.HasPrefix(path, p+".") {
-			return removeColumn(&c.Columns, p+".", path)
-		}
-	}
-	return false
-}
-
 // RenameColumn renames a column (the last element of a dotted path).
 func (e *Engine) RenameColumn(ref Ref, tableName, path, newName string) (SchemaChange, error) {
 	return e.applyOne(ref, MigrationOp{RenameColumn: &RenameColumnOp{Table: tableName, OldName: path, NewName: newName}})
-}
-
-func (s *schema) renameColumn(tableName, path, newName string) error {
-	if err := checkName("column", newName); err != nil {
-		return err
-	}
-	t, err := s.table(tableName)
-	if err != nil {
-		return err
-	}
-	c := t.byPath[path]
-	if c == nil {
-		return notFoundf("column [%s] not found", path)
-	}
-	sibling := path[:len(path)-len(c.Name)] + newName
-	if t.byPath[sibling] != nil {
-		return invalidf("column [%s] already exists", sibling)
-	}
-	if !strings.Contains(path, ".") && (newName == "id" || newName == "svc" || newName == "xata") {
-		return invalidf("column name [%s] is reserved", newName)
-	}
-	c.Name = newName
-	return nil
 }
 
 // SetTableColumns replaces a table's column set: columns kept with the same
@@ -546,26 +358,26 @@ type setTableColumns struct {
 
 func (c *setTableColumns) apply(tx *dbTx) (any, error) {
 	tableName, defs := c.Table, c.Columns
-	return c.change(tx, func(b *branch, s *schema) ([]MigrationOp, error) {
-		t, err := s.table(tableName)
+	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
+		t, err := s.Table(tableName)
 		if err != nil {
 			return nil, err
 		}
-		old := map[string]*column{}
+		old := map[string]*model.Column{}
 		for _, c := range t.Columns {
 			old[c.Name] = c
 		}
 		var ops []MigrationOp
-		var cols []*column
+		var cols []*model.Column
 		seen := map[string]bool{}
 		var empty *bool
 		for _, def := range defs {
 			if seen[def.Name] {
-				return nil, invalidf("column [%s] is defined twice", def.Name)
+				return nil, model.Invalidf("column [%s] is defined twice", def.Name)
 			}
 			seen[def.Name] = true
 			if oc := old[def.Name]; oc != nil {
-				cur, _ := json.Marshal(oc.def(s))
+				cur, _ := json.Marshal(oc.Def(s))
 				want, _ := json.Marshal(def)
 				if string(cur) == string(want) {
 					cols = append(cols, oc)
@@ -583,7 +395,7 @@ func (c *setTableColumns) apply(tx *dbTx) (any, error) {
 				}
 				ops = append(ops, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: def.Name}})
 			}
-			c, err := s.newColumn(t, def, "")
+			c, err := s.NewColumn(t, def, "")
 			if err != nil {
 				return nil, err
 			}

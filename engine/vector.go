@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 	"github.com/coppice-db/coppice/index/vector"
 )
@@ -134,7 +135,7 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 	if vs != nil {
 		cands.And(vs.Present())
 	} else {
-		exists, err := src.Exists(src.it.Columns[col.path])
+		exists, err := src.Exists(src.it.Columns[col.Path])
 		if err != nil {
 			return nil, err
 		}
@@ -178,22 +179,22 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 
 // newVectorQuery checks a request against a table: the column and the
 // query vector's length here, the rest in vector.NewQuery.
-func newVectorQuery(t *table, in VectorSearchRequest) (*column, *vector.Query, error) {
+func newVectorQuery(t *model.Table, in VectorSearchRequest) (*model.Column, *vector.Query, error) {
 	if in.Column == "" {
-		return nil, nil, invalidf("column is required")
+		return nil, nil, model.Invalidf("column is required")
 	}
-	c := t.byPath[in.Column]
+	c := t.ByPath[in.Column]
 	if c == nil {
-		return nil, nil, invalidf("column [%s]: column not found", in.Column)
+		return nil, nil, model.Invalidf("column [%s]: column not found", in.Column)
 	}
 	if c.Type != TypeVector {
-		return nil, nil, invalidf("column [%s]: not a vector column (type %s)", in.Column, c.Type)
+		return nil, nil, model.Invalidf("column [%s]: not a vector column (type %s)", in.Column, c.Type)
 	}
 	if in.Query == nil {
-		return nil, nil, invalidf("queryVector is required")
+		return nil, nil, model.Invalidf("queryVector is required")
 	}
 	if len(in.Query) != c.Dimension {
-		return nil, nil, invalidf("queryVector has %d dimensions, column [%s] has %d", len(in.Query), in.Column, c.Dimension)
+		return nil, nil, model.Invalidf("queryVector has %d dimensions, column [%s] has %d", len(in.Query), in.Column, c.Dimension)
 	}
 	q, err := vector.NewQuery(vector.Request{Vector: in.Query, Similarity: in.Similarity, Size: in.Size, MaxSize: in.MaxSize})
 	if err != nil {
@@ -203,7 +204,7 @@ func newVectorQuery(t *table, in VectorSearchRequest) (*column, *vector.Query, e
 }
 
 // rankRecords offers every candidate to top, reading its record.
-func rankRecords(ctx context.Context, q *vector.Query, col *column, src *source, cands *roaring.Bitmap, top *vector.Top) error {
+func rankRecords(ctx context.Context, q *vector.Query, col *model.Column, src *source, cands *roaring.Bitmap, top *vector.Top) error {
 	var rec codec.Record
 	it := cands.Iterator()
 	for n := 0; it.HasNext(); n++ {
@@ -284,13 +285,13 @@ func (vs *vectorStore) apply(row uint32, rec *codec.Record) {
 // ensureVectorStore builds the vector store of a column of a table of a
 // branch unless a current one exists. A path that names no vector column
 // (any more) builds nothing: the caller checks its request again.
-func (e *Engine) ensureVectorStore(d *database, b *branch, t *table, path string) error {
-	c := t.byPath[path]
+func (e *Engine) ensureVectorStore(d *database, b *model.Branch, t *model.Table, path string) error {
+	c := t.ByPath[path]
 	if c == nil || c.Type != TypeVector {
 		return nil
 	}
-	_, err := ensureBuilt(e, d, b, t, &d.vectors, vectorKey{b.ID, t.ID, c.ID}, func(r pebble.Reader, b *branch, t *table) (*vectorStore, error) {
-		c := t.byID[c.ID]
+	_, err := ensureBuilt(e, d, b, t, &d.vectors, vectorKey{b.ID, t.ID, c.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*vectorStore, error) {
+		c := t.ByID[c.ID]
 		if c == nil || c.Type != TypeVector {
 			return nil, errNoVectorColumn
 		}
@@ -310,7 +311,7 @@ func (s *vectorStore) schemaVersion() uint64 { return s.version }
 
 // buildVectorStore reads the vector of every row of a branch's table
 // whose column is not null.
-func buildVectorStore(r pebble.Reader, d *database, b *branch, t *table, c *column) (*vectorStore, error) {
+func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Table, c *model.Column) (*vectorStore, error) {
 	rows, err := readBitmap(r, d.id, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
 	if err != nil {
 		return nil, err

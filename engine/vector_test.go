@@ -246,10 +246,10 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorS
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := b.Schema.byName[table]
+	tb := b.Schema.ByName[table]
 	d.storeMu.RLock()
 	defer d.storeMu.RUnlock()
-	vs := d.vectors[vectorKey{b.ID, tb.ID, tb.byPath[col].ID}]
+	vs := d.vectors[vectorKey{b.ID, tb.ID, tb.ByPath[col].ID}]
 	if vs == nil || vs.version != b.Version {
 		t.Fatalf("no current vector store for %s.%s on %s", table, col, ref.Branch)
 	}

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // WorkspaceInfo is a workspace as one of its members sees it.
@@ -32,10 +34,10 @@ func validRole(r Role) bool { return r == RoleOwner || r == RoleMaintainer }
 // checkRole fails with CodeInvalid unless r is a role.
 func checkRole(r Role) error {
 	if r == "" {
-		return invalidf("role is required: use owner or maintainer")
+		return model.Invalidf("role is required: use owner or maintainer")
 	}
 	if !validRole(r) {
-		return invalidf("role [%s] is invalid: use owner or maintainer", r)
+		return model.Invalidf("role [%s] is invalid: use owner or maintainer", r)
 	}
 	return nil
 }
@@ -103,7 +105,7 @@ func (a *Accounts) UserWorkspaces(userID string) []string {
 	e.cat.mu.RLock()
 	defer e.cat.mu.RUnlock()
 	var out []string
-	for _, core := range sortedKeys(e.cat.members) {
+	for _, core := range model.SortedKeys(e.cat.members) {
 		if e.cat.members[core][userID] != nil && e.cat.workspaces[core] != nil {
 			out = append(out, core)
 		}
@@ -155,11 +157,11 @@ func (a *Accounts) UpdateWorkspace(userID, ws, name, slug string) (WorkspaceInfo
 // slug derives from the name.
 func (a *Accounts) CreateWorkspace(userID, name, slug string) (*Workspace, error) {
 	if strings.TrimSpace(name) == "" {
-		return nil, invalidf("workspace name is required")
+		return nil, model.Invalidf("workspace name is required")
 	}
 	if slug == "" {
 		slug = slugify(name)
-	} else if err := checkName("workspace slug", slug); err != nil {
+	} else if err := model.CheckName("workspace slug", slug); err != nil {
 		return nil, err
 	}
 	res, err := a.apply(&createWorkspace{Workspace: newWorkspace(name, slug, a.e.now()), Owner: userID})
@@ -173,7 +175,7 @@ func (a *Accounts) CreateWorkspace(userID, name, slug string) (*Workspace, error
 // newWorkspace resolves a workspace to create: its random core id and its
 // creation time.
 func newWorkspace(name, slug string, now time.Time) Workspace {
-	core := randomString(6, "0123456789abcdefghijklmnopqrstuvwxyz")
+	core := model.RandomString(6, "0123456789abcdefghijklmnopqrstuvwxyz")
 	return Workspace{Core: core, Name: name, Slug: slug, Plan: "free", CreatedAt: now}
 }
 

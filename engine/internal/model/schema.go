@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"regexp"
@@ -88,12 +88,12 @@ func (s SchemaDef) Table(name string) (TableDef, error) {
 			return t, nil
 		}
 	}
-	return TableDef{}, notFoundf("table [%s] not found", name)
+	return TableDef{}, NotFoundf("table [%s] not found", name)
 }
 
 // column is a stored column: the public definition plus the ids that data keys
 // carry. Object columns hold sub-columns; only leaves hold values.
-type column struct {
+type Column struct {
 	ID         uint32     `json:"id"`
 	Name       string     `json:"name"`
 	Type       ColumnType `json:"type"`
@@ -103,30 +103,37 @@ type column struct {
 	NotNull    bool       `json:"notNull,omitempty"`
 	Unique     bool       `json:"unique,omitempty"`
 	Default    *string    `json:"default,omitempty"`
-	Columns    []*column  `json:"columns,omitempty"`
-	path       string     // dotted path from the table root
-	defaultVal any        // parsed Default; nil for none
-	defaultNow bool       // Default is "now" on a datetime column
+	Columns    []*Column  `json:"columns,omitempty"`
+	// Path is the dotted path from the table root; DefaultVal the parsed
+	// Default (nil for none), and DefaultNow whether Default is "now" on a
+	// datetime column. Index sets them; they are not stored.
+	Path       string `json:"-"`
+	DefaultVal any    `json:"-"`
+	DefaultNow bool   `json:"-"`
 }
 
 // table is a stored table of a branch's schema.
-type table struct {
+type Table struct {
 	ID      uint32    `json:"id"`
 	Name    string    `json:"name"`
-	Columns []*column `json:"columns"`
+	Columns []*Column `json:"columns"`
 	NextCol uint32    `json:"nextCol"`
 
-	byPath map[string]*column // every column, objects included, by dotted path
-	leaves []*column          // value-holding columns in path order
-	byID   map[uint32]*column // leaves by id
+	// ByPath holds every column, objects included, by dotted path;
+	// Leaves the value-holding columns in path order, and ByID them by
+	// id. Index sets them; they are not stored.
+	ByPath map[string]*Column `json:"-"`
+	Leaves []*Column          `json:"-"`
+	ByID   map[uint32]*Column `json:"-"`
 }
 
 // schema is the stored schema of a branch. It is immutable once published;
 // changes build a new one.
-type schema struct {
-	Tables []*table `json:"tables"`
-	byName map[string]*table
-	byID   map[uint32]*table
+type Schema struct {
+	Tables []*Table `json:"tables"`
+	// ByName and ByID find the tables; Index sets them.
+	ByName map[string]*Table `json:"-"`
+	ByID   map[uint32]*Table `json:"-"`
 
 	itOnce  sync.Once
 	itables map[uint32]*index.Table
@@ -139,54 +146,54 @@ var (
 
 // checkName enforces the naming rule of spec §2.1 for branch, database,
 // table and column names; what names the kind in the message.
-func checkName(what, name string) error {
+func CheckName(what, name string) error {
 	if len(name) == 0 {
-		return invalidf("%s name must not be empty", what)
+		return Invalidf("%s name must not be empty", what)
 	}
 	if len(name) > 255 {
-		return invalidf("%s name [%.20s…] is longer than 255 characters", what, name)
+		return Invalidf("%s name [%.20s…] is longer than 255 characters", what, name)
 	}
 	if !namePattern.MatchString(name) {
-		return invalidf("%s name [%s] is invalid: use only letters, digits, '_', '-' and '~'", what, name)
+		return Invalidf("%s name [%s] is invalid: use only letters, digits, '_', '-' and '~'", what, name)
 	}
 	return nil
 }
 
 // CheckRecordID enforces the RecordID rule of spec §2.1.
 func CheckRecordID(id string) error {
-	if err := recordIDError(id); err != nil {
+	if err := RecordIDError(id); err != nil {
 		return err
 	}
 	return nil
 }
 
 // index builds the lookup maps of a schema after decoding or a change.
-func (s *schema) index() {
-	s.byName = make(map[string]*table, len(s.Tables))
-	s.byID = make(map[uint32]*table, len(s.Tables))
+func (s *Schema) Index() {
+	s.ByName = make(map[string]*Table, len(s.Tables))
+	s.ByID = make(map[uint32]*Table, len(s.Tables))
 	for _, t := range s.Tables {
 		t.index()
-		s.byName[t.Name] = t
-		s.byID[t.ID] = t
+		s.ByName[t.Name] = t
+		s.ByID[t.ID] = t
 	}
 }
 
-func (t *table) index() {
-	t.byPath = map[string]*column{}
-	t.byID = map[uint32]*column{}
-	t.leaves = t.leaves[:0]
-	var walk func(prefix string, cols []*column)
-	walk = func(prefix string, cols []*column) {
+func (t *Table) index() {
+	t.ByPath = map[string]*Column{}
+	t.ByID = map[uint32]*Column{}
+	t.Leaves = t.Leaves[:0]
+	var walk func(prefix string, cols []*Column)
+	walk = func(prefix string, cols []*Column) {
 		for _, c := range cols {
-			c.path = prefix + c.Name
+			c.Path = prefix + c.Name
 			c.parseDefault()
-			t.byPath[c.path] = c
+			t.ByPath[c.Path] = c
 			if c.Type == TypeObject {
-				walk(c.path+".", c.Columns)
+				walk(c.Path+".", c.Columns)
 				continue
 			}
-			t.byID[c.ID] = c
-			t.leaves = append(t.leaves, c)
+			t.ByID[c.ID] = c
+			t.Leaves = append(t.Leaves, c)
 		}
 	}
 	walk("", t.Columns)
@@ -194,18 +201,18 @@ func (t *table) index() {
 
 // parseDefault parses the stored default value; it was validated when the
 // column was created.
-func (c *column) parseDefault() {
-	c.defaultVal, c.defaultNow = nil, false
+func (c *Column) parseDefault() {
+	c.DefaultVal, c.DefaultNow = nil, false
 	if c.Default == nil {
 		return
 	}
 	if c.Type == TypeDatetime && *c.Default == "now" {
-		c.defaultNow = true
+		c.DefaultNow = true
 		return
 	}
 	v, err := parseDefault(c.Type, *c.Default)
 	if err == nil {
-		c.defaultVal = v
+		c.DefaultVal = v
 	}
 }
 
@@ -214,12 +221,12 @@ func parseDefault(t ColumnType, s string) (any, error) {
 	switch t {
 	case TypeInt:
 		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-			return nil, invalidf("default value [%s] is not an int", s)
+			return nil, Invalidf("default value [%s] is not an int", s)
 		}
 		return jsonNumber(s), nil
 	case TypeFloat:
 		if _, err := strconv.ParseFloat(s, 64); err != nil {
-			return nil, invalidf("default value [%s] is not a float", s)
+			return nil, Invalidf("default value [%s] is not a float", s)
 		}
 		return jsonNumber(s), nil
 	case TypeBool:
@@ -229,12 +236,12 @@ func parseDefault(t ColumnType, s string) (any, error) {
 		case "false":
 			return false, nil
 		}
-		return nil, invalidf("default value [%s] is not a bool", s)
+		return nil, Invalidf("default value [%s] is not a bool", s)
 	case TypeString, TypeText:
 		return s, nil
 	case TypeEmail:
-		if !validEmail(s) {
-			return nil, invalidf("default value [%s] is not an email address", s)
+		if !ValidEmail(s) {
+			return nil, Invalidf("default value [%s] is not an email address", s)
 		}
 		return s, nil
 	case TypeDatetime:
@@ -242,27 +249,27 @@ func parseDefault(t ColumnType, s string) (any, error) {
 			return s, nil
 		}
 		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return nil, invalidf("default value [%s] is not an RFC 3339 datetime", s)
+			return nil, Invalidf("default value [%s] is not an RFC 3339 datetime", s)
 		}
 		return s, nil
 	}
-	return nil, invalidf("column type %s cannot have a default value", t)
+	return nil, Invalidf("column type %s cannot have a default value", t)
 }
 
 // clone returns a deep copy that can be changed without affecting readers of
 // the original.
-func (s *schema) clone() *schema {
-	n := &schema{Tables: make([]*table, len(s.Tables))}
+func (s *Schema) Clone() *Schema {
+	n := &Schema{Tables: make([]*Table, len(s.Tables))}
 	for i, t := range s.Tables {
-		nt := &table{ID: t.ID, Name: t.Name, NextCol: t.NextCol, Columns: cloneColumns(t.Columns)}
+		nt := &Table{ID: t.ID, Name: t.Name, NextCol: t.NextCol, Columns: cloneColumns(t.Columns)}
 		n.Tables[i] = nt
 	}
-	n.index()
+	n.Index()
 	return n
 }
 
-func cloneColumns(cols []*column) []*column {
-	out := make([]*column, len(cols))
+func cloneColumns(cols []*Column) []*Column {
+	out := make([]*Column, len(cols))
 	for i, c := range cols {
 		nc := *c
 		if c.Columns != nil {
@@ -278,30 +285,30 @@ func cloneColumns(cols []*column) []*column {
 }
 
 // table returns the table with the given name or a not-found error.
-func (s *schema) table(name string) (*table, error) {
-	t := s.byName[name]
+func (s *Schema) Table(name string) (*Table, error) {
+	t := s.ByName[name]
 	if t == nil {
-		return nil, notFoundf("table [%s] not found", name)
+		return nil, NotFoundf("table [%s] not found", name)
 	}
 	return t, nil
 }
 
 // newColumn validates a public column definition and turns it into a stored
 // column, allocating ids from t.NextCol. Link targets resolve against s.
-func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, error) {
+func (s *Schema) NewColumn(t *Table, def ColumnDef, prefix string) (*Column, error) {
 	if strings.HasPrefix(def.Name, "$") {
-		return nil, invalidf("column name [%s] must not start with '$'", def.Name)
+		return nil, Invalidf("column name [%s] must not start with '$'", def.Name)
 	}
-	if err := checkName("column", def.Name); err != nil {
+	if err := CheckName("column", def.Name); err != nil {
 		return nil, err
 	}
 	if prefix == "" && (def.Name == "id" || def.Name == "svc" || def.Name == "xata") {
-		return nil, invalidf("column name [%s] is reserved", def.Name)
+		return nil, Invalidf("column name [%s] is reserved", def.Name)
 	}
 	if def.Type == "fileMap" {
 		def.Type = TypeFileArray
 	}
-	c := &column{Name: def.Name, Type: def.Type, NotNull: def.NotNull, Unique: def.Unique}
+	c := &Column{Name: def.Name, Type: def.Type, NotNull: def.NotNull, Unique: def.Unique}
 	settings := 0
 	if def.Link != nil {
 		settings++
@@ -318,15 +325,15 @@ func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, err
 	switch def.Type {
 	case TypeBool, TypeInt, TypeFloat, TypeString, TypeText, TypeEmail, TypeDatetime, TypeMultiple, TypeJSON:
 		if settings > 0 || len(def.Columns) > 0 {
-			return nil, invalidf("column [%s]: type %s takes no settings", prefix+def.Name, def.Type)
+			return nil, Invalidf("column [%s]: type %s takes no settings", prefix+def.Name, def.Type)
 		}
 	case TypeLink:
 		if def.Link == nil || def.Link.Table == "" || settings != 1 {
-			return nil, invalidf("column [%s]: a link column needs link.table", prefix+def.Name)
+			return nil, Invalidf("column [%s]: a link column needs link.table", prefix+def.Name)
 		}
-		target := s.byName[def.Link.Table]
+		target := s.ByName[def.Link.Table]
 		if target == nil && def.Link.Table != t.Name {
-			return nil, invalidf("column [%s]: link target table [%s] not found", prefix+def.Name, def.Link.Table)
+			return nil, Invalidf("column [%s]: link target table [%s] not found", prefix+def.Name, def.Link.Table)
 		}
 		if target == nil {
 			target = t
@@ -334,10 +341,10 @@ func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, err
 		c.LinkTable = target.ID
 	case TypeVector:
 		if def.Vector == nil || settings != 1 {
-			return nil, invalidf("column [%s]: a vector column needs vector.dimension", prefix+def.Name)
+			return nil, Invalidf("column [%s]: a vector column needs vector.dimension", prefix+def.Name)
 		}
 		if def.Vector.Dimension < 2 || def.Vector.Dimension > 10000 {
-			return nil, invalidf("column [%s]: vector dimension must be between 2 and 10000", prefix+def.Name)
+			return nil, Invalidf("column [%s]: vector dimension must be between 2 and 10000", prefix+def.Name)
 		}
 		c.Dimension = def.Vector.Dimension
 	case TypeFile, TypeFileArray:
@@ -345,28 +352,28 @@ func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, err
 		if def.Type == TypeFileArray {
 			fd = def.FileArray
 			if def.File != nil {
-				return nil, invalidf("column [%s]: a file[] column takes file[] settings", prefix+def.Name)
+				return nil, Invalidf("column [%s]: a file[] column takes file[] settings", prefix+def.Name)
 			}
 		} else if def.FileArray != nil {
-			return nil, invalidf("column [%s]: a file column takes file settings", prefix+def.Name)
+			return nil, Invalidf("column [%s]: a file column takes file settings", prefix+def.Name)
 		}
 		if fd != nil {
 			c.FilePublic = fd.DefaultPublicAccess
 		}
 	case TypeObject:
 		if settings > 0 {
-			return nil, invalidf("column [%s]: an object column takes only columns", prefix+def.Name)
+			return nil, Invalidf("column [%s]: an object column takes only columns", prefix+def.Name)
 		}
 		if def.NotNull || def.Unique || def.DefaultValue != nil {
-			return nil, invalidf("column [%s]: an object column cannot be notNull, unique or have a default", prefix+def.Name)
+			return nil, Invalidf("column [%s]: an object column cannot be notNull, unique or have a default", prefix+def.Name)
 		}
 		seen := map[string]bool{}
 		for _, sub := range def.Columns {
 			if seen[sub.Name] {
-				return nil, invalidf("column [%s.%s] is defined twice", prefix+def.Name, sub.Name)
+				return nil, Invalidf("column [%s.%s] is defined twice", prefix+def.Name, sub.Name)
 			}
 			seen[sub.Name] = true
-			sc, err := s.newColumn(t, sub, prefix+def.Name+".")
+			sc, err := s.NewColumn(t, sub, prefix+def.Name+".")
 			if err != nil {
 				return nil, err
 			}
@@ -374,19 +381,19 @@ func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, err
 		}
 		return c, nil
 	case "":
-		return nil, invalidf("column [%s]: type is required", prefix+def.Name)
+		return nil, Invalidf("column [%s]: type is required", prefix+def.Name)
 	default:
-		return nil, invalidf("column [%s]: unknown type [%s]", prefix+def.Name, def.Type)
+		return nil, Invalidf("column [%s]: unknown type [%s]", prefix+def.Name, def.Type)
 	}
 	if def.Unique {
 		switch def.Type {
 		case TypeText, TypeJSON, TypeVector, TypeFile, TypeFileArray, TypeMultiple:
-			return nil, invalidf("column [%s]: type %s cannot be unique", prefix+def.Name, def.Type)
+			return nil, Invalidf("column [%s]: type %s cannot be unique", prefix+def.Name, def.Type)
 		}
 	}
 	if def.DefaultValue != nil {
 		if _, err := parseDefault(def.Type, *def.DefaultValue); err != nil {
-			return nil, invalidf("column [%s]: %s", prefix+def.Name, err.Error())
+			return nil, Invalidf("column [%s]: %s", prefix+def.Name, err.Error())
 		}
 		d := *def.DefaultValue
 		c.Default = &d
@@ -397,7 +404,7 @@ func (s *schema) newColumn(t *table, def ColumnDef, prefix string) (*column, err
 }
 
 // def returns the public definition of a stored column.
-func (c *column) def(s *schema) ColumnDef {
+func (c *Column) Def(s *Schema) ColumnDef {
 	d := ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Unique: c.Unique}
 	if c.Default != nil {
 		v := *c.Default
@@ -406,7 +413,7 @@ func (c *column) def(s *schema) ColumnDef {
 	switch c.Type {
 	case TypeLink:
 		name := ""
-		if lt := s.byID[c.LinkTable]; lt != nil {
+		if lt := s.ByID[c.LinkTable]; lt != nil {
 			name = lt.Name
 		}
 		d.Link = &LinkDef{Table: name}
@@ -423,7 +430,7 @@ func (c *column) def(s *schema) ColumnDef {
 	case TypeObject:
 		d.Columns = make([]ColumnDef, 0, len(c.Columns))
 		for _, sc := range c.Columns {
-			d.Columns = append(d.Columns, sc.def(s))
+			d.Columns = append(d.Columns, sc.Def(s))
 		}
 	}
 	return d
@@ -431,23 +438,23 @@ func (c *column) def(s *schema) ColumnDef {
 
 // public returns the public schema, with revLinks in the wire form of
 // compat-api.md §5.3.
-func (s *schema) public() SchemaDef {
+func (s *Schema) Public() SchemaDef {
 	out := SchemaDef{Tables: make([]TableDef, 0, len(s.Tables))}
 	for _, t := range s.Tables {
-		out.Tables = append(out.Tables, s.tableDef(t))
+		out.Tables = append(out.Tables, s.TableDef(t))
 	}
 	return out
 }
 
-func (s *schema) tableDef(t *table) TableDef {
+func (s *Schema) TableDef(t *Table) TableDef {
 	td := TableDef{Name: t.Name, Columns: make([]ColumnDef, 0, len(t.Columns))}
 	for _, c := range t.Columns {
-		td.Columns = append(td.Columns, c.def(s))
+		td.Columns = append(td.Columns, c.Def(s))
 	}
 	for _, other := range s.Tables {
-		for _, c := range other.leaves {
+		for _, c := range other.Leaves {
 			if c.Type == TypeLink && c.LinkTable == t.ID {
-				td.RevLinks = append(td.RevLinks, RevLink{Table: other.Name, Column: c.path})
+				td.RevLinks = append(td.RevLinks, RevLink{Table: other.Name, Column: c.Path})
 			}
 		}
 	}
@@ -462,9 +469,37 @@ func (s *schema) tableDef(t *table) TableDef {
 }
 
 // recordIDError is CheckRecordID's error as an *Error, nil for a valid id.
-func recordIDError(id string) *Error {
+func RecordIDError(id string) *Error {
 	if len(id) == 0 || len(id) > 255 || !recordIDPattern.MatchString(id) {
-		return invalidf("record id [%s] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'", id)
+		return Invalidf("record id [%s] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'", id)
 	}
 	return nil
+}
+
+// indexTables describes a schema's tables to the index package. The graph is
+// built once per schema (schemas are immutable once published).
+func (s *Schema) IndexTables() map[uint32]*index.Table {
+	s.itOnce.Do(func() {
+		s.itables = make(map[uint32]*index.Table, len(s.Tables))
+		for _, t := range s.Tables {
+			s.itables[t.ID] = &index.Table{ID: t.ID, Name: t.Name, Columns: map[string]*index.Column{}}
+		}
+		for _, t := range s.Tables {
+			it := s.itables[t.ID]
+			for path, c := range t.ByPath {
+				ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
+				if c.Type != TypeObject {
+					ic.ID = c.ID
+				}
+				if c.Type == TypeLink {
+					ic.Link = s.itables[c.LinkTable]
+				}
+				it.Columns[path] = ic
+			}
+			for _, c := range t.Leaves {
+				it.Leaves = append(it.Leaves, it.Columns[c.Path])
+			}
+		}
+	})
+	return s.itables
 }

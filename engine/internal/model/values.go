@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"bytes"
@@ -28,19 +28,19 @@ const maxStringLen = 2048
 func jsonNumber(s string) json.Number { return json.Number(s) }
 
 // validEmail reports whether s is one plain address (no display name).
-func validEmail(s string) bool {
+func ValidEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && a.Name == "" && strings.Contains(s, "@")
 }
 
 // toValue converts an input value (as encoding/json decodes it with
 // UseNumber, or a plain Go value) to a stored value of column c.
-func toValue(c *column, in any) (codec.Value, error) {
+func ToValue(c *Column, in any) (codec.Value, error) {
 	if in == nil {
 		return codec.Null(), nil
 	}
 	bad := func(want string) (codec.Value, error) {
-		return codec.Value{}, invalidf("column [%s]: invalid value: expected %s", c.path, want)
+		return codec.Value{}, Invalidf("column [%s]: invalid value: expected %s", c.Path, want)
 	}
 	switch c.Type {
 	case TypeBool:
@@ -99,10 +99,10 @@ func toValue(c *column, in any) (codec.Value, error) {
 			return bad("valid UTF-8")
 		}
 		if c.Type == TypeString && utf8.RuneCountInString(s) > maxStringLen {
-			return codec.Value{}, invalidf("column [%s]: string is longer than %d characters", c.path, maxStringLen)
+			return codec.Value{}, Invalidf("column [%s]: string is longer than %d characters", c.Path, maxStringLen)
 		}
-		if c.Type == TypeEmail && !validEmail(s) {
-			return codec.Value{}, invalidf("column [%s]: invalid email address [%s]", c.path, s)
+		if c.Type == TypeEmail && !ValidEmail(s) {
+			return codec.Value{}, Invalidf("column [%s]: invalid email address [%s]", c.Path, s)
 		}
 		return codec.String(s), nil
 	case TypeDatetime:
@@ -162,22 +162,22 @@ func toValue(c *column, in any) (codec.Value, error) {
 			return bad("an array of numbers")
 		}
 		if len(out) != c.Dimension {
-			return codec.Value{}, invalidf("column [%s]: vector has %d dimensions, want %d", c.path, len(out), c.Dimension)
+			return codec.Value{}, Invalidf("column [%s]: vector has %d dimensions, want %d", c.Path, len(out), c.Dimension)
 		}
 		return codec.Vector(out), nil
 	case TypeLink:
 		switch l := in.(type) {
 		case string:
 			if err := CheckRecordID(l); err != nil {
-				return codec.Value{}, invalidf("column [%s]: %s", c.path, err.Error())
+				return codec.Value{}, Invalidf("column [%s]: %s", c.Path, err.Error())
 			}
 			return codec.String(l), nil
 		case map[string]any:
 			if id, ok := l["id"].(string); ok && len(l) <= 2 {
-				return toValue(c, id)
+				return ToValue(c, id)
 			}
 		case Link:
-			return toValue(c, l.ID)
+			return ToValue(c, l.ID)
 		}
 		return bad("a record id")
 	case TypeJSON:
@@ -216,7 +216,7 @@ func canonicalJSON(v any) ([]byte, error) {
 // fromValue converts a stored value of column c to its output form: bool,
 // int64, float64, string, time.Time, []string, []float64, Link, JSONText,
 // File (file) or []File (file[]).
-func fromValue(c *column, v codec.Value) any {
+func FromValue(c *Column, v codec.Value) any {
 	switch c.Type {
 	case TypeBool:
 		return v.Int != 0

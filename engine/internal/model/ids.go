@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"crypto/rand"
@@ -15,14 +15,14 @@ const base32hex = "0123456789abcdefghijklmnopqrstuv"
 // idGen makes 12-byte, time-ordered unique ids in the xid layout: 4 bytes of
 // Unix seconds, 3 bytes of machine identity, 2 bytes of process id and a
 // 3-byte counter, written as 20 characters of lowercase base32hex.
-type idGen struct {
+type IDGen struct {
 	machine [3]byte
 	pid     uint16
 	counter atomic.Uint32
 }
 
-func newIDGen() *idGen {
-	g := &idGen{pid: uint16(os.Getpid())}
+func NewIDGen() *IDGen {
+	g := &IDGen{pid: uint16(os.Getpid())}
 	var seed [7]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
@@ -33,7 +33,7 @@ func newIDGen() *idGen {
 }
 
 // next returns prefix + 20 id characters for time t.
-func (g *idGen) next(prefix string, t time.Time) string {
+func (g *IDGen) Next(prefix string, t time.Time) string {
 	var b [12]byte
 	binary.BigEndian.PutUint32(b[:4], uint32(t.Unix()))
 	copy(b[4:7], g.machine[:])
@@ -65,7 +65,7 @@ func encodeBase32hex(b [12]byte) string {
 }
 
 // randomString returns n characters drawn from alphabet by crypto/rand.
-func randomString(n int, alphabet string) string {
+func RandomString(n int, alphabet string) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err)

@@ -1,4 +1,4 @@
-package engine
+package model
 
 import (
 	"errors"
@@ -76,5 +76,5 @@ func (e *OpErrors) Error() string {
 	return fmt.Sprintf("operation %d: %s", e.Errors[0].Index, e.Errors[0].Err.Message)
 }
 
-func invalidf(format string, args ...any) *Error  { return Errorf(CodeInvalid, format, args...) }
-func notFoundf(format string, args ...any) *Error { return Errorf(CodeNotFound, format, args...) }
+func Invalidf(format string, args ...any) *Error  { return Errorf(CodeInvalid, format, args...) }
+func NotFoundf(format string, args ...any) *Error { return Errorf(CodeNotFound, format, args...) }
