@@ -11,11 +11,12 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // File columns (compat-api.md §11). A record keeps, for each file, only its
-// metadata as JSON (storedFile): what queries read stays small. The bytes
+// metadata as JSON (StoredFile): what queries read stays small. The bytes
 // live under their own key family (codec.KindFileChunk), keyed by table,
 // column, file id and the commit that wrote them, in the same batch as the
 // record version that names them (codec/KEYS.md, "File contents").
@@ -27,52 +28,6 @@ import (
 // known id, writes new content, and deletes the content nothing names any
 // more. The binary endpoints (PutFile, DeleteFile) write the content
 // themselves and store a resolved value.
-
-// putFileContent writes the chunks of a file's content into a layer.
-func putFileContent(b *pebble.Batch, db, layer, table, col uint32, id string, seq uint64, data []byte) error {
-	for i := 0; i*model.FileChunkSize < len(data); i++ {
-		chunk := data[i*model.FileChunkSize : min((i+1)*model.FileChunkSize, len(data))]
-		if err := b.Set(codec.FileChunkKey(nil, db, layer, table, col, id, seq, uint16(i)), chunk, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// readFileContent reads the content of a stored file: from the first layer
-// of the lineage that holds it (content keys are written once, see
-// codec/KEYS.md).
-func readFileContent(r pebble.Reader, db uint32, lin model.Lineage, table, col uint32, f *model.StoredFile) ([]byte, error) {
-	if f.Size == 0 {
-		return []byte{}, nil
-	}
-	out := make([]byte, 0, f.Size)
-	for _, lr := range lin {
-		prefix := codec.FileContentPrefix(nil, db, lr.Layer, table, col, f.ID, f.Seq)
-		it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
-		if err != nil {
-			return nil, err
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			v, err := it.ValueAndErr()
-			if err != nil {
-				it.Close()
-				return nil, err
-			}
-			out = append(out, v...)
-		}
-		if err := it.Close(); err != nil {
-			return nil, err
-		}
-		if len(out) > 0 {
-			break
-		}
-	}
-	if int64(len(out)) != f.Size {
-		return nil, errors.New("engine: file content missing or truncated")
-	}
-	return out, nil
-}
 
 // writeFiles is the file part of writeRow: before the new version rec of a
 // row (nil: a delete) replaces old, it resolves rec's pending file values,
@@ -169,7 +124,7 @@ func (w *writer) resolveFiles(t *model.Table, c *model.Column, recordID string, 
 				f.Version = 0
 			}
 			f.SetContent(data, tx.seq)
-			if err := putFileContent(tx.batch, tx.d.id, w.br.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, data); err != nil {
+			if err := files.PutContent(tx.batch, tx.d.id, w.br.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, data); err != nil {
 				return codec.Value{}, err
 			}
 		}
@@ -201,26 +156,6 @@ func (w *writer) dropFileContent(t *model.Table, r model.FileRef) error {
 	closer.Close()
 	for i := int64(0); i*model.FileChunkSize < r.Size; i++ {
 		if err := tx.batch.Delete(codec.FileChunkKey(nil, tx.d.id, top, t.ID, r.Col, r.ID, r.Seq, uint16(i)), nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyFileContents copies into layer the content of every file rec names,
-// read from the lineage lin: flattening a lineage keeps the bytes its
-// records name.
-func copyFileContents(r pebble.Reader, b *pebble.Batch, db uint32, lin model.Lineage, layer uint32, t *model.Table, rec *codec.Record) error {
-	for ref := range model.FileRefs(t, rec) {
-		if ref.Size == 0 {
-			continue
-		}
-		f := model.StoredFile{ID: ref.ID, Seq: ref.Seq, Size: ref.Size}
-		data, err := readFileContent(r, db, lin, t.ID, ref.Col, &f)
-		if err != nil {
-			return err
-		}
-		if err := putFileContent(b, db, layer, t.ID, ref.Col, ref.ID, ref.Seq, data); err != nil {
 			return err
 		}
 	}

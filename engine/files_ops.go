@@ -4,48 +4,9 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
-
-// fileColumn resolves the column of a target: 404 when the table has no
-// such column, 400 when it holds no files.
-func fileColumn(t *model.Table, name string) (*model.Column, error) {
-	c := t.ByPath[name]
-	if c == nil {
-		return nil, model.NotFoundf("column [%s] not found", name)
-	}
-	if !model.IsFileType(c.Type) {
-		return nil, model.Invalidf("column [%s] is not a file column", name)
-	}
-	return c, nil
-}
-
-// pickFile finds the target's file among the files of c: its index, or -1
-// when there is none yet. It enforces which routes each kind of column
-// takes.
-func pickFile(c *model.Column, files []model.StoredFile, tg FileTarget) (int, error) {
-	if c.Type == TypeFile {
-		if tg.Item && tg.FileID != "" {
-			return 0, model.Invalidf("column [%s] is a file column: its file has no id, use .../file", c.Path)
-		}
-		if len(files) == 0 {
-			return -1, nil
-		}
-		return 0, nil
-	}
-	if !tg.Item {
-		return 0, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
-	}
-	if tg.FileID == "" {
-		return -1, nil
-	}
-	for i := range files {
-		if files[i].ID == tg.FileID {
-			return i, nil
-		}
-	}
-	return -1, nil
-}
 
 // Files is the file storage of an engine (compat-api.md §11): the content
 // of the files of records' file and file[] columns, read and written one
@@ -76,7 +37,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := fileColumn(t, tg.Column)
+	c, err := files.FileColumn(t, tg.Column)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,8 +46,8 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 		return nil, nil, err
 	}
 	v, _ := rec.Get(c.ID)
-	files := model.StoredFiles(c, v)
-	i, err := pickFile(c, files, tg)
+	stored := model.StoredFiles(c, v)
+	i, err := files.PickFile(c, stored, tg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,12 +60,12 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 		}
 		return nil, nil, nil
 	}
-	data, err := readFileContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, &files[i])
+	data, err := files.ReadContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, &stored[i])
 	if err != nil {
 		return nil, nil, err
 	}
 	scope := &fileScope{e: e, d: d, b: b, t: t, recordID: rec.ID}
-	f, err := scope.file(c, &files[i], fileWant{})
+	f, err := scope.file(c, &stored[i], fileWant{})
 	return &f, data, err
 }
 
@@ -195,7 +156,7 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := fileColumn(t, tg.Column)
+	c, err := files.FileColumn(t, tg.Column)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +175,12 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 		return nil, model.NotFoundf("record [%s] not found", tg.Record)
 	}
 	v, _ := old.Get(c.ID)
-	files := model.StoredFiles(c, v)
-	i, err := pickFile(c, files, tg)
+	stored := model.StoredFiles(c, v)
+	i, err := files.PickFile(c, stored, tg)
 	if err != nil {
 		return nil, err
 	}
-	if cmd.RequireID != "" && (i < 0 || files[i].ID != cmd.RequireID) {
+	if cmd.RequireID != "" && (i < 0 || stored[i].ID != cmd.RequireID) {
 		return nil, model.NotFoundf("file not found")
 	}
 	out := &fileWritten{Branch: b.ID, Table: t.ID, Column: c.ID, b: b, t: t, c: c}
@@ -231,35 +192,35 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 	case !cmd.Put && i < 0:
 		return nil, model.NotFoundf("file [%s] not found", tg.FileID)
 	case !cmd.Put:
-		out.File = files[i]
-		files = append(files[:i:i], files[i+1:]...)
+		out.File = stored[i]
+		stored = append(stored[:i:i], stored[i+1:]...)
 	default:
 		if i < 0 {
 			id := tg.FileID
 			if c.Type == TypeFile || id == "" {
-				id = model.NewFileID(d.id, tx.seq, tg.Record, c.ID, len(files))
+				id = model.NewFileID(d.id, tx.seq, tg.Record, c.ID, len(stored))
 			} else if !model.ValidFileID(id) {
 				return nil, model.Invalidf("invalid file id [%s]", id)
 			}
-			if len(files) >= model.MaxFileItems {
+			if len(stored) >= model.MaxFileItems {
 				return nil, model.Invalidf("column [%s]: a file[] value holds at most %d files", c.Path, model.MaxFileItems)
 			}
-			files = append(files, model.NewStoredFile(c, id, tx.seq))
-			i, out.Created = len(files)-1, true
+			stored = append(stored, model.NewStoredFile(c, id, tx.seq))
+			i, out.Created = len(stored)-1, true
 		}
-		f := &files[i]
+		f := &stored[i]
 		if cmd.MediaType != "" {
 			f.MediaType = cmd.MediaType
 		}
 		f.SetContent(cmd.Content, tx.seq)
-		if err := putFileContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, cmd.Content); err != nil {
+		if err := files.PutContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, cmd.Content); err != nil {
 			return nil, err
 		}
 		out.File = *f
 	}
 	rec := old.Clone()
 	rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, cmd.Now.UnixNano()
-	rec.Set(c.ID, model.StoredValue(c, files))
+	rec.Set(c.ID, model.StoredValue(c, stored))
 	w := &writer{tx: tx, br: b, now: cmd.Now}
 	if _, err := w.finishWrite(t, opResult{}, ent.Row, &old, level, rec); err != nil {
 		return nil, err
@@ -269,13 +230,13 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 
 // accessFile finds the file an access id names, for the access URLs; the
 // caller holds d.gcMu for reading.
-func (e *Engine) accessFile(accessID string) (fileLoc, *database, error) {
-	loc, err := decodeAccessID(accessID)
+func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
+	loc, err := files.DecodeAccessID(accessID)
 	if err != nil {
 		return loc, nil, err
 	}
 	e.dbMu.RLock()
-	d := e.dbs[loc.db]
+	d := e.dbs[loc.DB]
 	e.dbMu.RUnlock()
 	if d == nil {
 		return loc, nil, model.NotFoundf("file not found")
@@ -284,16 +245,16 @@ func (e *Engine) accessFile(accessID string) (fileLoc, *database, error) {
 }
 
 // locate resolves the branch, table and column of an access id's location.
-func (loc fileLoc) locate(d *database) (*model.Branch, *model.Table, *model.Column, error) {
-	b := d.state.Load().byID[loc.branch]
+func locate(d *database, loc files.Loc) (*model.Branch, *model.Table, *model.Column, error) {
+	b := d.state.Load().byID[loc.Branch]
 	if b == nil {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}
-	t := b.Schema.ByID[loc.table]
+	t := b.Schema.ByID[loc.Table]
 	if t == nil {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}
-	c := t.ByID[loc.col]
+	c := t.ByID[loc.Col]
 	if c == nil || !model.IsFileType(c.Type) {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}
@@ -311,12 +272,12 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 	}
 	d.gcMu.RLock()
 	defer d.gcMu.RUnlock()
-	b, t, c, err := loc.locate(d)
+	b, t, c, err := locate(d, loc)
 	if err != nil {
 		return nil, nil, err
 	}
 	var rec codec.Record
-	if err := e.readRecord(d, b, t, loc.recordID, &rec); err != nil {
+	if err := e.readRecord(d, b, t, loc.RecordID, &rec); err != nil {
 		if CodeOf(err) == CodeNotFound {
 			err = model.NotFoundf("file not found")
 		}
@@ -324,17 +285,17 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 	}
 	v, _ := rec.Get(c.ID)
 	var sf *model.StoredFile
-	files := model.StoredFiles(c, v)
-	for i := range files {
-		if files[i].ID == loc.fileID && files[i].Seq == loc.seq {
-			sf = &files[i]
+	stored := model.StoredFiles(c, v)
+	for i := range stored {
+		if stored[i].ID == loc.FileID && stored[i].Seq == loc.Seq {
+			sf = &stored[i]
 		}
 	}
 	if sf == nil {
 		return nil, nil, model.NotFoundf("file not found")
 	}
 	if !sf.Public {
-		ok, err := e.checkFileURL(purposeRead, accessID, verify)
+		ok, err := e.checkFileURL(files.PurposeRead, accessID, verify)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -342,7 +303,7 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 			return nil, nil, errFileAccess
 		}
 	}
-	data, err := readFileContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, sf)
+	data, err := files.ReadContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, sf)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -356,7 +317,7 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 // the stored one.
 func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
 	e := fs.e
-	ok, err := e.checkFileURL(purposeUpload, accessID, verify)
+	ok, err := e.checkFileURL(files.PurposeUpload, accessID, verify)
 	if err != nil {
 		return nil, err
 	}
@@ -367,14 +328,14 @@ func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []by
 	if err != nil {
 		return nil, err
 	}
-	b, t, c, err := loc.locate(d)
+	b, t, c, err := locate(d, loc)
 	if err != nil {
 		return nil, err
 	}
-	tg := FileTarget{Table: t.Name, Record: loc.recordID, Column: c.Path}
+	tg := FileTarget{Table: t.Name, Record: loc.RecordID, Column: c.Path}
 	if c.Type == TypeFileArray {
-		tg.Item, tg.FileID = true, loc.fileID
+		tg.Item, tg.FileID = true, loc.FileID
 	}
-	f, _, err := e.writeFile(d, &writeFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.fileID})
+	f, _, err := e.writeFile(d, &writeFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.FileID})
 	return f, err
 }

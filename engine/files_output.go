@@ -1,15 +1,13 @@
 package engine
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -73,15 +71,15 @@ func (s *fileScope) file(c *model.Column, sf *model.StoredFile, w fileWant) (Fil
 	if s == nil {
 		return f, nil
 	}
-	f.AccessID = encodeAccessID(fileLoc{
-		db: s.d.id, branch: s.b.ID, table: s.t.ID, col: c.ID, seq: sf.Seq, fileID: sf.ID, recordID: s.recordID,
+	f.AccessID = files.EncodeAccessID(files.Loc{
+		DB: s.d.id, Branch: s.b.ID, Table: s.t.ID, Col: c.ID, Seq: sf.Seq, FileID: sf.ID, RecordID: s.recordID,
 	})
 	if w.content {
 		r := s.r
 		if r == nil {
 			r = s.e.pdb
 		}
-		data, err := readFileContent(r, s.d.id, s.b.Lineage, s.t.ID, c.ID, sf)
+		data, err := files.ReadContent(r, s.d.id, s.b.Lineage, s.t.ID, c.ID, sf)
 		if err != nil {
 			return File{}, err
 		}
@@ -90,12 +88,12 @@ func (s *fileScope) file(c *model.Column, sf *model.StoredFile, w fileWant) (Fil
 	}
 	var err error
 	if w.signedURL {
-		if f.SignedVerify, err = s.e.signFileURL(purposeRead, f.AccessID, sf.Signed); err != nil {
+		if f.SignedVerify, err = s.e.signFileURL(files.PurposeRead, f.AccessID, sf.Signed); err != nil {
 			return File{}, err
 		}
 	}
 	if w.uploadURL {
-		if f.UploadVerify, err = s.e.signFileURL(purposeUpload, f.AccessID, sf.Upload); err != nil {
+		if f.UploadVerify, err = s.e.signFileURL(files.PurposeUpload, f.AccessID, sf.Upload); err != nil {
 			return File{}, err
 		}
 	}
@@ -133,88 +131,18 @@ func scopeViewFiles(v *RecordView, e *Engine, d *database, b *model.Branch, t *m
 	}
 }
 
-// fileLoc is what an access id names: one version of one file of a record
-// of a branch.
-type fileLoc struct {
-	db, branch, table, col uint32
-	seq                    uint64
-	fileID, recordID       string
-}
-
-// accessIDVersion is the first byte of every access id's payload.
-const accessIDVersion = 1
-
-// encodeAccessID returns the URL-safe access id of a file version. It is
-// opaque to clients; it carries no secret: private files need a signature.
-func encodeAccessID(l fileLoc) string {
-	b := make([]byte, 0, 26+len(l.fileID)+len(l.recordID))
-	b = append(b, accessIDVersion)
-	b = codec.AppendU32(b, l.db)
-	b = codec.AppendU32(b, l.branch)
-	b = codec.AppendU32(b, l.table)
-	b = codec.AppendU32(b, l.col)
-	b = codec.AppendU64(b, l.seq)
-	b = append(b, byte(len(l.fileID)))
-	b = append(b, l.fileID...)
-	b = append(b, l.recordID...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeAccessID parses an access id; any malformed one is not found.
-func decodeAccessID(s string) (fileLoc, error) {
-	notFound := model.NotFoundf("file not found")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 26 || b[0] != accessIDVersion {
-		return fileLoc{}, notFound
-	}
-	l := fileLoc{
-		db: binary.BigEndian.Uint32(b[1:]), branch: binary.BigEndian.Uint32(b[5:]),
-		table: binary.BigEndian.Uint32(b[9:]), col: binary.BigEndian.Uint32(b[13:]),
-		seq: binary.BigEndian.Uint64(b[17:]),
-	}
-	n := int(b[25])
-	if n == 0 || 26+n >= len(b) {
-		return fileLoc{}, notFound
-	}
-	l.fileID, l.recordID = string(b[26:26+n]), string(b[26+n:])
-	if !model.ValidFileID(l.fileID) || CheckRecordID(l.recordID) != nil {
-		return fileLoc{}, notFound
-	}
-	return l, nil
-}
-
-// Purposes of file URL signatures: a signature for one never serves the
-// other.
-const (
-	purposeRead   byte = 'r'
-	purposeUpload byte = 'u'
-)
-
 // fileSecretName is the server-state entry holding the key of file URL
 // signatures.
 const fileSecretName = "file-secret"
 
 // signFileURL returns the verify parameter that lets a URL with accessID
-// serve purpose for ttl seconds from now: the expiry, in Unix milliseconds
-// so that a short ttl is not cut short or stretched by rounding, and an
-// HMAC of it.
+// serve purpose for ttl seconds from now.
 func (e *Engine) signFileURL(purpose byte, accessID string, ttl int) (string, error) {
 	secret, err := e.serverSecret(fileSecretName)
 	if err != nil {
 		return "", err
 	}
-	exp := uint64(e.opts.Clock().Add(time.Duration(ttl) * time.Second).UnixMilli())
-	b := codec.AppendU64(nil, exp)
-	return base64.RawURLEncoding.EncodeToString(append(b, fileMAC(secret, purpose, accessID, exp)...)), nil
-}
-
-// fileMAC is the truncated HMAC of a file URL signature.
-func fileMAC(secret []byte, purpose byte, accessID string, exp uint64) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte{purpose})
-	m.Write(codec.AppendU64(nil, exp))
-	m.Write([]byte(accessID))
-	return m.Sum(nil)[:16]
+	return files.Sign(secret, purpose, accessID, e.opts.Clock().Add(time.Duration(ttl)*time.Second)), nil
 }
 
 // checkFileURL reports whether verify is a valid, unexpired signature of
@@ -223,19 +151,11 @@ func (e *Engine) checkFileURL(purpose byte, accessID, verify string) (bool, erro
 	if verify == "" {
 		return false, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(verify)
-	if err != nil || len(b) != 24 {
-		return false, nil
-	}
 	secret, err := e.serverSecret(fileSecretName)
 	if err != nil {
 		return false, err
 	}
-	exp := binary.BigEndian.Uint64(b)
-	if !hmac.Equal(b[8:], fileMAC(secret, purpose, accessID, exp)) {
-		return false, nil
-	}
-	return uint64(e.opts.Clock().UnixMilli()) < exp, nil
+	return files.Verify(secret, purpose, accessID, verify, e.opts.Clock()), nil
 }
 
 // errFileAccess answers a private file without a valid signature.

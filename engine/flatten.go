@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -133,7 +134,7 @@ func (e *Engine) materialize(db uint32, s *model.Schema, lin model.Lineage, laye
 			if err := batch.Set(kb, codec.AppendRecord(nil, &rec), nil); err != nil {
 				return err
 			}
-			if err := copyFileContents(snap, batch, db, lin, layer, t, &rec); err != nil {
+			if err := files.CopyContents(snap, batch, db, lin, layer, t, &rec); err != nil {
 				return err
 			}
 			kb = codec.IDMapKey(kb[:0], db, layer, t.ID, rec.ID)

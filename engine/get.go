@@ -52,7 +52,7 @@ type FieldView struct {
 	// Path is the dotted path of the column from the table root.
 	Path string
 	// Type is the column's type; it says which member of Value is set, as
-	// fromValue reads them.
+	// FromValue reads them.
 	Type  ColumnType
 	Value codec.Value
 

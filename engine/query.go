@@ -17,7 +17,7 @@ import (
 // Doc is a projected record ready for output: id, metadata and the
 // selected values by column name. Objects are nested map[string]any, an
 // expanded link is a *Doc, an unexpanded one a Link, and a reverse link a
-// RevLinkResult. Other values have the types fromValue documents.
+// RevLinkResult. Other values have the types FromValue documents.
 type Doc struct {
 	ID        string
 	Version   uint64

@@ -32,7 +32,7 @@ type Record struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Values holds the non-null columns by name; object columns are nested
-	// map[string]any. Value types are those fromValue documents.
+	// map[string]any. Value types are those FromValue documents.
 	Values map[string]any
 
 	stored *codec.Record // the stored version, for projections

@@ -76,7 +76,7 @@ const (
 )
 
 // migrationIDPattern is the form of migration ids: "mig_" and 20 characters
-// of base32hex, as idGen makes them.
+// of base32hex, as IDGen makes them.
 var migrationIDPattern = regexp.MustCompile(`^mig_[0-9a-v]{20}$`)
 
 // MigrationRequest is a list of schema operations to apply as one

@@ -41,7 +41,7 @@ import (
 
 // getVersion reads the version of a versioned key visible in a layer at seq
 // s. found is false when the layer holds no version at s. The returned slice
-// is a copy. histPrefix is not read when s is maxSeq.
+// is a copy. histPrefix is not read when s is MaxSeq.
 func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
 	v, closer, err := r.Get(curKey)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -233,7 +233,7 @@ func readRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 
 // readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
 // not nil, holds deltas of the current write not yet in r; they apply to
-// the top layer only (s == maxSeq).
+// the top layer only (s == MaxSeq).
 func readLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
 	set := roaring.New()
 	prefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID, bitmapID)

@@ -21,7 +21,7 @@ type StartedFrom struct {
 	MigrationID string `json:"migrationID"`
 }
 
-// branch is a stored branch: its identity, lineage of layers and schema.
+// Branch is a stored branch: its identity, lineage of layers and schema.
 type Branch struct {
 	ID              uint32         `json:"id"`
 	PublicID        string         `json:"publicID"`
@@ -35,14 +35,14 @@ type Branch struct {
 	Schema          *Schema        `json:"schema"`
 }
 
-// maxSeq reads the newest state of a layer: the top layer of a branch.
+// MaxSeq reads the newest state of a layer: the top layer of a branch.
 const MaxSeq = math.MaxUint64
 
-// layerRef is one element of a branch's lineage: a layer, read as of Seq.
+// LayerRef is one element of a branch's lineage: a layer, read as of Seq.
 type LayerRef struct {
 	Layer uint32 `json:"layer"`
 	Seq   uint64 `json:"seq"`
 }
 
-// lineage is a branch's stack of layers, top first.
+// Lineage is a branch's stack of layers, top first.
 type Lineage []LayerRef

@@ -49,15 +49,15 @@ var (
 	fileIDPattern    = regexp.MustCompile(`^[a-zA-Z0-9_\-~]+$`)
 )
 
-// pendingFiles starts a file column value that writer.fill validated and
+// PendingFiles starts a file column value that writer.fill validated and
 // writeFiles has not resolved yet. Stored values are JSON, which never
 // starts with a NUL byte.
 const PendingFiles = "\x00files:"
 
-// isFileType reports whether a column holds files.
+// IsFileType reports whether a column holds files.
 func IsFileType(t ColumnType) bool { return t == TypeFile || t == TypeFileArray }
 
-// storedFile is one file as a record stores it.
+// StoredFile is one file as a record stores it.
 type StoredFile struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
@@ -75,7 +75,7 @@ type StoredFile struct {
 	Seq uint64 `json:"seq"`
 }
 
-// fileInput is one validated input file object. Absent optional fields are
+// FileInput is one validated input file object. Absent optional fields are
 // nil: a new file takes the default, an existing one keeps its value.
 type FileInput struct {
 	ID        string  `json:"id,omitempty"`
@@ -259,11 +259,11 @@ func fileTimeout(v any) (int, error) {
 	return int(n), nil
 }
 
-// validFileID reports whether s may name a file[] item: it goes into keys
+// ValidFileID reports whether s may name a file[] item: it goes into keys
 // (no NUL) and URL paths.
 func ValidFileID(s string) bool { return len(s) <= maxFileIDLen && fileIDPattern.MatchString(s) }
 
-// decodeBase64 decodes standard base64, padded or not.
+// DecodeBase64 decodes standard base64, padded or not.
 func DecodeBase64(s string) ([]byte, error) {
 	if strings.HasSuffix(s, "=") || len(s)%4 == 0 {
 		return base64.StdEncoding.DecodeString(s)
@@ -271,7 +271,7 @@ func DecodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(s)
 }
 
-// storedFiles decodes a stored file column value: one file or the items of
+// StoredFiles decodes a stored file column value: one file or the items of
 // a file[]. A pending value has no stored files.
 func StoredFiles(c *Column, v codec.Value) []StoredFile {
 	if v.IsNull() || v.Kind != codec.KindString || strings.HasPrefix(v.Str, PendingFiles) {
@@ -291,7 +291,7 @@ func StoredFiles(c *Column, v codec.Value) []StoredFile {
 	return l
 }
 
-// storedValue encodes the files of a column as its record value; no files
+// StoredValue encodes the files of a column as its record value; no files
 // is null.
 func StoredValue(c *Column, files []StoredFile) codec.Value {
 	if len(files) == 0 {
@@ -306,7 +306,7 @@ func StoredValue(c *Column, files []StoredFile) codec.Value {
 	return codec.String(string(b))
 }
 
-// newFileID returns the id of a new file: opaque, 26 alphanumerics, derived
+// NewFileID returns the id of a new file: opaque, 26 alphanumerics, derived
 // from what makes it unique (the commit, the record, the column and the
 // position) so that applying a command stays deterministic.
 func NewFileID(db uint32, seq uint64, recordID string, col uint32, i int) string {
@@ -334,7 +334,7 @@ func imageSize(data []byte) (w, h int, ok bool) {
 	return cfg.Width, cfg.Height, true
 }
 
-// setContent makes f describe new content written by commit seq.
+// SetContent makes f describe new content written by commit seq.
 func (f *StoredFile) SetContent(data []byte, seq uint64) {
 	f.Seq, f.Size, f.Version = seq, int64(len(data)), f.Version+1
 	f.Width, f.Height, f.Image = 0, 0, false
@@ -343,7 +343,7 @@ func (f *StoredFile) SetContent(data []byte, seq uint64) {
 	}
 }
 
-// newStoredFile is a file with no content and the defaults of column c.
+// NewStoredFile is a file with no content and the defaults of column c.
 func NewStoredFile(c *Column, id string, seq uint64) StoredFile {
 	return StoredFile{
 		ID: id, MediaType: defaultFileType, Public: c.FilePublic != nil && *c.FilePublic,
@@ -351,7 +351,7 @@ func NewStoredFile(c *Column, id string, seq uint64) StoredFile {
 	}
 }
 
-// fileRef names one stored content.
+// FileRef names one stored content.
 type FileRef struct {
 	Col  uint32
 	ID   string
@@ -359,7 +359,7 @@ type FileRef struct {
 	Size int64
 }
 
-// fileRefs lists the contents a record names.
+// FileRefs lists the contents a record names.
 func FileRefs(t *Table, rec *codec.Record) map[FileRef]bool {
 	if rec == nil {
 		return nil
@@ -380,7 +380,7 @@ func FileRefs(t *Table, rec *codec.Record) map[FileRef]bool {
 	return out
 }
 
-// checkNoFiles rejects file values in bulk inserts and transactions
+// CheckNoFiles rejects file values in bulk inserts and transactions
 // (compat-api.md §3.4): content is written by single-record writes only.
 func CheckNoFiles(t *Table, values map[string]any) error {
 	var walk func(prefix string, m map[string]any) error
@@ -442,7 +442,7 @@ type File struct {
 	UploadVerify  string
 }
 
-// publicFile converts a stored file of column c.
+// PublicFile converts a stored file of column c.
 func PublicFile(c *Column, f *StoredFile) File {
 	out := File{
 		Name: f.Name, MediaType: f.MediaType, Size: f.Size, Version: f.Version,
@@ -455,7 +455,7 @@ func PublicFile(c *Column, f *StoredFile) File {
 	return out
 }
 
-// fromFileValue is fromValue of file columns: a File, or a []File for
+// fromFileValue is FromValue of file columns: a File, or a []File for
 // file[], without location; nil for none.
 func fromFileValue(c *Column, v codec.Value) any {
 	stored := StoredFiles(c, v)
@@ -472,7 +472,7 @@ func fromFileValue(c *Column, v codec.Value) any {
 	return out
 }
 
-// checkMediaType normalizes a Content-Type for storage: parameters dropped,
+// CheckMediaType normalizes a Content-Type for storage: parameters dropped,
 // "" kept as "keep the stored one".
 func CheckMediaType(s string) (string, error) {
 	if strings.TrimSpace(s) == "" {

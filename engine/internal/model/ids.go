@@ -12,7 +12,7 @@ import (
 // sorts like the bytes.
 const base32hex = "0123456789abcdefghijklmnopqrstuv"
 
-// idGen makes 12-byte, time-ordered unique ids in the xid layout: 4 bytes of
+// IDGen makes 12-byte, time-ordered unique ids in the xid layout: 4 bytes of
 // Unix seconds, 3 bytes of machine identity, 2 bytes of process id and a
 // 3-byte counter, written as 20 characters of lowercase base32hex.
 type IDGen struct {
@@ -32,7 +32,7 @@ func NewIDGen() *IDGen {
 	return g
 }
 
-// next returns prefix + 20 id characters for time t.
+// Next returns prefix + 20 id characters for time t.
 func (g *IDGen) Next(prefix string, t time.Time) string {
 	var b [12]byte
 	binary.BigEndian.PutUint32(b[:4], uint32(t.Unix()))
@@ -64,7 +64,7 @@ func encodeBase32hex(b [12]byte) string {
 	return string(out[:])
 }
 
-// randomString returns n characters drawn from alphabet by crypto/rand.
+// RandomString returns n characters drawn from alphabet by crypto/rand.
 func RandomString(n int, alphabet string) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

@@ -50,7 +50,7 @@ type RenameColumnOp struct {
 	NewName string `json:"newName"`
 }
 
-// kind names the operation by its JSON key, or "" unless exactly one field
+// Kind names the operation by its JSON key, or "" unless exactly one field
 // is set.
 func (op *MigrationOp) Kind() string {
 	kind, n := "", 0
@@ -88,7 +88,7 @@ type SchemaChange struct {
 	ParentMigrationID string
 }
 
-// migrationChecksum is "1:" + SHA-256 of the canonical JSON of the parent id
+// MigrationChecksum is "1:" + SHA-256 of the canonical JSON of the parent id
 // and the operations: the encoding of json.Marshal, whose field order and
 // omitted empty fields are fixed by the types.
 func MigrationChecksum(parent string, ops []MigrationOp) string {

@@ -91,7 +91,7 @@ func (s SchemaDef) Table(name string) (TableDef, error) {
 	return TableDef{}, NotFoundf("table [%s] not found", name)
 }
 
-// column is a stored column: the public definition plus the ids that data keys
+// Column is a stored column: the public definition plus the ids that data keys
 // carry. Object columns hold sub-columns; only leaves hold values.
 type Column struct {
 	ID         uint32     `json:"id"`
@@ -112,7 +112,7 @@ type Column struct {
 	DefaultNow bool   `json:"-"`
 }
 
-// table is a stored table of a branch's schema.
+// Table is a stored table of a branch's schema.
 type Table struct {
 	ID      uint32    `json:"id"`
 	Name    string    `json:"name"`
@@ -127,7 +127,7 @@ type Table struct {
 	ByID   map[uint32]*Column `json:"-"`
 }
 
-// schema is the stored schema of a branch. It is immutable once published;
+// Schema is the stored schema of a branch. It is immutable once published;
 // changes build a new one.
 type Schema struct {
 	Tables []*Table `json:"tables"`
@@ -144,7 +144,7 @@ var (
 	recordIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_\-~:]+$`)
 )
 
-// checkName enforces the naming rule of spec §2.1 for branch, database,
+// CheckName enforces the naming rule of spec §2.1 for branch, database,
 // table and column names; what names the kind in the message.
 func CheckName(what, name string) error {
 	if len(name) == 0 {
@@ -167,7 +167,7 @@ func CheckRecordID(id string) error {
 	return nil
 }
 
-// index builds the lookup maps of a schema after decoding or a change.
+// Index builds the lookup maps of a schema after decoding or a change.
 func (s *Schema) Index() {
 	s.ByName = make(map[string]*Table, len(s.Tables))
 	s.ByID = make(map[uint32]*Table, len(s.Tables))
@@ -256,7 +256,7 @@ func parseDefault(t ColumnType, s string) (any, error) {
 	return nil, Invalidf("column type %s cannot have a default value", t)
 }
 
-// clone returns a deep copy that can be changed without affecting readers of
+// Clone returns a deep copy that can be changed without affecting readers of
 // the original.
 func (s *Schema) Clone() *Schema {
 	n := &Schema{Tables: make([]*Table, len(s.Tables))}
@@ -284,7 +284,7 @@ func cloneColumns(cols []*Column) []*Column {
 	return out
 }
 
-// table returns the table with the given name or a not-found error.
+// Table returns the table with the given name or a not-found error.
 func (s *Schema) Table(name string) (*Table, error) {
 	t := s.ByName[name]
 	if t == nil {
@@ -293,7 +293,7 @@ func (s *Schema) Table(name string) (*Table, error) {
 	return t, nil
 }
 
-// newColumn validates a public column definition and turns it into a stored
+// NewColumn validates a public column definition and turns it into a stored
 // column, allocating ids from t.NextCol. Link targets resolve against s.
 func (s *Schema) NewColumn(t *Table, def ColumnDef, prefix string) (*Column, error) {
 	if strings.HasPrefix(def.Name, "$") {
@@ -403,7 +403,7 @@ func (s *Schema) NewColumn(t *Table, def ColumnDef, prefix string) (*Column, err
 	return c, nil
 }
 
-// def returns the public definition of a stored column.
+// Def returns the public definition of a stored column.
 func (c *Column) Def(s *Schema) ColumnDef {
 	d := ColumnDef{Name: c.Name, Type: c.Type, NotNull: c.NotNull, Unique: c.Unique}
 	if c.Default != nil {
@@ -436,7 +436,7 @@ func (c *Column) Def(s *Schema) ColumnDef {
 	return d
 }
 
-// public returns the public schema, with revLinks in the wire form of
+// Public returns the public schema, with revLinks in the wire form of
 // compat-api.md §5.3.
 func (s *Schema) Public() SchemaDef {
 	out := SchemaDef{Tables: make([]TableDef, 0, len(s.Tables))}
@@ -468,7 +468,7 @@ func (s *Schema) TableDef(t *Table) TableDef {
 	return td
 }
 
-// recordIDError is CheckRecordID's error as an *Error, nil for a valid id.
+// RecordIDError is CheckRecordID's error as an *Error, nil for a valid id.
 func RecordIDError(id string) *Error {
 	if len(id) == 0 || len(id) > 255 || !recordIDPattern.MatchString(id) {
 		return Invalidf("record id [%s] is invalid: 1..255 letters, digits, '_', '-', '~' or ':'", id)
@@ -476,7 +476,7 @@ func RecordIDError(id string) *Error {
 	return nil
 }
 
-// indexTables describes a schema's tables to the index package. The graph is
+// IndexTables describes a schema's tables to the index package. The graph is
 // built once per schema (schemas are immutable once published).
 func (s *Schema) IndexTables() map[uint32]*index.Table {
 	s.itOnce.Do(func() {

@@ -2,7 +2,7 @@ package model
 
 import "sort"
 
-// sortedKeys returns the keys of a map in order, for deterministic output.
+// SortedKeys returns the keys of a map in order, for deterministic output.
 func SortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -27,13 +27,13 @@ const maxStringLen = 2048
 
 func jsonNumber(s string) json.Number { return json.Number(s) }
 
-// validEmail reports whether s is one plain address (no display name).
+// ValidEmail reports whether s is one plain address (no display name).
 func ValidEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && a.Name == "" && strings.Contains(s, "@")
 }
 
-// toValue converts an input value (as encoding/json decodes it with
+// ToValue converts an input value (as encoding/json decodes it with
 // UseNumber, or a plain Go value) to a stored value of column c.
 func ToValue(c *Column, in any) (codec.Value, error) {
 	if in == nil {
@@ -213,7 +213,7 @@ func canonicalJSON(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// fromValue converts a stored value of column c to its output form: bool,
+// FromValue converts a stored value of column c to its output form: bool,
 // int64, float64, string, time.Time, []string, []float64, Link, JSONText,
 // File (file) or []File (file[]).
 func FromValue(c *Column, v codec.Value) any {
