@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -343,7 +344,7 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 				continue
 			}
 		}
-		bm, err := readBitmap(snap, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+		bm, err := layers.ReadBitmap(snap, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
 		if err != nil {
 			return 0, err
 		}

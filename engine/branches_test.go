@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -332,7 +333,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	if err != nil {
 		d.Fatalf(t, "%v", err)
 	}
-	rows, err := readBitmap(db.e.pdb, dbase.id, b.Lineage, tb.ID, pid, nil)
+	rows, err := layers.ReadBitmap(db.e.pdb, dbase.id, b.Lineage, tb.ID, pid, nil)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -341,7 +342,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	for it.HasNext() {
 		var rec codec.Record
 		row := it.Next()
-		_, ok, err := readRow(db.e.pdb, dbase.id, b.Lineage, tb.ID, row, &rec)
+		_, ok, err := layers.ReadRow(db.e.pdb, dbase.id, b.Lineage, tb.ID, row, &rec)
 		if err != nil {
 			return "error: " + err.Error()
 		}

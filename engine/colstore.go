@@ -5,6 +5,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -203,7 +204,7 @@ func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table
 				// Written after the fork this level is read at: take the
 				// version visible then, if any.
 				hp := codec.RecordHistKey(nil, db, lr.Layer, t.ID, row, 0)
-				hv, found, err := getVersion(r, k, hp[:len(hp)-8], lr.Seq, recordSeq)
+				hv, found, err := layers.GetVersion(r, k, hp[:len(hp)-8], lr.Seq, codec.RecordSeq)
 				if err != nil {
 					it.Close()
 					return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -135,7 +136,7 @@ func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, ol
 	}
 	if nc.Default == nil {
 		var rec codec.Record
-		if _, _, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, missing.Minimum(), &rec); err != nil {
+		if _, _, err := layers.ReadRow(tx.batch, tx.d.id, b.Lineage, t.ID, missing.Minimum(), &rec); err != nil {
 			return err
 		}
 		return model.Invalidf("column [%s] cannot become notNull: record [%s] has no value and the column has no defaultValue", path, rec.ID)
@@ -147,11 +148,11 @@ func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, ol
 // checkUnique fails when two live records of b hold the same value in the
 // column with id col; nulls never collide.
 func (tx *dbTx) checkUnique(b *model.Branch, t *model.Table, path string, col uint32) error {
-	rows, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+	rows, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return err
 	}
-	has, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
+	has, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func (tx *dbTx) checkUnique(b *model.Branch, t *model.Table, path string, col ui
 	var rec codec.Record
 	var key []byte
 	for it := rows.Iterator(); it.HasNext(); {
-		_, ok, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
+		_, ok, err := layers.ReadRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
 		if err != nil {
 			return err
 		}

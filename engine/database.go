@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -76,9 +77,9 @@ type database struct {
 	written map[storeKey]uint64
 
 	storeState
-	hasStores atomic.Bool // some column store exists: writers must update them
-	caches    sync.Map    // storeKey → *bitmapCache
-	filled    fillSet     // key ranges known to be empty, for point reads
+	hasStores atomic.Bool    // some column store exists: writers must update them
+	caches    sync.Map       // storeKey → *bitmapCache
+	filled    layers.FillSet // key ranges known to be empty, for point reads
 
 	// vectors are the vector stores of vector.go, guarded by storeMu.
 	vectors map[vectorKey]*vectorStore
@@ -204,7 +205,7 @@ type dbTx struct {
 	nextTable  uint32
 	nextBranch uint32
 	rows       map[uint32]uint32
-	pending    *pendingDeltas // bitmap deltas of this command
+	pending    *layers.Pending // bitmap deltas of this command
 	dropLayers []uint32
 	changes    []rowChange                      // rows written, for the column stores
 	terms      map[storeKey]map[string]struct{} // words new to a table's layer
@@ -216,7 +217,7 @@ type dbTx struct {
 type rowChange struct {
 	branch, table, row uint32
 	rec                *codec.Record
-	lens               []fieldLength // text field lengths of rec
+	lens               []layers.FieldLength // text field lengths of rec
 }
 
 // beginTx starts a command on d that stages its writes into b; the
@@ -426,7 +427,7 @@ func (tx *dbTx) finish() error {
 	if tx.pending == nil {
 		return nil
 	}
-	return tx.pending.write(tx.batch, tx.state(), tx.seq)
+	return tx.pending.Write(tx.batch, tx.state().forks, tx.seq)
 }
 
 // dropLayers deletes layers no branch references any more. It runs after

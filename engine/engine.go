@@ -26,6 +26,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -120,7 +121,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	defer cache.Unref()
 	popts := &pebble.Options{
 		Cache:                       cache,
-		Merger:                      bitmapMerger,
+		Merger:                      layers.Merger,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/files"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -160,14 +161,14 @@ func (cmd *writeFile) apply(tx *dbTx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ent, _, exists, err := lookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
+	ent, _, exists, err := layers.LookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
 	if err != nil {
 		return nil, err
 	}
 	var old codec.Record
 	level := -1
 	if exists {
-		if level, exists, err = readRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
+		if level, exists, err = layers.ReadRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
 			return nil, err
 		}
 	}

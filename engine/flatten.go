@@ -2,13 +2,10 @@ package engine
 
 import (
 	"slices"
-	"sort"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/coppice-db/coppice/codec"
-	"github.com/coppice-db/coppice/engine/internal/files"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -51,8 +48,8 @@ func (e *Engine) flatten(d *database, branchID uint32) error {
 		return err
 	}
 	for _, t := range b.Schema.Tables {
-		d.filled.markFilled(layer, t.ID, codec.KindRecordCur)
-		d.filled.markFilled(layer, t.ID, codec.KindIDMapCur)
+		d.filled.MarkFilled(layer, t.ID, codec.KindRecordCur)
+		d.filled.MarkFilled(layer, t.ID, codec.KindIDMapCur)
 	}
 	_, err = e.apply(d, &finishFlatten{Branch: branchID, Frozen: frozen, Layer: layer})
 	return err
@@ -96,104 +93,12 @@ func (c *finishFlatten) apply(tx *dbTx) (any, error) {
 	return nil, nil
 }
 
-// materialize writes the content of a (frozen) lineage, as the tables of s
-// see it, into layer as a root layer: records, id map and full bitmaps.
+// materialize copies a frozen lineage of database db, as the tables of s
+// see it, into layer (layers.Materialize), from one snapshot.
 func (e *Engine) materialize(db uint32, s *model.Schema, lin model.Lineage, layer uint32) error {
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
-	batch := e.pdb.NewBatch()
-	flush := func() error {
-		if batch.Empty() {
-			return nil
-		}
-		err := e.pdb.Apply(batch, pebble.NoSync) // the swap command's sync covers it
-		batch.Close()
-		batch = e.pdb.NewBatch()
-		return err
-	}
-	defer func() { batch.Close() }()
-	var kb []byte
-	for _, t := range s.Tables {
-		live, err := readBitmap(snap, db, lin, t.ID, codec.LiveBitmapID(), nil)
-		if err != nil {
-			return err
-		}
-		sets := map[string]*roaring.Bitmap{}
-		var rec codec.Record
-		it := live.Iterator()
-		for it.HasNext() {
-			row := it.Next()
-			_, ok, err := readRow(snap, db, lin, t.ID, row, &rec)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			kb = codec.RecordKey(kb[:0], db, layer, t.ID, row)
-			if err := batch.Set(kb, codec.AppendRecord(nil, &rec), nil); err != nil {
-				return err
-			}
-			if err := files.CopyContents(snap, batch, db, lin, layer, t, &rec); err != nil {
-				return err
-			}
-			kb = codec.IDMapKey(kb[:0], db, layer, t.ID, rec.ID)
-			if err := batch.Set(kb, encodeIDEntry(idEntry{Row: row, Seq: rec.Seq}), nil); err != nil {
-				return err
-			}
-			for id := range memberships(t, &rec) {
-				set := sets[id]
-				if set == nil {
-					set = roaring.New()
-					sets[id] = set
-				}
-				set.Add(row)
-			}
-			if batch.Len() > 4<<20 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		ids := model.SortedKeys(sets)
-		for _, id := range ids {
-			if err := writeFullBitmap(batch, db, layer, t.ID, []byte(id), sets[id]); err != nil {
-				return err
-			}
-		}
-		if err := writeTermKeys(batch, db, layer, t.ID, ids); err != nil {
-			return err
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeFullBitmap writes a whole set as full chunk values.
-func writeFullBitmap(batch *pebble.Batch, db, layer, tableID uint32, bitmapID []byte, set *roaring.Bitmap) error {
-	chunks := map[uint16]*roaring.Bitmap{}
-	it := set.Iterator()
-	for it.HasNext() {
-		r := it.Next()
-		c := chunks[uint16(r>>16)]
-		if c == nil {
-			c = roaring.New()
-			chunks[uint16(r>>16)] = c
-		}
-		c.Add(r)
-	}
-	keys := make([]int, 0, len(chunks))
-	for c := range chunks {
-		keys = append(keys, int(c))
-	}
-	sort.Ints(keys)
-	for _, c := range keys {
-		d := codec.Delta{Adds: chunks[uint16(c)], Dels: roaring.New(), Full: true}
-		if err := batch.Merge(codec.BitmapKey(nil, db, layer, tableID, bitmapID, uint16(c)), codec.AppendDelta(nil, d), nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return layers.Materialize(snap, func() *pebble.Batch { return e.pdb.NewBatch() }, func(b *pebble.Batch) error {
+		return e.pdb.Apply(b, pebble.NoSync) // the swap command's sync covers it
+	}, db, s, lin, layer)
 }

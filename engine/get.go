@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -130,14 +131,14 @@ func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 // into rec; a missing or deleted record is a not-found error. The caller
 // holds d.gcMu for reading, and loaded b after taking it.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
-	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+	ent, _, ok, err := layers.LookupID(e.pdb, d.id, d.filled.Prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRow(e.pdb, d.id, d.filled.Prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return err
 	}

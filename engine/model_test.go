@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -144,7 +145,7 @@ func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, err := readBitmap(db.e.pdb, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	live, err := layers.ReadBitmap(db.e.pdb, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -153,14 +154,14 @@ func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
 	for it.HasNext() {
 		row := it.Next()
 		var rec codec.Record
-		_, ok, err := readRow(db.e.pdb, d.id, b.Lineage, t.ID, row, &rec)
+		_, ok, err := layers.ReadRow(db.e.pdb, d.id, b.Lineage, t.ID, row, &rec)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, fmt.Errorf("table %s: live row %d has no visible record", tableName, row)
 		}
-		ent, _, ok, err := lookupID(db.e.pdb, d.id, b.Lineage, t.ID, rec.ID)
+		ent, _, ok, err := layers.LookupID(db.e.pdb, d.id, b.Lineage, t.ID, rec.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -184,8 +185,8 @@ func (s *source) sourceFor(t *model.Table) *source {
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 	byRow := make([]*Doc, len(rows))
-	lin := s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := readRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+	lin := s.d.filled.Prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := layers.ReadRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
 		d, err := s.doc(rec, p)
 		byRow[i] = d
 		return err
@@ -258,7 +259,7 @@ func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Do
 		return nil, nil
 	}
 	ts := s.sourceFor(t)
-	e, _, ok, err := lookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
+	e, _, ok, err := layers.LookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
 	if err != nil || !ok {
 		return nil, err
 	}

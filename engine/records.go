@@ -12,8 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
-	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -414,14 +414,14 @@ func (w *writer) apply(op *Op) (opResult, error) {
 func (w *writer) applyTable(t *model.Table, op *Op) (opResult, error) {
 	tx := w.tx
 	lin := w.br.Lineage
-	ent, idLevel, exists, err := lookupID(tx.batch, tx.d.id, lin, t.ID, op.ID)
+	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.id, lin, t.ID, op.ID)
 	if err != nil {
 		return opResult{}, err
 	}
 	var old codec.Record
 	oldLevel := -1
 	if exists {
-		lvl, ok, err := readRow(tx.batch, tx.d.id, lin, t.ID, ent.Row, &old)
+		lvl, ok, err := layers.ReadRow(tx.batch, tx.d.id, lin, t.ID, ent.Row, &old)
 		if err != nil {
 			return opResult{}, err
 		}
@@ -708,7 +708,7 @@ func (w *writer) checkLink(c *model.Column, id string) error {
 	if target == nil {
 		return model.Invalidf("column [%s]: link target table not found", c.Path)
 	}
-	_, _, ok, err := lookupID(w.tx.batch, w.tx.d.id, w.br.Lineage, target.ID, id)
+	_, _, ok, err := layers.LookupID(w.tx.batch, w.tx.d.id, w.br.Lineage, target.ID, id)
 	if err != nil {
 		return err
 	}
@@ -737,7 +737,7 @@ func (w *writer) check(t *model.Table, row uint32, old, rec *codec.Record) error
 		if err != nil {
 			return err
 		}
-		rows, err := readBitmap(w.tx.batch, w.tx.d.id, w.br.Lineage, t.ID, id, w.tx.pending)
+		rows, err := layers.ReadBitmap(w.tx.batch, w.tx.d.id, w.br.Lineage, t.ID, id, w.tx.pending)
 		if err != nil {
 			return err
 		}
@@ -747,42 +747,6 @@ func (w *writer) check(t *model.Table, row uint32, old, rec *codec.Record) error
 		}
 	}
 	return nil
-}
-
-// memberships lists the bitmap ids a record's row belongs to.
-func memberships(t *model.Table, rec *codec.Record) map[string]struct{} {
-	out := map[string]struct{}{}
-	addMemberships(out, t, rec)
-	return out
-}
-
-// addMemberships adds the bitmap ids a record's row belongs to to out.
-func addMemberships(out map[string]struct{}, t *model.Table, rec *codec.Record) {
-	out[string(codec.LiveBitmapID())] = struct{}{}
-	for _, f := range rec.Fields {
-		c := t.ByID[f.Col]
-		if c == nil {
-			continue
-		}
-		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
-		if fts.Searchable(c.Type) {
-			textMemberships(out, c, f.Val)
-		}
-		if !c.Type.Indexed() {
-			continue
-		}
-		if f.Val.Kind == codec.KindStrings {
-			for _, s := range f.Val.Strs {
-				id, _ := codec.PostingBitmapID(nil, c.ID, codec.String(s))
-				out[string(id)] = struct{}{}
-			}
-			continue
-		}
-		id, err := codec.PostingBitmapID(nil, c.ID, f.Val)
-		if err == nil {
-			out[string(id)] = struct{}{}
-		}
-	}
 }
 
 // writeRow stores a new version of a row (rec nil: a delete) in the branch's
@@ -797,7 +761,7 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	top := w.br.Lineage[0].Layer
 	hasParent := len(w.br.Lineage) > 1
 	forkSeq, forked := tx.state().forks[top]
-	tx.d.filled.markFilled(top, t.ID, codec.KindRecordCur)
+	tx.d.filled.MarkFilled(top, t.ID, codec.KindRecordCur)
 	key := codec.RecordKey(nil, tx.d.id, top, t.ID, row)
 	if old != nil && oldLevel == 0 && forked && old.Seq <= forkSeq {
 		hk := codec.RecordHistKey(nil, tx.d.id, top, t.ID, row, old.Seq)
@@ -830,14 +794,14 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	clear(before)
 	clear(after)
 	if old != nil && oldLevel == 0 {
-		addMemberships(before, t, old)
+		layers.AddMemberships(before, t, old)
 	}
 	if old != nil && oldLevel > 0 {
 		tx.addBitmap(top, t.ID, string(codec.MaskBitmapID()), row, true)
 	}
 	if rec != nil {
-		addMemberships(after, t, rec)
-		tx.changes[len(tx.changes)-1].lens = fieldLengths(after)
+		layers.AddMemberships(after, t, rec)
+		tx.changes[len(tx.changes)-1].lens = layers.FieldLengths(after)
 	}
 	for id := range before {
 		if _, ok := after[id]; !ok {
@@ -848,7 +812,7 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	for id := range after {
 		if _, ok := before[id]; !ok {
 			tx.addBitmap(top, t.ID, id, row, true)
-			if term, ok := termOf(id); ok {
+			if term, ok := layers.TermOf(id); ok {
 				if terms == nil {
 					terms = tx.termsOf(w.br.ID, t.ID)
 				}
@@ -865,11 +829,11 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 func (w *writer) writeID(t *model.Table, id string, row uint32, level int, deleted bool) error {
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
-	tx.d.filled.markFilled(top, t.ID, codec.KindIDMapCur)
+	tx.d.filled.MarkFilled(top, t.ID, codec.KindIDMapCur)
 	key := codec.IDMapKey(nil, tx.d.id, top, t.ID, id)
 	forkSeq, forked := tx.state().forks[top]
 	if v, closer, err := tx.batch.Get(key); err == nil {
-		cur, derr := decodeIDEntry(v)
+		cur, derr := layers.DecodeIDEntry(v)
 		raw := append([]byte(nil), v...)
 		closer.Close()
 		if derr != nil {
@@ -897,7 +861,7 @@ func (w *writer) writeID(t *model.Table, id string, row uint32, level int, delet
 		}
 		return tx.batch.Delete(key, nil)
 	}
-	return tx.batch.Set(key, encodeIDEntry(idEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
+	return tx.batch.Set(key, layers.EncodeIDEntry(layers.IDEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
 }
 
 // dropIDHistory deletes the history versions of one id-map entry; histKey is

@@ -2,14 +2,13 @@ package engine
 
 import (
 	"sort"
-	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
@@ -28,66 +27,6 @@ import (
 // walking the postings. The vocabulary and the field lengths by row are kept
 // in memory per table of a branch (searchStore), built on the first search
 // and kept current by writes like the column stores.
-
-// fieldPool recycles the analysis buffers of textMemberships.
-var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
-
-// textMemberships adds the search bitmaps of one text field to out.
-func textMemberships(out map[string]struct{}, c *model.Column, v codec.Value) {
-	f := fieldPool.Get().(*fts.Field)
-	defer fieldPool.Put(f)
-	f.Reset()
-	switch v.Kind {
-	case codec.KindString:
-		f.Add(v.Str)
-	case codec.KindStrings:
-		for _, s := range v.Strs {
-			f.Add(s)
-		}
-	default:
-		return
-	}
-	out[string(codec.LengthBitmapID(nil, c.ID, fts.LengthBucket(f.Words)))] = struct{}{}
-	var buf []byte
-	for term, n := range f.TF {
-		buf = codec.TermBitmapID(buf[:0], c.ID, term)
-		out[string(buf)] = struct{}{}
-		for i, l := range fts.TFLevels {
-			if n < int(l) {
-				break
-			}
-			buf = codec.TermTFBitmapID(buf[:0], c.ID, uint8(i), term)
-			out[string(buf)] = struct{}{}
-		}
-	}
-}
-
-// termOf returns the word a term bitmap id names: 05 · col u32 · 40 ·
-// escaped term · 00 01. Words hold no 00 byte, so the escaped form is the
-// word itself and the result shares the id's memory.
-func termOf(bitmapID string) (string, bool) {
-	n := len(bitmapID)
-	if n < 8 || bitmapID[0] != codec.BitmapTerm || bitmapID[5] != 0x40 || bitmapID[n-2:] != "\x00\x01" {
-		return "", false
-	}
-	term := bitmapID[6 : n-2]
-	if strings.IndexByte(term, 0) >= 0 {
-		v, _, err := codec.DecodeOrdered([]byte(bitmapID[5:]))
-		if err != nil || v.Kind != codec.KindString {
-			return "", false
-		}
-		return v.Str, true
-	}
-	return term, true
-}
-
-// lengthOf returns the column and bucket a length bitmap id names.
-func lengthOf(bitmapID string) (col uint32, bucket uint8, ok bool) {
-	if len(bitmapID) != 6 || bitmapID[0] != codec.BitmapLength {
-		return 0, 0, false
-	}
-	return be32([]byte(bitmapID[1:5])), bitmapID[5], true
-}
 
 // termsOf returns the set of words new to the top layer of a branch's
 // table in this command, for writeTerms and the vocabulary.
@@ -130,38 +69,6 @@ func (tx *dbTx) writeTerms() error {
 		}
 	}
 	return nil
-}
-
-// writeTermKeys writes the KindTerm keys of the term bitmaps among ids in
-// a layer (flattening copies a vocabulary this way).
-func writeTermKeys(batch *pebble.Batch, db, layer, table uint32, ids []string) error {
-	var kb []byte
-	for _, id := range ids {
-		if term, ok := termOf(id); ok {
-			kb = codec.TermKey(kb[:0], db, layer, table, term)
-			if err := batch.Set(kb, nil, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// fieldLength is the length bucket of one text field of a written row.
-type fieldLength struct {
-	col    uint32
-	bucket uint8
-}
-
-// fieldLengths picks the length bitmaps out of a row's memberships.
-func fieldLengths(ids map[string]struct{}) []fieldLength {
-	var out []fieldLength
-	for id := range ids {
-		if col, b, ok := lengthOf(id); ok {
-			out = append(out, fieldLength{col, b})
-		}
-	}
-	return out
 }
 
 // searchStore is what search keeps in memory for one table of one branch:
@@ -207,7 +114,7 @@ func buildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 		fs := &fts.FieldLengths{}
 		s.cols[c.ID] = fs
 		for bucket := range 128 {
-			rows, err := readBitmap(r, db, b.Lineage, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
+			rows, err := layers.ReadBitmap(r, db, b.Lineage, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +131,7 @@ func buildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 func (s *searchStore) apply(c *rowChange) {
 	lens := map[uint32]uint8{}
 	for _, l := range c.lens {
-		lens[l.col] = l.bucket
+		lens[l.Col] = l.Bucket
 	}
 	for col, fs := range s.cols {
 		b, ok := lens[col]
@@ -342,7 +249,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 		}
 	} else {
 		for i, id := range ids {
-			if out[i], err = readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, []byte(id), nil); err != nil {
+			if out[i], err = layers.ReadBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, []byte(id), nil); err != nil {
 				return nil, levels, err
 			}
 		}

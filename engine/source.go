@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -219,7 +220,7 @@ func (e *Engine) liveRows(d *database, b *model.Branch, t *model.Table) (uint64,
 	if cur == nil {
 		return 0, nil // gone: building says so
 	}
-	live, err := readBitmap(e.pdb, d.id, cur.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	live, err := layers.ReadBitmap(e.pdb, d.id, cur.Lineage, t.ID, codec.LiveBitmapID(), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -345,7 +346,7 @@ func (s *source) bitmap(id []byte) (*roaring.Bitmap, error) {
 			return b, nil
 		}
 	}
-	b, err := readBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
+	b, err := layers.ReadBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
 	if err == nil && s.cache != nil {
 		s.cache.put(string(id), b, s.epoch)
 	}
@@ -424,7 +425,7 @@ func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v cod
 	var kept []scanEntry
 	complete := true
 	var ferr error
-	err := scanPostings(s.snap, s.d.id, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
+	err := layers.ScanPostings(s.snap, s.d.id, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
 		v, _, err := codec.DecodeOrdered(bitmapID[len(colPrefix):])
 		if err != nil {
 			ferr = err
@@ -463,14 +464,14 @@ func (s *source) Values(c *index.Column) (index.ColumnValues, error) {
 }
 
 func (s *source) Record(row uint32, rec *codec.Record) (bool, error) {
-	_, ok, err := readRow(s.snap, s.d.id, s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur), s.t.ID, row, rec)
+	_, ok, err := layers.ReadRow(s.snap, s.d.id, s.d.filled.Prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur), s.t.ID, row, rec)
 	return ok, err
 }
 
 func (s *source) Rows(ids []string) (*roaring.Bitmap, error) {
 	out := roaring.New()
 	for _, id := range ids {
-		e, _, ok, err := lookupID(s.snap, s.d.id, s.b.Lineage, s.t.ID, id)
+		e, _, ok, err := layers.LookupID(s.snap, s.d.id, s.b.Lineage, s.t.ID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -569,7 +570,7 @@ func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows
 		if len(k) < len(prefix)+2 || k[len(k)-1] != 0 {
 			continue
 		}
-		e, err := decodeIDEntry(it.Value())
+		e, err := layers.DecodeIDEntry(it.Value())
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -123,7 +124,7 @@ func (tx *dbTx) backfill(b *model.Branch, now time.Time) error {
 		w := &writer{tx: tx, br: b, now: now}
 		var rec codec.Record
 		for it := missing.Iterator(); it.HasNext(); {
-			_, ok, err := readRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
+			_, ok, err := layers.ReadRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
 			if err != nil {
 				return err
 			}
@@ -253,11 +254,11 @@ func (e *Engine) branchSchema(ref Ref) (*model.Schema, error) {
 // rowsWithout returns the live rows of table t in branch b that hold no
 // value in the column with id col.
 func (tx *dbTx) rowsWithout(b *model.Branch, t *model.Table, col uint32) (*roaring.Bitmap, error) {
-	live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+	live, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return nil, err
 	}
-	has, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
+	has, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +272,7 @@ func (tx *dbTx) tableIsEmpty(b *model.Branch, t *model.Table) (bool, error) {
 	if b == nil {
 		return true, nil
 	}
-	live, err := readBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+	live, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 	"github.com/coppice-db/coppice/index/vector"
@@ -312,7 +313,7 @@ func (s *vectorStore) schemaVersion() uint64 { return s.version }
 // buildVectorStore reads the vector of every row of a branch's table
 // whose column is not null.
 func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Table, c *model.Column) (*vectorStore, error) {
-	rows, err := readBitmap(r, d.id, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
+	rows, err := layers.ReadBitmap(r, d.id, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -321,12 +322,12 @@ func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Ta
 		n = int(rows.Maximum()) + 1
 	}
 	vs := &vectorStore{version: b.Version, col: c.ID, Store: vector.NewStore(c.Dimension, n)}
-	lin := d.filled.prune(r, d.id, b.Lineage, t.ID, codec.KindRecordCur)
+	lin := d.filled.Prune(r, d.id, b.Lineage, t.ID, codec.KindRecordCur)
 	var rec codec.Record
 	it := rows.Iterator()
 	for it.HasNext() {
 		row := it.Next()
-		_, ok, err := readRow(r, d.id, lin, t.ID, row, &rec)
+		_, ok, err := layers.ReadRow(r, d.id, lin, t.ID, row, &rec)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package engine
+package layers
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
-// scanPostings walks the distinct values of one column's postings in order
+// ScanPostings walks the distinct values of one column's postings in order
 // across a branch's lineage and calls fn with each value's bitmap id and its
 // rows in the branch (values with no rows are skipped). lo and hi bound the
 // bitmap ids (hi exclusive; nil means the column's bounds). fn returns false
 // to stop.
-func scanPostings(r pebble.Reader, db uint32, lin model.Lineage, tableID, col uint32, lo, hi []byte, desc bool, fn func(bitmapID []byte, rows *roaring.Bitmap) bool) error {
+func ScanPostings(r pebble.Reader, db uint32, lin model.Lineage, tableID, col uint32, lo, hi []byte, desc bool, fn func(bitmapID []byte, rows *roaring.Bitmap) bool) error {
 	colPrefix := codec.PostingColumnPrefix(nil, col)
 	if lo == nil {
 		lo = colPrefix
@@ -40,7 +40,7 @@ func scanPostings(r pebble.Reader, db uint32, lin model.Lineage, tableID, col ui
 		}
 		levels[i] = c
 		if i < len(lin)-1 {
-			m, err := readLayerBitmap(r, db, lr, tableID, codec.MaskBitmapID(), nil)
+			m, err := ReadLayerBitmap(r, db, lr, tableID, codec.MaskBitmapID(), nil)
 			if err != nil {
 				return err
 			}

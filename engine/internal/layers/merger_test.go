@@ -1,4 +1,4 @@
-package engine
+package layers
 
 import (
 	"bytes"
@@ -68,12 +68,12 @@ type mergerStats struct {
 	finishes, partial, partialFull atomic.Int64
 }
 
-// mergerCounting wraps bitmapMerger, delegating every call unchanged.
+// mergerCounting wraps Merger, delegating every call unchanged.
 func mergerCounting(stats *mergerStats) *pebble.Merger {
 	return &pebble.Merger{
-		Name: bitmapMerger.Name,
+		Name: Merger.Name,
 		Merge: func(key, value []byte) (pebble.ValueMerger, error) {
-			vm, err := bitmapMerger.Merge(key, value)
+			vm, err := Merger.Merge(key, value)
 			if err != nil {
 				return nil, err
 			}
@@ -412,11 +412,11 @@ func TestMergerRandom(t *testing.T) {
 func TestMergerErrors(t *testing.T) {
 	good := codec.AppendDelta(nil, codec.AddDelta(1))
 	bad := []byte{0x07, 0x00}
-	if _, err := bitmapMerger.Merge([]byte("k"), bad); err == nil {
+	if _, err := Merger.Merge([]byte("k"), bad); err == nil {
 		t.Error("Merge accepted a garbage first operand")
 	}
 	for _, newer := range []bool{false, true} {
-		vm, err := bitmapMerger.Merge([]byte("k"), good)
+		vm, err := Merger.Merge([]byte("k"), good)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,7 +430,7 @@ func TestMergerErrors(t *testing.T) {
 		}
 	}
 	// A full value still reports a garbage older operand.
-	vm, err := bitmapMerger.Merge([]byte("k"), codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1), Full: true}))
+	vm, err := Merger.Merge([]byte("k"), codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1), Full: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,13 +449,13 @@ func TestMergerFinish(t *testing.T) {
 			var err error
 			if newerFirst {
 				// Forward reads and compactions: newest first, then older.
-				vm, err = bitmapMerger.Merge(nil, codec.AppendDelta(nil, operands[len(operands)-1]))
+				vm, err = Merger.Merge(nil, codec.AppendDelta(nil, operands[len(operands)-1]))
 				for i := len(operands) - 2; i >= 0 && err == nil; i-- {
 					err = vm.MergeOlder(codec.AppendDelta(nil, operands[i]))
 				}
 			} else {
 				// Reverse reads: oldest first, then newer.
-				vm, err = bitmapMerger.Merge(nil, codec.AppendDelta(nil, operands[0]))
+				vm, err = Merger.Merge(nil, codec.AppendDelta(nil, operands[0]))
 				for i := 1; i < len(operands) && err == nil; i++ {
 					err = vm.MergeNewer(codec.AppendDelta(nil, operands[i]))
 				}
@@ -494,7 +494,7 @@ func TestMergerFinish(t *testing.T) {
 // panics or resurrects the consumed Set; cockroachdb/pebble#6168), so emptied
 // bitmaps are kept as empty values until that is fixed upstream.
 func TestMergerNotDeletable(t *testing.T) {
-	vm, err := bitmapMerger.Merge(nil, codec.AppendDelta(nil, codec.AddDelta(1)))
+	vm, err := Merger.Merge(nil, codec.AppendDelta(nil, codec.AddDelta(1)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package layers
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ import (
 //     compaction that drops a merge result corrupts its iterator state,
 //     panicking or resurrecting the Set the merge consumed
 //     (cockroachdb/pebble#6168).
-var bitmapMerger = &pebble.Merger{
+var Merger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		d, err := codec.DecodeDeltaStored(value)

@@ -1,4 +1,4 @@
-package engine
+package layers
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // be empty so that readers skip them. Writers mark a range filled before
 // their batch becomes visible; readers learn emptiness with one seek and
 // record it only if no writer has marked the range meanwhile.
-type fillSet struct {
+type FillSet struct {
 	m sync.Map // fillKey → bool (true: may hold keys)
 }
 
@@ -25,13 +25,13 @@ type fillKey struct {
 	kind         byte
 }
 
-// markFilled records that a range may hold keys from now on.
-func (f *fillSet) markFilled(layer, table uint32, kind byte) {
+// MarkFilled records that a range may hold keys from now on.
+func (f *FillSet) MarkFilled(layer, table uint32, kind byte) {
 	f.m.Store(fillKey{layer, table, kind}, true)
 }
 
 // empty reports whether a range is known, or found, to hold no keys.
-func (f *fillSet) empty(r pebble.Reader, db, layer, table uint32, kind byte) bool {
+func (f *FillSet) empty(r pebble.Reader, db, layer, table uint32, kind byte) bool {
 	k := fillKey{layer, table, kind}
 	if v, ok := f.m.Load(k); ok {
 		return !v.(bool)
@@ -50,9 +50,9 @@ func (f *fillSet) empty(r pebble.Reader, db, layer, table uint32, kind byte) boo
 	return !v.(bool)
 }
 
-// prune returns the lineage without the levels whose range of kind is
+// Prune returns the lineage without the levels whose range of kind is
 // known to be empty for a table; point reads of it find the same versions.
-func (f *fillSet) prune(r pebble.Reader, db uint32, lin model.Lineage, table uint32, kind byte) model.Lineage {
+func (f *FillSet) Prune(r pebble.Reader, db uint32, lin model.Lineage, table uint32, kind byte) model.Lineage {
 	var out model.Lineage
 	for i, lr := range lin {
 		if f.empty(r, db, lr.Layer, table, kind) {

@@ -1,4 +1,4 @@
-package engine
+package layers
 
 import (
 	"bytes"
@@ -39,10 +39,10 @@ import (
 // Main therefore reads one key per record and one bitmap per posting however
 // many children it has; children pay for the parent's churn since their fork.
 
-// getVersion reads the version of a versioned key visible in a layer at seq
+// GetVersion reads the version of a versioned key visible in a layer at seq
 // s. found is false when the layer holds no version at s. The returned slice
 // is a copy. histPrefix is not read when s is MaxSeq.
-func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
+func GetVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
 	v, closer, err := r.Get(curKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -74,15 +74,17 @@ func getVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func
 	return bytes.Clone(it.Value()), true, nil
 }
 
-// idEntry is the value of an id-map key: the row a record id names, the
+// IDEntry is the value of an id-map key: the row a record id names, the
 // commit that wrote the mapping, and whether it is a tombstone.
-type idEntry struct {
+type IDEntry struct {
 	Row     uint32
 	Seq     uint64
 	Deleted bool
 }
 
-func encodeIDEntry(e idEntry) []byte {
+// EncodeIDEntry is the 13-byte value of an id-map key: row u32, seq u64,
+// tombstone flag.
+func EncodeIDEntry(e IDEntry) []byte {
 	b := make([]byte, 13)
 	binary.BigEndian.PutUint32(b, e.Row)
 	binary.BigEndian.PutUint64(b[4:], e.Seq)
@@ -92,24 +94,24 @@ func encodeIDEntry(e idEntry) []byte {
 	return b
 }
 
-func decodeIDEntry(b []byte) (idEntry, error) {
+// DecodeIDEntry reads the value EncodeIDEntry writes, rejecting any other.
+func DecodeIDEntry(b []byte) (IDEntry, error) {
 	if len(b) != 13 || b[12] > 1 {
-		return idEntry{}, errors.New("engine: malformed id map entry")
+		return IDEntry{}, errors.New("engine: malformed id map entry")
 	}
-	return idEntry{Row: binary.BigEndian.Uint32(b), Seq: binary.BigEndian.Uint64(b[4:]), Deleted: b[12] == 1}, nil
+	return IDEntry{Row: binary.BigEndian.Uint32(b), Seq: binary.BigEndian.Uint64(b[4:]), Deleted: b[12] == 1}, nil
 }
 
+// idEntrySeq is the seq of an id-map value, for GetVersion.
 func idEntrySeq(b []byte) (uint64, error) {
-	e, err := decodeIDEntry(b)
+	e, err := DecodeIDEntry(b)
 	return e.Seq, err
 }
 
-func recordSeq(b []byte) (uint64, error) { return codec.RecordSeq(b) }
-
-// lookupID resolves a record id to its row in a branch. level is the lineage
+// LookupID resolves a record id to its row in a branch. level is the lineage
 // index of the layer holding the mapping. ok is false when the record does
 // not exist (never written, or deleted).
-func lookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e idEntry, level int, ok bool, err error) {
+func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
@@ -118,29 +120,29 @@ func lookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 			hp = codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
 			hp = hp[:len(hp)-8]
 		}
-		v, found, err := getVersion(r, kb, hp, lr.Seq, idEntrySeq)
+		v, found, err := GetVersion(r, kb, hp, lr.Seq, idEntrySeq)
 		if err != nil {
-			return idEntry{}, 0, false, err
+			return IDEntry{}, 0, false, err
 		}
 		if !found {
 			continue
 		}
-		e, err := decodeIDEntry(v)
+		e, err := DecodeIDEntry(v)
 		if err != nil {
-			return idEntry{}, 0, false, err
+			return IDEntry{}, 0, false, err
 		}
 		if e.Deleted {
-			return idEntry{}, i, false, nil
+			return IDEntry{}, i, false, nil
 		}
 		return e, i, true, nil
 	}
-	return idEntry{}, 0, false, nil
+	return IDEntry{}, 0, false, nil
 }
 
-// readRow reads the visible version of a row in a branch. level is the
+// ReadRow reads the visible version of a row in a branch. level is the
 // lineage index of the layer it came from. ok is false for a deleted or
 // unknown row.
-func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
@@ -149,7 +151,7 @@ func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 			hp = codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
 			hp = hp[:len(hp)-8]
 		}
-		v, found, err := getVersion(r, kb, hp, lr.Seq, recordSeq)
+		v, found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq)
 		if err != nil {
 			return 0, false, err
 		}
@@ -164,14 +166,14 @@ func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 	return 0, false, nil
 }
 
-// readRows reads the visible versions of rows of a branch, as readRow does
+// ReadRows reads the visible versions of rows of a branch, as readRow does
 // for each, and calls fn with the index in rows of each row found live, in
 // ascending row order. The rows of the branch's own layer (the top of the
 // lineage, read without history) are read with one iterator seeking
 // forward, which costs less than a point read per row; rows it does not
 // hold are read one by one from the layers below. rec is reused between
 // calls of fn.
-func readRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
+func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
 	if len(rows) == 0 || len(lin) == 0 {
 		return nil
 	}
@@ -218,7 +220,7 @@ func readRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 				return err
 			}
 		}
-		_, ok, err := readRow(r, db, rest, tableID, rows[i], &rec)
+		_, ok, err := ReadRow(r, db, rest, tableID, rows[i], &rec)
 		if err != nil {
 			return err
 		}
@@ -231,10 +233,10 @@ func readRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 	return nil
 }
 
-// readLayerBitmap reads one bitmap of one layer as of seq s. pending, when
+// ReadLayerBitmap reads one bitmap of one layer as of seq s. pending, when
 // not nil, holds deltas of the current write not yet in r; they apply to
 // the top layer only (s == MaxSeq).
-func readLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
+func ReadLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, bitmapID []byte, pending *Pending) (*roaring.Bitmap, error) {
 	set := roaring.New()
 	prefix := codec.BitmapPrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID, bitmapID)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
@@ -310,20 +312,20 @@ func readLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint
 	return set, nil
 }
 
-// readBitmap composes one bitmap of a table across a branch's lineage:
+// ReadBitmap composes one bitmap of a table across a branch's lineage:
 // bottom-up, acc = (acc − mask_i) ∪ own_i.
-func readBitmap(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, bitmapID []byte, pending *pendingDeltas) (*roaring.Bitmap, error) {
-	acc, err := readLayerBitmap(r, db, lin[len(lin)-1], tableID, bitmapID, pending)
+func ReadBitmap(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, bitmapID []byte, pending *Pending) (*roaring.Bitmap, error) {
+	acc, err := ReadLayerBitmap(r, db, lin[len(lin)-1], tableID, bitmapID, pending)
 	if err != nil {
 		return nil, err
 	}
 	mask := codec.MaskBitmapID()
 	for i := len(lin) - 2; i >= 0; i-- {
-		m, err := readLayerBitmap(r, db, lin[i], tableID, mask, pending)
+		m, err := ReadLayerBitmap(r, db, lin[i], tableID, mask, pending)
 		if err != nil {
 			return nil, err
 		}
-		own, err := readLayerBitmap(r, db, lin[i], tableID, bitmapID, pending)
+		own, err := ReadLayerBitmap(r, db, lin[i], tableID, bitmapID, pending)
 		if err != nil {
 			return nil, err
 		}
