@@ -57,7 +57,7 @@ type Resolution struct {
 
 // BranchDetails returns a branch and its schema.
 func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return BranchDetails{}, err
 	}
@@ -74,7 +74,7 @@ func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
 
 // ListBranches returns a database's branches, oldest first.
 func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
-	_, d, err := e.database(ws, db)
+	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 	if req.From == "" {
 		req.From = "main"
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (c *createBranch) apply(tx *dbTx) (any, error) {
 // DeleteBranch deletes a branch; the layers no other branch reads are
 // dropped with it. The last branch of a database cannot be deleted.
 func (e *Engine) DeleteBranch(ref Ref) error {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (c *deleteBranch) apply(tx *dbTx) (any, error) {
 
 // SetBranchMetadata replaces a branch's metadata.
 func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (c *setBranchMetadata) apply(tx *dbTx) (any, error) {
 
 // GitMappings lists a database's git branch mapping by git branch name.
 func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
-	_, d, err := e.database(ws, db)
+	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool,
 	if gitBranch == "" {
 		return false, model.Invalidf("gitBranch is required")
 	}
-	_, d, err := e.database(ws, db)
+	d, err := e.database(ws, db)
 	if err != nil {
 		return false, err
 	}
@@ -276,7 +276,7 @@ func (c *setGitMapping) apply(tx *dbTx) (any, error) {
 
 // ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).
 func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, error) {
-	_, d, err := e.database(ws, db)
+	d, err := e.database(ws, db)
 	if err != nil {
 		return Resolution{}, err
 	}
@@ -312,7 +312,7 @@ func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, 
 // cache holds the live bitmap of the current state answers from memory;
 // the others compose it from storage, all from one snapshot.
 func (e *Engine) RecordCount(ref Ref) (int64, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return 0, err
 	}

@@ -600,9 +600,7 @@ func TestWorkspaceDeleteCascade(t *testing.T) {
 // ownsDataKey reports whether a data-plane key belongs to a database that
 // exists.
 func ownsDataKey(e *Engine, k []byte) bool {
-	e.cat.mu.RLock()
-	defer e.cat.mu.RUnlock()
-	for id := range e.cat.databases {
+	for _, id := range e.cat.DatabaseIDs() {
 		if bytes.HasPrefix(k, codec.DatabasePrefix(id)) {
 			return true
 		}

@@ -174,3 +174,10 @@ func decodeDBResult(k dbKind, b []byte) (any, error) {
 	}
 	return nil, nil
 }
+
+// decodeAs decodes JSON into a T.
+func decodeAs[T any](b []byte) (any, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}

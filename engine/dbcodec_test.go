@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
 )
 
 // stageDB stages cmd on database d of e as applying it would, and returns
@@ -47,11 +49,14 @@ func newReplica(t *testing.T, at time.Time) *replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	place := &placeDatabase{Database: Database{Name: "db", Region: "local", CreatedAt: at}}
-	if _, err := e.createDatabase(place, &initDatabase{Branch: "main", PublicID: "bb_main", Now: at}); err != nil {
+	place := &catalog.PlaceDatabase{
+		Database: catalog.Database{Name: "db", Region: "local", CreatedAt: at},
+		First:    &catalog.FirstBranch{Name: "main", PublicID: "bb_main", Now: at},
+	}
+	if _, err := e.applyCatalog(place); err != nil {
 		t.Fatal(err)
 	}
-	_, d, err := e.database("", "db")
+	d, err := e.database("", "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,3 +264,19 @@ func TestDatabaseCommandValuesExact(t *testing.T) {
 
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
+
+// dumpRange returns every key and value of e under prefix, in order.
+func dumpRange(t *testing.T, e *Engine, prefix []byte) []byte {
+	t.Helper()
+	it, err := e.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		out = codec.AppendU32(append(out, it.Key()...), uint32(len(it.Value())))
+		out = append(out, it.Value()...)
+	}
+	return out
+}

@@ -5,7 +5,7 @@
 //
 // Every state change is a command value: a database's commands
 // (dbcodec.go lists them) go through one path, Engine.apply (database.go),
-// and the catalog's (catcodec.go) through applyCatalog (catalog.go).
+// and the catalog's (internal/catalog) through applyCatalog (catalog.go).
 // Identifiers, timestamps and `now` defaults are resolved before a command
 // is applied, and applying it reads no clock and no randomness and never
 // depends on map order, so the same commands on the same state write the
@@ -26,6 +26,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -75,10 +76,8 @@ type Engine struct {
 	files     Files
 	observers []writeObserver // told of every database command applied
 
-	catMu sync.Mutex // serializes catalog commands; see the lock order in database.go
-	cat   *catalog   // guarded by its own RWMutex for readers
-
-	hashes keyHashes // of secrets that authenticated lately
+	catMu sync.Mutex       // serializes catalog commands; see the lock order in database.go
+	cat   *catalog.Catalog // guarded by its own RWMutex for readers
 
 	// storeless makes every reader go without column stores; tests set it
 	// to run the storage paths of the planner.
@@ -194,15 +193,15 @@ func (e *Engine) now() time.Time {
 
 // load reads the catalog and every database's metadata into memory.
 func (e *Engine) load() error {
-	cat, err := loadCatalog(e.pdb)
+	cat, err := catalog.Load(e.pdb)
 	if err != nil {
 		return err
 	}
 	e.cat = cat
-	for _, d := range cat.databases {
-		db, err := loadDatabase(e.pdb, d.ID)
+	for _, id := range cat.DatabaseIDs() {
+		db, err := loadDatabase(e.pdb, id)
 		if err != nil {
-			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
+			return fmt.Errorf("engine: load database %d: %w", id, err)
 		}
 		e.addDatabase(db)
 	}

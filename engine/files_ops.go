@@ -24,7 +24,7 @@ func (e *Engine) Files() *Files { return &e.files }
 // without a file gives a nil *File and no error.
 func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 	e := fs.e
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +76,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 // grows.
 func (fs *Files) Put(ref Ref, tg FileTarget, mediaType string, content []byte) (*File, bool, error) {
 	e := fs.e
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, false, err
 	}
@@ -87,7 +87,7 @@ func (fs *Files) Put(ref Ref, tg FileTarget, mediaType string, content []byte) (
 // version grows; a file column becomes null.
 func (fs *Files) Delete(ref Ref, tg FileTarget) (*File, error) {
 	e := fs.e
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}

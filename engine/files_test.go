@@ -49,7 +49,7 @@ func pngBytes(t *testing.T, w, h int) []byte {
 // contentKeys counts the file content keys of a database.
 func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestFileBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(dev, "dev-3")
-	_, d, _ := e.database(ref.Workspace, ref.Database)
+	d, _ := e.database(ref.Workspace, ref.Database)
 	sb, _ := d.state.Load().branch("sub")
 	if len(sb.Lineage) != 3 {
 		t.Fatalf("sub lineage %v", sb.Lineage)

@@ -50,7 +50,7 @@ func TestFlatten(t *testing.T) {
 		prev = next
 	}
 	e.bg.Wait()
-	_, d, _ := e.database(ws.Core, "db")
+	d, _ := e.database(ws.Core, "db")
 	for name, b := range d.state.Load().branches {
 		if len(b.Lineage) > 3 {
 			t.Errorf("branch %s has lineage depth %d after flattening, want ≤ 3", name, len(b.Lineage))

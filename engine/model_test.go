@@ -125,7 +125,7 @@ func (db *testDB) reopen() {
 
 // branchState returns the open database and the named branch as published.
 func (db *testDB) branchState(branch string) (*database, *model.Branch, error) {
-	_, d, err := db.e.database(db.ws, "db")
+	d, err := db.e.database(db.ws, "db")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -539,7 +539,7 @@ func newModelRun(t testing.TB) *modelRun {
 // setRowCounters makes the next row id of every test table n+1.
 func (db *testDB) setRowCounters(n uint32) {
 	db.tb.Helper()
-	_, d, err := db.e.database(db.ws, "db")
+	d, err := db.e.database(db.ws, "db")
 	if err != nil {
 		db.tb.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
@@ -91,28 +92,18 @@ func (e *Engine) cursorSecret() ([]byte, error) { return e.serverSecret(cursorSe
 // serverSecret returns the per-server secret stored under name, creating it
 // on first use (as cursorSecret does for cursors).
 func (e *Engine) serverSecret(name string) ([]byte, error) {
-	e.cat.mu.RLock()
-	s := e.cat.state[name]
-	e.cat.mu.RUnlock()
-	if s != nil {
+	if s := e.cat.ServerState(name); s != nil {
 		return s, nil
 	}
 	fresh := make([]byte, 32)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, err
 	}
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.state[name] != nil {
-			fresh = c.state[name]
-			return nil
-		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(name)), fresh, nil); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) { c.state[name] = fresh })
-		return nil
-	})
-	return fresh, err
+	res, err := e.applyCatalog(&catalog.SetServerState{Name: name, Value: fresh})
+	if err != nil {
+		return nil, err
+	}
+	return res.([]byte), nil
 }
 
 // Meta is the record metadata key of Options.Meta: what filters and other

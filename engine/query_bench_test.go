@@ -129,11 +129,11 @@ func queryFixtures(owner *testing.B) func(b *testing.B, n int) *queryFixture {
 				b.Fatal(err)
 			}
 			owner.Cleanup(func() { env.e.Close() })
-			u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+			u, err := env.e.Accounts().CreateUser(engine.NewUser{Email: "bench@example.com"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			w, err := env.e.CreateWorkspace(u.ID, "bench", "")
+			w, err := env.e.Accounts().CreateWorkspace(u.ID, "bench", "")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -117,7 +117,7 @@ func (e *Engine) resolveOp(op *Op, now time.Time, generate bool) *Error {
 // what depends on the records (existence, versions, unique values, link
 // targets) is left to Write.
 func (e *Engine) CheckOps(ref Ref, ops []Op) error {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpR
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +334,7 @@ func (e *Engine) BulkInsert(ctx context.Context, ref Ref, tableName string, reco
 
 // Get reads one record of a branch.
 func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}

@@ -176,7 +176,7 @@ func migrationOpError(code Code, i int, op MigrationOp, err error) error {
 // that is then discarded, so a preview fails exactly where the apply would,
 // and changes nothing.
 func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return original, updated, err
 	}
@@ -198,7 +198,7 @@ func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated
 // headChange answers a change that changes nothing: the head and its
 // parent, after checking parent against the head.
 func (e *Engine) headChange(ref Ref, parent *string) (SchemaChange, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return SchemaChange{}, err
 	}
@@ -543,7 +543,7 @@ func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error)
 // branchHistory returns a branch and its migrations, as migrationChain
 // lists them.
 func (e *Engine) branchHistory(ref Ref) (*model.Branch, []Migration, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, err
 	}

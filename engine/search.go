@@ -107,7 +107,7 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 	if err != nil {
 		return nil, err
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}

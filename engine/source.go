@@ -47,7 +47,7 @@ func (s *source) stopped(n int) error {
 
 // resolveTable finds the database, branch and table a request names.
 func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *model.Branch, *model.Table, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, nil, err
 	}

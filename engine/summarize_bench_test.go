@@ -96,11 +96,11 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := e.CreateUser(engine.NewUser{Email: "sales@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "sales@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "sales", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "sales", "")
 	if err != nil {
 		b.Fatal(err)
 	}

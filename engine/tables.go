@@ -37,7 +37,7 @@ func (h *schemaHeader) header() *schemaHeader { return h }
 // returns the change: it resolves the migration's time and, unless the
 // command has one, its id.
 func (e *Engine) changeSchema(ref Ref, cmd schemaCommand) (SchemaChange, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return SchemaChange{}, err
 	}
@@ -240,7 +240,7 @@ func (e *Engine) RenameTable(ref Ref, name, newName string) (SchemaChange, error
 }
 
 func (e *Engine) branchSchema(ref Ref) (*model.Schema, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}

@@ -238,7 +238,7 @@ func TestVectorSearchWrites(t *testing.T) {
 // of a branch, failing the test if there is none.
 func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorStore {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}

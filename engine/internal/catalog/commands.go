@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 import (
 	"strings"
@@ -14,62 +14,85 @@ import (
 // catalog and gives the same writes on every copy of the same catalog.
 // Applying checks the command against the catalog (access, conflicts,
 // last owners) as of that moment, stages its writes into the command's
-// batch and its in-memory changes into t.after, and returns its result.
-// The set of commands is closed: catKind lists them, and catcodec.go
-// encodes each.
+// batch and its in-memory changes into t, and returns its result. The set
+// of commands is closed: Kind lists them, and codec.go encodes each.
 
-// catCommand is one catalog command.
-type catCommand interface {
+// Command is one catalog command.
+type Command interface {
 	// kind names the command in its encoding.
-	kind() catKind
+	kind() Kind
 	// apply checks the command against c and stages it in t; h drops the
 	// databases the command deletes. It returns the command's result,
 	// whose type each command documents.
-	apply(c *catalog, t *catTx, h dbHost) (any, error)
+	apply(c *Catalog, t *Tx, h Host) (any, error)
 }
 
-// dbHost is what catalog commands need of the open databases.
-type dbHost interface {
-	// dropDatabase stages the deletion of a database and everything in its
+// Stage checks cmd against c and stages it in t, as applying it does;
+// h does what the command starts in the databases it places or deletes.
+// It returns the command's result, whose type each command documents.
+func Stage(c *Catalog, t *Tx, h Host, cmd Command) (any, error) { return cmd.apply(c, t, h) }
+
+// Host is what catalog commands need of the databases they place and
+// delete, whose contents live outside the catalog. Each call stages its
+// writes into t's batch, so that they apply with the command or not at
+// all, and what it changes in memory into t.
+type Host interface {
+	// InitDatabase stages the first command of the database p places:
+	// its first branch.
+	InitDatabase(t *Tx, p *Database, first *FirstBranch) error
+	// RestoreDatabase stages the key range of a backup as the contents of
+	// the database p places.
+	RestoreDatabase(t *Tx, p *Database, backup []byte) error
+	// DropDatabase stages the deletion of a database and everything in its
 	// range into t, keeping its commands out until t ends.
-	dropDatabase(t *catTx, p *Database) error
+	DropDatabase(t *Tx, p *Database) error
 }
 
-// catKind numbers the catalog commands in their encoding; numbers are
+// FirstBranch is the first branch of a new database, resolved: its name,
+// public id, creation time and metadata.
+type FirstBranch struct {
+	Name     string               `json:"name"`
+	PublicID string               `json:"publicID"`
+	Now      time.Time            `json:"now"`
+	Metadata model.BranchMetadata `json:"metadata"`
+}
+
+// Kind numbers the catalog commands in their encoding; numbers are
 // never reused.
-type catKind uint8
+type Kind uint8
 
 // The catalog commands.
 const (
-	catCreateUser catKind = iota + 1
-	catUpdateUser
-	catDeleteUser
-	catCreateAPIKey
-	catDeleteAPIKey
-	catCreateWorkspace
-	catUpdateWorkspace
-	catDeleteWorkspace
-	catSetMemberRole
-	catRemoveMember
-	catCreateInvite
-	catAcceptInvite
-	catUpdateInvite
-	catDeleteInvite
-	catPlaceDatabase
-	catUpdateDatabase
-	catDropDatabase
-	catSetServerState
-	catBootstrap
+	kindCreateUser Kind = iota + 1
+	kindUpdateUser
+	kindDeleteUser
+	kindCreateAPIKey
+	kindDeleteAPIKey
+	kindCreateWorkspace
+	kindUpdateWorkspace
+	kindDeleteWorkspace
+	kindSetMemberRole
+	kindRemoveMember
+	kindCreateInvite
+	kindAcceptInvite
+	kindUpdateInvite
+	kindDeleteInvite
+	kindPlaceDatabase
+	kindUpdateDatabase
+	kindDropDatabase
+	kindSetServerState
+	kindBootstrap
+	kindRestoreDatabase
 )
 
-// createUser creates a user; the result is the User.
-type createUser struct {
+// CreateUser creates a user; the result is the User.
+type CreateUser struct {
 	User User `json:"user"`
 }
 
-func (*createUser) kind() catKind { return catCreateUser }
+func (*CreateUser) kind() Kind { return kindCreateUser }
 
-func (cmd *createUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *CreateUser) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	if err := c.checkNewUser(&cmd.User); err != nil {
 		return nil, err
 	}
@@ -80,15 +103,15 @@ func (cmd *createUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 }
 
 // checkNewUser fails when another user has u's email.
-func (c *catalog) checkNewUser(u *User) error {
+func (c *Catalog) checkNewUser(u *User) error {
 	if _, ok := c.emails[strings.ToLower(u.Email)]; ok {
-		return Errorf(CodeConflict, "a user with email [%s] already exists", u.Email)
+		return model.Errorf(model.CodeConflict, "a user with email [%s] already exists", u.Email)
 	}
 	return nil
 }
 
 // writeUser stages the creation of a user.
-func writeUser(t *catTx, u *User) error {
+func writeUser(t *Tx, u *User) error {
 	user := *u
 	if err := t.putJSON(userKey(user.ID), &user); err != nil {
 		return err
@@ -96,25 +119,25 @@ func writeUser(t *catTx, u *User) error {
 	if err := t.batch.Set(emailKey(user.Email), []byte(user.ID), nil); err != nil {
 		return err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		c.users[user.ID] = &user
 		c.emails[strings.ToLower(user.Email)] = user.ID
 	})
 	return nil
 }
 
-// updateUser replaces a user's email, full name and image; the result is
+// UpdateUser replaces a user's email, full name and image; the result is
 // the User.
-type updateUser struct {
+type UpdateUser struct {
 	ID       string `json:"id"`
 	Email    string `json:"email"`
 	Fullname string `json:"fullname"`
 	Image    string `json:"image"`
 }
 
-func (*updateUser) kind() catKind { return catUpdateUser }
+func (*UpdateUser) kind() Kind { return kindUpdateUser }
 
-func (cmd *updateUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *UpdateUser) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	id, email := cmd.ID, cmd.Email
 	old := c.users[id]
 	if old == nil {
@@ -139,7 +162,7 @@ func (cmd *updateUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.batch.Set(emailKey(email), []byte(id), nil); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		delete(c.emails, oldLower)
 		c.emails[newLower] = id
 		c.users[id] = &u
@@ -147,15 +170,15 @@ func (cmd *updateUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	return u, nil
 }
 
-// deleteUser deletes a user with their API keys and memberships, unless
+// DeleteUser deletes a user with their API keys and memberships, unless
 // they are the last owner of a workspace (see Accounts.DeleteUser).
-type deleteUser struct {
+type DeleteUser struct {
 	ID string `json:"id"`
 }
 
-func (*deleteUser) kind() catKind { return catDeleteUser }
+func (*DeleteUser) kind() Kind { return kindDeleteUser }
 
-func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *DeleteUser) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	id := cmd.ID
 	u := c.users[id]
 	if u == nil {
@@ -173,7 +196,7 @@ func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		}
 	}
 	if len(sole) > 0 {
-		return nil, Errorf(CodeInvalid, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
+		return nil, model.Errorf(model.CodeInvalid, "user is the last owner of workspace [%s]: make another member an owner or delete the workspace first",
 			strings.Join(sole, "], ["))
 	}
 	keys := c.userKeysSorted(id)
@@ -190,7 +213,7 @@ func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.delete(userKey(id), emailKey(u.Email)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		for _, k := range keys {
 			c.removeKey(k)
 		}
@@ -203,20 +226,20 @@ func (cmd *deleteUser) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	return nil, nil
 }
 
-// createAPIKey stores an API key, by the hash of its secret.
-type createAPIKey struct {
+// CreateAPIKey stores an API key, by the hash of its secret.
+type CreateAPIKey struct {
 	Key APIKey `json:"key"`
 }
 
-func (*createAPIKey) kind() catKind { return catCreateAPIKey }
+func (*CreateAPIKey) kind() Kind { return kindCreateAPIKey }
 
-func (cmd *createAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *CreateAPIKey) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	key := &cmd.Key
 	if c.users[key.UserID] == nil {
 		return nil, model.NotFoundf("user [%s] not found", key.UserID)
 	}
 	if key.Workspace != "" && c.members[key.Workspace][key.UserID] == nil {
-		return nil, Errorf(CodeForbidden, "no access to workspace [%s]", key.Workspace)
+		return nil, model.Errorf(model.CodeForbidden, "no access to workspace [%s]", key.Workspace)
 	}
 	if err := c.checkNewKey(key); err != nil {
 		return nil, err
@@ -225,18 +248,18 @@ func (cmd *createAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 }
 
 // checkNewKey fails when the key's secret or its name is taken.
-func (c *catalog) checkNewKey(key *APIKey) error {
+func (c *Catalog) checkNewKey(key *APIKey) error {
 	if _, dup := c.keys[key.Hash]; dup {
-		return Errorf(CodeConflict, "this key already exists")
+		return model.Errorf(model.CodeConflict, "this key already exists")
 	}
 	if c.keyByName(key.UserID, key.Name) != nil {
-		return Errorf(CodeConflict, "API key [%s] already exists", key.Name)
+		return model.Errorf(model.CodeConflict, "API key [%s] already exists", key.Name)
 	}
 	return nil
 }
 
 // writeKey stages the creation of an API key.
-func writeKey(t *catTx, k *APIKey) error {
+func writeKey(t *Tx, k *APIKey) error {
 	key := *k
 	if err := t.putJSON(apiKeyKey(key.Hash), &key); err != nil {
 		return err
@@ -244,19 +267,19 @@ func writeKey(t *catTx, k *APIKey) error {
 	if err := t.batch.Set(userAPIKeyKey(key.UserID, key.Name), key.Hash[:], nil); err != nil {
 		return err
 	}
-	t.after = append(t.after, func(c *catalog) { c.addKey(&key) })
+	t.after = append(t.after, func(c *Catalog) { c.addKey(&key) })
 	return nil
 }
 
-// deleteAPIKey revokes a user's API key by name.
-type deleteAPIKey struct {
+// DeleteAPIKey revokes a user's API key by name.
+type DeleteAPIKey struct {
 	UserID string `json:"userID"`
 	Name   string `json:"name"`
 }
 
-func (*deleteAPIKey) kind() catKind { return catDeleteAPIKey }
+func (*DeleteAPIKey) kind() Kind { return kindDeleteAPIKey }
 
-func (cmd *deleteAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *DeleteAPIKey) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	k := c.keyByName(cmd.UserID, cmd.Name)
 	if k == nil {
 		return nil, model.NotFoundf("API key [%s] not found", cmd.Name)
@@ -264,21 +287,21 @@ func (cmd *deleteAPIKey) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(cmd.UserID, cmd.Name)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) { c.removeKey(k) })
+	t.after = append(t.after, func(c *Catalog) { c.removeKey(k) })
 	return nil, nil
 }
 
-// createWorkspace creates a workspace whose one member, its owner, is
+// CreateWorkspace creates a workspace whose one member, its owner, is
 // Owner; the member joins at the workspace's CreatedAt. The result is the
 // Workspace.
-type createWorkspace struct {
+type CreateWorkspace struct {
 	Workspace Workspace `json:"workspace"`
 	Owner     string    `json:"owner"`
 }
 
-func (*createWorkspace) kind() catKind { return catCreateWorkspace }
+func (*CreateWorkspace) kind() Kind { return kindCreateWorkspace }
 
-func (cmd *createWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *CreateWorkspace) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	if c.users[cmd.Owner] == nil {
 		return nil, model.NotFoundf("user [%s] not found", cmd.Owner)
 	}
@@ -292,15 +315,15 @@ func (cmd *createWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 }
 
 // checkNewWorkspace fails when the workspace's core id is taken.
-func (c *catalog) checkNewWorkspace(w *Workspace) error {
+func (c *Catalog) checkNewWorkspace(w *Workspace) error {
 	if c.workspaces[w.Core] != nil {
-		return Errorf(CodeConflict, "workspace id collision, retry")
+		return model.Errorf(model.CodeConflict, "workspace id collision, retry")
 	}
 	return nil
 }
 
 // writeWorkspace stages the creation of a workspace with its owner.
-func writeWorkspace(t *catTx, w *Workspace, owner string) error {
+func writeWorkspace(t *Tx, w *Workspace, owner string) error {
 	ws := *w
 	core := ws.Core
 	m := &Member{Workspace: core, UserID: owner, Role: RoleOwner, CreatedAt: ws.CreatedAt}
@@ -310,25 +333,25 @@ func writeWorkspace(t *catTx, w *Workspace, owner string) error {
 	if err := t.putJSON(memberKey(core, owner), m); err != nil {
 		return err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		c.workspaces[core] = &ws
 		c.member(core)[owner] = m
 	})
 	return nil
 }
 
-// updateWorkspace renames a workspace (owner only); an empty slug derives
+// UpdateWorkspace renames a workspace (owner only); an empty slug derives
 // from the name. The result is the WorkspaceInfo.
-type updateWorkspace struct {
+type UpdateWorkspace struct {
 	Caller string `json:"caller"`
 	WS     string `json:"ws"`
 	Name   string `json:"name"`
 	Slug   string `json:"slug"`
 }
 
-func (*updateWorkspace) kind() catKind { return catUpdateWorkspace }
+func (*UpdateWorkspace) kind() Kind { return kindUpdateWorkspace }
 
-func (cmd *updateWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *UpdateWorkspace) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	w, m, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
@@ -338,7 +361,7 @@ func (cmd *updateWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, model.Invalidf("workspace name is required")
 	}
 	if slug == "" {
-		slug = slugify(name)
+		slug = Slugify(name)
 	} else if err := model.CheckName("workspace slug", slug); err != nil {
 		return nil, err
 	}
@@ -348,27 +371,27 @@ func (cmd *updateWorkspace) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, err
 	}
 	out := c.workspaceInfo(&nw, m.Role)
-	t.after = append(t.after, func(c *catalog) { c.workspaces[nw.Core] = &nw })
+	t.after = append(t.after, func(c *Catalog) { c.workspaces[nw.Core] = &nw })
 	return out, nil
 }
 
-// deleteWorkspace deletes a workspace (owner only) with its databases,
+// DeleteWorkspace deletes a workspace (owner only) with its databases,
 // members, invites and the API keys scoped to it.
-type deleteWorkspace struct {
+type DeleteWorkspace struct {
 	Caller string `json:"caller"`
 	WS     string `json:"ws"`
 }
 
-func (*deleteWorkspace) kind() catKind { return catDeleteWorkspace }
+func (*DeleteWorkspace) kind() Kind { return kindDeleteWorkspace }
 
-func (cmd *deleteWorkspace) apply(c *catalog, t *catTx, h dbHost) (any, error) {
+func (cmd *DeleteWorkspace) apply(c *Catalog, t *Tx, h Host) (any, error) {
 	w, _, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
 	}
 	core := w.Core
 	for _, p := range c.databasesOf(core) {
-		if err := h.dropDatabase(t, p); err != nil {
+		if err := c.drop(t, h, p); err != nil {
 			return nil, err
 		}
 	}
@@ -393,7 +416,7 @@ func (cmd *deleteWorkspace) apply(c *catalog, t *catTx, h dbHost) (any, error) {
 	if err := t.delete(workspaceKey(core)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		for _, in := range invites {
 			delete(c.inviteKeys, in.KeyHash)
 		}
@@ -407,17 +430,17 @@ func (cmd *deleteWorkspace) apply(c *catalog, t *catTx, h dbHost) (any, error) {
 	return nil, nil
 }
 
-// setMemberRole changes a member's role (owner only), keeping an owner.
-type setMemberRole struct {
+// SetMemberRole changes a member's role (owner only), keeping an owner.
+type SetMemberRole struct {
 	Caller string `json:"caller"`
 	WS     string `json:"ws"`
 	UserID string `json:"userID"`
 	Role   Role   `json:"role"`
 }
 
-func (*setMemberRole) kind() catKind { return catSetMemberRole }
+func (*SetMemberRole) kind() Kind { return kindSetMemberRole }
 
-func (cmd *setMemberRole) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *SetMemberRole) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	w, _, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
@@ -441,21 +464,21 @@ func (cmd *setMemberRole) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.putJSON(memberKey(w.Core, userID), &nm); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) { c.member(nm.Workspace)[userID] = &nm })
+	t.after = append(t.after, func(c *Catalog) { c.member(nm.Workspace)[userID] = &nm })
 	return nil, nil
 }
 
-// removeMember removes a member with their API keys scoped to the
+// RemoveMember removes a member with their API keys scoped to the
 // workspace; owners remove anyone, members themselves.
-type removeMember struct {
+type RemoveMember struct {
 	Caller string `json:"caller"`
 	WS     string `json:"ws"`
 	UserID string `json:"userID"`
 }
 
-func (*removeMember) kind() catKind { return catRemoveMember }
+func (*RemoveMember) kind() Kind { return kindRemoveMember }
 
-func (cmd *removeMember) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *RemoveMember) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	callerID, ws, userID := cmd.Caller, cmd.WS, cmd.UserID
 	w, _, err := c.access(callerID, ws, callerID != userID)
 	if err != nil {
@@ -478,7 +501,7 @@ func (cmd *removeMember) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.delete(memberKey(core, userID)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		for _, k := range scoped {
 			c.removeKey(k)
 		}
@@ -487,19 +510,19 @@ func (cmd *removeMember) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	return nil, nil
 }
 
-// createInvite invites an email address into a workspace (owner only).
+// CreateInvite invites an email address into a workspace (owner only).
 // Invite carries its id, key hash, expiry and creation time, which is also
 // when pending invites are judged; the command sets its workspace. The
 // result is the Invite.
-type createInvite struct {
+type CreateInvite struct {
 	Caller string `json:"caller"`
 	WS     string `json:"ws"`
 	Invite Invite `json:"invite"`
 }
 
-func (*createInvite) kind() catKind { return catCreateInvite }
+func (*CreateInvite) kind() Kind { return kindCreateInvite }
 
-func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *CreateInvite) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	w, _, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
@@ -516,7 +539,7 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	in.Workspace = core
 	lower := strings.ToLower(email)
 	if uid, ok := c.emails[lower]; ok && c.members[core][uid] != nil {
-		return nil, Errorf(CodeConflict, "[%s] is already a member of workspace [%s]", email, cmd.WS)
+		return nil, model.Errorf(model.CodeConflict, "[%s] is already a member of workspace [%s]", email, cmd.WS)
 	}
 	var stale []*Invite
 	for _, id := range model.SortedKeys(c.invites[core]) {
@@ -525,12 +548,12 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 			continue
 		}
 		if old.pending(now) {
-			return nil, Errorf(CodeConflict, "an invite for [%s] is already pending", email)
+			return nil, model.Errorf(model.CodeConflict, "an invite for [%s] is already pending", email)
 		}
 		stale = append(stale, old)
 	}
 	if c.invites[core][in.ID] != nil || c.inviteKeys[in.KeyHash] != "" {
-		return nil, Errorf(CodeConflict, "invite id collision, retry")
+		return nil, model.Errorf(model.CodeConflict, "invite id collision, retry")
 	}
 	for _, old := range stale {
 		if err := t.delete(inviteKey(core, old.ID), inviteSecretKey(old.KeyHash)); err != nil {
@@ -543,7 +566,7 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.batch.Set(inviteSecretKey(in.KeyHash), inviteRef(core, in.ID), nil); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		for _, old := range stale {
 			delete(c.invite(core), old.ID)
 			delete(c.inviteKeys, old.KeyHash)
@@ -554,18 +577,18 @@ func (cmd *createInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	return in.public(), nil
 }
 
-// acceptInvite makes the caller a member by the invite whose key hashes to
+// AcceptInvite makes the caller a member by the invite whose key hashes to
 // KeyHash, at Now.
-type acceptInvite struct {
+type AcceptInvite struct {
 	Caller  string    `json:"caller"`
 	WS      string    `json:"ws"`
 	KeyHash [32]byte  `json:"keyHash"`
 	Now     time.Time `json:"now"`
 }
 
-func (*acceptInvite) kind() catKind { return catAcceptInvite }
+func (*AcceptInvite) kind() Kind { return kindAcceptInvite }
 
-func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *AcceptInvite) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	callerID, h := cmd.Caller, cmd.KeyHash
 	u := c.users[callerID]
 	if u == nil {
@@ -580,10 +603,10 @@ func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, model.NotFoundf("invite not found or expired")
 	}
 	if !strings.EqualFold(u.Email, in.Email) {
-		return nil, Errorf(CodeForbidden, "this invite is for another email address")
+		return nil, model.Errorf(model.CodeForbidden, "this invite is for another email address")
 	}
 	if c.members[core][callerID] != nil {
-		return nil, Errorf(CodeConflict, "user is already a member of workspace [%s]", cmd.WS)
+		return nil, model.Errorf(model.CodeConflict, "user is already a member of workspace [%s]", cmd.WS)
 	}
 	m := &Member{Workspace: core, UserID: callerID, Role: in.Role, CreatedAt: cmd.Now}
 	done := *in
@@ -597,7 +620,7 @@ func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.delete(inviteSecretKey(h)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		c.member(core)[callerID] = m
 		c.invite(core)[done.ID] = &done
 		delete(c.inviteKeys, h)
@@ -605,18 +628,18 @@ func (cmd *acceptInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	return nil, nil
 }
 
-// updateInvite changes the role of a pending invite (owner only); the
+// UpdateInvite changes the role of a pending invite (owner only); the
 // result is the Invite.
-type updateInvite struct {
+type UpdateInvite struct {
 	Caller   string `json:"caller"`
 	WS       string `json:"ws"`
 	InviteID string `json:"inviteID"`
 	Role     Role   `json:"role"`
 }
 
-func (*updateInvite) kind() catKind { return catUpdateInvite }
+func (*UpdateInvite) kind() Kind { return kindUpdateInvite }
 
-func (cmd *updateInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *UpdateInvite) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	w, _, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
@@ -629,27 +652,27 @@ func (cmd *updateInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 		return nil, err
 	}
 	if in.Accepted {
-		return nil, Errorf(CodePrecondition, "invite [%s] is already accepted and cannot be changed", cmd.InviteID)
+		return nil, model.Errorf(model.CodePrecondition, "invite [%s] is already accepted and cannot be changed", cmd.InviteID)
 	}
 	ni := *in
 	ni.Role = cmd.Role
 	if err := t.putJSON(inviteKey(ni.Workspace, ni.ID), &ni); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) { c.invite(ni.Workspace)[ni.ID] = &ni })
+	t.after = append(t.after, func(c *Catalog) { c.invite(ni.Workspace)[ni.ID] = &ni })
 	return ni.public(), nil
 }
 
-// deleteInvite deletes an invite that is not accepted (owner only).
-type deleteInvite struct {
+// DeleteInvite deletes an invite that is not accepted (owner only).
+type DeleteInvite struct {
 	Caller   string `json:"caller"`
 	WS       string `json:"ws"`
 	InviteID string `json:"inviteID"`
 }
 
-func (*deleteInvite) kind() catKind { return catDeleteInvite }
+func (*DeleteInvite) kind() Kind { return kindDeleteInvite }
 
-func (cmd *deleteInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *DeleteInvite) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	w, _, err := c.access(cmd.Caller, cmd.WS, true)
 	if err != nil {
 		return nil, err
@@ -664,58 +687,95 @@ func (cmd *deleteInvite) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.delete(inviteKey(in.Workspace, in.ID), inviteSecretKey(in.KeyHash)); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		delete(c.invite(in.Workspace), in.ID)
 		delete(c.inviteKeys, in.KeyHash)
 	})
 	return nil, nil
 }
 
-// placeDatabase registers a new database: it takes the next database id
+// PlaceDatabase registers a new database: it takes the next database id
 // and records where the database lives and what it is called. Workspace ""
 // places it outside every workspace, where embedders keep databases
-// without accounts. The result is the *Database with its id; what fills
-// the database's range is the database's own first command.
-type placeDatabase struct {
-	Database Database `json:"database"`
+// without accounts. First, when set, is the database's first branch,
+// created by the database's first command in the same batch; without it
+// the range stays empty. The result is the *Database with its id.
+type PlaceDatabase struct {
+	Database Database     `json:"database"`
+	First    *FirstBranch `json:"first,omitempty"`
 }
 
-func (*placeDatabase) kind() catKind { return catPlaceDatabase }
+func (*PlaceDatabase) kind() Kind { return kindPlaceDatabase }
 
-func (cmd *placeDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
-	p := cmd.Database
+func (cmd *PlaceDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	p, err := c.place(t, cmd.Database)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.First != nil {
+		if err := h.InitDatabase(t, p, cmd.First); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// place stages the placement of a new database, with the next id, and
+// returns it.
+func (c *Catalog) place(t *Tx, p Database) (*Database, error) {
 	if p.Workspace != "" && c.workspaces[p.Workspace] == nil {
 		return nil, model.NotFoundf("workspace [%s] not found", p.Workspace)
 	}
 	if c.findDatabase(p.Workspace, p.Name) != nil {
-		return nil, Errorf(CodeAlreadyExists, "database [%s] already exists", p.Name)
+		return nil, model.Errorf(model.CodeAlreadyExists, "database [%s] already exists", p.Name)
 	}
 	p.ID = c.dbCounter + 1
 	if err := t.putJSON(databaseKey(p.ID), &p); err != nil {
 		return nil, err
 	}
-	if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), u64(uint64(p.ID)), nil); err != nil {
+	if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), codec.AppendU64(nil, uint64(p.ID)), nil); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) {
+	t.after = append(t.after, func(c *Catalog) {
 		c.setDatabase(&p)
 		c.dbCounter = p.ID
 	})
 	return &p, nil
 }
 
-// updateDatabase renames a database (NewName "" keeps the name) and sets
+// RestoreDatabase places a new database, as PlaceDatabase does, whose
+// contents are a backup's key range (layers.WriteRange): all of it, or
+// nothing when the backup is malformed. The result is the *Database.
+type RestoreDatabase struct {
+	Database Database `json:"database"`
+	Backup   []byte   `json:"backup"`
+}
+
+func (*RestoreDatabase) kind() Kind { return kindRestoreDatabase }
+
+func (cmd *RestoreDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	p, err := c.place(t, cmd.Database)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.RestoreDatabase(t, p, cmd.Backup); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// UpdateDatabase renames a database (NewName "" keeps the name) and sets
 // its UI color (nil keeps it); the result is the DatabaseInfo.
-type updateDatabase struct {
+type UpdateDatabase struct {
 	WS      string  `json:"ws"`
 	Name    string  `json:"name"`
 	NewName string  `json:"newName,omitempty"`
 	UIColor *string `json:"uiColor,omitempty"`
 }
 
-func (*updateDatabase) kind() catKind { return catUpdateDatabase }
+func (*UpdateDatabase) kind() Kind { return kindUpdateDatabase }
 
-func (cmd *updateDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *UpdateDatabase) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	p := c.findDatabase(cmd.WS, cmd.Name)
 	if p == nil {
 		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
@@ -726,7 +786,7 @@ func (cmd *updateDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 			return nil, err
 		}
 		if c.findDatabase(cmd.WS, cmd.NewName) != nil {
-			return nil, Errorf(CodeAlreadyExists, "database [%s] already exists", cmd.NewName)
+			return nil, model.Errorf(model.CodeAlreadyExists, "database [%s] already exists", cmd.NewName)
 		}
 		np.Name = cmd.NewName
 	}
@@ -736,36 +796,47 @@ func (cmd *updateDatabase) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.putJSON(databaseKey(p.ID), &np); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) { c.setDatabase(&np) })
-	return dbInfo(&np), nil
+	t.after = append(t.after, func(c *Catalog) { c.setDatabase(&np) })
+	return np.Info(), nil
 }
 
-// dropDatabase deletes a database with all its branches and data.
-type dropDatabase struct {
+// DropDatabase deletes a database with all its branches and data.
+type DropDatabase struct {
 	WS   string `json:"ws"`
 	Name string `json:"name"`
 }
 
-func (*dropDatabase) kind() catKind { return catDropDatabase }
+func (*DropDatabase) kind() Kind { return kindDropDatabase }
 
-func (cmd *dropDatabase) apply(c *catalog, t *catTx, h dbHost) (any, error) {
+func (cmd *DropDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
 	p := c.findDatabase(cmd.WS, cmd.Name)
 	if p == nil {
 		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
 	}
-	return nil, h.dropDatabase(t, p)
+	return nil, c.drop(t, h, p)
 }
 
-// setServerState sets a server-wide setting unless it is set already; the
+// drop stages the deletion of database p: its placement, and through h its
+// range.
+func (c *Catalog) drop(t *Tx, h Host, p *Database) error {
+	if err := t.delete(databaseKey(p.ID)); err != nil {
+		return err
+	}
+	id := p.ID
+	t.after = append(t.after, func(c *Catalog) { c.removeDatabase(id) })
+	return h.DropDatabase(t, p)
+}
+
+// SetServerState sets a server-wide setting unless it is set already; the
 // result is the setting's value, the one it had or Value.
-type setServerState struct {
+type SetServerState struct {
 	Name  string `json:"name"`
 	Value []byte `json:"value"`
 }
 
-func (*setServerState) kind() catKind { return catSetServerState }
+func (*SetServerState) kind() Kind { return kindSetServerState }
 
-func (cmd *setServerState) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *SetServerState) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	if v := c.state[cmd.Name]; v != nil {
 		return v, nil
 	}
@@ -773,21 +844,21 @@ func (cmd *setServerState) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
 	if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(cmd.Name)), v, nil); err != nil {
 		return nil, err
 	}
-	t.after = append(t.after, func(c *catalog) { c.state[cmd.Name] = v })
+	t.after = append(t.after, func(c *Catalog) { c.state[cmd.Name] = v })
 	return v, nil
 }
 
-// bootstrap creates the first accounts of a server in one command: a user,
+// Bootstrap creates the first accounts of a server in one command: a user,
 // a workspace they own and an API key of theirs.
-type bootstrap struct {
+type Bootstrap struct {
 	User      User      `json:"user"`
 	Workspace Workspace `json:"workspace"`
 	Key       APIKey    `json:"key"`
 }
 
-func (*bootstrap) kind() catKind { return catBootstrap }
+func (*Bootstrap) kind() Kind { return kindBootstrap }
 
-func (cmd *bootstrap) apply(c *catalog, t *catTx, _ dbHost) (any, error) {
+func (cmd *Bootstrap) apply(c *Catalog, t *Tx, _ Host) (any, error) {
 	if err := c.checkNewUser(&cmd.User); err != nil {
 		return nil, err
 	}
