@@ -16,7 +16,7 @@ func (e *Engine) BackupDatabase(ws, name string, w io.Writer) error {
 	}
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
-	return layers.WriteRange(snap, d.id, w)
+	return layers.WriteRange(snap, d.ID, w)
 }
 
 // RestoreDatabase reads a backup into a new database of a workspace. A

@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 )
 
 // Queries read the same postings again and again (a category, active=true),
@@ -52,8 +53,8 @@ func (d *database) cacheFor(k storeKey) *bitmapCache {
 	if c, ok := d.caches.Load(k); ok {
 		return c.(*bitmapCache)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.LockWriter()
+	defer d.UnlockWriter()
 	c, _ := d.caches.LoadOrStore(k, &bitmapCache{salt: rand.Uint64(), obs: d.obs})
 	return c.(*bitmapCache)
 }
@@ -62,11 +63,11 @@ func (d *database) cacheFor(k storeKey) *bitmapCache {
 // writes, before its batch becomes visible, and notes the tables as
 // written; the returned func makes the epochs even again after. Both run
 // under the writer lock.
-func (d *database) startWrite(tx *dbTx) (done func()) {
+func (d *database) startWrite(tx *apply.Tx) (done func()) {
 	var bumped []*bitmapCache
 	seen := map[storeKey]bool{}
-	for _, c := range tx.changes {
-		k := storeKey{c.branch, c.table}
+	for _, c := range tx.Rows() {
+		k := storeKey{Branch: c.Branch, Table: c.Table}
 		if seen[k] {
 			continue
 		}
@@ -74,7 +75,7 @@ func (d *database) startWrite(tx *dbTx) (done func()) {
 		if d.written == nil {
 			d.written = map[storeKey]uint64{}
 		}
-		d.written[k] = tx.seq
+		d.written[k] = tx.Seq()
 		if c, ok := d.caches.Load(k); ok {
 			bc := c.(*bitmapCache)
 			bc.epoch.Add(1)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -61,7 +62,7 @@ func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
 	if err != nil {
 		return BranchDetails{}, err
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return BranchDetails{}, err
 	}
@@ -78,15 +79,15 @@ func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := d.state.Load()
-	out := make([]BranchInfo, 0, len(st.branches))
-	ids := make([]uint32, 0, len(st.byID))
-	for id := range st.byID {
+	st := d.State()
+	out := make([]BranchInfo, 0, len(st.Branches))
+	ids := make([]uint32, 0, len(st.ByID))
+	for id := range st.ByID {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		b := st.byID[id]
+		b := st.ByID[id]
 		out = append(out, BranchInfo{Name: b.Name, CreatedAt: b.CreatedAt})
 	}
 	return out, nil
@@ -106,46 +107,12 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 		return err
 	}
 	now := e.now()
-	cmd := &createBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.Next("bb_", now), Now: now, Metadata: req.Metadata}
+	cmd := &apply.CreateBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.Next("bb_", now), Now: now, Metadata: req.Metadata}
 	if _, err := e.apply(d, cmd); err != nil {
 		return err
 	}
 	e.maybeFlatten(d, ref.Branch)
 	return nil
-}
-
-// createBranch forks From into a new branch Name: its lineage is a new
-// layer over From's, frozen at the commit before this one.
-type createBranch struct {
-	Name     string          `json:"name"`
-	From     string          `json:"from"`
-	PublicID string          `json:"publicID"`
-	Now      time.Time       `json:"now"`
-	Metadata *BranchMetadata `json:"metadata,omitempty"`
-}
-
-func (c *createBranch) apply(tx *dbTx) (any, error) {
-	if tx.st.branches[c.Name] != nil {
-		return nil, Errorf(CodeAlreadyExists, "branch [%s] already exists", c.Name)
-	}
-	src := tx.st.branches[c.From]
-	if src == nil {
-		return nil, model.Invalidf("source branch [%s] not found", c.From)
-	}
-	lin := make(model.Lineage, 0, len(src.Lineage)+1)
-	lin = append(lin, model.LayerRef{Layer: tx.allocLayer(), Seq: model.MaxSeq})
-	lin = append(lin, model.LayerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
-	lin = append(lin, src.Lineage[1:]...)
-	b := &model.Branch{
-		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Name, CreatedAt: c.Now,
-		Version: src.Version, LastMigrationID: src.LastMigrationID,
-		StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
-		Lineage:     lin, Schema: src.Schema,
-	}
-	if c.Metadata != nil {
-		b.Metadata = *c.Metadata
-	}
-	return nil, tx.putBranch(b)
 }
 
 // DeleteBranch deletes a branch; the layers no other branch reads are
@@ -155,45 +122,8 @@ func (e *Engine) DeleteBranch(ref Ref) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.apply(d, &deleteBranch{Name: ref.Branch})
+	_, err = e.apply(d, &apply.DeleteBranch{Name: ref.Branch})
 	return err
-}
-
-// deleteBranch deletes a branch with its migrations and git mappings; the
-// layers no other branch reads are dropped once it is applied.
-type deleteBranch struct {
-	Name string `json:"name"`
-}
-
-func (c *deleteBranch) apply(tx *dbTx) (any, error) {
-	b, err := tx.st.branch(c.Name)
-	if err != nil {
-		return nil, err
-	}
-	if len(tx.st.branches) == 1 {
-		return nil, Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", c.Name)
-	}
-	if err := tx.removeBranch(b); err != nil {
-		return nil, err
-	}
-	migs := codec.MetaKey(tx.d.id, codec.MetaMigration, codec.AppendU32(nil, b.ID))
-	if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
-		return nil, err
-	}
-	for _, g := range model.SortedKeys(tx.st.git) {
-		if tx.st.git[g] == b.Name {
-			if err := tx.setGit(g, ""); err != nil {
-				return nil, err
-			}
-		}
-	}
-	refs := tx.state().refs
-	for _, lr := range b.Lineage {
-		if refs[lr.Layer] == 0 {
-			tx.dropLayers = append(tx.dropLayers, lr.Layer)
-		}
-	}
-	return nil, nil
 }
 
 // SetBranchMetadata replaces a branch's metadata.
@@ -202,24 +132,8 @@ func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.apply(d, &setBranchMetadata{Branch: ref.Branch, Metadata: md})
+	_, err = e.apply(d, &apply.SetBranchMetadata{Branch: ref.Branch, Metadata: md})
 	return err
-}
-
-// setBranchMetadata replaces a branch's metadata.
-type setBranchMetadata struct {
-	Branch   string         `json:"branch"`
-	Metadata BranchMetadata `json:"metadata"`
-}
-
-func (c *setBranchMetadata) apply(tx *dbTx) (any, error) {
-	b, err := tx.st.branch(c.Branch)
-	if err != nil {
-		return nil, err
-	}
-	nb := *b
-	nb.Metadata = c.Metadata
-	return nil, tx.putBranch(&nb)
 }
 
 // GitMappings lists a database's git branch mapping by git branch name.
@@ -228,10 +142,10 @@ func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := d.state.Load()
-	out := make([]GitMapping, 0, len(st.git))
-	for _, g := range model.SortedKeys(st.git) {
-		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.git[g]})
+	st := d.State()
+	out := make([]GitMapping, 0, len(st.Git))
+	for _, g := range model.SortedKeys(st.Git) {
+		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.Git[g]})
 	}
 	return out, nil
 }
@@ -248,30 +162,11 @@ func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool,
 	if err != nil {
 		return false, err
 	}
-	res, err := e.apply(d, &setGitMapping{Git: gitBranch, Branch: branch})
+	res, err := e.apply(d, &apply.SetGitMapping{Git: gitBranch, Branch: branch})
 	if err != nil {
 		return false, err
 	}
 	return res.(bool), nil
-}
-
-// setGitMapping maps git branch Git to branch Branch, or with Branch ""
-// removes the mapping of Git. The result tells whether a mapping of Git
-// was there before.
-type setGitMapping struct {
-	Git    string `json:"git"`
-	Branch string `json:"branch,omitempty"`
-}
-
-func (c *setGitMapping) apply(tx *dbTx) (any, error) {
-	_, had := tx.st.git[c.Git]
-	switch {
-	case c.Branch == "" && !had:
-		return nil, model.NotFoundf("git branch [%s] not found in the mapping", c.Git)
-	case c.Branch != "" && tx.st.branches[c.Branch] == nil:
-		return nil, model.Invalidf("branch [%s] not found", c.Branch)
-	}
-	return had, tx.setGit(c.Git, c.Branch)
 }
 
 // ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).
@@ -280,22 +175,22 @@ func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, 
 	if err != nil {
 		return Resolution{}, err
 	}
-	st := d.state.Load()
+	st := d.State()
 	if gitBranch != "" {
-		if to, ok := st.git[gitBranch]; ok {
+		if to, ok := st.Git[gitBranch]; ok {
 			return Resolution{Branch: to, Code: ReasonFoundInMapping, Message: "found in git branch mapping"}, nil
 		}
-		if st.branches[gitBranch] != nil {
+		if st.Branches[gitBranch] != nil {
 			return Resolution{Branch: gitBranch, Code: ReasonBranchExists, Message: "branch with the same name exists"}, nil
 		}
 	}
-	if fallback != "" && st.branches[fallback] != nil {
+	if fallback != "" && st.Branches[fallback] != nil {
 		return Resolution{Branch: fallback, Code: ReasonFallback, Message: "using fallback branch"}, nil
 	}
 	def := "main"
-	if st.branches[def] == nil {
+	if st.Branches[def] == nil {
 		var oldest *model.Branch
-		for _, b := range st.branches {
+		for _, b := range st.Branches {
 			if oldest == nil || b.ID < oldest.ID {
 				oldest = b
 			}
@@ -317,16 +212,16 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 		return 0, err
 	}
 	// The layers of the lineage read stay until the last read.
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	b, err := d.state.Load().branch(ref.Branch)
+	d.Pin()
+	defer d.Unpin()
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return 0, err
 	}
 	caches := make([]*bitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
-		if c, ok := d.caches.Load(storeKey{b.ID, t.ID}); ok {
+		if c, ok := d.caches.Load(storeKey{Branch: b.ID, Table: t.ID}); ok {
 			caches[i] = c.(*bitmapCache)
 			epochs[i] = caches[i].epoch.Load()
 		}
@@ -344,7 +239,7 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 				continue
 			}
 		}
-		bm, err := layers.ReadBitmap(snap, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+		bm, err := layers.ReadBitmap(snap, d.ID, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
 		if err != nil {
 			return 0, err
 		}

@@ -333,7 +333,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	if err != nil {
 		d.Fatalf(t, "%v", err)
 	}
-	rows, err := layers.ReadBitmap(db.e.pdb, dbase.id, b.Lineage, tb.ID, pid, nil)
+	rows, err := layers.ReadBitmap(db.e.pdb, dbase.ID, b.Lineage, tb.ID, pid, nil)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -342,7 +342,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	for it.HasNext() {
 		var rec codec.Record
 		row := it.Next()
-		_, ok, err := layers.ReadRow(db.e.pdb, dbase.id, b.Lineage, tb.ID, row, &rec)
+		_, ok, err := layers.ReadRow(db.e.pdb, dbase.ID, b.Lineage, tb.ID, row, &rec)
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -20,11 +20,6 @@ import (
 // The orders, dictionaries and trigram indexes derived from a column's
 // values (colindex.go) follow the same discipline.
 
-// storeKey names the store of one table of one branch.
-type storeKey struct {
-	branch, table uint32
-}
-
 // tableStore holds the column values of one table of one branch. The
 // branch that owns it keeps it current; a child branch may borrow it while
 // it sees exactly the owner's rows (Engine.borrowStore).

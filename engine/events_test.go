@@ -93,7 +93,7 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := codec.RecordKey(nil, d.id, b.Lineage[0].Layer, tb.ID, 1)
+	bad := codec.RecordKey(nil, d.ID, b.Lineage[0].Layer, tb.ID, 1)
 	if err := e.pdb.Set(bad, []byte{0xFF, 0xFF}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/files"
-	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -28,9 +26,9 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	b, err := d.state.Load().branch(ref.Branch)
+	d.Pin()
+	defer d.Unpin()
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,7 +59,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 		}
 		return nil, nil, nil
 	}
-	data, err := files.ReadContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, &stored[i])
+	data, err := files.ReadContent(e.pdb, d.ID, b.Lineage, t.ID, c.ID, &stored[i])
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +78,7 @@ func (fs *Files) Put(ref Ref, tg FileTarget, mediaType string, content []byte) (
 	if err != nil {
 		return nil, false, err
 	}
-	return e.writeFile(d, &writeFile{Branch: ref.Branch, Target: tg, Put: true, Content: content, MediaType: mediaType})
+	return e.writeFile(d, &apply.WriteFile{Branch: ref.Branch, Target: tg, Put: true, Content: content, MediaType: mediaType})
 }
 
 // Delete removes the target's file and returns it as it was. The record's
@@ -91,14 +89,14 @@ func (fs *Files) Delete(ref Ref, tg FileTarget) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, _, err := e.writeFile(d, &writeFile{Branch: ref.Branch, Target: tg})
+	f, _, err := e.writeFile(d, &apply.WriteFile{Branch: ref.Branch, Target: tg})
 	return f, err
 }
 
 // writeFile applies a binary write to one file of a record as one command,
 // and returns the file as a FileResponse shows it: with its signed and
 // upload URLs.
-func (e *Engine) writeFile(d *database, cmd *writeFile) (*File, bool, error) {
+func (e *Engine) writeFile(d *database, cmd *apply.WriteFile) (*File, bool, error) {
 	if len(cmd.Content) > MaxFileBytes {
 		return nil, false, model.Invalidf("file content is larger than %d bytes", MaxFileBytes)
 	}
@@ -111,122 +109,13 @@ func (e *Engine) writeFile(d *database, cmd *writeFile) (*File, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	w := res.(*fileWritten)
-	scope := &fileScope{e: e, d: d, b: w.b, t: w.t, recordID: cmd.Target.Record}
-	f, err := scope.file(w.c, &w.File, fileWant{signedURL: true, uploadURL: true})
+	w := res.(*apply.FileWritten)
+	scope := &fileScope{e: e, d: d, b: w.Br, t: w.Tbl, recordID: cmd.Target.Record}
+	f, err := scope.file(w.Col, &w.File, fileWant{signedURL: true, uploadURL: true})
 	if err != nil {
 		return nil, false, err
 	}
 	return &f, w.Created, nil
-}
-
-// writeFile stores (Put) or deletes one file of a record: the binary file
-// endpoints. MediaType, already checked, is "" to keep the stored one;
-// RequireID, when set, is the id the selected file must have (upload URLs
-// name a file, which must still exist). The result is a *fileWritten.
-type writeFile struct {
-	Branch    string     `json:"branch"`
-	Target    FileTarget `json:"target"`
-	Put       bool       `json:"put,omitempty"`
-	Content   []byte     `json:"content,omitempty"`
-	MediaType string     `json:"mediaType,omitempty"`
-	RequireID string     `json:"requireID,omitempty"`
-	Now       time.Time  `json:"now"`
-}
-
-// fileWritten is the result of a writeFile: the file as stored (before
-// its deletion, for a delete), whether the write created it, and where it
-// is, by ids and, for the caller in this process, as the schema objects.
-type fileWritten struct {
-	File                  model.StoredFile
-	Created               bool
-	Branch, Table, Column uint32
-
-	b *model.Branch
-	t *model.Table
-	c *model.Column
-}
-
-func (cmd *writeFile) apply(tx *dbTx) (any, error) {
-	tg, d := cmd.Target, tx.d
-	b, err := tx.st.branch(cmd.Branch)
-	if err != nil {
-		return nil, err
-	}
-	t, err := b.Schema.Table(tg.Table)
-	if err != nil {
-		return nil, err
-	}
-	c, err := files.FileColumn(t, tg.Column)
-	if err != nil {
-		return nil, err
-	}
-	ent, _, exists, err := layers.LookupID(tx.batch, d.id, b.Lineage, t.ID, tg.Record)
-	if err != nil {
-		return nil, err
-	}
-	var old codec.Record
-	level := -1
-	if exists {
-		if level, exists, err = layers.ReadRow(tx.batch, d.id, b.Lineage, t.ID, ent.Row, &old); err != nil {
-			return nil, err
-		}
-	}
-	if !exists {
-		return nil, model.NotFoundf("record [%s] not found", tg.Record)
-	}
-	v, _ := old.Get(c.ID)
-	stored := model.StoredFiles(c, v)
-	i, err := files.PickFile(c, stored, tg)
-	if err != nil {
-		return nil, err
-	}
-	if cmd.RequireID != "" && (i < 0 || stored[i].ID != cmd.RequireID) {
-		return nil, model.NotFoundf("file not found")
-	}
-	out := &fileWritten{Branch: b.ID, Table: t.ID, Column: c.ID, b: b, t: t, c: c}
-	switch {
-	case !cmd.Put && i < 0 && c.Type == TypeFile:
-		return nil, model.NotFoundf("column [%s] has no file", c.Path)
-	case !cmd.Put && i < 0 && tg.FileID == "":
-		return nil, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
-	case !cmd.Put && i < 0:
-		return nil, model.NotFoundf("file [%s] not found", tg.FileID)
-	case !cmd.Put:
-		out.File = stored[i]
-		stored = append(stored[:i:i], stored[i+1:]...)
-	default:
-		if i < 0 {
-			id := tg.FileID
-			if c.Type == TypeFile || id == "" {
-				id = model.NewFileID(d.id, tx.seq, tg.Record, c.ID, len(stored))
-			} else if !model.ValidFileID(id) {
-				return nil, model.Invalidf("invalid file id [%s]", id)
-			}
-			if len(stored) >= model.MaxFileItems {
-				return nil, model.Invalidf("column [%s]: a file[] value holds at most %d files", c.Path, model.MaxFileItems)
-			}
-			stored = append(stored, model.NewStoredFile(c, id, tx.seq))
-			i, out.Created = len(stored)-1, true
-		}
-		f := &stored[i]
-		if cmd.MediaType != "" {
-			f.MediaType = cmd.MediaType
-		}
-		f.SetContent(cmd.Content, tx.seq)
-		if err := files.PutContent(tx.batch, d.id, b.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, cmd.Content); err != nil {
-			return nil, err
-		}
-		out.File = *f
-	}
-	rec := old.Clone()
-	rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, cmd.Now.UnixNano()
-	rec.Set(c.ID, model.StoredValue(c, stored))
-	w := &writer{tx: tx, br: b, now: cmd.Now}
-	if _, err := w.finishWrite(t, opResult{}, ent.Row, &old, level, rec); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // accessFile finds the file an access id names, for the access URLs; the
@@ -247,7 +136,7 @@ func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
 
 // locate resolves the branch, table and column of an access id's location.
 func locate(d *database, loc files.Loc) (*model.Branch, *model.Table, *model.Column, error) {
-	b := d.state.Load().byID[loc.Branch]
+	b := d.State().ByID[loc.Branch]
 	if b == nil {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}
@@ -271,8 +160,8 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
+	d.Pin()
+	defer d.Unpin()
 	b, t, c, err := locate(d, loc)
 	if err != nil {
 		return nil, nil, err
@@ -304,7 +193,7 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 			return nil, nil, errFileAccess
 		}
 	}
-	data, err := files.ReadContent(e.pdb, d.id, b.Lineage, t.ID, c.ID, sf)
+	data, err := files.ReadContent(e.pdb, d.ID, b.Lineage, t.ID, c.ID, sf)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -337,6 +226,6 @@ func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []by
 	if c.Type == TypeFileArray {
 		tg.Item, tg.FileID = true, loc.FileID
 	}
-	f, _, err := e.writeFile(d, &writeFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.FileID})
+	f, _, err := e.writeFile(d, &apply.WriteFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.FileID})
 	return f, err
 }

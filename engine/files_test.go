@@ -53,7 +53,7 @@ func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := codec.DatabasePrefix(d.id)
+	p := codec.DatabasePrefix(d.ID)
 	it, err := e.pdb.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -421,11 +421,11 @@ func TestFileBranches(t *testing.T) {
 	}
 	put(dev, "dev-3")
 	d, _ := e.database(ref.Workspace, ref.Database)
-	sb, _ := d.state.Load().branch("sub")
+	sb, _ := d.State().Branch("sub")
 	if len(sb.Lineage) != 3 {
 		t.Fatalf("sub lineage %v", sb.Lineage)
 	}
-	if err := e.flatten(d, sb.ID); err != nil {
+	if err := e.ap.Flatten(d.DB, sb.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.DeleteBranch(dev); err != nil {

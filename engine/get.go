@@ -131,14 +131,14 @@ func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 // into rec; a missing or deleted record is a not-found error. The caller
 // holds d.gcMu for reading, and loaded b after taking it.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
-	ent, _, ok, err := layers.LookupID(e.pdb, d.id, d.filled.Prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = layers.ReadRow(e.pdb, d.id, d.filled.Prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRow(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return err
 	}
@@ -172,17 +172,17 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cach
 	)
 	branchID, tableID := b.ID, t.ID
 	if c != nil {
-		bc = d.cacheFor(storeKey{branchID, tableID})
+		bc = d.cacheFor(storeKey{Branch: branchID, Table: tableID})
 		if e0 = bc.epoch.Load(); e0%2 == 0 {
 			if cv := c.get(bc, id, e0, t); cv != nil {
 				return cv, nil
 			}
 		}
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
+	d.Pin()
+	defer d.Unpin()
 	// The lineage read must be loaded under gcMu: layers it names stay.
-	if b, err = d.state.Load().branch(ref.Branch); err != nil {
+	if b, err = d.State().Branch(ref.Branch); err != nil {
 		return nil, err
 	}
 	if t, err = b.Schema.Table(tableName); err != nil {

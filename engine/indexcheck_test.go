@@ -215,7 +215,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	holder := map[uint32]string{}
 	for _, id := range ids {
-		ent, _, ok, err := layers.LookupID(db.e.pdb, d.id, b.Lineage, t.ID, id)
+		ent, _, ok, err := layers.LookupID(db.e.pdb, d.ID, b.Lineage, t.ID, id)
 		if err != nil {
 			return err
 		}
@@ -251,11 +251,11 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		}
 	}
 
-	stored, err := storedBitmapIDs(db.e.pdb, d.id, b.Lineage, t.ID)
+	stored, err := storedBitmapIDs(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
-	vocab, err := storedTerms(db.e.pdb, d.id, b.Lineage, t.ID)
+	vocab, err := storedTerms(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	sort.Strings(keys)
 	for _, id := range keys {
-		got, err := layers.ReadBitmap(db.e.pdb, d.id, b.Lineage, t.ID, []byte(id), nil)
+		got, err := layers.ReadBitmap(db.e.pdb, d.ID, b.Lineage, t.ID, []byte(id), nil)
 		if err != nil {
 			return fmt.Errorf("%s: %v", describeBitmapID(t, []byte(id)), err)
 		}

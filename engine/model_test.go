@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
@@ -129,7 +130,7 @@ func (db *testDB) branchState(branch string) (*database, *model.Branch, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := d.state.Load().branch(branch)
+	b, err := d.State().Branch(branch)
 	return d, b, err
 }
 
@@ -145,7 +146,7 @@ func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	live, err := layers.ReadBitmap(db.e.pdb, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	live, err := layers.ReadBitmap(db.e.pdb, d.ID, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -154,14 +155,14 @@ func (db *testDB) scanTable(branch, tableName string) ([]*Record, error) {
 	for it.HasNext() {
 		row := it.Next()
 		var rec codec.Record
-		_, ok, err := layers.ReadRow(db.e.pdb, d.id, b.Lineage, t.ID, row, &rec)
+		_, ok, err := layers.ReadRow(db.e.pdb, d.ID, b.Lineage, t.ID, row, &rec)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, fmt.Errorf("table %s: live row %d has no visible record", tableName, row)
 		}
-		ent, _, ok, err := layers.LookupID(db.e.pdb, d.id, b.Lineage, t.ID, rec.ID)
+		ent, _, ok, err := layers.LookupID(db.e.pdb, d.ID, b.Lineage, t.ID, rec.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -536,37 +537,26 @@ func newModelRun(t testing.TB) *modelRun {
 	return m
 }
 
-// setRowCounters makes the next row id of every test table n+1.
+// setRowCounters makes the next row id of every test table n+1: it writes
+// their row counters (codec/KEYS.md) and reopens the engine, which reads
+// them.
 func (db *testDB) setRowCounters(n uint32) {
 	db.tb.Helper()
-	d, err := db.e.database(db.ws, "db")
+	d, b, err := db.branchState("main")
 	if err != nil {
 		db.tb.Fatal(err)
-	}
-	if _, err := db.e.apply(d, setRowCounters{n}); err != nil {
-		db.tb.Fatal(err)
-	}
-}
-
-// setRowCounters sets the row counters of the test tables of main to n:
-// a command of tests only.
-type setRowCounters struct{ n uint32 }
-
-func (setRowCounters) kind() dbKind { return 0 }
-
-func (c setRowCounters) apply(tx *dbTx) (any, error) {
-	b, err := tx.st.branch("main")
-	if err != nil {
-		return nil, err
 	}
 	for _, tn := range testTables {
 		t, err := b.Schema.Table(tn)
 		if err != nil {
-			return nil, err
+			db.tb.Fatal(err)
 		}
-		tx.rows[t.ID] = c.n
+		k := codec.MetaKey(d.ID, codec.MetaCounter, codec.AppendU32([]byte("rows/"), t.ID))
+		if err := db.e.pdb.Set(k, codec.AppendU64(nil, uint64(n)), pebble.Sync); err != nil {
+			db.tb.Fatal(err)
+		}
 	}
-	return nil, nil
+	db.reopen()
 }
 
 func (m *modelRun) logf(format string, args ...any) {
@@ -938,7 +928,7 @@ func (m *modelRun) checkRange(branch, table string) {
 	m.stats["range check"]++
 	if d, b, t, err := m.db.e.resolveTable(m.db.ref(branch), table); err == nil {
 		d.storeMu.RLock()
-		if s := d.stores[storeKey{b.ID, t.ID}]; s != nil && s.owner != b.ID {
+		if s := d.stores[storeKey{Branch: b.ID, Table: t.ID}]; s != nil && s.owner != b.ID {
 			m.stats["range check, borrowed store"]++
 		}
 		d.storeMu.RUnlock()

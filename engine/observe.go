@@ -1,62 +1,24 @@
 package engine
 
-// The write path tells the structures derived from a database's keys
-// about every command that changes them, without knowing what they are:
-// each registers a writeObserver, and Engine.apply calls them all around
-// the moment the command's batch becomes visible. The column, search and
-// vector stores, the bitmap caches and the record cache (store.go,
-// bitmapcache.go) are kept current this way.
+import "github.com/coppice-db/coppice/engine/internal/apply"
 
-// writeObserver is told of the commands applied to a database.
-type writeObserver interface {
-	// prepare is called under the database's writer lock, after the
-	// command is staged and before its batch becomes visible. tx holds
-	// what the command changed: the rows it wrote (tx.changes), the words
-	// new to a table (tx.terms), and the branches it added, changed or
-	// removed (tx.state(), set when tx.branches is). The returned func,
-	// when not nil, is called once, still under the writer lock: with true
-	// after the batch is visible and the database's state published, or
-	// with false when it failed.
-	prepare(d *database, tx *dbTx) (done func(applied bool))
-}
+// A database's in-memory structures (column, search and vector stores,
+// bitmap caches and the write marks that decide which branches may share
+// a store) are kept current by the database itself, as the observer the
+// write path tells of every command (apply.Observer).
 
-// notify prepares every observer for the command tx and returns what
-// tells them, once, how it ended.
-func (e *Engine) notify(tx *dbTx) func(applied bool) {
-	if len(e.observers) == 1 {
-		// The usual case, without a list to allocate.
-		if done := e.observers[0].prepare(tx.d, tx); done != nil {
-			return done
-		}
-		return func(bool) {}
-	}
-	var dones []func(bool)
-	for _, o := range e.observers {
-		if f := o.prepare(tx.d, tx); f != nil {
-			dones = append(dones, f)
-		}
-	}
-	return func(applied bool) {
-		for _, f := range dones {
-			f(applied)
-		}
-	}
-}
-
-// memObserver keeps a database's in-memory structures current: column,
-// search and vector stores, bitmap caches and the write marks that decide
-// which branches may share a store.
-type memObserver struct{}
-
-func (memObserver) prepare(d *database, tx *dbTx) func(bool) {
-	lock := d.hasStores.Load() && (len(tx.changes) > 0 || tx.branches != nil)
+// Prepare takes the store lock when stores exist and the command changes
+// them, and makes the epochs of the written tables' caches odd until the
+// command ends.
+func (d *database) Prepare(tx *apply.Tx) func(bool) {
+	lock := d.hasStores.Load() && (len(tx.Rows()) > 0 || tx.ChangedBranches())
 	if lock {
 		d.storeMu.Lock()
 	}
 	endWrite := d.startWrite(tx) // cache epochs odd: a write is in flight
 	return func(applied bool) {
 		if applied {
-			if tx.branches != nil {
+			if tx.ChangedBranches() {
 				d.forgetWrites()
 			}
 			if lock {
@@ -70,12 +32,16 @@ func (memObserver) prepare(d *database, tx *dbTx) func(bool) {
 	}
 }
 
+// Dropped makes the deleted database unreachable to new readers; its
+// structures go with the last reader that holds it.
+func (d *database) Dropped() { d.forget() }
+
 // forgetWrites drops the write marks of branches that no longer exist: a
-// deleted branch writes no more. The caller holds d.mu.
+// deleted branch writes no more. The caller holds the writer lock.
 func (d *database) forgetWrites() {
-	st := d.state.Load()
+	st := d.State()
 	for k := range d.written {
-		if st.byID[k.branch] == nil {
+		if st.ByID[k.Branch] == nil {
 			delete(d.written, k)
 		}
 	}

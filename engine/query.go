@@ -167,7 +167,7 @@ func (s *source) tableByName(name string) *index.Table {
 // snapshot.
 func (s *source) sourceFor(t *model.Table) *source {
 	var store *tableStore
-	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
+	if st := s.d.stores[storeKey{Branch: s.b.ID, Table: t.ID}]; st != nil && st.version == s.b.Version {
 		store = st
 	}
 	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
@@ -176,8 +176,8 @@ func (s *source) sourceFor(t *model.Table) *source {
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 	byRow := make([]*Doc, len(rows))
-	lin := s.d.filled.Prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := layers.ReadRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
 		d, err := s.doc(rec, p)
 		byRow[i] = d
 		return err
@@ -250,7 +250,7 @@ func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Do
 		return nil, nil
 	}
 	ts := s.sourceFor(t)
-	e, _, ok, err := layers.LookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
+	e, _, ok, err := layers.LookupID(ts.snap, ts.d.ID, ts.b.Lineage, t.ID, id)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -6,9 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -102,73 +100,11 @@ func (e *Engine) ApplyMigration(ref Ref, req MigrationRequest) (SchemaChange, er
 	if len(req.Operations) == 0 {
 		return e.headChange(ref, req.Parent)
 	}
-	out, err := e.changeSchema(ref, &migrate{schemaHeader: schemaHeader{Parent: req.Parent}, Ops: req.Operations, Source: req.Source})
-	if errors.Is(err, errNoChange) {
+	out, err := e.changeSchema(ref, &apply.Migrate{SchemaHeader: apply.SchemaHeader{Parent: req.Parent}, Ops: req.Operations, Source: req.Source})
+	if errors.Is(err, apply.ErrNoChange) {
 		return e.headChange(ref, req.Parent)
 	}
 	return out, err
-}
-
-// migrate applies a list of operations as one migration. With Source set
-// and not the branch's head, the operations were compared against that
-// migration and carry over to the branch's schema as rebase.go describes;
-// when nothing of them is left to apply, the command fails with
-// errNoChange.
-type migrate struct {
-	schemaHeader
-	Ops    []MigrationOp `json:"ops"`
-	Source *string       `json:"source,omitempty"`
-}
-
-func (c *migrate) apply(tx *dbTx) (any, error) {
-	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
-		if c.Source == nil || *c.Source == b.LastMigrationID {
-			if err := tx.applyOps(b, s, c.Ops); err != nil {
-				return nil, err
-			}
-			return c.Ops, nil
-		}
-		src, err := tx.schemaAt(b, *c.Source)
-		if err != nil {
-			return nil, err
-		}
-		applied, err := tx.rebaseOps(b, s, src, *c.Source, c.Ops)
-		if err != nil {
-			return nil, err
-		}
-		if len(applied) == 0 {
-			return nil, errNoChange
-		}
-		return applied, nil
-	})
-}
-
-// applyOps applies a list of operations to s, step by step (see stepLen).
-// A failing operation is bad input of the list, whatever its code on its
-// own endpoint, and the error says which operation failed. A nil b changes
-// the schema only.
-func (tx *dbTx) applyOps(b *model.Branch, s *model.Schema, ops []MigrationOp) error {
-	for i := 0; i < len(ops); {
-		n := stepLen(ops, i)
-		if at, err := tx.applyStep(b, s, ops[i:i+n]); err != nil {
-			return migrationOpError(CodeInvalid, i+at, ops[i+at], err)
-		}
-		i += n
-	}
-	return nil
-}
-
-// migrationOpError reports the failure err of ops[i] with code, naming the
-// operation; an internal error stays as it is.
-func migrationOpError(code Code, i int, op MigrationOp, err error) error {
-	var ee *Error
-	if !errors.As(err, &ee) || ee.Code == CodeInternal {
-		return err
-	}
-	if k := op.Kind(); k != "" {
-		return Errorf(code, "operation %d (%s): %s", i+1, k, ee.Message)
-	}
-	return Errorf(code, "operation %d: %s", i+1, ee.Message)
 }
 
 // PreviewMigration returns a branch's schema and the schema it would have
@@ -180,18 +116,7 @@ func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated
 	if err != nil {
 		return original, updated, err
 	}
-	err = e.inspect(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		s := b.Schema.Clone()
-		if err := tx.applyOps(b, s, ops); err != nil {
-			return err
-		}
-		original, updated = b.Schema.Public(), s.Public()
-		return nil
-	})
+	original, updated, err = e.ap.PreviewMigration(d.ID, ref.Branch, ops)
 	return original, updated, err
 }
 
@@ -202,19 +127,19 @@ func (e *Engine) headChange(ref Ref, parent *string) (SchemaChange, error) {
 	if err != nil {
 		return SchemaChange{}, err
 	}
-	st := d.state.Load()
-	b, err := st.branch(ref.Branch)
+	st := d.State()
+	b, err := st.Branch(ref.Branch)
 	if err != nil {
 		return SchemaChange{}, err
 	}
 	if parent != nil && *parent != b.LastMigrationID {
-		return SchemaChange{}, errNotHead(*parent, b)
+		return SchemaChange{}, apply.NotHead(*parent, b)
 	}
 	out := SchemaChange{MigrationID: b.LastMigrationID}
 	if b.LastMigrationID == "" {
 		return out, nil
 	}
-	chain, err := migrationChain(e.pdb, d, st, b)
+	chain, err := apply.MigrationChain(e.pdb, d.ID, st, b)
 	if err != nil {
 		return SchemaChange{}, err
 	}
@@ -253,7 +178,7 @@ func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, e
 		}
 		out.Target, out.TargetMigrationID = dst.Schema, dst.LastMigrationID
 	default:
-		s, err := buildSchema(req.Operations)
+		s, err := apply.BuildSchema(req.Operations)
 		if err != nil {
 			return SchemaComparison{}, err
 		}
@@ -262,17 +187,6 @@ func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, e
 	}
 	out.Operations = diffSchemas(out.Source, out.Target, hints)
 	return out, nil
-}
-
-// buildSchema returns the schema that ops build from an empty schema,
-// without records: the checks that need records do not apply.
-func buildSchema(ops []MigrationOp) (*model.Schema, error) {
-	s := &model.Schema{}
-	s.Index()
-	if err := (&dbTx{}).applyOps(nil, s, ops); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // normalizeSchema validates a schema as the engine would build it and
@@ -547,66 +461,13 @@ func (e *Engine) branchHistory(ref Ref) (*model.Branch, []Migration, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st := d.state.Load()
-	b, err := st.branch(ref.Branch)
+	st := d.State()
+	b, err := st.Branch(ref.Branch)
 	if err != nil {
 		return nil, nil, err
 	}
-	chain, err := migrationChain(e.pdb, d, st, b)
+	chain, err := apply.MigrationChain(e.pdb, d.ID, st, b)
 	return b, chain, err
-}
-
-// migrationChain returns the history of branch b, newest first (see
-// SchemaHistory).
-func migrationChain(r pebble.Reader, d *database, st *dbState, b *model.Branch) ([]Migration, error) {
-	var out []Migration
-	stop := "" // the migration a fork was created at: newer ones are not its history
-	for cur := b; cur != nil; {
-		own, err := readMigrations(r, d.id, cur.ID)
-		if err != nil {
-			return nil, err
-		}
-		i := len(own) - 1
-		if cur != b {
-			for i >= 0 && own[i].ID != stop {
-				i--
-			}
-		}
-		for ; i >= 0; i-- {
-			out = append(out, own[i])
-		}
-		sf := cur.StartedFrom
-		if sf == nil || sf.MigrationID == "" {
-			break
-		}
-		stop, cur = sf.MigrationID, nil
-		for _, o := range st.byID {
-			if o.PublicID == sf.DBBranchID {
-				cur = o
-			}
-		}
-	}
-	return out, nil
-}
-
-// readMigrations returns the migrations recorded on one branch, oldest
-// first.
-func readMigrations(r pebble.Reader, db, branchID uint32) ([]Migration, error) {
-	prefix := codec.MetaKey(db, codec.MetaMigration, codec.AppendU32(nil, branchID))
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []Migration
-	for ok := it.First(); ok; ok = it.Next() {
-		var m Migration
-		if err := json.Unmarshal(it.Value(), &m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, it.Error()
 }
 
 // PushMigrations appends migrations made elsewhere, oldest first, keeping
@@ -654,29 +515,10 @@ func (e *Engine) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error)
 	var out SchemaChange
 	for _, m := range todo {
 		parent := m.ParentID
-		cmd := &pushMigration{schemaHeader: schemaHeader{ID: m.ID, Parent: &parent, Title: m.Title, Message: m.Message}, Ops: m.Operations}
+		cmd := &apply.PushMigration{SchemaHeader: apply.SchemaHeader{ID: m.ID, Parent: &parent, Title: m.Title, Message: m.Message}, Ops: m.Operations}
 		if out, err = e.changeSchema(ref, cmd); err != nil {
 			return SchemaChange{}, err
 		}
 	}
 	return out, nil
-}
-
-// pushMigration appends a migration made elsewhere, keeping its id: its
-// operations apply as a list, and their failures name the migration.
-type pushMigration struct {
-	schemaHeader
-	Ops []MigrationOp `json:"ops"`
-}
-
-func (c *pushMigration) apply(tx *dbTx) (any, error) {
-	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]MigrationOp, error) {
-		if err := tx.applyOps(b, s, c.Ops); err != nil {
-			if CodeOf(err) != CodeInvalid {
-				return nil, err
-			}
-			return nil, model.Invalidf("migration [%s]: %s", c.ID, err.Error())
-		}
-		return c.Ops, nil
-	})
 }

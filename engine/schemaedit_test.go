@@ -566,3 +566,6 @@ func formatColumns(cols []ColumnDef) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }

@@ -111,7 +111,7 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +191,10 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		return nil, err
 	}
 	defer release()
-	ss := d.search[storeKey{src.b.ID, src.t.ID}]
+	ss := d.search[storeKey{Branch: src.b.ID, Table: src.t.ID}]
 	if ss == nil || ss.version != src.b.Version {
 		// A schema change slipped in between: build against this snapshot.
-		if ss, err = buildSearchStore(src.snap, d.id, src.b, src.t); err != nil {
+		if ss, err = buildSearchStore(src.snap, d.ID, src.b, src.t); err != nil {
 			return nil, err
 		}
 	}

@@ -1,13 +1,13 @@
 package engine
 
 import (
-	"sort"
 	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
@@ -27,49 +27,6 @@ import (
 // walking the postings. The vocabulary and the field lengths by row are kept
 // in memory per table of a branch (searchStore), built on the first search
 // and kept current by writes like the column stores.
-
-// termsOf returns the set of words new to the top layer of a branch's
-// table in this command, for writeTerms and the vocabulary.
-func (tx *dbTx) termsOf(branch, table uint32) map[string]struct{} {
-	k := storeKey{branch, table}
-	if tx.terms == nil {
-		tx.terms = map[storeKey]map[string]struct{}{}
-	}
-	set := tx.terms[k]
-	if set == nil {
-		set = map[string]struct{}{}
-		tx.terms[k] = set
-	}
-	return set
-}
-
-// writeTerms puts the KindTerm keys of the words noted by the command in
-// the top layer of their branch, in key order.
-func (tx *dbTx) writeTerms() error {
-	keys := make([]storeKey, 0, len(tx.terms))
-	for k := range tx.terms {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i].branch < keys[j].branch || keys[i].branch == keys[j].branch && keys[i].table < keys[j].table
-	})
-	st := tx.state()
-	var kb []byte
-	for _, k := range keys {
-		b := st.byID[k.branch]
-		if b == nil {
-			continue
-		}
-		layer := b.Lineage[0].Layer
-		for _, term := range model.SortedKeys(tx.terms[k]) {
-			kb = codec.TermKey(kb[:0], tx.d.id, layer, k.table, term)
-			if err := tx.batch.Set(kb, nil, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // searchStore is what search keeps in memory for one table of one branch:
 // the vocabulary, and per searchable column the length bucket of each
@@ -128,22 +85,22 @@ func buildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 }
 
 // apply updates the store for a command's change of one row.
-func (s *searchStore) apply(c *rowChange) {
+func (s *searchStore) apply(c *apply.RowChange) {
 	lens := map[uint32]uint8{}
-	for _, l := range c.lens {
+	for _, l := range c.Lens {
 		lens[l.Col] = l.Bucket
 	}
 	for col, fs := range s.cols {
 		b, ok := lens[col]
-		fs.Set(c.row, b, ok && c.rec != nil)
+		fs.Set(c.Row, b, ok && c.Rec != nil)
 	}
 }
 
 // ensureSearchStore returns the search store of a table of a branch,
 // building it if needed.
 func (e *Engine) ensureSearchStore(d *database, b *model.Branch, t *model.Table) (*searchStore, error) {
-	return ensureBuilt(e, d, b, t, &d.search, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*searchStore, error) {
-		return buildSearchStore(r, d.id, b, t)
+	return ensureBuilt(e, d, b, t, &d.search, storeKey{Branch: b.ID, Table: t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*searchStore, error) {
+		return buildSearchStore(r, d.ID, b, t)
 	})
 }
 
@@ -151,14 +108,14 @@ func (s *searchStore) schemaVersion() uint64 { return s.version }
 
 // updateSearch applies a command to the search stores. The caller holds
 // storeMu.
-func (d *database) updateSearch(tx *dbTx) {
-	st := d.state.Load()
+func (d *database) updateSearch(tx *apply.Tx) {
+	st := d.State()
 	for k, s := range d.search {
-		if b := st.byID[k.branch]; b == nil || b.Version != s.version {
+		if b := st.ByID[k.Branch]; b == nil || b.Version != s.version {
 			delete(d.search, k)
 		}
 	}
-	for k, terms := range tx.terms {
+	for k, terms := range tx.Terms() {
 		if s := d.search[k]; s != nil {
 			list := make([]string, 0, len(terms))
 			for t := range terms {
@@ -167,9 +124,9 @@ func (d *database) updateSearch(tx *dbTx) {
 			s.lex.Store(s.lex.Load().With(list))
 		}
 	}
-	for i := range tx.changes {
-		c := &tx.changes[i]
-		if s := d.search[storeKey{c.branch, c.table}]; s != nil {
+	for i := range tx.Rows() {
+		c := &tx.Rows()[i]
+		if s := d.search[storeKey{Branch: c.Branch, Table: c.Table}]; s != nil {
 			s.apply(c)
 		}
 	}
@@ -215,7 +172,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 		for i := range out {
 			out[i] = roaring.New()
 		}
-		prefix := codec.BitmapPrefix(nil, s.d.id, lr.Layer, codec.KindBitmapCur, s.t.ID, id)
+		prefix := codec.BitmapPrefix(nil, s.d.ID, lr.Layer, codec.KindBitmapCur, s.t.ID, id)
 		it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
 		if err != nil {
 			return nil, levels, err
@@ -249,7 +206,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 		}
 	} else {
 		for i, id := range ids {
-			if out[i], err = layers.ReadBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, []byte(id), nil); err != nil {
+			if out[i], err = layers.ReadBitmap(s.snap, s.d.ID, s.b.Lineage, s.t.ID, []byte(id), nil); err != nil {
 				return nil, levels, err
 			}
 		}

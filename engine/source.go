@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
@@ -22,7 +23,7 @@ type source struct {
 	e     *Engine
 	d     *database
 	snap  pebble.Reader
-	st    *dbState // the state b was read from
+	st    *apply.State // the state b was read from
 	b     *model.Branch
 	t     *model.Table
 	it    *index.Table
@@ -51,7 +52,7 @@ func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *model.Bran
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -86,34 +87,34 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use 
 	if err != nil {
 		return nil, nil, err
 	}
-	cacheKey := storeKey{b.ID, t.ID}
+	cacheKey := storeKey{Branch: b.ID, Table: t.ID}
 	cache := d.cacheFor(cacheKey)
 	// From here until release, the layers of the lineage read stay.
-	d.gcMu.RLock()
-	st := d.state.Load()
-	if b, err = st.branch(ref.Branch); err == nil {
+	d.Pin()
+	st := d.State()
+	if b, err = st.Branch(ref.Branch); err == nil {
 		t, err = b.Schema.Table(tableName)
 	}
 	if err != nil {
-		d.gcMu.RUnlock()
+		d.Unpin()
 		return nil, nil, err
 	}
 	d.storeMu.RLock()
 	// The store may have been dropped by a schema change since: check again
 	// under the lock and fall back to reading without it.
-	if cur := d.stores[storeKey{b.ID, t.ID}]; cur != store {
+	if cur := d.stores[storeKey{Branch: b.ID, Table: t.ID}]; cur != store {
 		store = nil
 	}
 	e0 := cache.epoch.Load()
 	snap := e.pdb.NewSnapshot()
 	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.IndexTables()[t.ID], store: store}
-	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{b.ID, t.ID}) {
+	if e1 := cache.epoch.Load(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{Branch: b.ID, Table: t.ID}) {
 		src.cache, src.epoch = cache, e0
 	}
 	return src, func() {
 		snap.Close()
 		d.storeMu.RUnlock()
-		d.gcMu.RUnlock()
+		d.Unpin()
 	}, nil
 }
 
@@ -126,7 +127,7 @@ func (e *Engine) storeFor(d *database, b *model.Branch, t *model.Table, use stor
 	if e.storeless {
 		return nil, nil
 	}
-	k := storeKey{b.ID, t.ID}
+	k := storeKey{Branch: b.ID, Table: t.ID}
 	d.storeMu.RLock()
 	s, building := d.stores[k], d.building[k]
 	d.storeMu.RUnlock()
@@ -161,29 +162,29 @@ func (e *Engine) storeFor(d *database, b *model.Branch, t *model.Table, use stor
 // loan ends at the first write of either (updateStores). Writes from before
 // the database was opened are not known, so only forks since then borrow.
 func (e *Engine) borrowStore(d *database, b *model.Branch, t *model.Table) *tableStore {
-	if len(b.Lineage) < 2 || b.Lineage[1].Seq < d.openSeq {
+	if len(b.Lineage) < 2 || b.Lineage[1].Seq < d.OpenSeq() {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	st := d.state.Load()
-	if b = st.byID[b.ID]; b == nil || len(b.Lineage) < 2 {
+	d.LockWriter()
+	defer d.UnlockWriter()
+	st := d.State()
+	if b = st.ByID[b.ID]; b == nil || len(b.Lineage) < 2 {
 		return nil
 	}
-	k := storeKey{b.ID, t.ID}
+	k := storeKey{Branch: b.ID, Table: t.ID}
 	if _, wrote := d.written[k]; wrote {
 		return nil
 	}
 	fork := b.Lineage[1]
 	var parent *model.Branch
-	for _, p := range st.byID {
+	for _, p := range st.ByID {
 		if p.Lineage[0].Layer == fork.Layer {
 			parent = p
 			break
 		}
 	}
 	if parent == nil || parent.Schema != b.Schema || parent.Version != b.Version ||
-		!slices.Equal(parent.Lineage[1:], b.Lineage[2:]) || d.written[storeKey{parent.ID, t.ID}] > fork.Seq {
+		!slices.Equal(parent.Lineage[1:], b.Lineage[2:]) || d.written[storeKey{Branch: parent.ID, Table: t.ID}] > fork.Seq {
 		return nil
 	}
 	d.storeMu.Lock()
@@ -191,7 +192,7 @@ func (e *Engine) borrowStore(d *database, b *model.Branch, t *model.Table) *tabl
 	if cur := d.stores[k]; cur != nil && cur.version == b.Version {
 		return cur
 	}
-	s := d.stores[storeKey{parent.ID, t.ID}]
+	s := d.stores[storeKey{Branch: parent.ID, Table: t.ID}]
 	if s == nil || s.version != b.Version {
 		return nil
 	}
@@ -204,7 +205,7 @@ func (e *Engine) borrowStore(d *database, b *model.Branch, t *model.Table) *tabl
 // write of its owner changes it. The caller holds storeMu.
 func (d *database) endLoans(s *tableStore) {
 	for k, o := range d.stores {
-		if o == s && k.branch != s.owner {
+		if o == s && k.Branch != s.owner {
 			delete(d.stores, k)
 		}
 	}
@@ -213,14 +214,14 @@ func (d *database) endLoans(s *tableStore) {
 
 // liveRows counts the records of a table of a branch.
 func (e *Engine) liveRows(d *database, b *model.Branch, t *model.Table) (uint64, error) {
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
+	d.Pin()
+	defer d.Unpin()
 	// The lineage read must be loaded under gcMu: layers it names stay.
-	cur := d.state.Load().byID[b.ID]
+	cur := d.State().ByID[b.ID]
 	if cur == nil {
 		return 0, nil // gone: building says so
 	}
-	live, err := layers.ReadBitmap(e.pdb, d.id, cur.Lineage, t.ID, codec.LiveBitmapID(), nil)
+	live, err := layers.ReadBitmap(e.pdb, d.ID, cur.Lineage, t.ID, codec.LiveBitmapID(), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +232,7 @@ func (e *Engine) liveRows(d *database, b *model.Branch, t *model.Table) (uint64,
 // branch unless a build of it is under way. A failed build is dropped: the
 // next reader starts another.
 func (e *Engine) buildStoreInBackground(d *database, b *model.Branch, t *model.Table) {
-	k := storeKey{b.ID, t.ID}
+	k := storeKey{Branch: b.ID, Table: t.ID}
 	d.storeMu.Lock()
 	if d.building[k] {
 		d.storeMu.Unlock()
@@ -261,8 +262,8 @@ func (e *Engine) buildStoreInBackground(d *database, b *model.Branch, t *model.T
 // ensureStore returns the column store of a table of a branch, building it
 // if needed.
 func (e *Engine) ensureStore(d *database, b *model.Branch, t *model.Table) (*tableStore, error) {
-	return ensureBuilt(e, d, b, t, &d.stores, storeKey{b.ID, t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*tableStore, error) {
-		return buildTableStore(r, d.id, b, t)
+	return ensureBuilt(e, d, b, t, &d.stores, storeKey{Branch: b.ID, Table: t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*tableStore, error) {
+		return buildTableStore(r, d.ID, b, t)
 	})
 }
 
@@ -292,21 +293,21 @@ func ensureBuilt[K comparable, S builtStore](e *Engine, d *database, b *model.Br
 	if s, ok := current(); ok {
 		return s, nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.LockWriter()
+	defer d.UnlockWriter()
 	if s, ok := current(); ok {
 		return s, nil
 	}
 	// Under d.mu the state is current: no lineage swap can happen, and
 	// layers still to be dropped are in no current lineage.
-	if b = d.state.Load().byID[b.ID]; b == nil {
+	if b = d.State().ByID[b.ID]; b == nil {
 		return zero, model.NotFoundf("branch not found")
 	}
 	if t = b.Schema.ByID[t.ID]; t == nil {
 		return zero, model.NotFoundf("table not found")
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
+	d.Pin()
+	defer d.Unpin()
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
 	start := time.Now()
@@ -346,7 +347,7 @@ func (s *source) bitmap(id []byte) (*roaring.Bitmap, error) {
 			return b, nil
 		}
 	}
-	b, err := layers.ReadBitmap(s.snap, s.d.id, s.b.Lineage, s.t.ID, id, nil)
+	b, err := layers.ReadBitmap(s.snap, s.d.ID, s.b.Lineage, s.t.ID, id, nil)
 	if err == nil && s.cache != nil {
 		s.cache.put(string(id), b, s.epoch)
 	}
@@ -425,7 +426,7 @@ func (s *source) Scan(c *index.Column, bd index.Bounds, desc bool, fn func(v cod
 	var kept []scanEntry
 	complete := true
 	var ferr error
-	err := layers.ScanPostings(s.snap, s.d.id, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
+	err := layers.ScanPostings(s.snap, s.d.ID, s.b.Lineage, s.t.ID, c.ID, lo, hi, desc, func(bitmapID []byte, rows *roaring.Bitmap) bool {
 		v, _, err := codec.DecodeOrdered(bitmapID[len(colPrefix):])
 		if err != nil {
 			ferr = err
@@ -464,14 +465,14 @@ func (s *source) Values(c *index.Column) (index.ColumnValues, error) {
 }
 
 func (s *source) Record(row uint32, rec *codec.Record) (bool, error) {
-	_, ok, err := layers.ReadRow(s.snap, s.d.id, s.d.filled.Prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur), s.t.ID, row, rec)
+	_, ok, err := layers.ReadRow(s.snap, s.d.ID, s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur), s.t.ID, row, rec)
 	return ok, err
 }
 
 func (s *source) Rows(ids []string) (*roaring.Bitmap, error) {
 	out := roaring.New()
 	for _, id := range ids {
-		e, _, ok, err := layers.LookupID(s.snap, s.d.id, s.b.Lineage, s.t.ID, id)
+		e, _, ok, err := layers.LookupID(s.snap, s.d.ID, s.b.Lineage, s.t.ID, id)
 		if err != nil {
 			return nil, err
 		}
@@ -517,7 +518,7 @@ func (s *source) idLayer() (layer uint32, ok bool) {
 	if s.store == nil || s.store.owner == s.b.ID {
 		return 0, false
 	}
-	o := s.st.byID[s.store.owner]
+	o := s.st.ByID[s.store.owner]
 	if o == nil || len(o.Lineage) != 1 {
 		return 0, false
 	}
@@ -531,7 +532,7 @@ func (s *source) scanIDs(bd index.Bounds, desc bool, fn func(v codec.Value, rows
 	if !ok {
 		return index.ErrNoOrderedIndex
 	}
-	prefix := codec.TablePrefix(nil, s.d.id, layer, codec.KindIDMapCur, s.t.ID)
+	prefix := codec.TablePrefix(nil, s.d.ID, layer, codec.KindIDMapCur, s.t.ID)
 	opts := &pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)}
 	// The key of id x is prefix, x, 0x00: ids hold no 0x00. Its own key
 	// is the lowest key of x, and x, 0x00, 0x00 is just past it.

@@ -21,7 +21,7 @@ func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*tableStore, bool)
 	}
 	d.storeMu.RLock()
 	defer d.storeMu.RUnlock()
-	k := storeKey{b.ID, tb.ID}
+	k := storeKey{Branch: b.ID, Table: tb.ID}
 	return d.stores[k], d.building[k]
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
@@ -261,7 +262,7 @@ func recordIDs(src *source) func(row uint32) (string, error) {
 // vectorKey names the vector store of one vector column of one table of
 // one branch.
 type vectorKey struct {
-	branch, table, column uint32
+	Branch, Table, Column uint32
 }
 
 // vectorStore holds the non-null vectors of one column of one table of one
@@ -313,7 +314,7 @@ func (s *vectorStore) schemaVersion() uint64 { return s.version }
 // buildVectorStore reads the vector of every row of a branch's table
 // whose column is not null.
 func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Table, c *model.Column) (*vectorStore, error) {
-	rows, err := layers.ReadBitmap(r, d.id, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
+	rows, err := layers.ReadBitmap(r, d.ID, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -322,12 +323,12 @@ func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Ta
 		n = int(rows.Maximum()) + 1
 	}
 	vs := &vectorStore{version: b.Version, col: c.ID, Store: vector.NewStore(c.Dimension, n)}
-	lin := d.filled.Prune(r, d.id, b.Lineage, t.ID, codec.KindRecordCur)
+	lin := d.Filled.Prune(r, d.ID, b.Lineage, t.ID, codec.KindRecordCur)
 	var rec codec.Record
 	it := rows.Iterator()
 	for it.HasNext() {
 		row := it.Next()
-		_, ok, err := layers.ReadRow(r, d.id, lin, t.ID, row, &rec)
+		_, ok, err := layers.ReadRow(r, d.ID, lin, t.ID, row, &rec)
 		if err != nil {
 			return nil, err
 		}
@@ -342,20 +343,20 @@ func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Ta
 // the column stores: drops those of removed branches and changed schemas,
 // and applies a command's row changes to the others. The caller holds
 // storeMu.
-func (d *database) updateVectorStores(tx *dbTx) {
+func (d *database) updateVectorStores(tx *apply.Tx) {
 	if len(d.vectors) == 0 {
 		return
 	}
-	st := d.state.Load()
+	st := d.State()
 	for k, vs := range d.vectors {
-		if b := st.byID[k.branch]; b == nil || b.Version != vs.version {
+		if b := st.ByID[k.Branch]; b == nil || b.Version != vs.version {
 			delete(d.vectors, k)
 		}
 	}
-	for _, c := range tx.changes {
+	for _, c := range tx.Rows() {
 		for k, vs := range d.vectors {
-			if k.branch == c.branch && k.table == c.table {
-				vs.apply(c.row, c.rec)
+			if k.Branch == c.Branch && k.Table == c.Table {
+				vs.apply(c.Row, c.Rec)
 			}
 		}
 	}

@@ -242,7 +242,7 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorS
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"github.com/coppice-db/coppice/codec"
@@ -20,7 +20,7 @@ import (
 
 // stepLen returns how many operations, from ops[i], make one step: 2 for a
 // removeColumn followed by an addColumn of the same table and path, else 1.
-func stepLen(ops []MigrationOp, i int) int {
+func stepLen(ops []model.MigrationOp, i int) int {
 	if i+1 >= len(ops) || ops[i].Kind() != "removeColumn" || ops[i+1].Kind() != "addColumn" {
 		return 1
 	}
@@ -35,7 +35,7 @@ func stepLen(ops []MigrationOp, i int) int {
 // being changed by tx. On failure it also returns the index in step of the
 // operation that failed. A nil b changes the schema only: there are no
 // records to check or fill.
-func (tx *dbTx) applyStep(b *model.Branch, s *model.Schema, step []MigrationOp) (int, error) {
+func (tx *Tx) applyStep(b *model.Branch, s *model.Schema, step []model.MigrationOp) (int, error) {
 	if len(step) == 1 {
 		return 0, tx.applyOp(b, s, step[0])
 	}
@@ -104,9 +104,9 @@ func keepIDs(old, nc *model.Column) {
 // of nc allow, where old held them before (nil for a new column), and
 // arranges for the records without a value to get the default of a column
 // that becomes notNull. prefix is the path of the column's parent.
-func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, old, nc *model.Column) error {
+func (tx *Tx) checkSettings(b *model.Branch, t *model.Table, prefix string, old, nc *model.Column) error {
 	path := prefix + nc.Name
-	if nc.Type == TypeObject {
+	if nc.Type == model.TypeObject {
 		for _, sub := range nc.Columns {
 			var o *model.Column
 			if old != nil {
@@ -136,7 +136,7 @@ func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, ol
 	}
 	if nc.Default == nil {
 		var rec codec.Record
-		if _, _, err := layers.ReadRow(tx.batch, tx.d.id, b.Lineage, t.ID, missing.Minimum(), &rec); err != nil {
+		if _, _, err := layers.ReadRow(tx.batch, tx.d.ID, b.Lineage, t.ID, missing.Minimum(), &rec); err != nil {
 			return err
 		}
 		return model.Invalidf("column [%s] cannot become notNull: record [%s] has no value and the column has no defaultValue", path, rec.ID)
@@ -147,12 +147,12 @@ func (tx *dbTx) checkSettings(b *model.Branch, t *model.Table, prefix string, ol
 
 // checkUnique fails when two live records of b hold the same value in the
 // column with id col; nulls never collide.
-func (tx *dbTx) checkUnique(b *model.Branch, t *model.Table, path string, col uint32) error {
-	rows, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
+func (tx *Tx) checkUnique(b *model.Branch, t *model.Table, path string, col uint32) error {
+	rows, err := layers.ReadBitmap(tx.batch, tx.d.ID, b.Lineage, t.ID, codec.LiveBitmapID(), tx.pending)
 	if err != nil {
 		return err
 	}
-	has, err := layers.ReadBitmap(tx.batch, tx.d.id, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
+	has, err := layers.ReadBitmap(tx.batch, tx.d.ID, b.Lineage, t.ID, codec.ExistsBitmapID(col), tx.pending)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (tx *dbTx) checkUnique(b *model.Branch, t *model.Table, path string, col ui
 	var rec codec.Record
 	var key []byte
 	for it := rows.Iterator(); it.HasNext(); {
-		_, ok, err := layers.ReadRow(tx.batch, tx.d.id, b.Lineage, t.ID, it.Next(), &rec)
+		_, ok, err := layers.ReadRow(tx.batch, tx.d.ID, b.Lineage, t.ID, it.Next(), &rec)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package engine
+package apply
 
 import (
 	"encoding/json"
@@ -23,53 +23,53 @@ import (
 //     column is defined the same way, the removed column is gone): the
 //     step is skipped.
 //   - Anything else is a conflict, and the whole apply is refused with
-//     CodeConflict naming the operation and what is in the way.
+//     model.CodeConflict naming the operation and what is in the way.
 //
 // The migration recorded on the branch lists the operations applied, so
 // that its history replays to its schema.
 
-// errNoChange ends a schema change that has nothing to record.
-var errNoChange = errors.New("engine: no schema change")
+// ErrNoChange ends a schema change that has nothing to record.
+var ErrNoChange = errors.New("engine: no schema change")
 
 // schemaAt rebuilds the schema a branch had when migration id was its head
 // by replaying, from an empty schema, the history that ends at id: b's own
 // history when it holds id, else that of the branch that recorded id. ""
 // is the empty schema of a branch before its first migration.
-func (tx *dbTx) schemaAt(b *model.Branch, id string) (*model.Schema, error) {
+func (tx *Tx) schemaAt(b *model.Branch, id string) (*model.Schema, error) {
 	s := &model.Schema{}
 	s.Index()
 	if id == "" {
 		return s, nil
 	}
 	var others []uint32
-	for bid := range tx.st.byID {
+	for bid := range tx.st.ByID {
 		if bid != b.ID {
 			others = append(others, bid)
 		}
 	}
 	slices.Sort(others)
 	for _, bid := range append([]uint32{b.ID}, others...) {
-		br := tx.st.byID[bid]
+		br := tx.st.ByID[bid]
 		if br != b {
-			own, err := readMigrations(tx.batch, tx.d.id, br.ID)
+			own, err := readMigrations(tx.batch, tx.d.ID, br.ID)
 			if err != nil {
 				return nil, err
 			}
-			if !slices.ContainsFunc(own, func(m Migration) bool { return m.ID == id }) {
+			if !slices.ContainsFunc(own, func(m model.Migration) bool { return m.ID == id }) {
 				continue
 			}
 		}
-		chain, err := migrationChain(tx.batch, tx.d, tx.st, br)
+		chain, err := MigrationChain(tx.batch, tx.d.ID, tx.st, br)
 		if err != nil {
 			return nil, err
 		}
-		k := slices.IndexFunc(chain, func(m Migration) bool { return m.ID == id })
+		k := slices.IndexFunc(chain, func(m model.Migration) bool { return m.ID == id })
 		if k < 0 {
 			continue
 		}
 		for j := len(chain) - 1; j >= k; j-- {
 			if err := scratchTx(s).applyOps(nil, s, chain[j].Operations); err != nil {
-				return nil, Errorf(CodeConflict, "the schema at migration [%s] cannot be rebuilt: migration [%s]: %s", id, chain[j].ID, err.Error())
+				return nil, model.Errorf(model.CodeConflict, "the schema at migration [%s] cannot be rebuilt: migration [%s]: %s", id, chain[j].ID, err.Error())
 			}
 		}
 		return s, nil
@@ -79,8 +79,8 @@ func (tx *dbTx) schemaAt(b *model.Branch, id string) (*model.Schema, error) {
 
 // scratchTx returns a command that changes s without records, allocating
 // table ids above those of s.
-func scratchTx(s *model.Schema) *dbTx {
-	tx := &dbTx{}
+func scratchTx(s *model.Schema) *Tx {
+	tx := &Tx{}
 	for _, t := range s.Tables {
 		tx.nextTable = max(tx.nextTable, t.ID)
 	}
@@ -100,31 +100,31 @@ const (
 // rebaseOps applies ops, compared against src (the schema at migration
 // source), to s, the current schema of branch b, and returns the
 // operations it applied. src is changed along the way.
-func (tx *dbTx) rebaseOps(b *model.Branch, s, src *model.Schema, source string, ops []MigrationOp) ([]MigrationOp, error) {
-	var applied []MigrationOp
+func (tx *Tx) rebaseOps(b *model.Branch, s, src *model.Schema, source string, ops []model.MigrationOp) ([]model.MigrationOp, error) {
+	var applied []model.MigrationOp
 	for i := 0; i < len(ops); {
 		step := ops[i : i+stepLen(ops, i)]
 		before := src.Clone()
 		if at, err := scratchTx(src).applyStep(nil, src, step); err != nil {
-			return nil, migrationOpError(CodeInvalid, i+at, ops[i+at], err)
+			return nil, migrationOpError(model.CodeInvalid, i+at, ops[i+at], err)
 		}
 		act, at, why := judgeStep(b.Name, source, before, src, s, step)
 		switch act {
 		case stepConflict:
-			return nil, migrationOpError(CodeConflict, i+at, ops[i+at], Errorf(CodeConflict, "%s", why))
+			return nil, migrationOpError(model.CodeConflict, i+at, ops[i+at], model.Errorf(model.CodeConflict, "%s", why))
 		case stepApply:
 			// A step that does not fit the branch's schema is a conflict;
 			// one that fits it but not its records is bad input.
 			probe := s.Clone()
 			if at, err := scratchTx(probe).applyStep(nil, probe, step); err != nil {
-				var ee *Error
+				var ee *model.Error
 				if !errors.As(err, &ee) {
 					return nil, err
 				}
-				return nil, migrationOpError(CodeConflict, i+at, ops[i+at], Errorf(CodeConflict, "%s on branch [%s]", ee.Message, b.Name))
+				return nil, migrationOpError(model.CodeConflict, i+at, ops[i+at], model.Errorf(model.CodeConflict, "%s on branch [%s]", ee.Message, b.Name))
 			}
 			if at, err := tx.applyStep(b, s, step); err != nil {
-				return nil, migrationOpError(CodeInvalid, i+at, ops[i+at], err)
+				return nil, migrationOpError(model.CodeInvalid, i+at, ops[i+at], err)
 			}
 			applied = append(applied, step...)
 		}
@@ -136,7 +136,7 @@ func (tx *dbTx) rebaseOps(b *model.Branch, s, src *model.Schema, source string, 
 // judgeStep decides what to do with a step on the current schema cur,
 // given the source schema before and after the step. It also returns the
 // index in step of the operation a conflict is about, and the conflict.
-func judgeStep(branchName, source string, before, after, cur *model.Schema, step []MigrationOp) (stepAction, int, string) {
+func judgeStep(branchName, source string, before, after, cur *model.Schema, step []model.MigrationOp) (stepAction, int, string) {
 	on := "on branch [" + branchName + "]"
 	changed := func(what string) string {
 		return what + " has changed " + on + " since migration [" + source + "]"
@@ -231,7 +231,7 @@ func tableJSON(s *model.Schema, table string) string {
 		return ""
 	}
 	defs := s.TableDef(t).Columns
-	slices.SortFunc(defs, func(a, b ColumnDef) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(defs, func(a, b model.ColumnDef) int { return strings.Compare(a.Name, b.Name) })
 	b, _ := json.Marshal(defs)
 	return string(b)
 }
