@@ -7,6 +7,7 @@ import (
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -218,12 +219,11 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	caches := make([]*bitmapCache, len(b.Schema.Tables))
+	caches := make([]*memstore.BitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
-		if c, ok := d.caches.Load(storeKey{Branch: b.ID, Table: t.ID}); ok {
-			caches[i] = c.(*bitmapCache)
-			epochs[i] = caches[i].epoch.Load()
+		if c, ok := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); ok {
+			caches[i], epochs[i] = c, c.Epoch()
 		}
 	}
 	snap := e.pdb.NewSnapshot()
@@ -233,8 +233,8 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	for i, t := range b.Schema.Tables {
 		// Same epoch, even, before and after the snapshot: the cache and
 		// the snapshot show the same state (see bitmapCache).
-		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.epoch.Load() == epochs[i] {
-			if k, ok := c.cardinality(live, epochs[i]); ok {
+		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.Epoch() == epochs[i] {
+			if k, ok := c.Cardinality(live, epochs[i]); ok {
 				n += int64(k)
 				continue
 			}
@@ -246,18 +246,4 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 		n += int64(bm.GetCardinality())
 	}
 	return n, nil
-}
-
-// cardinality returns the cardinality of the cached bitmap of id at epoch
-// e, without copying it.
-func (c *bitmapCache) cardinality(id string, e uint64) (uint64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at != e {
-		return 0, false
-	}
-	if b := c.m[id]; b != nil {
-		return b.GetCardinality(), true
-	}
-	return 0, false
 }

@@ -125,9 +125,7 @@ func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
 	if err != nil {
 		return loc, nil, err
 	}
-	e.dbMu.RLock()
-	d := e.dbs[loc.DB]
-	e.dbMu.RUnlock()
+	d := e.mem.DB(loc.DB)
 	if d == nil {
 		return loc, nil, model.NotFoundf("file not found")
 	}

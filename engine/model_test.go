@@ -927,11 +927,11 @@ func (m *modelRun) checkRange(branch, table string) {
 	}
 	m.stats["range check"]++
 	if d, b, t, err := m.db.e.resolveTable(m.db.ref(branch), table); err == nil {
-		d.storeMu.RLock()
-		if s := d.stores[storeKey{Branch: b.ID, Table: t.ID}]; s != nil && s.owner != b.ID {
+		d.RLockStores()
+		if s := d.Store(storeKey{Branch: b.ID, Table: t.ID}); s != nil && s.Owner() != b.ID {
 			m.stats["range check, borrowed store"]++
 		}
-		d.storeMu.RUnlock()
+		d.RUnlockStores()
 	}
 	if got := docIDs(res.Records); len(want) <= size && !slices.Equal(got, want) {
 		m.fatalf("query %s %s n ≥ %d: ids %v, want %v", branch, table, pivot, got, want)

@@ -1,142 +1,21 @@
 package engine
 
 import (
-	"sync/atomic"
-
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
-	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
-
-// Full-text indexing. A text field of a record puts its row in three kinds
-// of bitmaps, maintained with the record's other bitmaps in the same batch
-// and inherited by branches like them:
-//
-//   - a term bitmap per distinct word (codec.TermBitmapID);
-//   - term-frequency bitmaps per word the field holds at least
-//     fts.TFLevels[i] times (codec.TermTFBitmapID);
-//   - one length bitmap, the field's length bucket (codec.LengthBitmapID).
-//
-// A word new to a table's layer is also recorded as a KindTerm key, so that
-// a branch's vocabulary is the union of its layers' terms, read without
-// walking the postings. The vocabulary and the field lengths by row are kept
-// in memory per table of a branch (searchStore), built on the first search
-// and kept current by writes like the column stores.
-
-// searchStore is what search keeps in memory for one table of one branch:
-// the vocabulary, and per searchable column the length bucket of each
-// row's field.
-type searchStore struct {
-	version uint64
-	lex     atomic.Pointer[fts.Lexicon] // set under storeMu; a search may compact it
-	cols    map[uint32]*fts.FieldLengths
-}
-
-// maxPendingTerms is how many words a vocabulary keeps outside its
-// automaton before a search rebuilds it.
-const maxPendingTerms = 2048
-
-// buildSearchStore reads the vocabulary and field lengths of a table of a
-// branch at snapshot r.
-func buildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*searchStore, error) {
-	s := &searchStore{version: b.Version, cols: map[uint32]*fts.FieldLengths{}}
-	var terms []string
-	for _, lr := range b.Lineage {
-		p := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, t.ID)
-		it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: codec.PrefixEnd(p)})
-		if err != nil {
-			return nil, err
-		}
-		for it.First(); it.Valid(); it.Next() {
-			terms = append(terms, string(it.Key()[len(p):]))
-		}
-		if err := it.Close(); err != nil {
-			return nil, err
-		}
-	}
-	d, err := fts.BuildDict(terms)
-	if err != nil {
-		return nil, err
-	}
-	s.lex.Store(fts.NewLexicon(d))
-	for _, c := range t.Leaves {
-		if !fts.Searchable(c.Type) {
-			continue
-		}
-		fs := &fts.FieldLengths{}
-		s.cols[c.ID] = fs
-		for bucket := range 128 {
-			rows, err := layers.ReadBitmap(r, db, b.Lineage, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
-			if err != nil {
-				return nil, err
-			}
-			it := rows.Iterator()
-			for it.HasNext() {
-				fs.Set(it.Next(), uint8(bucket), true)
-			}
-		}
-	}
-	return s, nil
-}
-
-// apply updates the store for a command's change of one row.
-func (s *searchStore) apply(c *apply.RowChange) {
-	lens := map[uint32]uint8{}
-	for _, l := range c.Lens {
-		lens[l.Col] = l.Bucket
-	}
-	for col, fs := range s.cols {
-		b, ok := lens[col]
-		fs.Set(c.Row, b, ok && c.Rec != nil)
-	}
-}
-
-// ensureSearchStore returns the search store of a table of a branch,
-// building it if needed.
-func (e *Engine) ensureSearchStore(d *database, b *model.Branch, t *model.Table) (*searchStore, error) {
-	return ensureBuilt(e, d, b, t, &d.search, storeKey{Branch: b.ID, Table: t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*searchStore, error) {
-		return buildSearchStore(r, d.ID, b, t)
-	})
-}
-
-func (s *searchStore) schemaVersion() uint64 { return s.version }
-
-// updateSearch applies a command to the search stores. The caller holds
-// storeMu.
-func (d *database) updateSearch(tx *apply.Tx) {
-	st := d.State()
-	for k, s := range d.search {
-		if b := st.ByID[k.Branch]; b == nil || b.Version != s.version {
-			delete(d.search, k)
-		}
-	}
-	for k, terms := range tx.Terms() {
-		if s := d.search[k]; s != nil {
-			list := make([]string, 0, len(terms))
-			for t := range terms {
-				list = append(list, t)
-			}
-			s.lex.Store(s.lex.Load().With(list))
-		}
-	}
-	for i := range tx.Rows() {
-		c := &tx.Rows()[i]
-		if s := d.search[storeKey{Branch: c.Branch, Table: c.Table}]; s != nil {
-			s.apply(c)
-		}
-	}
-}
 
 // searchSource is the fts.Source of one table search: the planner's
 // source, and the table's search store and vocabulary as of its snapshot.
 type searchSource struct {
 	*source
-	store *searchStore
+	store *memstore.SearchStore
 	lex   *fts.Lexicon
 }
 
@@ -144,7 +23,7 @@ type searchSource struct {
 func (s *searchSource) Lexicon() *fts.Lexicon { return s.lex }
 
 // Lengths returns the field lengths of a searchable column.
-func (s *searchSource) Lengths(col uint32) *fts.FieldLengths { return s.store.cols[col] }
+func (s *searchSource) Lengths(col uint32) *fts.FieldLengths { return s.store.Lengths(col) }
 
 // Terms returns the rows of the table whose column col holds term, and
 // the rows holding it at least fts.TFLevels[i] times. On a one-layer
@@ -159,7 +38,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 	if s.cache != nil {
 		hit := true
 		for i, id := range ids {
-			if out[i] = s.cache.get(id, s.epoch); out[i] == nil {
+			if out[i] = s.cache.Get(id, s.epoch); out[i] == nil {
 				hit = false
 				break
 			}
@@ -213,7 +92,7 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 	}
 	if s.cache != nil {
 		for i, id := range ids {
-			s.cache.put(id, out[i], s.epoch)
+			s.cache.Put(id, out[i], s.epoch)
 		}
 	}
 	return out[0], [len(fts.TFLevels)]*roaring.Bitmap(out[1:]), nil

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 var vectorSeed = flag.Int64("vector.seed", 0, "seed of TestVectorSearchDifferential (0: time)")
@@ -236,7 +238,7 @@ func TestVectorSearchWrites(t *testing.T) {
 
 // vectorStoreOf returns the current vector store of a column of a table
 // of a branch, failing the test if there is none.
-func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorStore {
+func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstore.VectorStore {
 	t.Helper()
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
@@ -247,10 +249,10 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorS
 		t.Fatal(err)
 	}
 	tb := b.Schema.ByName[table]
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
-	vs := d.vectors[vectorKey{b.ID, tb.ID, tb.ByPath[col].ID}]
-	if vs == nil || vs.version != b.Version {
+	d.RLockStores()
+	defer d.RUnlockStores()
+	vs := d.VectorStore(memstore.VectorKey{Branch: b.ID, Table: tb.ID, Column: tb.ByPath[col].ID})
+	if vs == nil || vs.Version() != b.Version {
 		t.Fatalf("no current vector store for %s.%s on %s", table, col, ref.Branch)
 	}
 	return vs
