@@ -27,6 +27,11 @@ func TestDependencyDirection(t *testing.T) {
 		// (net/http, never fasthttp) and, for a data directory no server
 		// holds, a user of the engine's facade.
 		"cmd/coppice/internal/transfer": {"engine"},
+		// Test support that runs the coppice binary: it drives it over
+		// HTTP and signals, like an operator, and imports none of it.
+		"internal": {},
+		// The reliability suite: tests only, over internal/harness.
+		"reliability": {"internal"},
 	}
 	// Third-party libraries only one package may import.
 	owners := map[string]string{
