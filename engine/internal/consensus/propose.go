@@ -1,0 +1,260 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+)
+
+// Propose replicates cmd through the group and returns the result the
+// state machine's Update gave it on this node. It returns only after a
+// majority of the group has the command in its log and this node has
+// applied it; a follower passes the command to the leader and answers with
+// its own result once it applies the entry, which Update's determinism makes
+// equal to the leader's. Concurrent proposals to one group are combined into
+// few entries (unless Config.NoCoalesce), each applied in one Update call.
+//
+// While the group has no leader, Propose waits for one up to ctx's deadline
+// (Config.MaxWait when ctx has none) and then fails with an
+// *UnavailableError; its Maybe field says whether the command could still
+// apply. The caller owns the returned slice; cmd may be reused at once.
+func (h *Host) Propose(ctx context.Context, group uint64, cmd []byte) ([]byte, error) {
+	g, err := h.group(group)
+	if err != nil {
+		return nil, err
+	}
+	if len(cmd)+16 > h.cfg.MaxEntryBytes {
+		return nil, ErrTooLarge
+	}
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	if g.coal != nil && len(cmd) <= h.cfg.MaxBatchBytes {
+		return g.coal.submit(ctx, cmd)
+	}
+	return h.proposeEntry(ctx, g, encodeOne(cmd), nil)
+}
+
+// proposeEntry proposes one framed entry and waits for it to apply here. It
+// proposes again only when the library reports the entry dropped before it
+// reached any log, so a command never applies twice.
+//
+// Two cases get no answer from the library: a command passed to a leader
+// that then fails, and a command proposed on a follower that catches up
+// from a snapshot which already holds it (applied, but not here, so no
+// result). So while it waits, proposeEntry watches the leader's term and
+// the replica's snapshot recoveries; on a change, a read barrier makes this
+// node apply everything the leader has committed, and if the command is
+// still not applied then, it gives up at once with Maybe set instead of
+// waiting for its deadline.
+//
+// proposed, if not nil, is set once the entry has been handed to Raft.
+func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte, proposed *atomic.Bool) ([]byte, error) {
+	start := time.Now()
+	for {
+		term0, err := h.waitLeader(ctx, g)
+		if err != nil {
+			return nil, h.unavailable(ctx, g, "propose", start, false, err)
+		}
+		rec0 := g.sm.recovered.Load()
+		rs, err := h.nh.Propose(g.session, payload, time.Until(deadline(ctx)))
+		if err != nil {
+			if retryable(err) {
+				if err := h.pause(ctx); err != nil {
+					return nil, h.unavailable(ctx, g, "propose", start, false, err)
+				}
+				continue
+			}
+			return nil, h.mapErr(ctx, g, "propose", start, err)
+		}
+		if proposed != nil {
+			proposed.Store(true)
+		}
+		res, again, err := h.await(ctx, g, rs, term0, rec0, start)
+		if !again {
+			return res, err
+		}
+	}
+}
+
+// await waits for a proposal's outcome; again means it was dropped and may
+// be proposed again. term0 and rec0 are the leader's term and the count of
+// snapshot recoveries when the proposal was made.
+func (h *Host) await(ctx context.Context, g *group, rs *dragonboat.RequestState, term0, rec0 uint64, start time.Time) (res []byte, again bool, err error) {
+	tick := time.NewTicker(h.cfg.Tick)
+	defer tick.Stop()
+	barrier := false
+	for {
+		select {
+		case r := <-rs.ResultC():
+			rs.Release()
+			switch {
+			case r.Completed():
+				return r.GetResult().Data, false, nil
+			case r.Dropped():
+				return nil, true, nil
+			case r.Timeout():
+				return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
+			case r.Terminated():
+				return nil, false, fmt.Errorf("%w: group %d stopped while proposing (outcome unknown)", ErrClosed, g.id)
+			}
+			return nil, false, fmt.Errorf("consensus: group %d: proposal refused", g.id)
+		case <-ctx.Done():
+			return nil, false, h.unavailable(ctx, g, "propose", start, true, ctx.Err())
+		case <-tick.C:
+			if barrier {
+				continue
+			}
+			_, term, ok, err := h.nh.GetLeaderID(g.id)
+			if err != nil || !ok || (term <= term0 && g.sm.recovered.Load() == rec0) {
+				continue
+			}
+			barrier = true
+			if err := h.ReadIndex(ctx, g.id); err != nil {
+				return nil, false, h.unavailable(ctx, g, "propose", start, true, err)
+			}
+			select {
+			case r := <-rs.ResultC():
+				rs.Release()
+				if r.Completed() {
+					return r.GetResult().Data, false, nil
+				}
+				if r.Dropped() {
+					return nil, true, nil
+				}
+			default:
+			}
+			return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
+		}
+	}
+}
+
+// ReadIndex is a linearizable read barrier: when it returns nil, this
+// node's state machine has applied every entry committed before the call
+// began, so a local read sees every write acknowledged before ReadIndex was
+// called, on any node. It confirms with a majority that the leader still
+// leads, then waits for this node to apply up to the leader's commit index.
+// While the group has no leader it waits up to ctx's deadline, then fails
+// with an *UnavailableError.
+func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
+	g, err := h.group(group)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := h.bound(ctx)
+	defer cancel()
+	start := time.Now()
+	for {
+		if _, err := h.waitLeader(ctx, g); err != nil {
+			return h.unavailable(ctx, g, "read index", start, false, err)
+		}
+		rs, err := h.nh.ReadIndex(g.id, time.Until(deadline(ctx)))
+		if err != nil {
+			if retryable(err) {
+				if err := h.pause(ctx); err != nil {
+					return h.unavailable(ctx, g, "read index", start, false, err)
+				}
+				continue
+			}
+			return h.mapErr(ctx, g, "read index", start, err)
+		}
+		select {
+		case r := <-rs.ResultC():
+			rs.Release()
+			switch {
+			case r.Completed():
+				return nil
+			case r.Dropped():
+				continue
+			case r.Timeout():
+				return h.unavailable(ctx, g, "read index", start, false, context.DeadlineExceeded)
+			case r.Terminated():
+				return fmt.Errorf("%w: group %d stopped", ErrClosed, g.id)
+			}
+			return fmt.Errorf("consensus: group %d: read index refused", g.id)
+		case <-ctx.Done():
+			return h.unavailable(ctx, g, "read index", start, false, ctx.Err())
+		}
+	}
+}
+
+// Leader returns the group's leader as this node last heard of it: its
+// replica id, and false when no leader is known.
+func (h *Host) Leader(group uint64) (uint64, bool) {
+	id, _, ok, err := h.nh.GetLeaderID(group)
+	return id, ok && err == nil && id != 0
+}
+
+// waitLeader returns the term once this node knows a leader of g, or ctx's
+// error.
+func (h *Host) waitLeader(ctx context.Context, g *group) (uint64, error) {
+	for {
+		id, term, ok, err := h.nh.GetLeaderID(g.id)
+		if err != nil {
+			return 0, err
+		}
+		if ok && id != 0 {
+			return term, nil
+		}
+		if err := h.pause(ctx); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// pause waits one tick, or returns ctx's error first.
+func (h *Host) pause(ctx context.Context) error {
+	t := time.NewTimer(h.cfg.Tick)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryable reports errors that leave nothing behind: the request was not
+// accepted, and the same request may be made again.
+func retryable(err error) bool {
+	return errors.Is(err, dragonboat.ErrSystemBusy) || errors.Is(err, dragonboat.ErrShardNotReady) ||
+		errors.Is(err, dragonboat.ErrShardNotInitialized)
+}
+
+// unavailable builds the error for a call that ran out of time, or returns
+// cause itself when the caller canceled ctx or the host or group went away.
+func (h *Host) unavailable(ctx context.Context, g *group, op string, start time.Time, maybe bool, cause error) error {
+	if errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, dragonboat.ErrTimeoutTooSmall) {
+		return h.mapErr(ctx, g, op, start, cause)
+	}
+	return &UnavailableError{Group: g.id, Op: op, Waited: time.Since(start), Maybe: maybe, RetryAfter: h.RetryAfter()}
+}
+
+// mapErr translates the library's immediate errors into this package's.
+func (h *Host) mapErr(ctx context.Context, g *group, op string, start time.Time, err error) error {
+	switch {
+	case errors.Is(err, dragonboat.ErrTimeoutTooSmall), errors.Is(err, dragonboat.ErrTimeout):
+		return h.unavailable(ctx, g, op, start, false, context.DeadlineExceeded)
+	case errors.Is(err, dragonboat.ErrPayloadTooBig):
+		return ErrTooLarge
+	case errors.Is(err, dragonboat.ErrShardNotFound):
+		return ErrUnknownGroup
+	case errors.Is(err, dragonboat.ErrClosed), errors.Is(err, dragonboat.ErrShardClosed):
+		return ErrClosed
+	case errors.Is(err, dragonboat.ErrRejected):
+		return ErrRejected
+	}
+	return fmt.Errorf("consensus: group %d: %s: %w", g.id, op, err)
+}
+
+// deadline returns ctx's deadline; bound has given every context one.
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
