@@ -25,7 +25,10 @@
 //   - ReadIndex is a linearizable barrier: after it returns, this node's
 //     state machine has applied every write acknowledged (anywhere) before
 //     the call, so a local read that follows is linearizable. Reads that can
-//     be stale skip it and read the local state machine directly.
+//     be stale skip it and read the local state machine directly. The
+//     library never resends a read request that a lost message or a new
+//     leader swallowed; ReadIndex asks again after two election timeouts,
+//     then four, and so on.
 //   - While a group has no leader, or its leader no quorum, Propose,
 //     ReadIndex and membership changes wait up to their context's deadline
 //     (Config.MaxWait without one), then fail with an *UnavailableError
@@ -75,9 +78,11 @@
 //     count is recorded in the directory and must never change.
 //   - Timing: a 10 ms tick, heartbeats every 5 ticks and elections after 50
 //     to 100 ticks (0.5–1 s): quick failover on loopback or a LAN, yet slack
-//     for fsync stalls and a busy CPU. CheckQuorum makes a leader cut off from
-//     the majority step down, so the minority fails fast; PreVote keeps a
-//     node rejoining after a partition from deposing a healthy leader.
+//     for fsync stalls and a busy CPU, and for the library's transport,
+//     which drops all messages to a node for 0.25–1 s after a connection to
+//     it failed. CheckQuorum makes a leader cut off from the majority step
+//     down, so the minority fails fast; PreVote keeps a node that restarts
+//     or rejoins after a partition from deposing a healthy leader.
 //   - Snapshots every 2000 entries, keeping 1000 entries of log behind them;
 //     snapshot streams compressed with Snappy, entries not compressed.
 //   - Bounds: 64 MiB of unapplied entries per group (beyond it proposals

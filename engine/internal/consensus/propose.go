@@ -139,6 +139,11 @@ func (h *Host) await(ctx context.Context, g *group, rs *dragonboat.RequestState,
 // leads, then waits for this node to apply up to the leader's commit index.
 // While the group has no leader it waits up to ctx's deadline, then fails
 // with an *UnavailableError.
+//
+// The library sends a read request to the leader once and never again: a
+// request lost on the way, or dropped by a leader that just took over, gets
+// no answer. Reads change nothing, so ReadIndex asks again after two
+// election timeouts, then four, and so on, until its deadline.
 func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
 	g, err := h.group(group)
 	if err != nil {
@@ -147,11 +152,12 @@ func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
 	start := time.Now()
+	attempt := 2 * h.cfg.electionTimeout()
 	for {
 		if _, err := h.waitLeader(ctx, g); err != nil {
 			return h.unavailable(ctx, g, "read index", start, false, err)
 		}
-		rs, err := h.nh.ReadIndex(g.id, time.Until(deadline(ctx)))
+		rs, err := h.nh.ReadIndex(g.id, min(attempt, time.Until(deadline(ctx))))
 		if err != nil {
 			if retryable(err) {
 				if err := h.pause(ctx); err != nil {
@@ -170,7 +176,8 @@ func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
 			case r.Dropped():
 				continue
 			case r.Timeout():
-				return h.unavailable(ctx, g, "read index", start, false, context.DeadlineExceeded)
+				attempt *= 2
+				continue
 			case r.Terminated():
 				return fmt.Errorf("%w: group %d stopped", ErrClosed, g.id)
 			}
