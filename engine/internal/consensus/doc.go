@@ -37,14 +37,17 @@
 //     from one that never will. A command given to a leader that then fails
 //     gets no answer from the library; Propose notices the new leader's term,
 //     runs a read barrier, and if the command has not applied by then gives
-//     up with Maybe set rather than wait for the deadline.
-//   - Concurrent proposals to one group are combined: commands that arrive
-//     while four entries are in flight wait and become one entry holding all
-//     of them, applied by one Update call, each with its own result. The
-//     library writes all entries of one step, across the groups of a log
-//     shard, with one fsync, and a leader sends entries to its followers
-//     before its own fsync so that theirs overlap: a replicated write costs
-//     about one log fsync per batch on each node.
+//     up with Maybe set rather than wait for the deadline. The same holds for
+//     a command proposed on a follower that then catches up from a snapshot
+//     already holding it.
+//   - Concurrent proposals to one group are batched by the library: each
+//     step writes all the entries ready, across the groups of a log shard,
+//     with one fsync, a leader sends entries to its followers before its own
+//     fsync so that theirs overlap, and Update receives every entry
+//     committed since its last call. A replicated write costs about one log
+//     fsync per batch on each node. (Combining commands into shared entries
+//     on top of that was measured and made throughput no better, often
+//     worse: it limits the entries in flight that the library pipelines.)
 //
 // # The state machine contract
 //
@@ -56,8 +59,8 @@
 //   - Update applies a batch of entries in order and must be deterministic.
 //     It need not sync: the Raft log is the durable record, and the host
 //     calls Sync before it compacts the log past the applied index (at each
-//     snapshot, and every three minutes). Several entries may share an index
-//     when they came combined. An error from Update stops the process.
+//     snapshot, and every three minutes). An error from Update stops the
+//     process.
 //   - Snapshots: the periodic snapshots taken every SnapshotEvery entries
 //     record only metadata and the applied index, after a Sync; they let the
 //     log be truncated, keeping KeepEntries behind. A full snapshot is

@@ -49,16 +49,10 @@ type Config struct {
 	// MaxWait bounds Propose, ReadIndex and membership changes whose context
 	// has no deadline. Default 5s.
 	MaxWait time.Duration
-	// MaxBatchBytes bounds the commands combined into one entry. Default
-	// 4 MiB; a larger command is proposed alone, up to MaxEntryBytes.
-	MaxBatchBytes int
 	// MaxEntryBytes bounds one entry; a larger command fails with
 	// ErrTooLarge. Default and most 60 MiB: the library sends at most
 	// 64 MiB in one message.
 	MaxEntryBytes int
-	// NoCoalesce proposes every command as its own entry instead of
-	// combining concurrent proposals.
-	NoCoalesce bool
 	// Logger receives the Raft library's warnings and errors (routine
 	// messages at Debug). The library's log is process-wide: the latest
 	// Host with a Logger receives the log of every Host in the process.
@@ -124,9 +118,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxEntryBytes > maxEntry {
 		return c, fmt.Errorf("consensus: MaxEntryBytes must be ≤ %d", maxEntry)
 	}
-	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = min(4<<20, c.MaxEntryBytes)
-	}
 	return c, nil
 }
 
@@ -151,8 +142,7 @@ type group struct {
 	session     *client.Session
 	// sm is set when dragonboat creates the state machine, which happens
 	// within StartGroup.
-	sm   *adapter
-	coal *coalescer
+	sm *adapter
 }
 
 // NewHost opens the log stores under cfg.Dir and starts the transport.
@@ -218,14 +208,8 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closed = true
-	groups := h.groups
 	h.groups = map[uint64]*group{}
 	h.mu.Unlock()
-	for _, g := range groups {
-		if g.coal != nil {
-			g.coal.close()
-		}
-	}
 	h.nh.Close()
 	return nil
 }
@@ -298,9 +282,6 @@ func (h *Host) StartGroup(gc GroupConfig) error {
 		}
 		return fmt.Errorf("consensus: start group %d: %w", gc.Group, err)
 	}
-	if !h.cfg.NoCoalesce {
-		g.coal = newCoalescer(h, g)
-	}
 	h.groups[gc.Group] = g
 	return nil
 }
@@ -309,14 +290,11 @@ func (h *Host) StartGroup(gc GroupConfig) error {
 // on disk for a later StartGroup. It is not a membership change.
 func (h *Host) StopGroup(group uint64) error {
 	h.mu.Lock()
-	g, ok := h.groups[group]
+	_, ok := h.groups[group]
 	delete(h.groups, group)
 	h.mu.Unlock()
 	if !ok {
 		return ErrUnknownGroup
-	}
-	if g.coal != nil {
-		g.coal.close()
 	}
 	if err := h.nh.StopShard(group); err != nil && !errors.Is(err, dragonboat.ErrShardNotFound) {
 		return fmt.Errorf("consensus: stop group %d: %w", group, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -15,8 +14,8 @@ import (
 // majority of the group has the command in its log and this node has
 // applied it; a follower passes the command to the leader and answers with
 // its own result once it applies the entry, which Update's determinism makes
-// equal to the leader's. Concurrent proposals to one group are combined into
-// few entries (unless Config.NoCoalesce), each applied in one Update call.
+// equal to the leader's. Concurrent proposals to one group share log writes
+// and Update calls: the library writes and applies all that is ready at once.
 //
 // While the group has no leader, Propose waits for one up to ctx's deadline
 // (Config.MaxWait when ctx has none) and then fails with an
@@ -32,10 +31,7 @@ func (h *Host) Propose(ctx context.Context, group uint64, cmd []byte) ([]byte, e
 	}
 	ctx, cancel := h.bound(ctx)
 	defer cancel()
-	if g.coal != nil && len(cmd) <= h.cfg.MaxBatchBytes {
-		return g.coal.submit(ctx, cmd)
-	}
-	return h.proposeEntry(ctx, g, encodeOne(cmd), nil)
+	return h.proposeEntry(ctx, g, encodeOne(cmd))
 }
 
 // proposeEntry proposes one framed entry and waits for it to apply here. It
@@ -50,9 +46,7 @@ func (h *Host) Propose(ctx context.Context, group uint64, cmd []byte) ([]byte, e
 // node apply everything the leader has committed, and if the command is
 // still not applied then, it gives up at once with Maybe set instead of
 // waiting for its deadline.
-//
-// proposed, if not nil, is set once the entry has been handed to Raft.
-func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte, proposed *atomic.Bool) ([]byte, error) {
+func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte) ([]byte, error) {
 	start := time.Now()
 	for {
 		term0, err := h.waitLeader(ctx, g)
@@ -69,9 +63,6 @@ func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte, propo
 				continue
 			}
 			return nil, h.mapErr(ctx, g, "propose", start, err)
-		}
-		if proposed != nil {
-			proposed.Store(true)
 		}
 		res, again, err := h.await(ctx, g, rs, term0, rec0, start)
 		if !again {

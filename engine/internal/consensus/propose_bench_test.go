@@ -11,16 +11,16 @@ import (
 )
 
 // BenchmarkPropose measures put throughput at 1, 16 and 64 concurrent
-// proposers, in one run, three ways:
+// proposers, in one run, two ways:
 //
-//	local:   the toy state machine alone, concurrent puts group-committed
-//	         with one synced Pebble write per batch (single-node mode);
-//	raft:    a 3-node in-process group with synced logs, proposals combined
-//	         into entries by the coalescer;
-//	raft-1:  the same group, each put its own entry (Config.NoCoalesce).
+//	local: the toy state machine alone, concurrent puts group-committed with
+//	       one synced Pebble write per batch (single-node mode);
+//	raft:  a 3-node in-process group with synced logs, puts proposed on the
+//	       leader.
 //
-// Each reports cmds/s; the replicated ones also cmds/entry on the leader.
-// Compare raft against local at the same concurrency.
+// Each reports cmds/s; raft also cmds/update, the commands the leader's
+// state machine applied per Update call. Compare raft against local at the
+// same concurrency.
 func BenchmarkPropose(b *testing.B) {
 	for _, conc := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("c=%d/local", conc), func(b *testing.B) {
@@ -32,30 +32,22 @@ func BenchmarkPropose(b *testing.B) {
 			lc := &localCommitter{sm: s}
 			runProposers(b, conc, func(cmd []byte) error { return lc.apply(cmd) })
 		})
-		for _, single := range []bool{false, true} {
-			name := "raft"
-			if single {
-				name = "raft-1"
-			}
-			b.Run(fmt.Sprintf("c=%d/%s", conc, name), func(b *testing.B) {
-				cfg := fastConfig()
-				cfg.NoCoalesce = single
-				c := newCluster(b, 3, cfg)
-				lead := c.leader(testGroup, 10*time.Second)
-				h := c.nodes[lead].h()
-				kv := c.nodes[lead].kv(testGroup)
-				cmds0, ents0 := kv.commands.Load(), kv.entries.Load()
-				runProposers(b, conc, func(cmd []byte) error {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					_, err := h.Propose(ctx, testGroup, cmd)
-					return err
-				})
-				if n := kv.entries.Load() - ents0; n > 0 {
-					b.ReportMetric(float64(kv.commands.Load()-cmds0)/float64(n), "cmds/entry")
-				}
+		b.Run(fmt.Sprintf("c=%d/raft", conc), func(b *testing.B) {
+			c := newCluster(b, 3, fastConfig())
+			lead := c.leader(testGroup, 10*time.Second)
+			h := c.nodes[lead].h()
+			kv := c.nodes[lead].kv(testGroup)
+			cmds0, updates0 := kv.commands.Load(), kv.updates.Load()
+			runProposers(b, conc, func(cmd []byte) error {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := h.Propose(ctx, testGroup, cmd)
+				return err
 			})
-		}
+			if n := kv.updates.Load() - updates0; n > 0 {
+				b.ReportMetric(float64(kv.commands.Load()-cmds0)/float64(n), "cmds/update")
+			}
+		})
 	}
 }
 

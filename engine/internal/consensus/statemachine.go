@@ -11,9 +11,8 @@ import (
 
 // Entry is one committed command handed to StateMachine.Update.
 type Entry struct {
-	// Index is the log index of the entry that carried the command. Several
-	// commands share an index when concurrent proposals were combined into
-	// one entry; indexes never decrease within or across Update calls.
+	// Index is the entry's log index; it grows by one from entry to entry,
+	// within and across Update calls.
 	Index uint64
 	// Cmd is the command as proposed. It is valid only during Update.
 	Cmd []byte
@@ -34,8 +33,9 @@ type StateMachine interface {
 	// persisted atomically with the effects of the entries it covers. Open
 	// may return ErrStopped once stop is closed.
 	Open(stop <-chan struct{}) (applied uint64, err error)
-	// Update applies committed entries in order and sets each Result. It
-	// must be deterministic: the same entries on the same state give the
+	// Update applies committed entries in order and sets each Result. The
+	// library passes every entry committed since the last call, so under
+	// concurrent proposals one call applies many. It must be deterministic: the same entries on the same state give the
 	// same state and results on every node, so it reads no clock, no
 	// randomness and no local configuration. The effects of one call and the
 	// index of its last entry become visible together; they need not be
@@ -67,9 +67,8 @@ type StateMachine interface {
 type NewStateMachine func(group, replica uint64) StateMachine
 
 // adapter presents a StateMachine as dragonboat's IOnDiskStateMachine. It
-// unpacks combined entries into commands and packs their results again, and
-// it tracks the applied index for GroupInfo and counts snapshot recoveries
-// for proposals waiting on a follower.
+// unframes commands, tracks the applied index for GroupInfo and counts
+// snapshot recoveries for proposals waiting on a follower.
 type adapter struct {
 	sm        StateMachine
 	applied   atomic.Uint64
@@ -90,42 +89,22 @@ func (a *adapter) Open(stop <-chan struct{}) (uint64, error) {
 	return idx, err
 }
 
-// Update decodes each entry into its commands, applies them all in one call
-// and encodes the results per entry.
+// Update decodes the entries' commands, applies them in one call and hands
+// each result back.
 func (a *adapter) Update(in []sm.Entry) ([]sm.Entry, error) {
 	ents := a.ents[:0]
-	// counts[i] is the number of commands of in[i], negative for a single
-	// command that was not framed as a batch.
-	counts := make([]int, len(in))
-	for i, e := range in {
-		cmds, batch, err := decodePayload(e.Cmd)
+	for _, e := range in {
+		cmd, err := decodePayload(e.Cmd)
 		if err != nil {
 			return nil, fmt.Errorf("entry %d: %w", e.Index, err)
 		}
-		counts[i] = len(cmds)
-		if !batch {
-			counts[i] = -1
-		}
-		for _, c := range cmds {
-			ents = append(ents, Entry{Index: e.Index, Cmd: c})
-		}
+		ents = append(ents, Entry{Index: e.Index, Cmd: cmd})
 	}
 	if err := a.sm.Update(ents); err != nil {
 		return nil, err
 	}
-	j := 0
-	for i, n := range counts {
-		if n < 0 {
-			in[i].Result = sm.Result{Data: ents[j].Result}
-			j++
-			continue
-		}
-		results := make([][]byte, n)
-		for k := range results {
-			results[k] = ents[j+k].Result
-		}
-		j += n
-		in[i].Result = sm.Result{Data: encodeList(nil, results)}
+	for i := range in {
+		in[i].Result = sm.Result{Data: ents[i].Result}
 	}
 	if len(in) > 0 {
 		a.applied.Store(in[len(in)-1].Index)
