@@ -33,6 +33,8 @@ type testCluster struct {
 	net   *Network
 	cfg   Config // template: NodeID, RaftAddr, Dir and Network are set per node
 	nodes map[uint64]*testNode
+	// members are the founding members of the test group.
+	members map[uint64]string
 }
 
 // fastConfig is the template the tests use: elections after 200–400 ms.
@@ -68,6 +70,7 @@ func newCluster(t testing.TB, n int, cfg Config) *testCluster {
 		c.nodes[nd.id] = nd
 		members[nd.id] = nd.addr
 	}
+	c.members = members
 	t.Cleanup(c.closeAll)
 	for i := 1; i <= n; i++ {
 		c.startHost(uint64(i))
@@ -130,10 +133,14 @@ func (c *testCluster) stop(id uint64) {
 }
 
 // restart reopens node id and restarts the test group on it.
-func (c *testCluster) restart(id uint64) {
+func (c *testCluster) restart(id uint64) { c.restartWith(id, GroupConfig{Group: testGroup}) }
+
+// restartWith reopens node id and restarts a group on it with gc, whose
+// Members and Join a restart ignores.
+func (c *testCluster) restartWith(id uint64, gc GroupConfig) {
 	c.t.Helper()
 	c.startHost(id)
-	c.startGroup(id, GroupConfig{Group: testGroup})
+	c.startGroup(id, gc)
 }
 
 // closeAll stops every node.

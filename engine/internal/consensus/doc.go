@@ -59,8 +59,9 @@
 //   - Update applies a batch of entries in order and must be deterministic.
 //     It need not sync: the Raft log is the durable record, and the host
 //     calls Sync before it compacts the log past the applied index (at each
-//     snapshot, and every three minutes). An error from Update stops the
-//     process.
+//     snapshot, and every three minutes). An error from Update panics the
+//     process: a command the state machine refuses must say so in its
+//     result, not as an error.
 //   - Snapshots: the periodic snapshots taken every SnapshotEvery entries
 //     record only metadata and the applied index, after a Sync; they let the
 //     log be truncated, keeping KeepEntries behind. A full snapshot is
@@ -75,10 +76,11 @@
 //
 // The library runs in its small-memory mode, sized for a 2-core machine:
 //
-//   - Logs: the tiny LogDB configuration (4 MiB write buffers, about 256 MiB
-//     at most across shards) with two log shards and two workers per stage
-//     instead of sixteen; groups are spread over the shards by id. The shard
-//     count is recorded in the directory and must never change.
+//   - Logs: the tiny LogDB configuration (Pebble v1 with 4 MiB write
+//     buffers, four at most) on two log shards, 32 MiB of memtables in all,
+//     and two workers per stage instead of sixteen; groups are spread over
+//     the shards by id. The shard count is recorded in the directory and
+//     must never change.
 //   - Timing: a 10 ms tick, heartbeats every 5 ticks and elections after 50
 //     to 100 ticks (0.5–1 s): quick failover on loopback or a LAN, yet slack
 //     for fsync stalls and a busy CPU, and for the library's transport,

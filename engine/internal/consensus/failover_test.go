@@ -157,7 +157,7 @@ func TestSnapshotCatchUp(t *testing.T) {
 	put(10)
 	c.stop(lag)
 	put(150)
-	c.restart(lag)
+	c.restartWith(lag, GroupConfig{Group: testGroup, Members: c.members})
 	put(10)
 	c.mustHave(want)
 	if n := c.nodes[lag].kv(testGroup).recovered.Load(); n == 0 {
@@ -207,6 +207,9 @@ func TestAddRemoveReplica(t *testing.T) {
 	if c.nodes[4].kv(testGroup).recovered.Load() == 0 {
 		t.Errorf("the new replica caught up without a snapshot")
 	}
+	c.stop(4)
+	c.restartWith(4, GroupConfig{Group: testGroup, Join: true})
+	c.caughtUp(4, 30*time.Second)
 
 	if err := c.nodes[4].h().RemoveReplica(ctx, testGroup, 1); err != nil {
 		t.Fatal(err)

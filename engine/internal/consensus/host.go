@@ -53,9 +53,10 @@ type Config struct {
 	// ErrTooLarge. Default and most 60 MiB: the library sends at most
 	// 64 MiB in one message.
 	MaxEntryBytes int
-	// Logger receives the Raft library's warnings and errors (routine
-	// messages at Debug). The library's log is process-wide: the latest
-	// Host with a Logger receives the log of every Host in the process.
+	// Logger receives the Raft library's log: elections and votes at Info,
+	// warnings and errors at Warn and Error, the rest at Debug. The
+	// library's log is process-wide: the latest Host with a Logger receives
+	// the log of every Host in the process.
 	Logger *slog.Logger
 	// Network, when set, replaces TCP with an in-process network: tests.
 	Network *Network
@@ -224,10 +225,11 @@ type GroupConfig struct {
 	Replica uint64
 	// Members maps replica ids to raft addresses. It is required on the
 	// first start of a group's founding replicas, with the same value on
-	// each; on a restart it is ignored and may be nil.
+	// each. Once the replica has started on this node, later starts ignore
+	// it (the membership lives in the log).
 	Members map[uint64]string
-	// Join starts a replica that AddReplica added to a running group; its
-	// Members must be nil. On a restart it is ignored.
+	// Join starts a replica that AddReplica added to a running group, with
+	// Members nil. Later starts ignore it.
 	Join bool
 	// NewStateMachine makes the replica's state machine.
 	NewStateMachine NewStateMachine
@@ -269,11 +271,16 @@ func (h *Host) StartGroup(gc GroupConfig) error {
 		MaxInMemLogSize:         max(maxInMemLog, 2*uint64(h.cfg.MaxEntryBytes)),
 		SnapshotCompressionType: config.Snappy,
 	}
-	members := gc.Members
-	if gc.Join {
+	members, join := gc.Members, gc.Join
+	switch {
+	case h.nh.HasNodeInfo(gc.Group, gc.Replica):
+		members, join = nil, false
+	case join:
 		members = nil
+	case len(members) == 0:
+		return fmt.Errorf("consensus: group %d never started here: Members or Join is required", gc.Group)
 	}
-	if err := h.nh.StartOnDiskReplica(members, gc.Join, create, rc); err != nil {
+	if err := h.nh.StartOnDiskReplica(members, join, create, rc); err != nil {
 		switch {
 		case errors.Is(err, dragonboat.ErrShardAlreadyExist):
 			return ErrGroupExists

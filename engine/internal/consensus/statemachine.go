@@ -11,8 +11,9 @@ import (
 
 // Entry is one committed command handed to StateMachine.Update.
 type Entry struct {
-	// Index is the entry's log index; it grows by one from entry to entry,
-	// within and across Update calls.
+	// Index is the entry's log index. It increases from entry to entry,
+	// within and across Update calls, with gaps where the log holds entries
+	// of Raft's own (membership changes, a new leader's empty entry).
 	Index uint64
 	// Cmd is the command as proposed. It is valid only during Update.
 	Cmd []byte
@@ -35,12 +36,13 @@ type StateMachine interface {
 	Open(stop <-chan struct{}) (applied uint64, err error)
 	// Update applies committed entries in order and sets each Result. The
 	// library passes every entry committed since the last call, so under
-	// concurrent proposals one call applies many. It must be deterministic: the same entries on the same state give the
-	// same state and results on every node, so it reads no clock, no
-	// randomness and no local configuration. The effects of one call and the
-	// index of its last entry become visible together; they need not be
-	// durable until Sync. An error is a fault of this node (its disk): the
-	// process stops rather than diverge.
+	// concurrent proposals one call applies many. It must be deterministic:
+	// the same entries on the same state give the same state and results on
+	// every node, so it reads no clock, no randomness and no local
+	// configuration. The effects of one call and the index of its last entry
+	// become visible together; they need not be durable until Sync. An error
+	// is a fault of this node (its disk): the process stops rather than
+	// diverge.
 	Update(entries []Entry) error
 	// Sync makes every applied entry durable. The host calls it before it
 	// lets the log be compacted past the applied index.
