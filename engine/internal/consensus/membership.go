@@ -44,18 +44,9 @@ func (h *Host) changeMembers(ctx context.Context, group uint64, req func(time.Du
 	defer cancel()
 	start := time.Now()
 	for {
-		if _, err := h.waitLeader(ctx, g); err != nil {
-			return h.unavailable(ctx, g, "membership", start, false, err)
-		}
-		rs, err := req(time.Until(deadline(ctx)))
+		rs, _, err := h.submit(ctx, g, "membership", start, req)
 		if err != nil {
-			if retryable(err) {
-				if err := h.pause(ctx); err != nil {
-					return h.unavailable(ctx, g, "membership", start, false, err)
-				}
-				continue
-			}
-			return h.mapErr(ctx, g, "membership", start, err)
+			return err
 		}
 		select {
 		case r := <-rs.ResultC():

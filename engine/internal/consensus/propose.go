@@ -49,20 +49,13 @@ func (h *Host) Propose(ctx context.Context, group uint64, cmd []byte) ([]byte, e
 func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte) ([]byte, error) {
 	start := time.Now()
 	for {
-		term0, err := h.waitLeader(ctx, g)
+		var rec0 uint64
+		rs, term0, err := h.submit(ctx, g, "propose", start, func(timeout time.Duration) (*dragonboat.RequestState, error) {
+			rec0 = g.sm.recovered.Load()
+			return h.nh.Propose(g.session, payload, timeout)
+		})
 		if err != nil {
-			return nil, h.unavailable(ctx, g, "propose", start, false, err)
-		}
-		rec0 := g.sm.recovered.Load()
-		rs, err := h.nh.Propose(g.session, payload, time.Until(deadline(ctx)))
-		if err != nil {
-			if retryable(err) {
-				if err := h.pause(ctx); err != nil {
-					return nil, h.unavailable(ctx, g, "propose", start, false, err)
-				}
-				continue
-			}
-			return nil, h.mapErr(ctx, g, "propose", start, err)
+			return nil, err
 		}
 		res, again, err := h.await(ctx, g, rs, term0, rec0, start)
 		if !again {
@@ -145,18 +138,11 @@ func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
 	start := time.Now()
 	attempt := 2 * h.cfg.electionTimeout()
 	for {
-		if _, err := h.waitLeader(ctx, g); err != nil {
-			return h.unavailable(ctx, g, "read index", start, false, err)
-		}
-		rs, err := h.nh.ReadIndex(g.id, min(attempt, time.Until(deadline(ctx))))
+		rs, _, err := h.submit(ctx, g, "read index", start, func(timeout time.Duration) (*dragonboat.RequestState, error) {
+			return h.nh.ReadIndex(g.id, min(attempt, timeout))
+		})
 		if err != nil {
-			if retryable(err) {
-				if err := h.pause(ctx); err != nil {
-					return h.unavailable(ctx, g, "read index", start, false, err)
-				}
-				continue
-			}
-			return h.mapErr(ctx, g, "read index", start, err)
+			return err
 		}
 		select {
 		case r := <-rs.ResultC():
@@ -184,6 +170,30 @@ func (h *Host) ReadIndex(ctx context.Context, group uint64) error {
 func (h *Host) Leader(group uint64) (uint64, bool) {
 	id, _, ok, err := h.nh.GetLeaderID(group)
 	return id, ok && err == nil && id != 0
+}
+
+// submit waits for a leader, then makes a request with req, given the time
+// left; while the library turns the request away for now (busy, not ready)
+// it tries again each tick. It returns the request and the leader's term
+// when it was made.
+func (h *Host) submit(ctx context.Context, g *group, op string, start time.Time,
+	req func(timeout time.Duration) (*dragonboat.RequestState, error)) (*dragonboat.RequestState, uint64, error) {
+	for {
+		term, err := h.waitLeader(ctx, g)
+		if err != nil {
+			return nil, 0, h.unavailable(ctx, g, op, start, false, err)
+		}
+		rs, err := req(time.Until(deadline(ctx)))
+		if err == nil {
+			return rs, term, nil
+		}
+		if !retryable(err) {
+			return nil, 0, h.mapErr(ctx, g, op, start, err)
+		}
+		if err := h.pause(ctx); err != nil {
+			return nil, 0, h.unavailable(ctx, g, op, start, false, err)
+		}
+	}
 }
 
 // waitLeader returns the term once this node knows a leader of g, or ctx's
