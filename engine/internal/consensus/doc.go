@@ -34,12 +34,17 @@
 //     (Config.MaxWait without one), then fail with an *UnavailableError
 //     (errors.Is ErrUnavailable) carrying RetryAfter, for a 503. Its Maybe
 //     field tells a command that may still apply (it reached a leader's log)
-//     from one that never will. A command given to a leader that then fails
-//     gets no answer from the library; Propose notices the new leader's term,
-//     runs a read barrier, and if the command has not applied by then gives
-//     up with Maybe set rather than wait for the deadline. The same holds for
-//     a command proposed on a follower that then catches up from a snapshot
-//     already holding it.
+//     from one that never will. Some commands get no answer from the
+//     library at all: one passed to a leader that then fails or drops it,
+//     one whose message to the leader is lost (the library's transport drops
+//     messages to a node for up to a second after a failed connection), one
+//     proposed on a follower that then catches up from a snapshot already
+//     holding it. Propose gives up on them with Maybe set as soon as it can
+//     tell — a later proposal through the same node applied first (the
+//     library keeps a node's proposals in order), or a new leader's term or
+//     a snapshot recovery followed by a read barrier left it unapplied —
+//     rather than wait for the deadline. A lone proposal lost on its way
+//     still waits for its deadline.
 //   - Concurrent proposals to one group are batched by the library: each
 //     step writes all the entries ready, across the groups of a log shard,
 //     with one fsync, a leader sends entries to its followers before its own

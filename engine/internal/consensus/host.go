@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -131,11 +132,17 @@ type Host struct {
 	cfg Config
 	nh  *dragonboat.NodeHost
 
+	// epoch starts the host's monotonic clock.
+	epoch time.Time
+
 	mu sync.Mutex
 	// groups holds the started groups by id; guarded by mu.
 	groups map[uint64]*group
 	closed bool
 }
+
+// clock reads the host's monotonic clock, in nanoseconds.
+func (h *Host) clock() int64 { return int64(time.Since(h.epoch)) }
 
 // group is this node's replica of one group.
 type group struct {
@@ -144,6 +151,8 @@ type group struct {
 	// sm is set when dragonboat creates the state machine, which happens
 	// within StartGroup.
 	sm *adapter
+	// lastApplied marks the newest proposal made here that applied.
+	lastApplied atomic.Pointer[applied]
 }
 
 // NewHost opens the log stores under cfg.Dir and starts the transport.
@@ -185,7 +194,7 @@ func NewHost(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consensus: start node %d: %w", cfg.NodeID, err)
 	}
-	return &Host{cfg: cfg, nh: nh, groups: map[uint64]*group{}}, nil
+	return &Host{cfg: cfg, nh: nh, epoch: time.Now(), groups: map[uint64]*group{}}, nil
 }
 
 // NodeID returns the node id the host was configured with.

@@ -120,3 +120,20 @@ func TestNoLeaderFailsWithinBound(t *testing.T) {
 		t.Errorf("unknown group: %v", err)
 	}
 }
+
+// TestUnavailableMaybe checks that a call that gives up because an inner
+// call did reports its own Maybe: a proposal whose read barrier found no
+// leader may still apply, although the barrier itself changed nothing.
+func TestUnavailableMaybe(t *testing.T) {
+	h := &Host{}
+	g := &group{id: testGroup}
+	inner := &UnavailableError{Group: testGroup, Op: "read index"}
+	err := h.unavailable(context.Background(), g, "propose", time.Now(), true, fmt.Errorf("wrapped: %w", inner))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !ue.Maybe || ue.Op != "propose" {
+		t.Fatalf("%#v, want a propose UnavailableError with Maybe", err)
+	}
+	if err := h.unavailable(context.Background(), g, "propose", time.Now(), true, context.Canceled); err != context.Canceled {
+		t.Fatalf("canceled: %v", err)
+	}
+}

@@ -38,80 +38,128 @@ func (h *Host) Propose(ctx context.Context, group uint64, cmd []byte) ([]byte, e
 // proposes again only when the library reports the entry dropped before it
 // reached any log, so a command never applies twice.
 //
-// Two cases get no answer from the library: a command passed to a leader
-// that then fails, and a command proposed on a follower that catches up
-// from a snapshot which already holds it (applied, but not here, so no
-// result). So while it waits, proposeEntry watches the leader's term and
-// the replica's snapshot recoveries; on a change, a read barrier makes this
-// node apply everything the leader has committed, and if the command is
-// still not applied then, it gives up at once with Maybe set instead of
-// waiting for its deadline.
+// Some commands get no answer from the library at all: one passed on to a
+// leader that then fails or that drops it, one whose message to the leader
+// is lost (the library's transport drops messages to a node for a while
+// after a failed connection), and one proposed on a follower that catches
+// up from a snapshot already holding it (applied, but not here, so no
+// result). proposeEntry notices each case and gives up at once, with Maybe
+// set, instead of waiting for its deadline:
+//   - a later proposal made through this node has applied first: the
+//     library passes a node's proposals on in order and the leader appends
+//     them in order, so this one is not in the log before it;
+//   - the leader's term changed or the replica recovered from a snapshot,
+//     and after a read barrier the command has still not applied.
 func (h *Host) proposeEntry(ctx context.Context, g *group, payload []byte) ([]byte, error) {
 	start := time.Now()
 	for {
-		var rec0 uint64
-		rs, term0, err := h.submit(ctx, g, "propose", start, func(timeout time.Duration) (*dragonboat.RequestState, error) {
-			rec0 = g.sm.recovered.Load()
-			return h.nh.Propose(g.session, payload, timeout)
+		var p proposal
+		rs, term, err := h.submit(ctx, g, "propose", start, func(timeout time.Duration) (*dragonboat.RequestState, error) {
+			p.rec = g.sm.recovered.Load()
+			p.before = h.clock()
+			rs, err := h.nh.Propose(g.session, payload, timeout)
+			p.after = h.clock()
+			return rs, err
 		})
 		if err != nil {
 			return nil, err
 		}
-		res, again, err := h.await(ctx, g, rs, term0, rec0, start)
+		p.term = term
+		res, again, err := h.await(ctx, g, rs, p, start)
 		if !again {
 			return res, err
 		}
 	}
 }
 
+// proposal describes one proposal in flight: the leader's term and the
+// count of snapshot recoveries when it was made, and the host's clock just
+// before and just after the library queued it.
+type proposal struct {
+	term, rec     uint64
+	before, after int64
+}
+
+// applied is the newest proposal made through this node known to have
+// applied here, by its term and the clock before it was queued.
+type applied struct {
+	term   uint64
+	before int64
+}
+
+// markApplied records that p applied, if it is newer than the mark.
+func (g *group) markApplied(p proposal) {
+	for {
+		old := g.lastApplied.Load()
+		if old != nil && (old.term > p.term || old.term == p.term && old.before >= p.before) {
+			return
+		}
+		if g.lastApplied.CompareAndSwap(old, &applied{term: p.term, before: p.before}) {
+			return
+		}
+	}
+}
+
+// overtaken reports whether a proposal queued after p has applied.
+func (g *group) overtaken(p proposal) bool {
+	last := g.lastApplied.Load()
+	return last != nil && (last.term > p.term || last.term == p.term && last.before > p.after)
+}
+
 // await waits for a proposal's outcome; again means it was dropped and may
-// be proposed again. term0 and rec0 are the leader's term and the count of
-// snapshot recoveries when the proposal was made.
-func (h *Host) await(ctx context.Context, g *group, rs *dragonboat.RequestState, term0, rec0 uint64, start time.Time) (res []byte, again bool, err error) {
+// be proposed again.
+func (h *Host) await(ctx context.Context, g *group, rs *dragonboat.RequestState, p proposal, start time.Time) (res []byte, again bool, err error) {
 	tick := time.NewTicker(h.cfg.Tick)
 	defer tick.Stop()
+	// outcome answers with a result that has arrived.
+	outcome := func(r dragonboat.RequestResult) (res []byte, again bool, err error) {
+		rs.Release()
+		switch {
+		case r.Completed():
+			g.markApplied(p)
+			return r.GetResult().Data, false, nil
+		case r.Dropped():
+			return nil, true, nil
+		case r.Timeout():
+			return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
+		case r.Terminated():
+			return nil, false, fmt.Errorf("%w: group %d stopped while proposing (outcome unknown)", ErrClosed, g.id)
+		}
+		return nil, false, fmt.Errorf("consensus: group %d: proposal refused", g.id)
+	}
+	// gaveUp answers with the result if it arrived after all, else with
+	// an outcome unknown.
+	gaveUp := func() ([]byte, bool, error) {
+		select {
+		case r := <-rs.ResultC():
+			return outcome(r)
+		default:
+			return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
+		}
+	}
 	barrier := false
 	for {
 		select {
 		case r := <-rs.ResultC():
-			rs.Release()
-			switch {
-			case r.Completed():
-				return r.GetResult().Data, false, nil
-			case r.Dropped():
-				return nil, true, nil
-			case r.Timeout():
-				return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
-			case r.Terminated():
-				return nil, false, fmt.Errorf("%w: group %d stopped while proposing (outcome unknown)", ErrClosed, g.id)
-			}
-			return nil, false, fmt.Errorf("consensus: group %d: proposal refused", g.id)
+			return outcome(r)
 		case <-ctx.Done():
 			return nil, false, h.unavailable(ctx, g, "propose", start, true, ctx.Err())
 		case <-tick.C:
+			if g.overtaken(p) {
+				return gaveUp()
+			}
 			if barrier {
 				continue
 			}
 			_, term, ok, err := h.nh.GetLeaderID(g.id)
-			if err != nil || !ok || (term <= term0 && g.sm.recovered.Load() == rec0) {
+			if err != nil || !ok || (term <= p.term && g.sm.recovered.Load() == p.rec) {
 				continue
 			}
 			barrier = true
 			if err := h.ReadIndex(ctx, g.id); err != nil {
 				return nil, false, h.unavailable(ctx, g, "propose", start, true, err)
 			}
-			select {
-			case r := <-rs.ResultC():
-				rs.Release()
-				if r.Completed() {
-					return r.GetResult().Data, false, nil
-				}
-				if r.Dropped() {
-					return nil, true, nil
-				}
-			default:
-			}
-			return nil, false, h.unavailable(ctx, g, "propose", start, true, context.DeadlineExceeded)
+			return gaveUp()
 		}
 	}
 }
@@ -232,16 +280,19 @@ func retryable(err error) bool {
 		errors.Is(err, dragonboat.ErrShardNotInitialized)
 }
 
-// unavailable builds the error for a call that ran out of time, or returns
-// cause itself when the caller canceled ctx or the host or group went away.
+// unavailable builds the error for a call that ran out of time, also when
+// cause is an inner call's *UnavailableError (maybe is this call's own), or
+// returns cause itself when the caller canceled ctx or the host or group
+// went away.
 func (h *Host) unavailable(ctx context.Context, g *group, op string, start time.Time, maybe bool, cause error) error {
-	if errors.Is(cause, context.Canceled) {
+	switch {
+	case errors.Is(cause, context.Canceled):
 		return cause
+	case errors.Is(cause, context.DeadlineExceeded), errors.Is(cause, dragonboat.ErrTimeoutTooSmall),
+		errors.Is(cause, ErrUnavailable):
+		return &UnavailableError{Group: g.id, Op: op, Waited: time.Since(start), Maybe: maybe, RetryAfter: h.RetryAfter()}
 	}
-	if !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, dragonboat.ErrTimeoutTooSmall) {
-		return h.mapErr(ctx, g, op, start, cause)
-	}
-	return &UnavailableError{Group: g.id, Op: op, Waited: time.Since(start), Maybe: maybe, RetryAfter: h.RetryAfter()}
+	return h.mapErr(ctx, g, op, start, cause)
 }
 
 // mapErr translates the library's immediate errors into this package's.
