@@ -35,9 +35,9 @@ func Example() {
 	check(err)
 	main := engine.Ref{Database: "shop", Branch: "main"}
 
-	_, err = e.CreateTable(main, "products")
+	_, err = e.Schema().CreateTable(main, "products")
 	check(err)
-	_, err = e.SetTableColumns(main, "products", []engine.ColumnDef{
+	_, err = e.Schema().SetTableColumns(main, "products", []engine.ColumnDef{
 		{Name: "name", Type: engine.TypeString, NotNull: true},
 		{Name: "price", Type: engine.TypeFloat},
 		{Name: "stock", Type: engine.TypeInt},
@@ -59,7 +59,7 @@ func Example() {
 	// Fork main: the branch sees main's records as of now, whatever their
 	// number, without copying them.
 	sale := engine.Ref{Database: "shop", Branch: "sale"}
-	check(e.CreateBranch(sale, engine.CreateBranchRequest{From: "main"}))
+	check(e.Branches().Create(sale, engine.CreateBranchRequest{From: "main"}))
 
 	_, err = e.WriteOne(sale, engine.Op{Kind: engine.OpUpdate, Table: "products", ID: "lamp",
 		Values: map[string]any{"price": 19.99}})

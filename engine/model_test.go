@@ -96,11 +96,11 @@ func openTestDB(tb testing.TB, opts Options) *testDB {
 		tb.Fatal(err)
 	}
 	for _, tn := range testTables {
-		if _, err := e.CreateTable(db.ref("main"), tn); err != nil {
+		if _, err := e.Schema().CreateTable(db.ref("main"), tn); err != nil {
 			tb.Fatal(err)
 		}
 		for _, c := range testColumns {
-			if _, err := e.AddColumn(db.ref("main"), tn, c); err != nil {
+			if _, err := e.Schema().AddColumn(db.ref("main"), tn, c); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -975,7 +975,7 @@ func (m *modelRun) fork() {
 	}
 	m.logf("fork %s → %s", from, to)
 	m.db.clock.tick()
-	err := m.db.e.CreateBranch(m.db.ref(to), CreateBranchRequest{From: from})
+	err := m.db.e.Branches().Create(m.db.ref(to), CreateBranchRequest{From: from})
 	if !*modelAsync {
 		m.db.e.bg.Wait()
 	}
@@ -1016,7 +1016,7 @@ func (m *modelRun) deleteBranch() {
 		name, wantCode = "nope", CodeNotFound
 	}
 	m.logf("delete branch %s", name)
-	err := m.db.e.DeleteBranch(m.db.ref(name))
+	err := m.db.e.Branches().Delete(m.db.ref(name))
 	if wantCode >= 0 {
 		if err == nil || CodeOf(err) != wantCode {
 			m.fatalf("delete branch %s: %v, want code %d", name, err, wantCode)
