@@ -76,6 +76,8 @@ type Engine struct {
 
 	accounts Accounts
 	files    Files
+	branches Branches
+	schema   Schema
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -136,7 +138,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		obs:     obs,
 		closing: make(chan struct{}),
 	}
-	e.accounts.e, e.files.e = e, e
+	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err

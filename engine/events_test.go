@@ -75,7 +75,7 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	prev := "main"
 	for i := range 3 {
 		next := fmt.Sprintf("b%d", i)
-		if err := e.CreateBranch(db.ref(next), CreateBranchRequest{From: prev}); err != nil {
+		if err := e.Branches().Create(db.ref(next), CreateBranchRequest{From: prev}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.WriteOne(db.ref(next), Op{Kind: OpInsert, Table: tn, ID: next}); err != nil {

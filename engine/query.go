@@ -55,6 +55,15 @@ type (
 	AggBucket        = index.AggBucket
 )
 
+// FilterOf makes a Filter of a value built in Go (or decoded from JSON):
+// maps, []any, strings, bools, nil, numbers and time.Time, as the filter
+// language of the spec reads them; nil is no filter.
+func FilterOf(v any) Filter { return index.FilterOf(v) }
+
+// SortOf makes a Sort of a value such as "name", map[string]any{"price":
+// "desc"} or []any of those; nil is no sort.
+func SortOf(v any) Sort { return index.SortOf(v) }
+
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
 	// MaxSize, MaxOffset and MaxDepth are the page limits (spec §8 or the

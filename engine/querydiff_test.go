@@ -94,7 +94,7 @@ func filterDifferential(t *testing.T, storeless bool) {
 		}
 	}
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	// Diverge: both sides update, delete and insert after the fork, and a

@@ -101,7 +101,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 
 	// Below the threshold the first query builds the store.
 	e.mem.SetBackgroundBuildRows(500)
-	if _, err := e.CreateTable(ref, "tiny"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "tiny"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Query(ctx, ref, "tiny", QueryRequest{}, QueryOptions{}); err != nil {
@@ -134,7 +134,7 @@ func TestBorrowedStore(t *testing.T) {
 	on := func(name string) Ref { r := main; r.Branch = name; return r }
 	fork := func(name, from string) Ref {
 		t.Helper()
-		if err := e.CreateBranch(on(name), CreateBranchRequest{From: from}); err != nil {
+		if err := e.Branches().Create(on(name), CreateBranchRequest{From: from}); err != nil {
 			t.Fatal(err)
 		}
 		model[name] = maps.Clone(model[from])
@@ -227,7 +227,7 @@ func TestBorrowedStore(t *testing.T) {
 		t.Fatal("d borrowed a store written since its fork")
 	}
 	f := fork("f", "main")
-	if _, err := e.AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if check(f); store(f) == store(main) {
@@ -237,7 +237,7 @@ func TestBorrowedStore(t *testing.T) {
 	if check(g); store(g) != store(main) {
 		t.Fatal("g did not borrow main's store")
 	}
-	if _, err := e.AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if store(g) != nil {

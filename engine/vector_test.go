@@ -204,7 +204,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	// A branch forked from main, then diverged: each sees its own.
 	dev := ref
 	dev.Branch = "dev"
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	f(dev, "", "b:1 e:1 g:0.8536 f:0.5 z:0.5", 5)
@@ -219,7 +219,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	f(dev, "", "e:1 g:0.8536 f:0.5 z:0.5 h:0", 5)
 
 	// A schema change drops the store; the next search builds it again.
-	if _, err := e.AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+	if _, err := e.Schema().AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 		t.Fatal(err)
 	}
 	write(Op{Kind: OpUpdate, ID: "g", Values: map[string]any{"n": json.Number("1"), "emb": []float64{-1, -1}}})
@@ -227,7 +227,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	if vectorStoreOf(t, e, ref, "docs", "emb") == built {
 		t.Errorf("a schema change kept the vector store")
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.VectorSearch(ctx, dev, "docs", VectorSearchRequest{Column: "emb", Query: q}); CodeOf(err) != CodeNotFound {
@@ -599,7 +599,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 			// Fork dev from main; both keep changing.
 			dev := ref
 			dev.Branch = "dev"
-			if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			refs["dev"] = dev
@@ -607,7 +607,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 		}
 		if round == 2*rounds/3 {
 			// A schema change in the middle drops main's stores.
-			if _, err := e.AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+			if _, err := e.Schema().AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 				t.Fatal(err)
 			}
 		}
