@@ -33,10 +33,13 @@ const (
 
 // Layer 0 of every database holds its metadata: NSData | db | 0 | kind | ...
 const (
-	MetaCounter   byte = 0x01 // | name → u64 big-endian
-	MetaBranch    byte = 0x02 // | branch id u32 → branch JSON (name, lineage, schema, ...)
-	MetaMigration byte = 0x03 // | branch id u32 | seq u64 → migration JSON
-	MetaGitBranch byte = 0x04 // | git branch name → service branch name
+	MetaCounter     byte = 0x01 // | name → u64 big-endian
+	MetaBranch      byte = 0x02 // | branch id u32 → branch JSON (name, lineage, ...; schema in older data)
+	MetaMigration   byte = 0x03 // | branch id u32 | seq u64 → migration JSON
+	MetaGitBranch   byte = 0x04 // | git branch name → service branch name
+	MetaSchema      byte = 0x05 // | branch id u32 → schema JSON as of its last whole write
+	MetaSchemaTable byte = 0x06 // | branch id u32 | table id u32 → table JSON written since, empty: removed
+	MetaWriteMark   byte = 0x07 // | layer u32 | table u32 → u64 seq of the last command that wrote the table's rows in the layer
 )
 
 // Data kinds inside a layer (layer ≥ 1): NSData | db | layer | kind | table u32 | ...

@@ -93,14 +93,14 @@ func (br *Branches) List(ws, db string) ([]BranchInfo, error) {
 		return nil, err
 	}
 	st := d.State()
-	out := make([]BranchInfo, 0, len(st.Branches))
-	ids := make([]uint32, 0, len(st.ByID))
-	for id := range st.ByID {
+	out := make([]BranchInfo, 0, st.Branches.Len())
+	ids := make([]uint32, 0, st.ByID.Len())
+	for id := range st.ByID.All {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		b := st.ByID[id]
+		b := st.ByID.At(id)
 		out = append(out, BranchInfo{Name: b.Name, CreatedAt: b.CreatedAt})
 	}
 	return out, nil
@@ -199,17 +199,17 @@ func (br *Branches) Resolve(ws, db, gitBranch, fallback string) (Resolution, err
 		if to, ok := st.Git[gitBranch]; ok {
 			return Resolution{Branch: to, Code: ReasonFoundInMapping, Message: "found in git branch mapping"}, nil
 		}
-		if st.Branches[gitBranch] != nil {
+		if st.Branches.At(gitBranch) != nil {
 			return Resolution{Branch: gitBranch, Code: ReasonBranchExists, Message: "branch with the same name exists"}, nil
 		}
 	}
-	if fallback != "" && st.Branches[fallback] != nil {
+	if fallback != "" && st.Branches.At(fallback) != nil {
 		return Resolution{Branch: fallback, Code: ReasonFallback, Message: "using fallback branch"}, nil
 	}
 	def := "main"
-	if st.Branches[def] == nil {
+	if st.Branches.At(def) == nil {
 		var oldest *model.Branch
-		for _, b := range st.Branches {
+		for _, b := range st.Branches.All {
 			if oldest == nil || b.ID < oldest.ID {
 				oldest = b
 			}
@@ -269,7 +269,7 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 // maybeFlatten starts a background flatten (apply.Flatten) of the named
 // branch if its lineage is deeper than Options.FlattenDepth.
 func (e *Engine) maybeFlatten(d *database, name string) {
-	b := d.State().Branches[name]
+	b := d.State().Branches.At(name)
 	if b == nil || len(b.Lineage) <= e.opts.FlattenDepth {
 		return
 	}

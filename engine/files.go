@@ -134,11 +134,11 @@ func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
 
 // locate resolves the branch, table and column of an access id's location.
 func locate(d *database, loc files.Loc) (*model.Branch, *model.Table, *model.Column, error) {
-	b := d.State().ByID[loc.Branch]
+	b := d.State().ByID.At(loc.Branch)
 	if b == nil {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}
-	t := b.Schema.ByID[loc.Table]
+	t := b.Schema.TableByID(loc.Table)
 	if t == nil {
 		return nil, nil, nil, model.NotFoundf("file not found")
 	}

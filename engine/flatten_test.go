@@ -51,12 +51,12 @@ func TestFlatten(t *testing.T) {
 	}
 	e.bg.Wait()
 	d, _ := e.database(ws.Core, "db")
-	for name, b := range d.State().Branches {
+	for name, b := range d.State().Branches.All {
 		if len(b.Lineage) > 3 {
 			t.Errorf("branch %s has lineage depth %d after flattening, want ≤ 3", name, len(b.Lineage))
 		}
 	}
-	if depth := len(d.State().Branches["b4"].Lineage); depth != 2 {
+	if depth := len(d.State().Branches.At("b4").Lineage); depth != 2 {
 		t.Fatalf("b4 lineage depth = %d, want 2 (flattened)", depth)
 	}
 	if err := e.Close(); err != nil {

@@ -166,11 +166,11 @@ func queryError(err error) error {
 
 // tableByName finds a table of the source's branch for reverse links.
 func (s *source) tableByName(name string) *index.Table {
-	t := s.b.Schema.ByName[name]
+	t := s.b.Schema.TableByName(name)
 	if t == nil {
 		return nil
 	}
-	return s.b.Schema.IndexTables()[t.ID]
+	return s.b.Schema.IndexTable(t.ID)
 }
 
 // sourceFor returns a source for another table of the same branch and
@@ -180,7 +180,7 @@ func (s *source) sourceFor(t *model.Table) *source {
 	if st := s.d.Store(storeKey{Branch: s.b.ID, Table: t.ID}); st != nil && st.Version() == s.b.Version {
 		store = st
 	}
-	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTable(t.ID), store: store}
 }
 
 // docs reads and projects rows in order.
@@ -255,7 +255,7 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 // linkedDoc reads and projects the record a link points at; nil when it is
 // gone.
 func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Doc, error) {
-	t := s.b.Schema.ByID[c.LinkTable]
+	t := s.b.Schema.TableByID(c.LinkTable)
 	if t == nil {
 		return nil, nil
 	}
@@ -274,7 +274,7 @@ func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Do
 
 // revLink reads the records of another table linking to id.
 func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
-	t := s.b.Schema.ByID[rl.Table.ID]
+	t := s.b.Schema.TableByID(rl.Table.ID)
 	res := &RevLinkResult{Records: []*Doc{}}
 	if t == nil || rl.Limit == 0 {
 		return res, nil
@@ -324,7 +324,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 		return nil, err
 	}
 	// Projecting reads a bounded number of records: no deadline.
-	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.IndexTables()[t.ID]}
+	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.IndexTable(t.ID)}
 	proj, err := index.ParseColumns(src.it, columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
@@ -362,10 +362,9 @@ func (e *Engine) CheckColumns(ref Ref, tableName string, columns Columns) error 
 	if err != nil {
 		return err
 	}
-	tables := s.IndexTables()
-	_, err = index.ParseColumns(tables[t.ID], columns, e.opts.Meta, func(name string) *index.Table {
-		if x := s.ByName[name]; x != nil {
-			return tables[x.ID]
+	_, err = index.ParseColumns(s.IndexTable(t.ID), columns, e.opts.Meta, func(name string) *index.Table {
+		if x := s.TableByName(name); x != nil {
+			return s.IndexTable(x.ID)
 		}
 		return nil
 	})

@@ -127,7 +127,7 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 		if s.Table == "" {
 			return nil, model.Invalidf("tables: a table name must not be empty")
 		}
-		if b.Schema.ByName[s.Table] == nil {
+		if b.Schema.TableByName(s.Table) == nil {
 			return nil, model.Invalidf("tables: table [%s] not found", s.Table)
 		}
 		if seen[s.Table] {

@@ -92,7 +92,7 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use 
 	}
 	e0 := cache.Epoch()
 	snap := e.pdb.NewSnapshot()
-	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.IndexTables()[t.ID], store: store}
+	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.IndexTable(t.ID), store: store}
 	if e1 := cache.Epoch(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{Branch: b.ID, Table: t.ID}) {
 		src.cache, src.epoch = cache, e0
 	}
@@ -264,7 +264,7 @@ func (s *source) Linked(c *index.Column) (index.Source, error) {
 	if c.Link == nil {
 		return nil, model.Invalidf("column [%s] is not a link", c.Path)
 	}
-	t := s.b.Schema.ByID[c.Link.ID]
+	t := s.b.Schema.TableByID(c.Link.ID)
 	if t == nil {
 		return nil, model.NotFoundf("table of link [%s] not found", c.Path)
 	}
@@ -287,7 +287,7 @@ func (s *source) idLayer() (layer uint32, ok bool) {
 	if s.store == nil || s.store.Owner() == s.b.ID {
 		return 0, false
 	}
-	o := s.st.ByID[s.store.Owner()]
+	o := s.st.ByID.At(s.store.Owner())
 	if o == nil || len(o.Lineage) != 1 {
 		return 0, false
 	}

@@ -248,7 +248,7 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstor
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := b.Schema.ByName[table]
+	tb := b.Schema.TableByName(table)
 	d.RLockStores()
 	defer d.RUnlockStores()
 	vs := d.VectorStore(memstore.VectorKey{Branch: b.ID, Table: tb.ID, Column: tb.ByPath[col].ID})

@@ -36,10 +36,10 @@ type CreateBranch struct {
 }
 
 func (c *CreateBranch) apply(tx *Tx) (any, error) {
-	if tx.st.Branches[c.Name] != nil {
+	if tx.st.Branches.At(c.Name) != nil {
 		return nil, model.Errorf(model.CodeAlreadyExists, "branch [%s] already exists", c.Name)
 	}
-	src := tx.st.Branches[c.From]
+	src := tx.st.Branches.At(c.From)
 	if src == nil {
 		return nil, model.Invalidf("source branch [%s] not found", c.From)
 	}
@@ -70,7 +70,7 @@ func (c *DeleteBranch) apply(tx *Tx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(tx.st.Branches) == 1 {
+	if tx.st.Branches.Len() == 1 {
 		return nil, model.Errorf(model.CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", c.Name)
 	}
 	if err := tx.removeBranch(b); err != nil {
@@ -89,7 +89,7 @@ func (c *DeleteBranch) apply(tx *Tx) (any, error) {
 	}
 	refs := tx.state().Refs
 	for _, lr := range b.Lineage {
-		if refs[lr.Layer] == 0 {
+		if refs.At(lr.Layer) == 0 {
 			tx.dropLayers = append(tx.dropLayers, lr.Layer)
 		}
 	}
@@ -125,7 +125,7 @@ func (c *SetGitMapping) apply(tx *Tx) (any, error) {
 	switch {
 	case c.Branch == "" && !had:
 		return nil, model.NotFoundf("git branch [%s] not found in the mapping", c.Git)
-	case c.Branch != "" && tx.st.Branches[c.Branch] == nil:
+	case c.Branch != "" && tx.st.Branches.At(c.Branch) == nil:
 		return nil, model.Invalidf("branch [%s] not found", c.Branch)
 	}
 	return had, tx.setGit(c.Git, c.Branch)

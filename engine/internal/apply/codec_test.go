@@ -154,7 +154,7 @@ func TestDatabaseCommandCodec(t *testing.T) {
 		run(cmd)
 	}
 	// Flattening: dev2's frozen part goes to a new layer on both sides.
-	dev2 := a.d.State().Branches["dev2"]
+	dev2 := a.d.State().Branches.At("dev2")
 	frozen := slices.Clone(dev2.Lineage[1:])
 	layer := run(&StartFlatten{Branch: dev2.ID, Frozen: frozen}).(uint32)
 	for _, r := range []*replica{a, b} {
@@ -166,7 +166,7 @@ func TestDatabaseCommandCodec(t *testing.T) {
 	for _, cmd := range flatten {
 		run(cmd)
 	}
-	if got := len(a.d.State().Branches["dev2"].Lineage); got != 2 {
+	if got := len(a.d.State().Branches.At("dev2").Lineage); got != 2 {
 		t.Errorf("dev2 has %d layers after flattening, want 2", got)
 	}
 	for k := range dbCommands {
@@ -179,7 +179,7 @@ func TestDatabaseCommandCodec(t *testing.T) {
 		t.Error("the databases differ")
 	}
 	// The writes did what they say.
-	dev := a.d.State().Branches["dev2"]
+	dev := a.d.State().Branches.At("dev2")
 	people, err := dev.Schema.Table("people")
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestDatabaseCommandCodec(t *testing.T) {
 	if x, y := dumpRange(t, a.pdb, nil), dumpRange(t, b.pdb, nil); !bytes.Equal(x, y) {
 		t.Error("the data directories differ")
 	}
-	if d := a.a.DB(3); d == nil || d.State().Branches["trunk"] == nil {
+	if d := a.a.DB(3); d == nil || d.State().Branches.At("trunk") == nil {
 		t.Error("the placed database has no first branch")
 	}
 }

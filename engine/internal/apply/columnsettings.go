@@ -40,7 +40,7 @@ func (tx *Tx) applyStep(b *model.Branch, s *model.Schema, step []model.Migration
 		return 0, tx.applyOp(b, s, step[0])
 	}
 	rm, add := step[0].RemoveColumn, step[1].AddColumn
-	t, err := s.Table(rm.Table)
+	t, err := s.Edit(rm.Table)
 	if err != nil {
 		return 0, err
 	}

@@ -13,39 +13,9 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
-// State is the immutable in-memory view of a database's metadata that
-// readers load without locks (DB.State); every command that changes it
-// publishes a new one. Nobody may change a State or what it refers to.
-type State struct {
-	Branches map[string]*model.Branch
-	ByID     map[uint32]*model.Branch
-	Git      map[string]string // git branch → service branch
-	// Forks holds, for every layer some live branch reads as a frozen
-	// view, the newest seq it is read at: versions written at or before it
-	// must be kept when replaced.
-	Forks map[uint32]uint64
-	// Refs counts the live branches whose lineage contains each layer.
-	Refs map[uint32]int
-}
-
-// newState builds the derived maps of a state from its branches.
-func newState(branches map[string]*model.Branch, git map[string]string) *State {
-	st := &State{Branches: branches, ByID: map[uint32]*model.Branch{}, Git: git, Forks: map[uint32]uint64{}, Refs: map[uint32]int{}}
-	for _, b := range branches {
-		st.ByID[b.ID] = b
-		for i, lr := range b.Lineage {
-			st.Refs[lr.Layer]++
-			if i > 0 && lr.Seq > st.Forks[lr.Layer] {
-				st.Forks[lr.Layer] = lr.Seq
-			}
-		}
-	}
-	return st
-}
-
 // Branch returns the named branch or a not-found error.
 func (st *State) Branch(name string) (*model.Branch, error) {
-	b := st.Branches[name]
+	b := st.Branches.At(name)
 	if b == nil {
 		return nil, model.NotFoundf("branch [%s] not found", name)
 	}
@@ -128,7 +98,7 @@ func u64(v uint64) []byte { return codec.AppendU64(nil, v) }
 // newDB returns an empty database: no branch, no counter.
 func newDB(id uint32) *DB {
 	d := &DB{ID: id, rows: map[uint32]uint32{}}
-	d.state.Store(newState(map[string]*model.Branch{}, map[string]string{}))
+	d.state.Store(newState(nil, map[string]string{}))
 	return d
 }
 
@@ -141,8 +111,9 @@ func loadDB(r pebble.Reader, id uint32) (*DB, error) {
 		return nil, err
 	}
 	defer it.Close()
-	branches := map[string]*model.Branch{}
+	var branches []*model.Branch
 	git := map[string]string{}
+	var schemas schemaLoader
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()[len(prefix):]
 		v := it.Value()
@@ -170,15 +141,21 @@ func loadDB(r pebble.Reader, id uint32) (*DB, error) {
 			if err := json.Unmarshal(v, b); err != nil {
 				return nil, err
 			}
-			if b.Schema == nil {
-				b.Schema = &model.Schema{}
-			}
-			b.Schema.Index()
-			branches[b.Name] = b
+			schemas.add(b)
+			branches = append(branches, b)
 		case codec.MetaGitBranch:
 			git[string(k[1:])] = string(v)
+		case codec.MetaSchema:
+			if err := schemas.schema(k[1:], v); err != nil {
+				return nil, err
+			}
+		case codec.MetaSchemaTable:
+			if err := schemas.table(k[1:], v); err != nil {
+				return nil, err
+			}
 		}
 	}
+	schemas.finish()
 	d.state.Store(newState(branches, git))
 	d.openSeq = d.seq
 	return d, it.Error()
@@ -193,8 +170,8 @@ func (d *DB) publish(tx *Tx) {
 	for t, n := range tx.rows {
 		d.rows[t] = n
 	}
-	if tx.branches != nil || tx.git != nil {
-		d.state.Store(tx.state())
+	if tx.next != nil {
+		d.state.Store(tx.next)
 	}
 }
 

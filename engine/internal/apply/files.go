@@ -140,7 +140,7 @@ func (w *writer) dropFileContent(t *model.Table, r model.FileRef) error {
 	}
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
-	if forkSeq, forked := tx.state().Forks[top]; forked && r.Seq <= forkSeq {
+	if forkSeq, forked := tx.state().Fork(top); forked && r.Seq <= forkSeq {
 		return nil
 	}
 	first := codec.FileChunkKey(nil, tx.d.ID, top, t.ID, r.Col, r.ID, r.Seq, 0)

@@ -38,7 +38,7 @@ type FinishFlatten struct {
 }
 
 func (c *FinishFlatten) apply(tx *Tx) (any, error) {
-	cur := tx.st.ByID[c.Branch]
+	cur := tx.st.ByID.At(c.Branch)
 	if cur == nil || !slices.Equal(cur.Lineage[1:], c.Frozen) {
 		tx.dropLayers = append(tx.dropLayers, c.Layer)
 		return nil, nil
@@ -50,7 +50,7 @@ func (c *FinishFlatten) apply(tx *Tx) (any, error) {
 	}
 	refs := tx.state().Refs
 	for _, lr := range c.Frozen {
-		if refs[lr.Layer] == 0 {
+		if refs.At(lr.Layer) == 0 {
 			tx.dropLayers = append(tx.dropLayers, lr.Layer)
 		}
 	}
@@ -60,7 +60,7 @@ func (c *FinishFlatten) apply(tx *Tx) (any, error) {
 // Flatten copies the frozen part of a branch's lineage into one layer and
 // swaps it in: StartFlatten, the copy, FinishFlatten.
 func (a *Applier) Flatten(d *DB, branchID uint32) error {
-	b := d.State().ByID[branchID]
+	b := d.State().ByID.At(branchID)
 	if b == nil || len(b.Lineage) <= 2 {
 		return nil
 	}

@@ -125,7 +125,7 @@ func MigrationChain(r pebble.Reader, db uint32, st *State, b *model.Branch) ([]m
 			break
 		}
 		stop, cur = sf.MigrationID, nil
-		for _, o := range st.ByID {
+		for _, o := range st.ByID.All {
 			if o.PublicID == sf.DBBranchID {
 				cur = o
 			}

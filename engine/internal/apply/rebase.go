@@ -42,14 +42,14 @@ func (tx *Tx) schemaAt(b *model.Branch, id string) (*model.Schema, error) {
 		return s, nil
 	}
 	var others []uint32
-	for bid := range tx.st.ByID {
+	for bid := range tx.st.ByID.All {
 		if bid != b.ID {
 			others = append(others, bid)
 		}
 	}
 	slices.Sort(others)
 	for _, bid := range append([]uint32{b.ID}, others...) {
-		br := tx.st.ByID[bid]
+		br := tx.st.ByID.At(bid)
 		if br != b {
 			own, err := readMigrations(tx.batch, tx.d.ID, br.ID)
 			if err != nil {
@@ -144,14 +144,14 @@ func judgeStep(branchName, source string, before, after, cur *model.Schema, step
 	op := step[0]
 	switch op.Kind() {
 	case "addTable":
-		if cur.ByName[op.AddTable.Table] != nil {
+		if cur.TableByName(op.AddTable.Table) != nil {
 			return stepSkip, 0, ""
 		}
 		return stepApply, 0, ""
 	case "removeTable":
 		name := op.RemoveTable.Table
 		switch {
-		case cur.ByName[name] == nil:
+		case cur.TableByName(name) == nil:
 			return stepSkip, 0, ""
 		case tableJSON(before, name) == tableJSON(cur, name):
 			return stepApply, 0, ""
@@ -159,10 +159,10 @@ func judgeStep(branchName, source string, before, after, cur *model.Schema, step
 		return stepConflict, 0, changed("table [" + name + "]")
 	case "renameTable":
 		r := op.RenameTable
-		return judgeRename(cur.ByName[r.OldName] != nil, cur.ByName[r.NewName] != nil, "table ["+r.OldName+"]", "table ["+r.NewName+"]", on)
+		return judgeRename(cur.TableByName(r.OldName) != nil, cur.TableByName(r.NewName) != nil, "table ["+r.OldName+"]", "table ["+r.NewName+"]", on)
 	case "renameColumn":
 		r := op.RenameColumn
-		t := cur.ByName[r.Table]
+		t := cur.TableByName(r.Table)
 		if t == nil {
 			return stepConflict, 0, "table [" + r.Table + "] is not " + on
 		}
@@ -171,7 +171,7 @@ func judgeStep(branchName, source string, before, after, cur *model.Schema, step
 		return judgeRename(t.ByPath[r.OldName] != nil, t.ByPath[sibling] != nil, "column ["+r.OldName+of, "column ["+sibling+of, on)
 	case "addColumn":
 		a := op.AddColumn
-		if cur.ByName[a.Table] == nil {
+		if cur.TableByName(a.Table) == nil {
 			return stepConflict, 0, "table [" + a.Table + "] is not " + on
 		}
 		switch columnJSON(cur, a.Table, a.Column.Name) {
@@ -215,7 +215,7 @@ func judgeRename(hasOld, hasNew bool, old, new, on string) (stepAction, int, str
 // columnJSON returns the definition of a column of s as JSON text, or ""
 // when the table or the column is not in s.
 func columnJSON(s *model.Schema, table, path string) string {
-	t := s.ByName[table]
+	t := s.TableByName(table)
 	if t == nil || t.ByPath[path] == nil {
 		return ""
 	}
@@ -226,7 +226,7 @@ func columnJSON(s *model.Schema, table, path string) string {
 // tableJSON returns the column definitions of a table of s as JSON text,
 // sorted by name so that the order of columns does not count.
 func tableJSON(s *model.Schema, table string) string {
-	t := s.ByName[table]
+	t := s.TableByName(table)
 	if t == nil {
 		return ""
 	}

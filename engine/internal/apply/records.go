@@ -391,7 +391,7 @@ func (w *writer) numericOp(c *model.Column, rec *codec.Record, ops map[string]an
 
 // checkLink verifies that a link names an existing record of its target.
 func (w *writer) checkLink(c *model.Column, id string) error {
-	target := w.br.Schema.ByID[c.LinkTable]
+	target := w.br.Schema.TableByID(c.LinkTable)
 	if target == nil {
 		return model.Invalidf("column [%s]: link target table not found", c.Path)
 	}
@@ -447,7 +447,7 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
 	hasParent := len(w.br.Lineage) > 1
-	forkSeq, forked := tx.state().Forks[top]
+	forkSeq, forked := tx.state().Fork(top)
 	tx.d.Filled.MarkFilled(top, t.ID, codec.KindRecordCur)
 	key := codec.RecordKey(nil, tx.d.ID, top, t.ID, row)
 	if old != nil && oldLevel == 0 && forked && old.Seq <= forkSeq {
@@ -518,7 +518,7 @@ func (w *writer) writeID(t *model.Table, id string, row uint32, level int, delet
 	top := w.br.Lineage[0].Layer
 	tx.d.Filled.MarkFilled(top, t.ID, codec.KindIDMapCur)
 	key := codec.IDMapKey(nil, tx.d.ID, top, t.ID, id)
-	forkSeq, forked := tx.state().Forks[top]
+	forkSeq, forked := tx.state().Fork(top)
 	if v, closer, err := tx.batch.Get(key); err == nil {
 		cur, derr := layers.DecodeIDEntry(v)
 		raw := append([]byte(nil), v...)

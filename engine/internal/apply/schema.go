@@ -84,7 +84,7 @@ type columnRef struct{ table, column uint32 }
 // move), in this command's batch.
 func (tx *Tx) backfill(b *model.Branch, now time.Time) error {
 	for _, ref := range tx.backfills {
-		t := b.Schema.ByID[ref.table]
+		t := b.Schema.TableByID(ref.table)
 		if t == nil {
 			continue
 		}
@@ -187,12 +187,10 @@ func (tx *Tx) addTable(s *model.Schema, name string) error {
 	if err := model.CheckName("table", name); err != nil {
 		return err
 	}
-	for _, t := range s.Tables {
-		if strings.EqualFold(t.Name, name) {
-			return model.Errorf(model.CodeAlreadyExists, "table [%s] already exists", name)
-		}
+	if s.TableByFold(name) != nil {
+		return model.Errorf(model.CodeAlreadyExists, "table [%s] already exists", name)
 	}
-	s.Tables = append(s.Tables, &model.Table{ID: tx.allocTable(), Name: name, Columns: []*model.Column{}})
+	s.AddTable(&model.Table{ID: tx.allocTable(), Name: name, Columns: []*model.Column{}})
 	return nil
 }
 
@@ -225,7 +223,7 @@ func (tx *Tx) tableIsEmpty(b *model.Branch, t *model.Table) (bool, error) {
 }
 
 func (tx *Tx) addColumn(b *model.Branch, s *model.Schema, tableName string, def model.ColumnDef) error {
-	t, err := s.Table(tableName)
+	t, err := s.Edit(tableName)
 	if err != nil {
 		return err
 	}
@@ -282,7 +280,7 @@ type SetTableColumns struct {
 func (c *SetTableColumns) apply(tx *Tx) (any, error) {
 	tableName, defs := c.Table, c.Columns
 	return c.change(tx, func(b *model.Branch, s *model.Schema) ([]model.MigrationOp, error) {
-		t, err := s.Table(tableName)
+		t, err := s.Edit(tableName)
 		if err != nil {
 			return nil, err
 		}

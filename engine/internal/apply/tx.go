@@ -21,17 +21,19 @@ type Tx struct {
 	seq   uint64 // this command's commit sequence number
 
 	// staged changes
-	branches   map[string]*model.Branch // nil until a branch changes
-	git        map[string]string
-	nextLayer  uint32
-	nextTable  uint32
-	nextBranch uint32
-	rows       map[uint32]uint32
-	pending    *layers.Pending // bitmap deltas of this command
-	dropLayers []uint32
-	changes    []RowChange                            // rows written, for the column stores
-	terms      map[model.TableKey]map[string]struct{} // words new to a table's layer
-	backfills  []columnRef                            // notNull columns added to tables with records
+	next *State // the state after the command; nil until it changes
+	// branchesChanged is set once the command adds, changes or removes
+	// a branch.
+	branchesChanged bool
+	nextLayer       uint32
+	nextTable       uint32
+	nextBranch      uint32
+	rows            map[uint32]uint32
+	pending         *layers.Pending // bitmap deltas of this command
+	dropLayers      []uint32
+	changes         []RowChange                            // rows written, for the column stores
+	terms           map[model.TableKey]map[string]struct{} // words new to a table's layer
+	backfills       []columnRef                            // notNull columns added to tables with records
 }
 
 // RowChange is one row written by a command: its new version, or nil when
@@ -58,7 +60,7 @@ func (tx *Tx) Terms() map[model.TableKey]map[string]struct{} { return tx.terms }
 // ChangedBranches reports whether the command added, changed or removed
 // branches (their schemas and lineages included): the state published
 // after it is a new one.
-func (tx *Tx) ChangedBranches() bool { return tx.branches != nil }
+func (tx *Tx) ChangedBranches() bool { return tx.branchesChanged }
 
 // beginTx starts a command on d that stages its writes into b; the
 // caller holds d.mu, or d is not reachable yet.
@@ -72,34 +74,23 @@ func beginTx(d *DB, b *pebble.Batch) *Tx {
 
 // state returns the state as this command sees it: staged branches included.
 func (tx *Tx) state() *State {
-	if tx.branches == nil && tx.git == nil {
-		return tx.st
+	if tx.next != nil {
+		return tx.next
 	}
-	b, g := tx.branches, tx.git
-	if b == nil {
-		b = tx.st.Branches
-	}
-	if g == nil {
-		g = tx.st.Git
-	}
-	return newState(b, g)
+	return tx.st
 }
 
 // putBranch stages a new or changed branch (and persists it).
 func (tx *Tx) putBranch(b *model.Branch) error {
-	if tx.branches == nil {
-		tx.branches = make(map[string]*model.Branch, len(tx.st.Branches)+1)
-		for k, v := range tx.st.Branches {
-			tx.branches[k] = v
-		}
+	st := tx.state()
+	prev := st.ByID.At(b.ID)
+	if err := tx.putSchema(prev, b); err != nil {
+		return err
 	}
-	for name, old := range tx.branches {
-		if old.ID == b.ID && name != b.Name {
-			delete(tx.branches, name)
-		}
-	}
-	tx.branches[b.Name] = b
-	v, err := json.Marshal(b)
+	tx.next, tx.branchesChanged = st.with(prev, b), true
+	rec := *b
+	rec.Schema = nil
+	v, err := json.Marshal(&rec)
 	if err != nil {
 		return err
 	}
@@ -108,30 +99,20 @@ func (tx *Tx) putBranch(b *model.Branch) error {
 
 // removeBranch stages the removal of a branch.
 func (tx *Tx) removeBranch(b *model.Branch) error {
-	if tx.branches == nil {
-		tx.branches = make(map[string]*model.Branch, len(tx.st.Branches))
-		for k, v := range tx.st.Branches {
-			tx.branches[k] = v
-		}
+	tx.next, tx.branchesChanged = tx.state().without(b), true
+	if err := tx.deleteSchema(b.ID); err != nil {
+		return err
 	}
-	delete(tx.branches, b.Name)
 	return tx.batch.Delete(codec.MetaKey(tx.d.ID, codec.MetaBranch, codec.AppendU32(nil, b.ID)), nil)
 }
 
 // setGit stages a git mapping change; to == "" removes the entry.
 func (tx *Tx) setGit(gitBranch, to string) error {
-	if tx.git == nil {
-		tx.git = make(map[string]string, len(tx.st.Git)+1)
-		for k, v := range tx.st.Git {
-			tx.git[k] = v
-		}
-	}
+	tx.next = tx.state().withGit(gitBranch, to)
 	k := codec.MetaKey(tx.d.ID, codec.MetaGitBranch, []byte(gitBranch))
 	if to == "" {
-		delete(tx.git, gitBranch)
 		return tx.batch.Delete(k, nil)
 	}
-	tx.git[gitBranch] = to
 	return tx.batch.Set(k, []byte(to), nil)
 }
 
@@ -206,7 +187,7 @@ func (tx *Tx) finish() error {
 	if tx.pending == nil {
 		return nil
 	}
-	return tx.pending.Write(tx.batch, tx.state().Forks, tx.seq)
+	return tx.pending.Write(tx.batch, tx.state().Fork, tx.seq)
 }
 
 // addBitmap stages a change of one row in a bitmap of the top layer. Each
@@ -246,7 +227,7 @@ func (tx *Tx) writeTerms() error {
 	st := tx.state()
 	var kb []byte
 	for _, k := range keys {
-		b := st.ByID[k.Branch]
+		b := st.ByID.At(k.Branch)
 		if b == nil {
 			continue
 		}

@@ -111,7 +111,7 @@ func (pb *pendingBitmap) applyTo(set *roaring.Bitmap) {
 
 // Write merges every staged delta into the batch in key order, and logs
 // each in the history of a layer that has forks.
-func (p *Pending) Write(b *pebble.Batch, forks map[uint32]uint64, seq uint64) error {
+func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool), seq uint64) error {
 	type entry struct {
 		prefix string
 		pb     *pendingBitmap
@@ -129,7 +129,7 @@ func (p *Pending) Write(b *pebble.Batch, forks map[uint32]uint64, seq uint64) er
 		prefix, pb := e.prefix, e.pb
 		if i == 0 || pb.layer != layer {
 			layer = pb.layer
-			_, forked = forks[layer]
+			_, forked = forks(layer)
 		}
 		for _, cd := range pb.deltas() {
 			buf = codec.AppendDelta(buf[:0], cd.delta)

@@ -128,7 +128,7 @@ type DB struct {
 func (d *DB) updateStores(tx *apply.Tx) {
 	st := d.State()
 	for k, s := range d.stores {
-		if b := st.ByID[k.Branch]; b == nil || b.Version != s.version {
+		if b := st.ByID.At(k.Branch); b == nil || b.Version != s.version {
 			delete(d.stores, k)
 			if s.lent && s.owner == k.Branch {
 				d.endLoans(s) // a borrower never outlives its owner's entry

@@ -45,7 +45,7 @@ func (d *DB) Dropped() {
 func (d *DB) forgetWrites() {
 	st := d.State()
 	for k := range d.written {
-		if st.ByID[k.Branch] == nil {
+		if st.ByID.At(k.Branch) == nil {
 			delete(d.written, k)
 		}
 	}

@@ -109,7 +109,7 @@ func (s *SearchStore) schemaVersion() uint64 { return s.version }
 func (d *DB) updateSearch(tx *apply.Tx) {
 	st := d.State()
 	for k, s := range d.search {
-		if b := st.ByID[k.Branch]; b == nil || b.Version != s.version {
+		if b := st.ByID.At(k.Branch); b == nil || b.Version != s.version {
 			delete(d.search, k)
 		}
 	}

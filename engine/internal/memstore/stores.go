@@ -83,7 +83,7 @@ func (d *DB) borrowStore(b *model.Branch, t *model.Table) *TableStore {
 	d.LockWriter()
 	defer d.UnlockWriter()
 	st := d.State()
-	if b = st.ByID[b.ID]; b == nil || len(b.Lineage) < 2 {
+	if b = st.ByID.At(b.ID); b == nil || len(b.Lineage) < 2 {
 		return nil
 	}
 	k := storeKey{Branch: b.ID, Table: t.ID}
@@ -92,7 +92,7 @@ func (d *DB) borrowStore(b *model.Branch, t *model.Table) *TableStore {
 	}
 	fork := b.Lineage[1]
 	var parent *model.Branch
-	for _, p := range st.ByID {
+	for _, p := range st.ByID.All {
 		if p.Lineage[0].Layer == fork.Layer {
 			parent = p
 			break
@@ -132,7 +132,7 @@ func (d *DB) liveRows(b *model.Branch, t *model.Table) (uint64, error) {
 	d.Pin()
 	defer d.Unpin()
 	// The lineage read must be loaded under gcMu: layers it names stay.
-	cur := d.State().ByID[b.ID]
+	cur := d.State().ByID.At(b.ID)
 	if cur == nil {
 		return 0, nil // gone: building says so
 	}
@@ -215,10 +215,10 @@ func ensureBuilt[K comparable, S builtStore](d *DB, b *model.Branch, t *model.Ta
 	}
 	// Under d.mu the state is current: no lineage swap can happen, and
 	// layers still to be dropped are in no current lineage.
-	if b = d.State().ByID[b.ID]; b == nil {
+	if b = d.State().ByID.At(b.ID); b == nil {
 		return zero, model.NotFoundf("branch not found")
 	}
-	if t = b.Schema.ByID[t.ID]; t == nil {
+	if t = b.Schema.TableByID(t.ID); t == nil {
 		return zero, model.NotFoundf("table not found")
 	}
 	d.Pin()

@@ -101,7 +101,7 @@ func (d *DB) updateVectorStores(tx *apply.Tx) {
 	}
 	st := d.State()
 	for k, vs := range d.vectors {
-		if b := st.ByID[k.Branch]; b == nil || b.Version != vs.version {
+		if b := st.ByID.At(k.Branch); b == nil || b.Version != vs.version {
 			delete(d.vectors, k)
 		}
 	}

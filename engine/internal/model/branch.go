@@ -32,7 +32,12 @@ type Branch struct {
 	Metadata        BranchMetadata `json:"metadata"`
 	StartedFrom     *StartedFrom   `json:"startedFrom,omitempty"`
 	Lineage         Lineage        `json:"lineage"`
-	Schema          *Schema        `json:"schema"`
+	// Schema is stored under keys of its own; the branch's record holds
+	// it only in data written before they existed.
+	Schema *Schema `json:"schema,omitempty"`
+	// SchemaEdits counts the tables written one by one since the schema
+	// was last written whole (codec/KEYS.md, MetaSchemaTable).
+	SchemaEdits int `json:"schemaEdits,omitempty"`
 }
 
 // MaxSeq reads the newest state of a layer: the top layer of a branch.

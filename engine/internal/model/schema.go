@@ -128,16 +128,27 @@ type Table struct {
 }
 
 // Schema is the stored schema of a branch. It is immutable once published;
-// changes build a new one.
+// changes build a new one (Clone, Edit).
 type Schema struct {
 	Tables []*Table `json:"tables"`
-	// ByName and ByID find the tables; Index sets them.
-	ByName map[string]*Table `json:"-"`
-	ByID   map[uint32]*Table `json:"-"`
 
-	itOnce  sync.Once
-	itables map[uint32]*index.Table
+	ix   *tableIndex // finds the tables; Index sets it
+	edit *schemaEdit // set on a clone being changed
+	tail *tablesTail // set once Tables may share its array (appendTable)
+
+	itMu    sync.Mutex
+	itables map[uint32]*index.Table // IndexTable's, built on demand
 }
+
+// TableByName returns the table named name, or nil.
+func (s *Schema) TableByName(name string) *Table { return s.ix.name(name) }
+
+// TableByFold returns the table whose name equals name in any letter case,
+// or nil.
+func (s *Schema) TableByFold(name string) *Table { return s.ix.folded(name) }
+
+// TableByID returns the table with id, or nil.
+func (s *Schema) TableByID(id uint32) *Table { return s.ix.id(id) }
 
 var (
 	namePattern     = regexp.MustCompile(`^[a-zA-Z0-9_\-~]+$`)
@@ -167,14 +178,31 @@ func CheckRecordID(id string) error {
 	return nil
 }
 
-// Index builds the lookup maps of a schema after decoding or a change.
+// Index builds the lookups of a schema after decoding or building it, or
+// brings them up to date after changes of a clone (Edit, AddTable,
+// RemoveTable): on a clone it costs what the changed tables cost.
 func (s *Schema) Index() {
-	s.ByName = make(map[string]*Table, len(s.Tables))
-	s.ByID = make(map[uint32]*Table, len(s.Tables))
-	for _, t := range s.Tables {
+	if s.edit == nil {
+		for _, t := range s.Tables {
+			t.index()
+		}
+		s.ix = buildIndex(s.Tables)
+		return
+	}
+	e := s.edit
+	for id, t := range e.owned {
 		t.index()
-		s.ByName[t.Name] = t
-		s.ByID[t.ID] = t
+		if e.indexed[id] != t.Name {
+			s.indexSet(e.indexed[id], t)
+			e.indexed[id] = t.Name
+		}
+	}
+	// Folding the overlay into a new base costs every table; keeping it
+	// costs its entries at every change. About the square root of the
+	// tables balances the two.
+	if over := len(s.ix.over.byID); over*over > 1024+len(s.ix.base.byID) {
+		s.ix = buildIndex(s.Tables)
+		e.ownIndex = true
 	}
 }
 
@@ -256,18 +284,6 @@ func parseDefault(t ColumnType, s string) (any, error) {
 	return nil, Invalidf("column type %s cannot have a default value", t)
 }
 
-// Clone returns a deep copy that can be changed without affecting readers of
-// the original.
-func (s *Schema) Clone() *Schema {
-	n := &Schema{Tables: make([]*Table, len(s.Tables))}
-	for i, t := range s.Tables {
-		nt := &Table{ID: t.ID, Name: t.Name, NextCol: t.NextCol, Columns: cloneColumns(t.Columns)}
-		n.Tables[i] = nt
-	}
-	n.Index()
-	return n
-}
-
 func cloneColumns(cols []*Column) []*Column {
 	out := make([]*Column, len(cols))
 	for i, c := range cols {
@@ -286,7 +302,7 @@ func cloneColumns(cols []*Column) []*Column {
 
 // Table returns the table with the given name or a not-found error.
 func (s *Schema) Table(name string) (*Table, error) {
-	t := s.ByName[name]
+	t := s.TableByName(name)
 	if t == nil {
 		return nil, NotFoundf("table [%s] not found", name)
 	}
@@ -331,7 +347,7 @@ func (s *Schema) NewColumn(t *Table, def ColumnDef, prefix string) (*Column, err
 		if def.Link == nil || def.Link.Table == "" || settings != 1 {
 			return nil, Invalidf("column [%s]: a link column needs link.table", prefix+def.Name)
 		}
-		target := s.ByName[def.Link.Table]
+		target := s.TableByName(def.Link.Table)
 		if target == nil && def.Link.Table != t.Name {
 			return nil, Invalidf("column [%s]: link target table [%s] not found", prefix+def.Name, def.Link.Table)
 		}
@@ -413,7 +429,7 @@ func (c *Column) Def(s *Schema) ColumnDef {
 	switch c.Type {
 	case TypeLink:
 		name := ""
-		if lt := s.ByID[c.LinkTable]; lt != nil {
+		if lt := s.TableByID(c.LinkTable); lt != nil {
 			name = lt.Name
 		}
 		d.Link = &LinkDef{Table: name}
@@ -476,30 +492,42 @@ func RecordIDError(id string) *Error {
 	return nil
 }
 
-// IndexTables describes a schema's tables to the index package. The graph is
-// built once per schema (schemas are immutable once published).
-func (s *Schema) IndexTables() map[uint32]*index.Table {
-	s.itOnce.Do(func() {
-		s.itables = make(map[uint32]*index.Table, len(s.Tables))
-		for _, t := range s.Tables {
-			s.itables[t.ID] = &index.Table{ID: t.ID, Name: t.Name, Columns: map[string]*index.Column{}}
+// IndexTable describes a table of the schema to the index package, with
+// the tables its links reach; nil for no such table. Each is built on first
+// use and kept (schemas are immutable once published).
+func (s *Schema) IndexTable(id uint32) *index.Table {
+	s.itMu.Lock()
+	defer s.itMu.Unlock()
+	return s.indexTable(id)
+}
+
+// indexTable is IndexTable under itMu. A table is kept before its columns
+// are described, so that links that lead back to it find it.
+func (s *Schema) indexTable(id uint32) *index.Table {
+	if it, ok := s.itables[id]; ok {
+		return it
+	}
+	t := s.TableByID(id)
+	if t == nil {
+		return nil
+	}
+	if s.itables == nil {
+		s.itables = map[uint32]*index.Table{}
+	}
+	it := &index.Table{ID: t.ID, Name: t.Name, Columns: make(map[string]*index.Column, len(t.ByPath))}
+	s.itables[id] = it
+	for path, c := range t.ByPath {
+		ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
+		if c.Type != TypeObject {
+			ic.ID = c.ID
 		}
-		for _, t := range s.Tables {
-			it := s.itables[t.ID]
-			for path, c := range t.ByPath {
-				ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
-				if c.Type != TypeObject {
-					ic.ID = c.ID
-				}
-				if c.Type == TypeLink {
-					ic.Link = s.itables[c.LinkTable]
-				}
-				it.Columns[path] = ic
-			}
-			for _, c := range t.Leaves {
-				it.Leaves = append(it.Leaves, it.Columns[c.Path])
-			}
+		if c.Type == TypeLink {
+			ic.Link = s.indexTable(c.LinkTable)
 		}
-	})
-	return s.itables
+		it.Columns[path] = ic
+	}
+	for _, c := range t.Leaves {
+		it.Leaves = append(it.Leaves, it.Columns[c.Path])
+	}
+	return it
 }

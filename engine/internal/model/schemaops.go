@@ -1,6 +1,9 @@
 package model
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // RemoveTable removes a table that no other table links to.
 func (s *Schema) RemoveTable(name string) error {
@@ -18,13 +21,9 @@ func (s *Schema) RemoveTable(name string) error {
 			}
 		}
 	}
-	kept := s.Tables[:0]
-	for _, x := range s.Tables {
-		if x != t {
-			kept = append(kept, x)
-		}
-	}
-	s.Tables = kept
+	s.ownTables()
+	s.Tables = slices.DeleteFunc(s.Tables, func(x *Table) bool { return x == t })
+	s.indexRemove(t)
 	return nil
 }
 
@@ -37,10 +36,11 @@ func (s *Schema) RenameTable(name, newName string) error {
 	if err != nil {
 		return err
 	}
-	for _, o := range s.Tables {
-		if o != t && strings.EqualFold(o.Name, newName) {
-			return Errorf(CodeAlreadyExists, "table [%s] already exists", newName)
-		}
+	if o := s.TableByFold(newName); o != nil && o != t {
+		return Errorf(CodeAlreadyExists, "table [%s] already exists", newName)
+	}
+	if t, err = s.Edit(name); err != nil {
+		return err
 	}
 	t.Name = newName
 	return nil
@@ -49,7 +49,7 @@ func (s *Schema) RenameTable(name, newName string) error {
 // RemoveColumn removes a column (an object column with all its
 // sub-columns).
 func (s *Schema) RemoveColumn(tableName, path string) error {
-	t, err := s.Table(tableName)
+	t, err := s.Edit(tableName)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (s *Schema) RenameColumn(tableName, path, newName string) error {
 	if err := CheckName("column", newName); err != nil {
 		return err
 	}
-	t, err := s.Table(tableName)
+	t, err := s.Edit(tableName)
 	if err != nil {
 		return err
 	}
