@@ -22,6 +22,9 @@ func (c *InitDatabase) apply(tx *Tx) (any, error) {
 		Metadata: c.Metadata, Lineage: model.Lineage{{Layer: tx.allocLayer(), Seq: model.MaxSeq}}, Schema: &model.Schema{},
 	}
 	b.Schema.Index()
+	if err := tx.batch.Set(counterKey(tx.d.ID, ctrMarks), u64(1), nil); err != nil {
+		return nil, err
+	}
 	return nil, tx.putBranch(b)
 }
 

@@ -47,6 +47,14 @@ type DB struct {
 	// writers mark what they fill.
 	Filled layers.FillSet
 
+	// marks holds, for each layer and table, the seq of the last command
+	// that wrote rows of the table in the layer (MetaWriteMark), as
+	// Written reads them; marksMu guards it (a leaf of the lock order).
+	// Layers up to untracked were made before the marks were kept.
+	marksMu   sync.RWMutex
+	marks     map[layerTable]uint64
+	untracked uint32
+
 	observers []Observer // told of every command; set when the database opens
 }
 
@@ -80,6 +88,9 @@ const (
 	ctrTable  = "table"
 	ctrBranch = "branch"
 	ctrRows   = "rows/" // + table id u32
+	// ctrMarks is 1 in a database whose every write left its mark
+	// (MetaWriteMark): one made since the marks were kept.
+	ctrMarks = "marks"
 )
 
 // counterKey is the key of a counter of database db.
@@ -97,14 +108,15 @@ func u64(v uint64) []byte { return codec.AppendU64(nil, v) }
 
 // newDB returns an empty database: no branch, no counter.
 func newDB(id uint32) *DB {
-	d := &DB{ID: id, rows: map[uint32]uint32{}}
+	d := &DB{ID: id, rows: map[uint32]uint32{}, marks: map[layerTable]uint64{}}
 	d.state.Store(newState(nil, map[string]string{}))
 	return d
 }
 
 // loadDB reads a database's counters, branches and git mapping.
 func loadDB(r pebble.Reader, id uint32) (*DB, error) {
-	d := &DB{ID: id, rows: map[uint32]uint32{}}
+	d := &DB{ID: id, rows: map[uint32]uint32{}, marks: map[layerTable]uint64{}}
+	tracked := false
 	prefix := codec.LayerPrefix(id, codec.MetaLayer)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
 	if err != nil {
@@ -133,6 +145,8 @@ func loadDB(r pebble.Reader, id uint32) (*DB, error) {
 				d.nextTable = uint32(n)
 			case name == ctrBranch:
 				d.nextBranch = uint32(n)
+			case name == ctrMarks:
+				tracked = n == 1
 			case len(name) == len(ctrRows)+4 && name[:len(ctrRows)] == ctrRows:
 				d.rows[binary.BigEndian.Uint32([]byte(name[len(ctrRows):]))] = uint32(n)
 			}
@@ -153,9 +167,17 @@ func loadDB(r pebble.Reader, id uint32) (*DB, error) {
 			if err := schemas.table(k[1:], v); err != nil {
 				return nil, err
 			}
+		case codec.MetaWriteMark:
+			if len(k) != 9 || len(v) != 8 {
+				return nil, errors.New("engine: malformed write mark")
+			}
+			d.marks[layerTable{binary.BigEndian.Uint32(k[1:]), binary.BigEndian.Uint32(k[5:])}] = binary.BigEndian.Uint64(v)
 		}
 	}
 	schemas.finish()
+	if !tracked {
+		d.untracked = d.nextLayer
+	}
 	d.state.Store(newState(branches, git))
 	d.openSeq = d.seq
 	return d, it.Error()
@@ -169,6 +191,13 @@ func (d *DB) publish(tx *Tx) {
 	d.nextLayer, d.nextTable, d.nextBranch = tx.nextLayer, tx.nextTable, tx.nextBranch
 	for t, n := range tx.rows {
 		d.rows[t] = n
+	}
+	if len(tx.marks) > 0 {
+		d.marksMu.Lock()
+		for _, m := range tx.marks {
+			d.marks[m] = tx.seq
+		}
+		d.marksMu.Unlock()
 	}
 	if tx.next != nil {
 		d.state.Store(tx.next)
@@ -189,7 +218,13 @@ func (a *Applier) dropLayers(d *DB, layers []uint32) error {
 			b.Close()
 			return err
 		}
+		p = markKey(d.ID, l, nil)
+		if err := b.DeleteRange(p, codec.PrefixEnd(p), nil); err != nil {
+			b.Close()
+			return err
+		}
 	}
+	d.forgetMarks(layers)
 	// An unreferenced layer left behind by a crash is only garbage.
 	return a.commit(b, nil, nil)
 }

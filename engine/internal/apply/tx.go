@@ -23,12 +23,14 @@ type Tx struct {
 	// staged changes
 	next *State // the state after the command; nil until it changes
 	// branchesChanged is set once the command adds, changes or removes
-	// a branch.
+	// a branch; changedIDs holds their ids.
 	branchesChanged bool
+	changedIDs      []uint32
 	nextLayer       uint32
 	nextTable       uint32
 	nextBranch      uint32
 	rows            map[uint32]uint32
+	marks           []layerTable    // tables whose rows the command wrote, by layer
 	pending         *layers.Pending // bitmap deltas of this command
 	dropLayers      []uint32
 	changes         []RowChange                            // rows written, for the column stores
@@ -62,6 +64,10 @@ func (tx *Tx) Terms() map[model.TableKey]map[string]struct{} { return tx.terms }
 // after it is a new one.
 func (tx *Tx) ChangedBranches() bool { return tx.branchesChanged }
 
+// BranchesChanged are the ids of the branches the command added, changed
+// or removed.
+func (tx *Tx) BranchesChanged() []uint32 { return tx.changedIDs }
+
 // beginTx starts a command on d that stages its writes into b; the
 // caller holds d.mu, or d is not reachable yet.
 func beginTx(d *DB, b *pebble.Batch) *Tx {
@@ -88,6 +94,7 @@ func (tx *Tx) putBranch(b *model.Branch) error {
 		return err
 	}
 	tx.next, tx.branchesChanged = st.with(prev, b), true
+	tx.changedIDs = append(tx.changedIDs, b.ID)
 	rec := *b
 	rec.Schema = nil
 	v, err := json.Marshal(&rec)
@@ -100,6 +107,7 @@ func (tx *Tx) putBranch(b *model.Branch) error {
 // removeBranch stages the removal of a branch.
 func (tx *Tx) removeBranch(b *model.Branch) error {
 	tx.next, tx.branchesChanged = tx.state().without(b), true
+	tx.changedIDs = append(tx.changedIDs, b.ID)
 	if err := tx.deleteSchema(b.ID); err != nil {
 		return err
 	}
@@ -182,6 +190,9 @@ func (tx *Tx) finish() error {
 		}
 	}
 	if err := tx.writeTerms(); err != nil {
+		return err
+	}
+	if err := tx.writeMarks(); err != nil {
 		return err
 	}
 	if tx.pending == nil {

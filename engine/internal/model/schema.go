@@ -1,7 +1,10 @@
 package model
 
 import (
+	"cmp"
+	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,6 +128,10 @@ type Table struct {
 	ByPath map[string]*Column `json:"-"`
 	Leaves []*Column          `json:"-"`
 	ByID   map[uint32]*Column `json:"-"`
+	// Sig names what the table's values are: the id, type and dimension of
+	// each leaf, by id; Index sets it. Two tables of one signature hold the
+	// same columns of rows the same way, whatever their names.
+	Sig string `json:"-"`
 }
 
 // Schema is the stored schema of a branch. It is immutable once published;
@@ -225,6 +232,18 @@ func (t *Table) index() {
 		}
 	}
 	walk("", t.Columns)
+	t.Sig = t.signature()
+}
+
+// signature computes Sig.
+func (t *Table) signature() string {
+	leaves := slices.Clone(t.Leaves)
+	slices.SortFunc(leaves, func(a, b *Column) int { return cmp.Compare(a.ID, b.ID) })
+	var b strings.Builder
+	for _, c := range leaves {
+		fmt.Fprintf(&b, "%d:%s:%d;", c.ID, c.Type, c.Dimension)
+	}
+	return b.String()
 }
 
 // parseDefault parses the stored default value; it was validated when the
