@@ -240,7 +240,7 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	caches := make([]*memstore.BitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
-		if c, ok := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); ok {
+		if c := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); c != nil {
 			caches[i], epochs[i] = c, c.Epoch()
 		}
 	}

@@ -36,9 +36,17 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. Only benchmarks
 	// of ceilings set it; a crash may lose acknowledged writes.
 	NoSync bool
-	// CacheSize is Pebble's block cache in bytes; 0 means
-	// DefaultCacheSize.
+	// CacheSize is Pebble's block cache in bytes; 0 means DefaultCacheSize
+	// without a MemoryLimit, and the share PlanMemory gives it with one.
 	CacheSize int64
+	// MemoryLimit is the memory the engine may take in all: the block
+	// cache, the memtables, the structures derived in memory and room for
+	// the requests in flight (PlanMemory shares it out). Past their budget
+	// the derived structures are evicted, least recently used first, and
+	// rebuilt when needed. 0 means no budget: they stay until their branch,
+	// table or database goes. A server also sets the Go runtime's memory
+	// limit (MemoryPlan.GoLimit).
+	MemoryLimit int64
 	// Clock returns the current time; nil means time.Now. Tests fix it.
 	Clock func() time.Time
 	// FlattenDepth is the lineage depth above which a branch's frozen
@@ -68,6 +76,7 @@ type Options struct {
 type Engine struct {
 	pdb  *pebble.DB
 	opts Options
+	plan MemoryPlan
 	ids  *model.IDGen
 	obs  *observer
 	ap   *apply.Applier     // the one write path
@@ -90,9 +99,8 @@ const DefaultCacheSize = 256 << 20
 
 // Open opens (creating if needed) the data directory dir.
 func Open(dir string, opts Options) (*Engine, error) {
-	if opts.CacheSize == 0 {
-		opts.CacheSize = DefaultCacheSize
-	}
+	plan := PlanMemory(opts.MemoryLimit, opts.CacheSize)
+	opts.CacheSize = plan.CacheSize
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
@@ -114,7 +122,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	popts := &pebble.Options{
 		Cache:                       cache,
 		Merger:                      layers.Merger,
-		MemTableSize:                64 << 20,
+		MemTableSize:                uint64(plan.MemtableSize),
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
@@ -134,6 +142,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	e := &Engine{
 		pdb:     pdb,
 		opts:    opts,
+		plan:    plan,
 		ids:     model.NewIDGen(),
 		obs:     obs,
 		closing: make(chan struct{}),
@@ -184,8 +193,11 @@ func (e *Engine) now() time.Time {
 // load reads the catalog and every database's metadata into memory.
 func (e *Engine) load() error {
 	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
-		BackgroundBuildRows: e.opts.BackgroundBuildRows, Background: e.background, Event: e.obs.event,
+		BackgroundBuildRows: e.opts.BackgroundBuildRows, MemoryLimit: e.plan.Derived,
+		Background: e.background, Event: e.obs.event,
 	})
+	memory := e.MemoryStats
+	e.obs.memory.Store(&memory)
 	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
@@ -201,9 +213,12 @@ func (e *Engine) load() error {
 	return nil
 }
 
-// apply applies a command to database d through the one write path.
+// apply applies a command to database d through the one write path; the
+// structures it made grow are trimmed to their budget after.
 func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
-	return e.ap.Apply(apply.OnDatabase(d.ID, cmd))
+	res, err := e.ap.Apply(apply.OnDatabase(d.ID, cmd))
+	e.mem.Reclaim()
+	return res, err
 }
 
 // applyCatalog applies a catalog command through the one write path.

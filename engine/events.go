@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,12 +16,23 @@ import (
 type observer struct {
 	log     *slog.Logger
 	onEvent func(Event)
+	// memory reads the memory budget's figures, for the debug log of
+	// builds and evictions; set once the budget exists.
+	memory atomic.Pointer[func() MemoryStats]
 }
 
-// event reports ev, logging it when it is a failure.
+// event reports ev, logging it when it is a failure, and logging the
+// memory budget's builds and evictions at debug level.
 func (o *observer) event(ev Event) {
 	if ev.Err != nil {
 		o.log.Error("background work failed", slog.String("work", ev.Kind.String()), slog.Any("err", ev.Err))
+	} else if ev.Kind == EventStoreBuild || ev.Kind == EventEviction {
+		if mem := o.memory.Load(); mem != nil && o.log.Enabled(context.Background(), slog.LevelDebug) {
+			m := (*mem)()
+			o.log.Debug("memory", slog.String("work", ev.Kind.String()), slog.Duration("duration", ev.Duration),
+				slog.Int("count", ev.Count), slog.Uint64("bytes", ev.Bytes),
+				slog.Int64("used", m.Used), slog.Int64("limit", m.Limit), slog.Int("structures", m.Structures))
+		}
 	}
 	if o.onEvent != nil {
 		o.onEvent(ev)

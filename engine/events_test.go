@@ -64,9 +64,11 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.StoreFor(b, tb, memstore.Required); err != nil {
+	v, err := d.Open(ctx, b.Name, tb.Name, memstore.Need{Store: memstore.Required})
+	if err != nil {
 		t.Fatal(err)
 	}
+	v.Release()
 	if evs := l.of(EventStoreBuild); len(evs) != 1 || evs[0].Err != nil || evs[0].Duration <= 0 {
 		t.Errorf("store build events %+v, want one that succeeded", evs)
 	}
@@ -98,9 +100,11 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	if err := e.pdb.Set(bad, []byte{0xFF, 0xFF}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := d.StoreFor(b, tb, memstore.Optional); s != nil || err != nil {
-		t.Fatalf("store %v, %v: want a background build", s, err)
+	v, err = d.Open(ctx, b.Name, tb.Name, memstore.Need{})
+	if err != nil || v.Store != nil {
+		t.Fatalf("store %v, %v: want a background build", v != nil && v.Store != nil, err)
 	}
+	v.Release()
 	e.bg.Wait()
 	failed := 0
 	for _, ev := range l.of(EventStoreBuild) {

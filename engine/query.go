@@ -128,7 +128,7 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
+	src, release, err := e.openSource(ctx, ref, tableName, memstore.Need{})
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +177,10 @@ func (s *source) tableByName(name string) *index.Table {
 // snapshot.
 func (s *source) sourceFor(t *model.Table) *source {
 	var store *memstore.TableStore
-	if st := s.d.Store(storeKey{Branch: s.b.ID, Table: t.ID}); st != nil && st.Version() == s.b.Version {
-		store = st
+	if s.view != nil {
+		store = s.view.Linked[t.ID]
 	}
-	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTable(t.ID), store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, view: s.view, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTable(t.ID), store: store}
 }
 
 // docs reads and projects rows in order.
@@ -302,7 +302,7 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 // FilterRows returns the rows of a table that match a filter, for tests
 // and benchmarks that check what a filter selects.
 func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(context.Background(), ref, tableName, memstore.Optional)
+	src, release, err := e.openSource(context.Background(), ref, tableName, memstore.Need{})
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(src.ctx, ref, tableName, memstore.Optional); err != nil {
+		if src, release, err = e.openSource(src.ctx, ref, tableName, memstore.Need{Store: memstore.Without}); err != nil {
 			return nil, err
 		}
 		defer release()

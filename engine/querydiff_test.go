@@ -178,7 +178,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(context.Background(), ref, "items", memstore.Optional)
+	src, release, err := e.openSource(context.Background(), ref, "items", memstore.Need{})
 	if err != nil {
 		return nil, err
 	}

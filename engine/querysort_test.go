@@ -157,7 +157,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 // then ascending id.
 func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 	t.Helper()
-	src, release, err := e.openSource(context.Background(), ref, "t", memstore.Optional)
+	src, release, err := e.openSource(context.Background(), ref, "t", memstore.Need{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,25 +180,12 @@ func rankOf(h *SearchHit) fts.Ranked { return fts.Ranked{Score: h.Score, Table: 
 // searchOne searches one table and returns its best offset+size hits,
 // read and highlighted.
 func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *fts.Query) (*tableHits, error) {
-	d, b, t, err := e.resolveTable(ref, spec.Table)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.EnsureSearchStore(b, t); err != nil {
-		return nil, err
-	}
-	src, release, err := e.openSource(ctx, ref, spec.Table, memstore.Optional)
+	src, release, err := e.openSource(ctx, ref, spec.Table, memstore.Need{Search: true})
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ss := d.SearchStore(storeKey{Branch: src.b.ID, Table: src.t.ID})
-	if ss == nil || ss.Version() != src.b.Version {
-		// A schema change slipped in between: build against this snapshot.
-		if ss, err = memstore.BuildSearchStore(src.snap, d.ID, src.b, src.t); err != nil {
-			return nil, err
-		}
-	}
+	t, ss := src.t, src.view.Search
 	lex := ss.Lexicon()
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
 	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)

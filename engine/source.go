@@ -20,12 +20,13 @@ type source struct {
 	ctx   context.Context // the request's: long loops stop when it ends
 	e     *Engine
 	d     *database
+	view  *memstore.View // what the source reads; nil for Project without links
 	snap  pebble.Reader
 	st    *apply.State // the state b was read from
 	b     *model.Branch
 	t     *model.Table
 	it    *index.Table
-	store *memstore.TableStore // nil for linked tables read without a store
+	store *memstore.TableStore // nil when the source reads storage
 	live  *roaring.Bitmap
 	cache *memstore.BitmapCache // nil unless the snapshot shows the cache's epoch
 	epoch uint64
@@ -61,46 +62,22 @@ func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *model.Bran
 	return d, b, t, nil
 }
 
-// openSource returns a Source for a table of a branch. The caller must call
-// release when done; until then the branch's column store cannot change.
-func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, use memstore.Use) (*source, func(), error) {
-	d, b, t, err := e.resolveTable(ref, tableName)
+// openSource returns a Source for a table of a branch, with the
+// structures need asks for. The caller must call release when done; until
+// then the structures it holds show exactly its snapshot (writes go on:
+// they wait to be applied to a structure until its readers are done).
+func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, need memstore.Need) (*source, func(), error) {
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := d.StoreFor(b, t, use)
+	v, err := d.Open(ctx, ref.Branch, tableName, need)
 	if err != nil {
 		return nil, nil, err
 	}
-	cacheKey := storeKey{Branch: b.ID, Table: t.ID}
-	cache := d.CacheFor(cacheKey)
-	// From here until release, the layers of the lineage read stay.
-	d.Pin()
-	st := d.State()
-	if b, err = st.Branch(ref.Branch); err == nil {
-		t, err = b.Schema.Table(tableName)
-	}
-	if err != nil {
-		d.Unpin()
-		return nil, nil, err
-	}
-	d.RLockStores()
-	// The store may have been dropped by a schema change since: check again
-	// under the lock and fall back to reading without it.
-	if cur := d.Store(storeKey{Branch: b.ID, Table: t.ID}); cur != store {
-		store = nil
-	}
-	e0 := cache.Epoch()
-	snap := e.pdb.NewSnapshot()
-	src := &source{ctx: ctx, e: e, d: d, snap: snap, st: st, b: b, t: t, it: b.Schema.IndexTable(t.ID), store: store}
-	if e1 := cache.Epoch(); e0 == e1 && e0%2 == 0 && cacheKey == (storeKey{Branch: b.ID, Table: t.ID}) {
-		src.cache, src.epoch = cache, e0
-	}
-	return src, func() {
-		snap.Close()
-		d.RUnlockStores()
-		d.Unpin()
-	}, nil
+	src := &source{ctx: ctx, e: e, d: d, view: v, snap: v.Snap, st: v.State, b: v.Branch, t: v.Table,
+		it: v.Branch.Schema.IndexTable(v.Table.ID), store: v.Store, cache: v.Cache, epoch: v.Epoch}
+	return src, v.Release, nil
 }
 
 func (s *source) Table() *index.Table { return s.it }
@@ -275,23 +252,19 @@ func isMeta(c *index.Column) bool { return c.ID >= index.MetaUpdatedAtColumn }
 
 var _ index.Source = (*source)(nil)
 
-// idLayer returns the layer whose current id map lists the branch's records:
-// the branch's own when its lineage is one layer (main, or a flattened
-// branch), or the owner's while the branch borrows the column store of a
-// branch of one layer, whose rows it then shares. ok is false otherwise:
+// idLayer returns the layer whose current id map lists the branch's
+// records: the layer of the branch's lineage when it is one layer (main,
+// or a flattened branch), or that of the branch it shares its rows with
+// (memstore's share root) when that one's is. ok is false otherwise:
 // deeper lineages would need a merge across layers.
 func (s *source) idLayer() (layer uint32, ok bool) {
 	if len(s.b.Lineage) == 1 {
 		return s.b.Lineage[0].Layer, true
 	}
-	if s.store == nil || s.store.Owner() == s.b.ID {
+	if s.view == nil || s.view.RootTable.ID != s.t.ID || len(s.view.Root.Lineage) != 1 {
 		return 0, false
 	}
-	o := s.st.ByID.At(s.store.Owner())
-	if o == nil || len(o.Lineage) != 1 {
-		return 0, false
-	}
-	return o.Lineage[0].Layer, true
+	return s.view.Root.Lineage[0].Layer, true
 }
 
 // scanIDs walks the id map of the branch's records in id order, or reports

@@ -21,10 +21,7 @@ func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*memstore.TableSto
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.RLockStores()
-	defer d.RUnlockStores()
-	k := storeKey{Branch: b.ID, Table: tb.ID}
-	return d.Store(k), d.Building(k)
+	return d.Peek(b, tb)
 }
 
 // TestBackgroundStoreBuild: a table of BackgroundBuildRows records or more

@@ -11,7 +11,7 @@ import (
 // (spec §4.1.2): the groups in order, with the values index.SummaryRow
 // documents. It stops with ctx's error when ctx ends.
 func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in SummarizeRequest) (*SummarizeResult, error) {
-	src, release, err := e.openSource(ctx, ref, table, memstore.Required)
+	src, release, err := e.openSource(ctx, ref, table, memstore.Need{Store: memstore.Required})
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in Summar
 // table of a branch, with the results index.AggResult documents. It stops
 // with ctx's error when ctx ends.
 func (e *Engine) Aggregate(ctx context.Context, ref Ref, table string, in AggregateRequest) (*AggregateResult, error) {
-	src, release, err := e.openSource(ctx, ref, table, memstore.Required)
+	src, release, err := e.openSource(ctx, ref, table, memstore.Need{Store: memstore.Required})
 	if err != nil {
 		return nil, err
 	}
@@ -41,5 +41,5 @@ func (e *Engine) Aggregate(ctx context.Context, ref Ref, table string, in Aggreg
 
 // A column store hands summaries and aggregations its arrays
 // (index.DenseValues), so that sums, averages, minimums and maximums over
-// many rows scan memory. Like Get, these are read under the database's
-// store lock, which the Source holds for the whole request.
+// many rows scan memory. The source holds the store for the whole request:
+// it shows the source's snapshot until then.

@@ -292,7 +292,7 @@ type summarizeOracle struct {
 func newSummarizeOracle(t *testing.T, e *Engine, ref Ref) *summarizeOracle {
 	t.Helper()
 	read := func(table string) (*index.Table, []*codec.Record) {
-		src, release, err := e.openSource(ctx, ref, table, memstore.Required)
+		src, release, err := e.openSource(ctx, ref, table, memstore.Need{Store: memstore.Required})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -95,20 +95,20 @@ func (e *Engine) VectorSearch(ctx context.Context, ref Ref, tableName string, in
 // candidate's record instead of the vector store, as it also does when the
 // store changed under it (tests compare the two).
 func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in VectorSearchRequest, useStore bool) (*VectorSearchResult, error) {
-	d, b, t, err := e.resolveTable(ref, tableName)
+	_, _, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
 	// Check the request before building anything for it.
-	if _, _, err := newVectorQuery(t, in); err != nil {
+	col, _, err := newVectorQuery(t, in)
+	if err != nil {
 		return nil, err
 	}
+	need := memstore.Need{}
 	if useStore {
-		if err := d.EnsureVectorStore(b, t, in.Column); err != nil {
-			return nil, err
-		}
+		need.Vector = col.ID
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
+	src, release, err := e.openSource(ctx, ref, tableName, need)
 	if err != nil {
 		return nil, err
 	}
@@ -118,13 +118,10 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 	if err != nil {
 		return nil, err
 	}
-	var vs *memstore.VectorStore
-	if useStore {
-		// The source holds the store lock for reading: a store of the source's
-		// schema shows exactly the source's snapshot.
-		if cur := d.VectorStore(memstore.VectorKey{Branch: src.b.ID, Table: src.t.ID, Column: col.ID}); cur != nil && cur.Version() == src.b.Version {
-			vs = cur
-		}
+	// A vector store the source holds shows exactly its snapshot.
+	vs := src.view.Vector
+	if vs != nil && col.ID != need.Vector {
+		vs = nil
 	}
 
 	cands, err := index.Matching(ctx, src, in.Filter, e.opts.Meta)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -249,13 +250,15 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstor
 		t.Fatal(err)
 	}
 	tb := b.Schema.TableByName(table)
-	d.RLockStores()
-	defer d.RUnlockStores()
-	vs := d.VectorStore(memstore.VectorKey{Branch: b.ID, Table: tb.ID, Column: tb.ByPath[col].ID})
-	if vs == nil || vs.Version() != b.Version {
+	v, err := d.Open(context.Background(), ref.Branch, table, memstore.Need{Store: memstore.Without, Vector: tb.ByPath[col].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	if v.Vector == nil {
 		t.Fatalf("no current vector store for %s.%s on %s", table, col, ref.Branch)
 	}
-	return vs
+	return v.Vector
 }
 
 // TestVectorSearchConcurrent runs searches while records change; with

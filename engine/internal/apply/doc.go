@@ -39,17 +39,28 @@
 //     lineage to their last read, and for writing while layers are
 //     dropped, which happens after the command that unreferenced them,
 //     without DB.mu.
-//  4. The store lock of a database's derived structures (the engine's
-//     database.storeMu): written by its observer around a commit and by
-//     store builds, read by queries for as long as they read their
-//     snapshot.
-//  5. catalog.Catalog's mu guards the catalog's in-memory maps: readers,
+//  4. The store lock of a database's derived structures (memstore.DB's
+//     storeMu): written by its observer from before a commit's batch is
+//     visible until its changes are queued on the structures, and by
+//     builds registering a structure and evictions dropping one; read by
+//     readers while they pick their structures and take their snapshot,
+//     never while they read.
+//  5. The lock of one derived structure (memstore's slot.mu): read by
+//     the readers of the structure for as long as they use it, written
+//     by whoever applies changes to it (writers and readers only ever
+//     try it, never wait) and by its builder while it builds.
+//  6. catalog.Catalog's mu guards the catalog's in-memory maps: readers,
 //     and catalog commands publishing their changes (catalog.Tx.Publish),
 //     which also open and forget the databases they place and drop.
-//  6. Applier.dbMu and Engine.dbMu guard the maps of open databases.
-//  7. Leaves, under which nothing is taken: the bitmap caches' and column
-//     indexes' locks, the record cache's shard locks, the catalog's
-//     key-hash cache and layers.FillSet.
+//  7. Applier.dbMu and Engine.dbMu guard the maps of open databases.
+//  8. Leaves, under which nothing is taken: the bitmap caches' and column
+//     indexes' locks, a structure's queue of changes, the record cache's
+//     shard locks, the memory budget's and its entries' locks, a
+//     database's write marks, the catalog's key-hash cache and
+//     layers.FillSet.
+//
+// The memory budget evicts structures holding none of these: it is
+// called where its caller holds none (memstore's Budget.Reclaim).
 //
 // Readers therefore never take catMu: the server's secrets, which a read
 // may need to sign a URL, are made when the engine opens.

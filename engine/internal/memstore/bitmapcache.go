@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -24,13 +25,15 @@ import (
 type BitmapCache struct {
 	epoch atomic.Uint64
 	salt  uint64    // sets its records apart in a RecordCache
-	reg   *Registry // hears of evictions
+	reg   *Registry // whose budget record caches charge
+	entry *Entry    // under the memory budget
 
 	mu      sync.Mutex
 	at      uint64 // the epoch of the entries in m and scans
 	m       map[string]*roaring.Bitmap
 	scans   map[string][]ScanEntry // whole-column scans by column prefix
 	entries int
+	bytes   int64 // what the entries take
 }
 
 // ScanEntry is one value of a cached column scan and its rows.
@@ -51,13 +54,75 @@ const maxCachedBitmaps = 4096
 // under the writer lock, so that no write is in flight while its first
 // epoch begins. The caller must hold none of the database's locks.
 func (d *DB) CacheFor(k storeKey) *BitmapCache {
-	if c, ok := d.caches.Load(k); ok {
-		return c.(*BitmapCache)
+	if c := d.Cache(k); c != nil {
+		return c
 	}
 	d.LockWriter()
 	defer d.UnlockWriter()
-	c, _ := d.caches.LoadOrStore(k, &BitmapCache{salt: rand.Uint64(), reg: d.reg})
-	return c.(*BitmapCache)
+	return d.cacheFor(k)
+}
+
+// Cache returns the cache of a table of a branch, or nil.
+func (d *DB) Cache(k storeKey) *BitmapCache {
+	if c, ok := d.caches.Load(k); ok {
+		return c.(*BitmapCache)
+	}
+	return nil
+}
+
+// cacheFor returns the cache of a table of a branch, making it when there
+// is none. The caller holds the writer lock or storeMu: no write is in
+// flight.
+func (d *DB) cacheFor(k storeKey) *BitmapCache {
+	if c := d.Cache(k); c != nil {
+		c.entry.Touch()
+		return c
+	}
+	d.cachesMu.Lock()
+	defer d.cachesMu.Unlock()
+	if c := d.Cache(k); c != nil {
+		return c
+	}
+	c := &BitmapCache{salt: rand.Uint64(), reg: d.reg}
+	c.entry = d.reg.budget.AddCache(KindBitmapCache, c.empty)
+	d.caches.Store(k, c)
+	if d.cacheTables == nil {
+		d.cacheTables = map[uint32][]uint32{}
+	}
+	d.cacheTables[k.Branch] = append(d.cacheTables[k.Branch], k.Table)
+	return c
+}
+
+// dropCaches forgets the caches of the tables of a branch that gone
+// reports gone.
+func (d *DB) dropCaches(branch uint32, gone func(table uint32) bool) {
+	d.cachesMu.Lock()
+	defer d.cachesMu.Unlock()
+	kept := d.cacheTables[branch][:0]
+	for _, t := range d.cacheTables[branch] {
+		k := storeKey{Branch: branch, Table: t}
+		if !gone(t) {
+			kept = append(kept, t)
+			continue
+		}
+		if c := d.Cache(k); c != nil {
+			c.entry.Remove()
+			d.caches.Delete(k)
+		}
+	}
+	if len(kept) == 0 {
+		delete(d.cacheTables, branch)
+	} else {
+		d.cacheTables[branch] = kept
+	}
+}
+
+// empty drops the cache's entries for the memory budget.
+func (c *BitmapCache) empty() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m, c.scans, c.entries, c.bytes = nil, nil, 0, 0
+	c.entry.Resize(0)
 }
 
 // startWrite makes odd the epochs of the caches of every table a command
@@ -66,19 +131,14 @@ func (d *DB) CacheFor(k storeKey) *BitmapCache {
 // under the writer lock.
 func (d *DB) startWrite(tx *apply.Tx) (done func()) {
 	var bumped []*BitmapCache
-	seen := map[storeKey]bool{}
-	for _, c := range tx.Rows() {
+	var last storeKey
+	for i, c := range tx.Rows() {
 		k := storeKey{Branch: c.Branch, Table: c.Table}
-		if seen[k] {
+		if i > 0 && k == last {
 			continue
 		}
-		seen[k] = true
-		if d.written == nil {
-			d.written = map[storeKey]uint64{}
-		}
-		d.written[k] = tx.Seq()
-		if c, ok := d.caches.Load(k); ok {
-			bc := c.(*BitmapCache)
+		last = k
+		if bc := d.Cache(k); bc != nil && !slices.Contains(bumped, bc) {
 			bc.epoch.Add(1)
 			bumped = append(bumped, bc)
 		}
@@ -88,6 +148,11 @@ func (d *DB) startWrite(tx *apply.Tx) (done func()) {
 			bc.epoch.Add(1)
 		}
 	}
+}
+
+// bitmapBytes estimates the memory a cached bitmap takes.
+func bitmapBytes(id string, b *roaring.Bitmap) int64 {
+	return 64 + int64(len(id)) + int64(b.GetSizeInBytes())
 }
 
 // Get returns a copy of the cached bitmap of id at epoch e, or nil. The
@@ -101,6 +166,7 @@ func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 		return nil
 	}
 	if b := c.m[id]; b != nil {
+		c.entry.Touch()
 		return b.Clone()
 	}
 	return nil
@@ -115,12 +181,18 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 		return
 	}
 	c.reset(e)
-	if _, ok := c.m[id]; !ok {
+	if old, ok := c.m[id]; ok {
+		c.bytes -= bitmapBytes(id, old)
+	} else {
 		c.entries++
 	}
 	kept := b.Clone()
 	kept.SetCopyOnWrite(true)
 	c.m[id] = kept
+	n := bitmapBytes(id, kept)
+	c.bytes += n
+	c.entry.Resize(c.bytes)
+	c.entry.Touch()
 }
 
 // reset starts the entries over when they belong to another epoch or are
@@ -128,9 +200,12 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 func (c *BitmapCache) reset(e uint64) {
 	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
 		if c.at == e && c.entries > 0 && c.reg != nil {
-			c.reg.event(model.Event{Kind: model.EventEviction, Count: c.entries})
+			c.reg.event(model.Event{Kind: model.EventEviction, Count: c.entries, Bytes: uint64(c.bytes)})
 		}
-		c.at, c.m, c.scans, c.entries = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0
+		c.at, c.m, c.scans, c.entries, c.bytes = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0, 0
+		if c.entry != nil {
+			c.entry.Resize(0)
+		}
 	}
 }
 
@@ -157,6 +232,11 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 	c.reset(e)
 	c.scans[col] = entries
 	c.entries += len(entries)
+	for _, x := range entries {
+		c.bytes += 48 + int64(len(x.V.Str)) + int64(x.Rows.GetSizeInBytes())
+	}
+	c.entry.Resize(c.bytes)
+	c.entry.Touch()
 }
 
 // Cardinality returns the cardinality of the cached bitmap of id at epoch

@@ -28,10 +28,11 @@ import (
 //     three-byte sequence, so that $contains reads candidates instead of
 //     every value. Writes keep it current.
 //
-// Readers build and refresh them under the store's read lock, serialized
-// by colIndex.mu; what they hand out is never changed afterwards, so a
-// reader may use it until it releases the store. Writers, who hold the
-// store's write lock, update them in place: no reader is about then.
+// Readers build and refresh them holding the store for reading (slot.go),
+// serialized by colIndex.mu; what they hand out is never changed
+// afterwards, so a reader may use it until it releases the store. Writers,
+// who hold the store for writing, update them in place: no reader is
+// about then.
 
 // colIndex holds the derived structures of one column.
 type colIndex struct {
@@ -106,6 +107,9 @@ func (c *Column) Order() []uint32 {
 		ix.order, ix.hasOrder, ix.noOrder = nil, false, true
 		ix.stale.Clear()
 		return nil
+	}
+	if !ix.hasOrder || cap(order) != cap(ix.order) {
+		c.indexBuilt()
 	}
 	ix.order, ix.hasOrder = order, true
 	ix.stale.Clear()

@@ -68,6 +68,7 @@ func (c *Column) Codes() (codes []uint16, vals []codec.Value, ok bool) {
 		}
 		if !ix.noDict {
 			ix.dict = d
+			c.indexBuilt()
 		}
 	}
 	if ix.dict == nil {

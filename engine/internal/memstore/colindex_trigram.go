@@ -19,6 +19,7 @@ import (
 type trigramIndex struct {
 	grams    map[uint32]*roaring.Bitmap
 	nonASCII roaring.Bitmap
+	bytes    int64 // the memory it took when built
 }
 
 // foldASCII upper-cases an ASCII letter and leaves every other byte.
@@ -76,8 +77,10 @@ func buildTrigrams(c *Column) *trigramIndex {
 		b.AddMany(l)
 		b.RunOptimize()
 		t.grams[k] = b
+		t.bytes += 64 + int64(b.GetSizeInBytes())
 	}
 	t.nonASCII.AddMany(nonASCII)
+	t.bytes += int64(t.nonASCII.GetSizeInBytes())
 	return t
 }
 
@@ -126,6 +129,7 @@ func (c *Column) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bo
 	defer ix.mu.Unlock()
 	if ix.tri == nil {
 		ix.tri = buildTrigrams(c)
+		c.indexBuilt()
 	}
 	var bms []*roaring.Bitmap
 	missing := false

@@ -1,6 +1,11 @@
 package memstore
 
 import (
+	"context"
+	"maps"
+	"slices"
+	"sync/atomic"
+
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 
@@ -13,21 +18,18 @@ import (
 // A column store keeps the values of every scalar column of one table of one
 // branch in memory, by row id, so that range predicates, $contains, sorts
 // and summaries scan arrays instead of storage. It is built on first use
-// from the branch's records and kept current by the writes of that branch,
-// under the database's store lock: writers hold it across making a batch visible and
-// updating the stores, queries hold it for reading while they take their
-// snapshot and scan, so a query's snapshot and its stores always agree.
-// The orders, dictionaries and trigram indexes derived from a column's
-// values (colindex.go) follow the same discipline.
+// from the branch's records and kept current by the writes of that branch
+// (slot.go says how a reader's snapshot and the stores it reads always
+// agree). The orders, dictionaries and trigram indexes derived from a
+// column's values (colindex.go) follow the same discipline.
 
-// TableStore holds the column values of one table of one branch. The
-// branch that owns it keeps it current; a child branch may borrow it while
-// it sees exactly the owner's rows (DB.borrowStore).
+// TableStore holds the column values of one table of one branch (the
+// owner of its slot), shared with the branches that see exactly its rows.
 type TableStore struct {
-	version uint64 // branch schema version it was built for
-	owner   uint32 // the branch whose writes it follows
-	lent    bool   // some other branch borrows it; guarded by storeMu
-	cols    map[uint32]*Column
+	cols map[uint32]*Column
+	// grew is set when a reader built an order, dictionary or trigram
+	// index: the store's size must be measured again.
+	grew atomic.Bool
 }
 
 // Column holds the values of one column, by row. Only the slice of the
@@ -40,6 +42,9 @@ type Column struct {
 	lists   [][]string
 	present roaring.Bitmap
 	ix      colIndex // structures derived from the values, built on use
+	// strBytes is the bytes of the strings the column holds.
+	strBytes int64
+	store    *TableStore // the store the column belongs to; nil in tests
 }
 
 // Get implements index.ColumnValues.
@@ -62,6 +67,18 @@ func (c *Column) Get(row uint32) codec.Value {
 
 func (c *Column) set(row uint32, v codec.Value) {
 	c.written(row, v)
+	switch c.kind {
+	case codec.KindString:
+		if int(row) < len(c.strs) {
+			c.strBytes -= int64(len(c.strs[row]))
+		}
+		c.strBytes += int64(len(v.Str))
+	case codec.KindStrings:
+		if int(row) < len(c.lists) {
+			c.strBytes -= listBytes(c.lists[row])
+		}
+		c.strBytes += listBytes(v.Strs)
+	}
 	if v.IsNull() {
 		c.present.Remove(row)
 		switch c.kind {
@@ -126,10 +143,19 @@ func storedKind(t model.ColumnType) (codec.Kind, bool) {
 	return 0, false
 }
 
+// listBytes is the memory the strings of a multiple value take.
+func listBytes(l []string) int64 {
+	n := int64(16 * len(l))
+	for _, x := range l {
+		n += int64(len(x))
+	}
+	return n
+}
+
 // newTableStore makes an empty store for the stored columns of t, meta
 // columns included.
-func newTableStore(b *model.Branch, t *model.Table) *TableStore {
-	s := &TableStore{version: b.Version, owner: b.ID, cols: map[uint32]*Column{
+func newTableStore(t *model.Table) *TableStore {
+	s := &TableStore{cols: map[uint32]*Column{
 		index.MetaIDColumn:        {kind: codec.KindString},
 		index.MetaVersionColumn:   {kind: codec.KindInt},
 		index.MetaCreatedAtColumn: {kind: codec.KindDatetime},
@@ -140,7 +166,55 @@ func newTableStore(b *model.Branch, t *model.Table) *TableStore {
 			s.cols[c.ID] = &Column{kind: k}
 		}
 	}
+	for _, c := range s.cols {
+		c.store = s
+	}
 	return s
+}
+
+// clone returns a copy of s that changes apart from it: the values are
+// copied (strings and lists are never changed in place, so the copy shares
+// them), and so are the orders and dictionaries already built; trigram
+// indexes are built again on use. The caller holds s for reading.
+func (s *TableStore) clone() *TableStore {
+	n := &TableStore{cols: make(map[uint32]*Column, len(s.cols))}
+	for id, c := range s.cols {
+		nc := &Column{kind: c.kind, ints: slices.Clone(c.ints), floats: slices.Clone(c.floats),
+			strs: slices.Clone(c.strs), lists: slices.Clone(c.lists), strBytes: c.strBytes, store: n}
+		nc.present = *c.present.Clone()
+		c.ix.mu.Lock()
+		if c.ix.hasOrder {
+			nc.ix.order, nc.ix.hasOrder = slices.Clone(c.ix.order), true
+			nc.ix.stale = *c.ix.stale.Clone()
+		}
+		if d := c.ix.dict; d != nil {
+			nc.ix.dict = &colDict{codes: slices.Clone(d.codes), vals: slices.Clone(d.vals), byStr: maps.Clone(d.byStr)}
+		}
+		nc.ix.noOrder, nc.ix.noDict = c.ix.noOrder, c.ix.noDict
+		c.ix.mu.Unlock()
+		n.cols[id] = nc
+	}
+	return n
+}
+
+// size estimates the memory the store takes, with the structures its
+// readers built. The caller holds it for reading.
+func (s *TableStore) size() int64 {
+	n := int64(64)
+	for _, c := range s.cols {
+		n += 96 + 8*int64(cap(c.ints)+cap(c.floats)) + 16*int64(cap(c.strs)) + 24*int64(cap(c.lists)) +
+			c.strBytes + int64(c.present.GetSizeInBytes())
+		c.ix.mu.Lock()
+		n += 4*int64(cap(c.ix.order)) + int64(c.ix.stale.GetSizeInBytes())
+		if d := c.ix.dict; d != nil {
+			n += 2*int64(cap(d.codes)) + 64*int64(len(d.vals))
+		}
+		if t := c.ix.tri; t != nil {
+			n += t.bytes
+		}
+		c.ix.mu.Unlock()
+	}
+	return n
 }
 
 // apply records a row's new version (nil: deleted).
@@ -168,57 +242,71 @@ func (s *TableStore) apply(row uint32, rec *codec.Record) {
 	}
 }
 
-// buildTableStore reads every visible row of a table of a branch, bottom
-// layer first so that upper layers override.
-func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*TableStore, error) {
-	s := newTableStore(b, t)
-	var rec codec.Record
-	for i := len(b.Lineage) - 1; i >= 0; i-- {
-		lr := b.Lineage[i]
-		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindRecordCur, t.ID)
-		it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
-		if err != nil {
-			return nil, err
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			k := it.Key()
-			if len(k) != len(prefix)+4 {
-				continue
-			}
-			row := be32(k[len(prefix):])
-			v, err := it.ValueAndErr()
-			if err != nil {
-				it.Close()
-				return nil, err
-			}
-			if err := codec.DecodeRecord(v, &rec); err != nil {
-				it.Close()
-				return nil, err
-			}
-			if rec.Seq > lr.Seq {
-				// Written after the fork this level is read at: take the
-				// version visible then, if any.
-				hp := codec.RecordHistKey(nil, db, lr.Layer, t.ID, row, 0)
-				hv, found, err := layers.GetVersion(r, k, hp[:len(hp)-8], lr.Seq, codec.RecordSeq)
-				if err != nil {
-					it.Close()
-					return nil, err
-				}
-				if !found {
-					continue
-				}
-				if err := codec.DecodeRecord(hv, &rec); err != nil {
-					it.Close()
-					return nil, err
-				}
-			}
-			s.apply(row, &rec)
-		}
-		if err := it.Close(); err != nil {
+// buildTableStore reads every visible row of a table through a lineage,
+// bottom layer first so that upper layers override. It stops with ctx's
+// error when ctx ends.
+func buildTableStore(ctx context.Context, r pebble.Reader, db uint32, lin model.Lineage, t *model.Table) (*TableStore, error) {
+	s := newTableStore(t)
+	for i := len(lin) - 1; i >= 0; i-- {
+		if err := s.readLayer(ctx, r, db, lin[i], t); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// readLayer applies the rows of table t that one level of a lineage holds,
+// as of the seq it is read at.
+func (s *TableStore) readLayer(ctx context.Context, r pebble.Reader, db uint32, lr model.LayerRef, t *model.Table) error {
+	prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindRecordCur, t.ID)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	var rec codec.Record
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		n++
+		k := it.Key()
+		if len(k) != len(prefix)+4 {
+			continue
+		}
+		row := be32(k[len(prefix):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := codec.DecodeRecord(v, &rec); err != nil {
+			it.Close()
+			return err
+		}
+		if rec.Seq > lr.Seq {
+			// Written after the fork this level is read at: take the
+			// version visible then, if any.
+			hp := codec.RecordHistKey(nil, db, lr.Layer, t.ID, row, 0)
+			hv, found, err := layers.GetVersion(r, k, hp[:len(hp)-8], lr.Seq, codec.RecordSeq)
+			if err != nil {
+				it.Close()
+				return err
+			}
+			if !found {
+				continue
+			}
+			if err := codec.DecodeRecord(hv, &rec); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		s.apply(row, &rec)
+	}
+	return it.Close()
 }
 
 func be32(b []byte) uint32 {
@@ -259,8 +347,9 @@ func (c *Column) Strings() []string {
 // without a store.
 func (s *TableStore) Column(id uint32) *Column { return s.cols[id] }
 
-// Owner is the branch whose writes the store follows.
-func (s *TableStore) Owner() uint32 { return s.owner }
-
-// Version is the branch schema version the store was built for.
-func (s *TableStore) Version() uint64 { return s.version }
+// indexBuilt notes that a reader built a structure of column c.
+func (c *Column) indexBuilt() {
+	if c.store != nil {
+		c.store.grew.Store(true)
+	}
+}

@@ -8,8 +8,16 @@
 // Each open database's structures hang off one DB, which is the
 // database's observer on the write path (apply.Observer): told of every
 // command before its batch becomes visible and after, it makes cache
-// epochs odd while a write is in flight and applies the rows written to
-// the stores under its store lock, so that a reader's snapshot and the
-// stores it reads always agree. A Registry holds the DB of every open
-// database.
+// epochs odd while a write is in flight and queues the rows written on
+// the structures of their tables. A structure lives in a slot (slot.go)
+// that readers hold for as long as they use it, without holding back any
+// write, and that always shows exactly the snapshot its reader took
+// (view.go). A branch that has not written a table since its fork reads
+// its parent's structures (share.go), decided from the lineages and the
+// write marks stored with the data, so also after a restart.
+//
+// One memory budget covers all of them (budget.go): past it the least
+// recently used structures are evicted, and rebuilt when a reader needs
+// them again. A Registry holds the DB of every open database and the
+// budget.
 package memstore

@@ -3,15 +3,16 @@ package memstore
 import "github.com/coppice-db/coppice/engine/internal/apply"
 
 // A database's in-memory structures (column, search and vector stores,
-// bitmap caches and the write marks that decide which branches may share
-// a store) are kept current by the database itself, as the observer the
-// write path tells of every command (apply.Observer).
+// and bitmap caches) are kept current by the database itself, as the
+// observer the write path tells of every command (apply.Observer).
 
-// Prepare takes the store lock when stores exist and the command changes
-// them, and makes the epochs of the written tables' caches odd until the
-// command ends.
+// Prepare takes the store lock when the command writes rows or changes
+// branches, and makes the epochs of the written tables' caches odd until
+// the command ends. Once the command is applied, it drops the structures
+// of branches and tables that went or changed their columns, and queues
+// the rows written on the structures that follow them (slot.go).
 func (d *DB) Prepare(tx *apply.Tx) func(bool) {
-	lock := d.hasStores.Load() && (len(tx.Rows()) > 0 || tx.ChangedBranches())
+	lock := len(tx.Rows()) > 0 || tx.ChangedBranches()
 	if lock {
 		d.storeMu.Lock()
 	}
@@ -19,10 +20,10 @@ func (d *DB) Prepare(tx *apply.Tx) func(bool) {
 	return func(applied bool) {
 		if applied {
 			if tx.ChangedBranches() {
-				d.forgetWrites()
+				d.dropStale(tx)
 			}
-			if lock {
-				d.updateStores(tx)
+			if len(tx.Rows()) > 0 {
+				d.queueChanges(tx)
 			}
 		}
 		endWrite() // even again: the write is visible, or failed
@@ -32,21 +33,100 @@ func (d *DB) Prepare(tx *apply.Tx) func(bool) {
 	}
 }
 
-// Dropped makes the deleted database unreachable to new readers; its
-// structures go with the last reader that holds it.
+// dropStale drops the structures and caches of the branches the command
+// removed, and those of the tables of the branches it changed that are
+// gone or hold other columns now. The caller holds storeMu for writing.
+func (d *DB) dropStale(tx *apply.Tx) {
+	st := d.State()
+	for _, id := range tx.BranchesChanged() {
+		b := st.ByID.At(id)
+		for tid, ts := range d.slots[id] {
+			var sig string
+			if b != nil {
+				if t := b.Schema.TableByID(tid); t != nil {
+					sig = t.Sig
+				}
+			}
+			var stale []*slot
+			ts.all(func(s *slot) {
+				if s.sig != sig {
+					stale = append(stale, s)
+				}
+			})
+			for _, s := range stale {
+				d.drop(s)
+			}
+		}
+		d.dropCaches(id, func(table uint32) bool { return b == nil || b.Schema.TableByID(table) == nil })
+	}
+}
+
+// queueChanges queues the rows a command wrote on the structures of their
+// tables. The caller holds storeMu for writing.
+func (d *DB) queueChanges(tx *apply.Tx) {
+	rows := tx.Rows()
+	first := storeKey{Branch: rows[0].Branch, Table: rows[0].Table}
+	one := true
+	for i := range rows {
+		if rows[i].Branch != first.Branch || rows[i].Table != first.Table {
+			one = false
+			break
+		}
+	}
+	if one {
+		// The usual case, a command on one table: its rows as they are.
+		d.queue(first, change{rows: rows, terms: tx.Terms()[first]})
+		return
+	}
+	groups := map[storeKey][]apply.RowChange{}
+	var order []storeKey
+	for _, r := range rows {
+		k := storeKey{Branch: r.Branch, Table: r.Table}
+		if d.slots[k.Branch][k.Table] == nil {
+			continue
+		}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	for _, k := range order {
+		d.queue(k, change{rows: groups[k], terms: tx.Terms()[k]})
+	}
+}
+
+// queue queues one command's changes of a table on its structures.
+func (d *DB) queue(k storeKey, c change) {
+	if ts := d.slots[k.Branch][k.Table]; ts != nil {
+		ts.all(func(s *slot) { s.queue(c) })
+	}
+}
+
+// Dropped drops every structure and cache of the deleted database and
+// makes it unreachable to new readers; the structures readers hold go with
+// the last of them.
 func (d *DB) Dropped() {
 	d.reg.mu.Lock()
 	delete(d.reg.dbs, d.ID)
 	d.reg.mu.Unlock()
-}
-
-// forgetWrites drops the write marks of branches that no longer exist: a
-// deleted branch writes no more. The caller holds the writer lock.
-func (d *DB) forgetWrites() {
-	st := d.State()
-	for k := range d.written {
-		if st.ByID.At(k.Branch) == nil {
-			delete(d.written, k)
+	d.storeMu.Lock()
+	for _, tables := range d.slots {
+		for _, ts := range tables {
+			var all []*slot
+			ts.all(func(s *slot) { all = append(all, s) })
+			for _, s := range all {
+				d.drop(s)
+			}
 		}
+	}
+	d.storeMu.Unlock()
+	d.cachesMu.Lock()
+	var branches []uint32
+	for id := range d.cacheTables {
+		branches = append(branches, id)
+	}
+	d.cachesMu.Unlock()
+	for _, id := range branches {
+		d.dropCaches(id, func(uint32) bool { return true })
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -19,6 +20,12 @@ type RecordCache[V any] struct {
 	seed   maphash.Seed
 	limit  int // bytes per shard
 	shards [recordCacheShards]recordShard[V]
+
+	// entry puts the cache under the memory budget of the first engine
+	// whose records it keeps; total is the bytes of all shards.
+	entry atomic.Pointer[Entry]
+	once  sync.Mutex
+	total atomic.Int64
 }
 
 // recordCacheShards spreads the cache's lock over this many maps.
@@ -73,7 +80,42 @@ func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Tabl
 		var zero V
 		return zero, false
 	}
+	if en := c.entry.Load(); en != nil {
+		en.Touch()
+	}
 	return cv.view, true
+}
+
+// budgeted returns the cache's budget entry, putting the cache under the
+// budget of reg when it is under none yet.
+func (c *RecordCache[V]) budgeted(reg *Registry) *Entry {
+	if en := c.entry.Load(); en != nil || reg == nil {
+		return en
+	}
+	c.once.Lock()
+	defer c.once.Unlock()
+	if en := c.entry.Load(); en != nil {
+		return en
+	}
+	en := reg.budget.AddCache(KindRecordCache, c.empty)
+	en.Resize(c.total.Load())
+	c.entry.Store(en)
+	return en
+}
+
+// empty drops every record, for the memory budget.
+func (c *RecordCache[V]) empty() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		clear(s.m)
+		c.total.Add(-int64(s.bytes))
+		s.bytes = 0
+		s.mu.Unlock()
+	}
+	if en := c.entry.Load(); en != nil {
+		en.Resize(c.total.Load())
+	}
 }
 
 // Put caches the view of record id of bc's table, read at epoch e with
@@ -83,7 +125,7 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, e uint64, t *model.Tabl
 	cv := &cachedView[V]{bc: bc, id: strings.Clone(id), epoch: e, t: t, view: view, size: size}
 	h, s := c.slot(cv.bc, cv.id)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	before := s.bytes
 	if old := s.m[h]; old != nil {
 		s.bytes -= old.size
 	}
@@ -97,5 +139,11 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, e uint64, t *model.Tabl
 			delete(s.m, victim)
 			s.bytes -= old.size
 		}
+	}
+	total := c.total.Add(int64(s.bytes - before))
+	s.mu.Unlock()
+	if en := c.budgeted(bc.reg); en != nil {
+		en.Resize(total)
+		en.Touch()
 	}
 }

@@ -1,11 +1,11 @@
 package memstore
 
 import (
+	"context"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
-	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
@@ -24,27 +24,29 @@ import (
 // a branch's vocabulary is the union of its layers' terms, read without
 // walking the postings. The vocabulary and the field lengths by row are kept
 // in memory per table of a branch (SearchStore), built on the first search
-// and kept current by writes like the column stores.
+// and kept current by writes like the column stores, under the memory
+// budget like them.
 
 // SearchStore is what search keeps in memory for one table of one branch:
 // the vocabulary, and per searchable column the length bucket of each
 // row's field.
 type SearchStore struct {
-	version uint64
-	lex     atomic.Pointer[fts.Lexicon] // set under storeMu; a search may compact it
-	cols    map[uint32]*fts.FieldLengths
+	lex  atomic.Pointer[fts.Lexicon] // set by writers; a search may compact it
+	cols map[uint32]*fts.FieldLengths
+	rows uint32 // one past the highest row it holds lengths of, for size
 }
 
 // maxPendingTerms is how many words a vocabulary keeps outside its
 // automaton before a search rebuilds it.
 const maxPendingTerms = 2048
 
-// BuildSearchStore reads the vocabulary and field lengths of a table of a
-// branch at snapshot r.
-func BuildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*SearchStore, error) {
-	s := &SearchStore{version: b.Version, cols: map[uint32]*fts.FieldLengths{}}
+// BuildSearchStore reads the vocabulary and field lengths of a table
+// through a lineage at snapshot r. It stops with ctx's error when ctx
+// ends.
+func BuildSearchStore(ctx context.Context, r pebble.Reader, db uint32, lin model.Lineage, t *model.Table) (*SearchStore, error) {
+	s := &SearchStore{cols: map[uint32]*fts.FieldLengths{}}
 	var terms []string
-	for _, lr := range b.Lineage {
+	for _, lr := range lin {
 		p := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, t.ID)
 		it, err := r.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: codec.PrefixEnd(p)})
 		if err != nil {
@@ -54,6 +56,9 @@ func BuildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 			terms = append(terms, string(it.Key()[len(p):]))
 		}
 		if err := it.Close(); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
@@ -69,9 +74,15 @@ func BuildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 		fs := &fts.FieldLengths{}
 		s.cols[c.ID] = fs
 		for bucket := range 128 {
-			rows, err := layers.ReadBitmap(r, db, b.Lineage, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rows, err := layers.ReadBitmap(r, db, lin, t.ID, codec.LengthBitmapID(nil, c.ID, uint8(bucket)), nil)
 			if err != nil {
 				return nil, err
+			}
+			if !rows.IsEmpty() {
+				s.rows = max(s.rows, rows.Maximum()+1)
 			}
 			it := rows.Iterator()
 			for it.HasNext() {
@@ -82,56 +93,36 @@ func BuildSearchStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Tabl
 	return s, nil
 }
 
-// apply updates the store for a command's change of one row.
-func (s *SearchStore) apply(c *apply.RowChange) {
-	lens := map[uint32]uint8{}
-	for _, l := range c.Lens {
-		lens[l.Col] = l.Bucket
-	}
-	for col, fs := range s.cols {
-		b, ok := lens[col]
-		fs.Set(c.Row, b, ok && c.Rec != nil)
-	}
-}
-
-// EnsureSearchStore returns the search store of a table of a branch,
-// building it if needed.
-func (d *DB) EnsureSearchStore(b *model.Branch, t *model.Table) (*SearchStore, error) {
-	return ensureBuilt(d, b, t, &d.search, storeKey{Branch: b.ID, Table: t.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*SearchStore, error) {
-		return BuildSearchStore(r, d.ID, b, t)
-	})
-}
-
-func (s *SearchStore) schemaVersion() uint64 { return s.version }
-
-// updateSearch applies a command to the search stores. The caller holds
-// storeMu.
-func (d *DB) updateSearch(tx *apply.Tx) {
-	st := d.State()
-	for k, s := range d.search {
-		if b := st.ByID.At(k.Branch); b == nil || b.Version != s.version {
-			delete(d.search, k)
+// apply updates the store for a command's changes of its table: the words
+// new to it, and the field lengths of the rows written.
+func (s *SearchStore) apply(c change) {
+	if len(c.terms) > 0 {
+		list := make([]string, 0, len(c.terms))
+		for t := range c.terms {
+			list = append(list, t)
 		}
+		s.lex.Store(s.lex.Load().With(list))
 	}
-	for k, terms := range tx.Terms() {
-		if s := d.search[k]; s != nil {
-			list := make([]string, 0, len(terms))
-			for t := range terms {
-				list = append(list, t)
-			}
-			s.lex.Store(s.lex.Load().With(list))
+	for i := range c.rows {
+		r := &c.rows[i]
+		s.rows = max(s.rows, r.Row+1)
+		lens := map[uint32]uint8{}
+		for _, l := range r.Lens {
+			lens[l.Col] = l.Bucket
 		}
-	}
-	for i := range tx.Rows() {
-		c := &tx.Rows()[i]
-		if s := d.search[storeKey{Branch: c.Branch, Table: c.Table}]; s != nil {
-			s.apply(c)
+		for col, fs := range s.cols {
+			b, ok := lens[col]
+			fs.Set(r.Row, b, ok && r.Rec != nil)
 		}
 	}
 }
 
-// Version is the branch schema version the store was built for.
-func (s *SearchStore) Version() uint64 { return s.version }
+// size estimates the memory the store takes: the vocabulary and a byte a
+// row for each searchable column.
+func (s *SearchStore) size() int64 {
+	lex := s.lex.Load()
+	return 256 + 12*int64(lex.Len()) + 32*int64(lex.Pending()) + int64(len(s.cols))*(64+int64(s.rows))
+}
 
 // Lengths returns the field lengths of a searchable column.
 func (s *SearchStore) Lengths(col uint32) *fts.FieldLengths { return s.cols[col] }

@@ -1,27 +1,20 @@
 package memstore
 
 import (
-	"errors"
+	"context"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
-	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index/vector"
 )
 
-// VectorKey names the vector store of one vector column of one table of
-// one branch.
-type VectorKey struct {
-	Branch, Table, Column uint32
-}
-
 // VectorStore holds the non-null vectors of one column of one table of one
 // branch, by row.
 type VectorStore struct {
-	version uint64 // branch schema version it was built for
-	col     uint32
+	col uint32
+	dim int
 	*vector.Store
 }
 
@@ -36,37 +29,22 @@ func (vs *VectorStore) apply(row uint32, rec *codec.Record) {
 	vs.Set(row, vec)
 }
 
-// EnsureVectorStore builds the vector store of a column of a table of a
-// branch unless a current one exists. A path that names no vector column
-// (any more) builds nothing: the caller checks its request again.
-func (d *DB) EnsureVectorStore(b *model.Branch, t *model.Table, path string) error {
-	c := t.ByPath[path]
-	if c == nil || c.Type != model.TypeVector {
-		return nil
+// size estimates the memory the store takes: a vector and a norm for every
+// row up to the highest one that holds a vector.
+func (vs *VectorStore) size() int64 {
+	p := vs.Present()
+	if p.IsEmpty() {
+		return 128
 	}
-	_, err := ensureBuilt(d, b, t, &d.vectors, VectorKey{b.ID, t.ID, c.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*VectorStore, error) {
-		c := t.ByID[c.ID]
-		if c == nil || c.Type != model.TypeVector {
-			return nil, errNoVectorColumn
-		}
-		return buildVectorStore(r, d, b, t, c)
-	})
-	if errors.Is(err, errNoVectorColumn) {
-		return nil
-	}
-	return err
+	rows := int64(p.Maximum()) + 1
+	return 128 + rows*8*int64(vs.dim+1) + int64(p.GetSizeInBytes())
 }
 
-// errNoVectorColumn stops building a vector store whose column a schema
-// change removed meanwhile.
-var errNoVectorColumn = errors.New("engine: not a vector column")
-
-func (s *VectorStore) schemaVersion() uint64 { return s.version }
-
-// buildVectorStore reads the vector of every row of a branch's table
-// whose column is not null.
-func buildVectorStore(r pebble.Reader, d *DB, b *model.Branch, t *model.Table, c *model.Column) (*VectorStore, error) {
-	rows, err := layers.ReadBitmap(r, d.ID, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
+// buildVectorStore reads the vector of every row of a table, through a
+// lineage, whose column c is not null. It stops with ctx's error when ctx
+// ends.
+func buildVectorStore(ctx context.Context, r pebble.Reader, d *DB, lin model.Lineage, t *model.Table, c *model.Column) (*VectorStore, error) {
+	rows, err := layers.ReadBitmap(r, d.ID, lin, t.ID, codec.ExistsBitmapID(c.ID), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -74,13 +52,18 @@ func buildVectorStore(r pebble.Reader, d *DB, b *model.Branch, t *model.Table, c
 	if !rows.IsEmpty() {
 		n = int(rows.Maximum()) + 1
 	}
-	vs := &VectorStore{version: b.Version, col: c.ID, Store: vector.NewStore(c.Dimension, n)}
-	lin := d.Filled.Prune(r, d.ID, b.Lineage, t.ID, codec.KindRecordCur)
+	vs := &VectorStore{col: c.ID, dim: c.Dimension, Store: vector.NewStore(c.Dimension, n)}
+	pruned := d.Filled.Prune(r, d.ID, lin, t.ID, codec.KindRecordCur)
 	var rec codec.Record
 	it := rows.Iterator()
-	for it.HasNext() {
+	for i := 0; it.HasNext(); i++ {
+		if i%4096 == 4095 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
 		row := it.Next()
-		_, ok, err := layers.ReadRow(r, d.ID, lin, t.ID, row, &rec)
+		_, ok, err := layers.ReadRow(r, d.ID, pruned, t.ID, row, &rec)
 		if err != nil {
 			return nil, err
 		}
@@ -90,29 +73,3 @@ func buildVectorStore(r pebble.Reader, d *DB, b *model.Branch, t *model.Table, c
 	}
 	return vs, nil
 }
-
-// updateVectorStores does for the vector stores what updateStores does for
-// the column stores: drops those of removed branches and changed schemas,
-// and applies a command's row changes to the others. The caller holds
-// storeMu.
-func (d *DB) updateVectorStores(tx *apply.Tx) {
-	if len(d.vectors) == 0 {
-		return
-	}
-	st := d.State()
-	for k, vs := range d.vectors {
-		if b := st.ByID.At(k.Branch); b == nil || b.Version != vs.version {
-			delete(d.vectors, k)
-		}
-	}
-	for _, c := range tx.Rows() {
-		for k, vs := range d.vectors {
-			if k.Branch == c.Branch && k.Table == c.Table {
-				vs.apply(c.Row, c.Rec)
-			}
-		}
-	}
-}
-
-// Version is the branch schema version the store was built for.
-func (vs *VectorStore) Version() uint64 { return vs.version }

@@ -17,11 +17,12 @@ const (
 	// EventWriteStall is writes held back while storage caught up;
 	// Duration is how long.
 	EventWriteStall
-	// EventStoreBuild is an in-memory structure of a table (its column
-	// store) built from storage.
+	// EventStoreBuild is an in-memory structure of a table (a column,
+	// search or vector store) built from storage.
 	EventStoreBuild
-	// EventEviction is in-memory data dropped to stay within its bound;
-	// Count is how many entries went.
+	// EventEviction is in-memory data dropped to stay within the memory
+	// budget or a cache's bound; Count is how many structures or entries
+	// went, Bytes how much memory.
 	EventEviction
 	// EventFlatten is a branch's frozen ancestors copied into one layer.
 	EventFlatten
@@ -53,9 +54,10 @@ type Event struct {
 	Kind EventKind
 	// Duration is how long the work took.
 	Duration time.Duration
-	// Bytes is what a flush or compaction wrote.
+	// Bytes is what a flush or compaction wrote, or what an eviction
+	// freed.
 	Bytes uint64
-	// Count is the entries an eviction dropped.
+	// Count is the structures or entries an eviction dropped.
 	Count int
 	// Err is why the work failed; nil when it succeeded.
 	Err error
