@@ -91,7 +91,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize, slow string
+	var regions, domains, maxBody, cacheSize, memLimit, slow string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -102,8 +102,10 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"comma-separated domains of the workspace host form {workspace}.{region}.{domain} (env COPPICE_DOMAINS)")
 	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", formatByteSize(api.DefaultMaxBody)),
 		"request body limit, a byte size such as 32MiB; larger bodies get 413 (env COPPICE_MAX_BODY)")
-	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
-		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
+	fs.StringVar(&memLimit, "memory-limit", env("COPPICE_MEMORY_LIMIT", formatByteSize(defaultMemoryLimit())),
+		"memory the server may take, a byte size such as 2GiB: the storage cache, the in-memory column stores, indexes and caches (evicted least recently used first past their share) and requests in flight; the Go runtime's limit follows it (default: half the machine's or the container's memory) (env COPPICE_MEMORY_LIMIT)")
+	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", ""),
+		"storage block cache, a byte size such as 512MiB, taken from --memory-limit; more keeps more records in memory (default: an eighth of --memory-limit, at most "+formatByteSize(engine.DefaultCacheSize)+") (env COPPICE_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
 		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
@@ -128,11 +130,18 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 			return fmt.Errorf("--max-body must be a positive byte size below 2GiB, got %q", maxBody)
 		}
 		o.MaxBody = int(n)
-		c, err := parseByteSize(cacheSize)
-		if err != nil || c <= 0 {
-			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
+		m, err := parseByteSize(memLimit)
+		if err != nil || m < minMemoryLimit {
+			return fmt.Errorf("--memory-limit must be a byte size of at least %s, got %q", formatByteSize(minMemoryLimit), memLimit)
 		}
-		cfg.CacheSize = c
+		cfg.MemoryLimit = m
+		if cacheSize != "" {
+			c, err := parseByteSize(cacheSize)
+			if err != nil || c <= 0 || c > m/2 {
+				return fmt.Errorf("--cache-size must be a positive byte size of at most half of --memory-limit, got %q", cacheSize)
+			}
+			cfg.CacheSize = c
+		}
 		switch o.LogFormat {
 		case api.LogFormatText, api.LogFormatJSON:
 		default:

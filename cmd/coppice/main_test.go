@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/api"
-	"github.com/coppice-db/coppice/engine"
 )
 
 // TestMain lets the test binary act as the coppice binary for the process
@@ -43,7 +42,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	for _, s := range []string{
 		"serve", "-addr", "COPPICE_ADDR", "-data", "COPPICE_DATA", "-compat", "COPPICE_COMPAT",
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
-		"-cache-size", "COPPICE_CACHE_SIZE", "-public-url", "COPPICE_PUBLIC_URL",
+		"-cache-size", "COPPICE_CACHE_SIZE", "-memory-limit", "COPPICE_MEMORY_LIMIT", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"import", "export", "-url", "COPPICE_URL", "-api-key", "COPPICE_API_KEY", "-workspace", "COPPICE_WORKSPACE",
 		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
@@ -128,7 +127,8 @@ func TestServeOptions(t *testing.T) {
 		MaxInflightHeavy: api.DefaultMaxInflightHeavy(), MaxQueue: 256,
 		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
-	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: engine.DefaultCacheSize,
+	mem := defaultMemoryLimit()
+	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: mem,
 		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
 	f(nil, def)
@@ -139,25 +139,31 @@ func TestServeOptions(t *testing.T) {
 	f(nil, obs)
 	obs.API.SlowRequest = -1
 	f([]string{"--slow-request", "0"}, obs)
+	env = map[string]string{"COPPICE_MEMORY_LIMIT": "1GiB"}
+	mine := def
+	mine.MemoryLimit = 1 << 30
+	f(nil, mine)
+	mine.MemoryLimit, mine.CacheSize = 3<<29, 100<<20
+	f([]string{"--memory-limit", "1.5GiB", "--cache-size", "100MiB"}, mine)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
-	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", MemoryLimit: mem, CacheSize: 1 << 20, BootstrapKey: "k",
 		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
-		serveConfig{Addr: ":1", DataDir: "/e", CacheSize: 4096, BootstrapKey: "k",
+		serveConfig{Addr: ":1", DataDir: "/e", MemoryLimit: mem, CacheSize: 4096, BootstrapKey: "k",
 			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
 				LogLevel: "warn", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
-	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", MemoryLimit: mem, CacheSize: 1 << 20, BootstrapKey: "k",
 		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 
 	// Byte sizes take units; every limit has a flag and a variable.
-	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
+	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_MEMORY_LIMIT": "8GiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
 		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_INFLIGHT_HEAVY": "2", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
 		"COPPICE_MAX_BODY_INFLIGHT": "1GB", "COPPICE_READ_HEADER_TIMEOUT": "2s", "COPPICE_IDLE_TIMEOUT": "1m",
 		"COPPICE_MAX_CONNS": "100", "COPPICE_MAX_CONNS_PER_IP": "7", "COPPICE_SHUTDOWN_TIMEOUT": "3s",
@@ -165,18 +171,19 @@ func TestServeOptions(t *testing.T) {
 	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
-	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CacheSize: 2 << 30,
 		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
 	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
-		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CacheSize: 2 << 30,
 			API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	env = map[string]string{}
 
 	for _, args := range [][]string{
 		{"--max-body", "lots"}, {"--max-body", "0"}, {"--max-body", "3GiB"}, {"--cache-size", "-1"}, {"--cache-size", "1XB"},
+		{"--memory-limit", "1GiB", "--cache-size", "600MiB"}, {"--memory-limit", "64MiB"}, {"--memory-limit", "lots"},
 		{"--nope"}, {"extra"}, {"--public-url", "ftp://x"}, {"--request-timeout", "0s"}, {"--request-timeout", "30"},
 		{"--max-inflight", "0"}, {"--max-queue", "-1"}, {"--max-queue-wait", "soon"}, {"--max-body-inflight", "1MiB"},
 		{"--read-header-timeout", "-1s"}, {"--idle-timeout", ""}, {"--max-conns", "-5"}, {"--max-conns-per-ip", "x"},
@@ -304,8 +311,9 @@ func TestServeProcess(t *testing.T) {
 	}
 	p.stop(t)
 	// The output buffers are safe to read once the process has exited.
-	if !strings.Contains(p.stdout.String(), key) {
-		t.Errorf("bootstrap output lacks the key:\n%s", p.stdout.String())
+	// The key came from COPPICE_BOOTSTRAP_KEY: the banner does not repeat it.
+	if out := p.stdout.String(); strings.Contains(out, key) || !strings.Contains(out, "COPPICE_BOOTSTRAP_KEY") {
+		t.Errorf("bootstrap output:\n%s", out)
 	}
 	logs := p.stderr.String()
 	for _, want := range []string{`"msg":"listening"`, `"msg":"serving metrics"`, `"msg":"request"`, `"route":"/dbs/{db_name}"`, `"status":404`} {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -22,8 +23,11 @@ type serveConfig struct {
 	Addr string
 	// DataDir is the data directory, created if missing.
 	DataDir string
-	// CacheSize is the storage block cache in bytes; 0 means
-	// engine.DefaultCacheSize.
+	// MemoryLimit is the memory the server may take (engine.Options);
+	// the Go runtime's memory limit follows it.
+	MemoryLimit int64
+	// CacheSize is the storage block cache in bytes, taken from
+	// MemoryLimit; 0 means engine.PlanMemory's share.
 	CacheSize int64
 	// BootstrapKey, when set, is the API key a first start creates instead
 	// of a generated one.
@@ -133,7 +137,14 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)})
+	plan := engine.PlanMemory(cfg.MemoryLimit, cfg.CacheSize)
+	if plan.GoLimit > 0 {
+		debug.SetMemoryLimit(plan.GoLimit)
+	}
+	log.Info("memory", slog.Int64("limit", plan.Limit), slog.Int64("cache", plan.CacheSize),
+		slog.Int64("memtables", plan.Memtables), slog.Int64("derived", plan.Derived), slog.Int64("go_limit", plan.GoLimit))
+	return engine.Open(cfg.DataDir, engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
+		Meta: api.MetaKey(cfg.API.Compat)})
 }
 
 // bootstrap creates the first accounts of a new data directory and prints
