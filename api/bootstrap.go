@@ -24,6 +24,9 @@ type BootstrapInfo struct {
 	WorkspaceID string // public id: {slug}-{core}
 	Workspace   string // core id
 	Key         string
+	// KeyGiven is set when Key came from COPPICE_BOOTSTRAP_KEY: the
+	// operator knows it, and Print does not show it.
+	KeyGiven bool
 }
 
 // Bootstrap creates the first user, a workspace it owns and an API key, in
@@ -44,7 +47,7 @@ func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
 	return &BootstrapInfo{UserID: res.User.ID, Email: res.User.Email, WorkspaceID: res.Workspace.ID(),
-		Workspace: res.Workspace.Core, Key: res.Key.Secret}, nil
+		Workspace: res.Workspace.Core, Key: res.Key.Secret, KeyGiven: key != ""}, nil
 }
 
 // MinBootstrapKeyLen is the shortest COPPICE_BOOTSTRAP_KEY accepted: a key
@@ -65,8 +68,13 @@ func (b *BootstrapInfo) Print(w io.Writer) {
 	fmt.Fprintf(w, "coppice: first start, created:\n")
 	fmt.Fprintf(w, "  user       %s (%s)\n", b.Email, b.UserID)
 	fmt.Fprintf(w, "  workspace  %s\n", b.WorkspaceID)
-	fmt.Fprintf(w, "  API key    %s\n", b.Key)
-	fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
+	if b.KeyGiven {
+		fmt.Fprintf(w, "  API key    the one COPPICE_BOOTSTRAP_KEY holds\n")
+		fmt.Fprintf(w, "Use it as: Authorization: Bearer <key>\n")
+	} else {
+		fmt.Fprintf(w, "  API key    %s\n", b.Key)
+		fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
+	}
 	fmt.Fprintf(w, "Data-plane base URL: http://HOST:PORT/ws/%s\n", b.WorkspaceID)
 	fmt.Fprintf(w, "Web console: http://HOST:PORT/console (sign in with the key)\n")
 }

@@ -15,9 +15,10 @@ import (
 	"github.com/coppice-db/coppice/api"
 )
 
-// TestServe runs serve in process: a first start bootstraps and prints the
-// key, which then works; a second start on the same directory bootstraps
-// nothing.
+// TestServe runs serve in process: a first start bootstraps with the key
+// COPPICE_BOOTSTRAP_KEY holds, which then works, and prints the account
+// but not the key, which the operator has; a second start on the same
+// directory bootstraps nothing.
 func TestServe(t *testing.T) {
 	const key = "cpk_serve_test_0123456789abcdef"
 	cfg := serveConfig{Addr: "127.0.0.1:0", DataDir: t.TempDir(), BootstrapKey: key,
@@ -48,7 +49,8 @@ func TestServe(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	if !strings.Contains(out.String(), key) || !strings.Contains(out.String(), api.BootstrapEmail) {
+	if strings.Contains(out.String(), key) || !strings.Contains(out.String(), api.BootstrapEmail) ||
+		!strings.Contains(out.String(), "COPPICE_BOOTSTRAP_KEY") {
 		t.Errorf("bootstrap output: %s", out.String())
 	}
 
@@ -60,6 +62,48 @@ func TestServe(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("second start printed %q", out.String())
+	}
+}
+
+// TestServeGeneratedKey: without COPPICE_BOOTSTRAP_KEY, a first start
+// generates the key and prints it, once; it works.
+func TestServeGeneratedKey(t *testing.T) {
+	cfg := serveConfig{Addr: "127.0.0.1:0", DataDir: t.TempDir(),
+		API: api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &out, func(a net.Addr) { addrc <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	key := ""
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  API key    "); ok {
+			key = rest
+		}
+	}
+	if len(key) < api.MinBootstrapKeyLen {
+		t.Fatalf("no generated key in the output: %s", out.String())
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr.String()+"/workspaces/x/regions", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 { // the key works; the workspace does not exist
+		t.Errorf("status %d with the printed key", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 }
 
