@@ -23,6 +23,7 @@ var statusByCode = map[engine.Code]int{
 	engine.CodeUnauthenticated: http.StatusUnauthorized,
 	engine.CodeForbidden:       http.StatusForbidden,
 	engine.CodeUnsupported:     http.StatusNotImplemented,
+	engine.CodeUnavailable:     http.StatusServiceUnavailable,
 	engine.CodeInternal:        http.StatusInternalServerError,
 }
 

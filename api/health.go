@@ -11,8 +11,9 @@ import (
 // itself, without authentication and ahead of the router.
 //
 //   - GET /healthz: 200 while the process is alive and serving, whatever
-//     else it is doing; a load balancer or supervisor restarts the
-//     server when it fails.
+//     else it is doing; 503 with the reason once its storage failed (a
+//     full disk, an I/O error) and it takes no more writes. A load
+//     balancer or supervisor restarts the server when it fails.
 //   - GET /readyz: 200 once the server accepts requests on its listener,
 //     503 before that and from the start of Shutdown, so a load balancer
 //     stops sending new requests while the ones in flight drain.
@@ -55,6 +56,10 @@ func (s *Server) builtin(method, path string, r *request) fasthttp.RequestHandle
 
 // healthz answers GET /healthz.
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
+	if err := s.eng.Health(); err != nil {
+		writeJSON(ctx, http.StatusServiceUnavailable, map[string]any{"status": "degraded", "message": err.Error()})
+		return
+	}
 	writeJSON(ctx, http.StatusOK, bodyHealthy)
 }
 

@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +86,37 @@ func TestReadyz(t *testing.T) {
 	}
 	<-served
 	f("after Shutdown", 503)
+}
+
+// TestDiskFullDegrades: once the disk under the engine is full, a write
+// gets 503 naming the cause, and so does every write after it; reads still
+// answer; /healthz answers 503 with the reason.
+func TestDiskFullDegrades(t *testing.T) {
+	disk := engine.NewDiskFull(-1)
+	eng, err := engine.Open(t.TempDir(), engine.Options{FS: disk.FS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := serveEngine(t, Options{}, eng)
+	ts.createDB("app")
+	ts.createTable("app", "t", map[string]any{"name": "n", "type": "int"})
+	ts.expect(201, "PUT", "/db/app:main/tables/t/data/a", map[string]any{"n": 1})
+	ts.expect(200, "GET", ts.url+"/healthz", nil, withKey(""))
+
+	disk.Fill()
+	for i, id := range []string{"b", "c"} {
+		r := ts.expect(503, "PUT", "/db/app:main/tables/t/data/"+id, map[string]any{"n": 2})
+		if msg, _ := r.obj()["message"].(string); !strings.Contains(msg, "no space left on device") {
+			t.Errorf("write %d on a full disk: %s", i, r.raw)
+		}
+	}
+	ts.expect(503, "PUT", "/db/app:main/tables/u", nil)
+	if r := ts.expect(200, "GET", "/db/app:main/tables/t/data/a", nil); r.obj()["n"] != json.Number("1") {
+		t.Errorf("read on a full disk: %s", r.raw)
+	}
+	ts.expect(200, "POST", "/db/app:main/tables/t/query", map[string]any{})
+	r := ts.expect(503, "GET", ts.url+"/healthz", nil, withKey(""))
+	if r.obj()["status"] != "degraded" || !strings.Contains(r.obj()["message"].(string), "no space left on device") {
+		t.Errorf("/healthz on a full disk: %s", r.raw)
+	}
 }

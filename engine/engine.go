@@ -24,6 +24,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -65,6 +66,10 @@ type Options struct {
 	// write stalls, store builds, evictions and flattens. It is called from
 	// background goroutines, and must be quick and safe for concurrent use.
 	OnEvent func(Event)
+	// FS is the filesystem the storage engine uses; nil means the
+	// operating system's. Tests of storage faults pass one that fails
+	// (DiskFull).
+	FS vfs.FS
 	// Meta is the record metadata key under which filters, sorts, column
 	// lists, summaries, aggregations and boosters name the metadata
 	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
@@ -130,6 +135,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
 		Logger:                      pebbleLogger{opts.Logger},
 		EventListener:               obs.pebbleListener(),
+		FS:                          opts.FS,
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -156,7 +162,8 @@ func Open(dir string, opts Options) (*Engine, error) {
 }
 
 // Close waits for background work, then closes the data directory. Calls
-// after Close fail.
+// after Close fail. An engine whose storage failed (Health) closes what it
+// can and returns the failure; what was acknowledged is durable already.
 func (e *Engine) Close() error {
 	select {
 	case <-e.closing:
@@ -165,7 +172,29 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.bg.Wait()
-	return e.pdb.Close()
+	fault := e.ap.Fault()
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil && fault != nil {
+				err = fmt.Errorf("%v", p)
+			}
+		}()
+		return e.pdb.Close()
+	}()
+	if fault != nil {
+		return fmt.Errorf("engine: closed after a storage failure (%v): %w", err, fault)
+	}
+	return err
+}
+
+// Health returns nil while the engine takes writes, and else why not: its
+// storage failed (a full disk, an I/O error), and it answers reads only,
+// until it is opened again. Writes then fail with CodeUnavailable.
+func (e *Engine) Health() error {
+	if e.ap == nil {
+		return nil // still opening
+	}
+	return e.ap.Fault()
 }
 
 // background runs fn in a goroutine that Close waits for, unless the
@@ -194,7 +223,7 @@ func (e *Engine) now() time.Time {
 func (e *Engine) load() error {
 	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
 		BackgroundBuildRows: e.opts.BackgroundBuildRows, MemoryLimit: e.plan.Derived,
-		Background: e.background, Event: e.obs.event,
+		Background: e.background, Event: e.obs.event, Fault: e.Health,
 	})
 	memory := e.MemoryStats
 	e.obs.memory.Store(&memory)
@@ -203,6 +232,8 @@ func (e *Engine) load() error {
 		return err
 	}
 	e.ap, e.cat = ap, ap.Catalog()
+	fail := ap.Fail
+	e.obs.fail.Store(&fail)
 	// The secrets that sign cursors and file URLs are made now, so that
 	// no read has to make one (see the lock order in internal/apply).
 	for _, name := range []string{cursorSecretName, fileSecretName} {

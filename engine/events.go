@@ -19,6 +19,17 @@ type observer struct {
 	// memory reads the memory budget's figures, for the debug log of
 	// builds and evictions; set once the budget exists.
 	memory atomic.Pointer[func() MemoryStats]
+	// fail degrades the engine for a storage failure of its background
+	// work (apply.Applier.Fail); set once the write path exists.
+	fail atomic.Pointer[func(error) error]
+}
+
+// storageFailed degrades the engine: a flush that cannot write stops
+// writes as surely as a failed commit.
+func (o *observer) storageFailed(err error) {
+	if fail := o.fail.Load(); fail != nil {
+		(*fail)(err)
+	}
 }
 
 // event reports ev, logging it when it is a failure, and logging the
@@ -53,9 +64,13 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
 			o.log.Error("storage background error", slog.Any("err", err))
+			if !errors.Is(err, pebble.ErrCancelledCompaction) {
+				o.storageFailed(err)
+			}
 		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			o.log.Error("storage data corruption", slog.String("path", info.Path), slog.Any("err", info.Details))
+			o.storageFailed(info.Details)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			o.log.Warn("slow disk", slog.String("path", info.Path), slog.Duration("duration", info.Duration))
@@ -63,6 +78,7 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 		FlushEnd: func(info pebble.FlushInfo) {
 			if info.Err != nil {
 				o.log.Error("storage flush failed", slog.Any("err", info.Err))
+				o.storageFailed(info.Err)
 			}
 			var n uint64
 			for _, t := range info.Output {

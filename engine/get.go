@@ -160,6 +160,11 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 		e0 uint64
 	)
 	branchID, tableID := b.ID, t.ID
+	if c != nil && e.Health() != nil {
+		// Making a cache takes the writer lock, which a write stuck in
+		// failed storage may hold.
+		c = nil
+	}
 	if c != nil {
 		bc = d.CacheFor(storeKey{Branch: branchID, Table: tableID})
 		if e0 = bc.Epoch(); e0%2 == 0 {

@@ -20,6 +20,7 @@ const (
 	CodeUnauthenticated = model.CodeUnauthenticated
 	CodeForbidden       = model.CodeForbidden
 	CodeUnsupported     = model.CodeUnsupported
+	CodeUnavailable     = model.CodeUnavailable
 )
 
 // Error is the error of an operation that fails for a reason a caller can

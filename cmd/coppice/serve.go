@@ -143,9 +143,16 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	}
 	log.Info("memory", slog.Int64("limit", plan.Limit), slog.Int64("cache", plan.CacheSize),
 		slog.Int64("memtables", plan.Memtables), slog.Int64("derived", plan.Derived), slog.Int64("go_limit", plan.GoLimit))
-	return engine.Open(cfg.DataDir, engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
-		Meta: api.MetaKey(cfg.API.Compat)})
+	opts := engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)}
+	if testEngineOptions != nil {
+		testEngineOptions(&opts, log)
+	}
+	return engine.Open(cfg.DataDir, opts)
 }
+
+// testEngineOptions, set only in builds for tests (faultfs.go), changes
+// the engine's options.
+var testEngineOptions func(o *engine.Options, log *slog.Logger)
 
 // bootstrap creates the first accounts of a new data directory and prints
 // their credentials to out.

@@ -29,10 +29,12 @@ import (
 
 // Build compiles cmd/coppice with the build tags of the Makefile into dir
 // and returns the binary's path. The module is found from the working
-// directory, which must be inside it (as a test's is).
+// directory, which must be inside it (as a test's is). The binary is also
+// built with the tag coppice_faultfs: COPPICE_TEST_DISK_FULL=signal then
+// makes its disk full at SIGUSR1 (Server.Signal).
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "coppice")
-	cmd := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", bin, "github.com/coppice-db/coppice/cmd/coppice")
+	cmd := exec.Command("go", "build", "-tags", "pebblegozstd,coppice_faultfs", "-o", bin, "github.com/coppice-db/coppice/cmd/coppice")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
@@ -213,6 +215,9 @@ func (s *Server) Kill() {
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.exited
 }
+
+// Signal sends sig to the process.
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
 
 // Exit is how a process ended.
 type Exit struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -22,6 +23,8 @@ type Applier struct {
 
 	catMu sync.Mutex       // serializes catalog commands (lock order: doc.go)
 	cat   *catalog.Catalog // guarded by its own lock for readers
+
+	fault atomic.Pointer[error] // set once the storage failed (fault.go)
 
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
@@ -96,6 +99,9 @@ func (a *Applier) addDB(d *DB) {
 // background flattening of deep branches, and, in a replicated
 // deployment, the state machine that applies the commands of its log.
 func (a *Applier) Apply(cmd Command) (any, error) {
+	if err := a.Fault(); err != nil {
+		return nil, err
+	}
 	if cmd.Catalog != nil {
 		return a.applyCatalog(cmd.Catalog)
 	}
@@ -192,25 +198,43 @@ func (a *Applier) inspect(d *DB, fn func(tx *Tx) error) error {
 // commit applies a batch durably. The batch becomes visible when applied;
 // then applied runs (publishing in-memory state) and unlock releases the
 // writer's lock, so the next writer proceeds while this one waits for the WAL
-// sync, which concurrent commits share. On failure applied does not run.
-func (a *Applier) commit(b *pebble.Batch, applied, unlock func()) error {
-	defer b.Close()
-	var err error
-	if a.opts.NoSync {
-		err = a.pdb.Apply(b, a.writeOp)
-	} else {
-		err = a.pdb.ApplyNoSyncWait(b, a.writeOp)
+// sync, which concurrent commits share. On failure applied does not run;
+// unlock always does. A failure of the storage engine, error or panic, is
+// the applier's fault from then on (fault.go).
+func (a *Applier) commit(b *pebble.Batch, applied, unlock func()) (err error) {
+	unlocked := false
+	defer func() {
+		if !unlocked && unlock != nil {
+			unlock()
+		}
+	}()
+	if err := a.Fault(); err != nil {
+		b.Close()
+		return err
 	}
-	if err == nil && applied != nil {
+	err = a.storage(func() error {
+		if a.opts.NoSync {
+			return a.pdb.Apply(b, a.writeOp)
+		}
+		return a.pdb.ApplyNoSyncWait(b, a.writeOp)
+	})
+	if err != nil {
+		// A batch the storage engine failed on may still be in its commit
+		// pipeline: it is left to it.
+		return err
+	}
+	defer b.Close()
+	if applied != nil {
 		applied()
 	}
+	unlocked = true
 	if unlock != nil {
 		unlock()
 	}
-	if err != nil || a.opts.NoSync {
-		return err
+	if a.opts.NoSync {
+		return nil
 	}
-	return b.SyncWait()
+	return a.storage(b.SyncWait)
 }
 
 // Observer is told of the commands applied to one database. The commit

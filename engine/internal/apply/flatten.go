@@ -89,6 +89,6 @@ func (a *Applier) Materialize(db uint32, s *model.Schema, lin model.Lineage, lay
 	snap := a.pdb.NewSnapshot()
 	defer snap.Close()
 	return layers.Materialize(snap, func() *pebble.Batch { return a.pdb.NewBatch() }, func(b *pebble.Batch) error {
-		return a.pdb.Apply(b, pebble.NoSync)
+		return a.storage(func() error { return a.pdb.Apply(b, pebble.NoSync) })
 	}, db, s, lin, layer)
 }

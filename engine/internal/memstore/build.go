@@ -23,6 +23,10 @@ import (
 // change made something else meanwhile.
 var errNotVector = errors.New("engine: not a vector column")
 
+// errDegraded stops building a shared structure on an engine whose
+// storage failed: its readers go without, or build their own.
+var errDegraded = errors.New("engine: storage failed")
+
 // ensure makes sure the structure of kind (and vector column col) of
 // table t of branch root exists, building it, or waiting for the build
 // under way, when it does not.
@@ -59,6 +63,9 @@ func (d *DB) ensure(ctx context.Context, kind Kind, root *model.Branch, t *model
 // dropped: the next reader starts another.
 func (d *DB) buildInBackground(root *model.Branch, t *model.Table) {
 	b, err := d.register(KindColumnStore, root, t, 0)
+	if errors.Is(err, errDegraded) {
+		return
+	}
 	if err != nil {
 		d.reg.event(model.Event{Kind: model.EventStoreBuild, Err: err})
 		return
@@ -104,6 +111,9 @@ type build struct {
 // built, with the snapshot to build it from, unless a current one is
 // registered already (then it returns nil).
 func (d *DB) register(kind Kind, root *model.Branch, t *model.Table, col uint32) (*build, error) {
+	if err := d.reg.opts.Fault(); err != nil {
+		return nil, errDegraded
+	}
 	d.LockWriter()
 	defer d.UnlockWriter()
 	// Under the writer lock the state is current and no write is in

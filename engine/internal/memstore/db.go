@@ -27,6 +27,10 @@ type Options struct {
 	Background func(fn func()) bool
 	// Event is told of store builds and evictions, and of their failures.
 	Event func(model.Event)
+	// Fault returns why the storage failed, or nil: a degraded engine
+	// builds no shared structure, which would wait for the writer lock a
+	// stuck write may hold; its readers build their own.
+	Fault func() error
 }
 
 // Registry holds the derived structures of every open database, each
@@ -48,6 +52,9 @@ func NewRegistry(pdb *pebble.DB, opts Options) *Registry {
 	}
 	if opts.Event == nil {
 		opts.Event = func(model.Event) {}
+	}
+	if opts.Fault == nil {
+		opts.Fault = func() error { return nil }
 	}
 	return &Registry{pdb: pdb, opts: opts, budget: NewBudget(opts.MemoryLimit, opts.Event), dbs: map[uint32]*DB{}}
 }

@@ -81,14 +81,14 @@ func (d *DB) Open(ctx context.Context, branch, table string, need Need) (*View, 
 		need.Store = Without
 	}
 	for attempt := 0; ; attempt++ {
-		if err := d.prepare(ctx, branch, table, need); err != nil {
+		if err := d.prepare(ctx, branch, table, need); err != nil && !errors.Is(err, errDegraded) {
 			return nil, err
 		}
 		v, missing, err := d.acquire(branch, table, need)
 		if err != nil {
 			return nil, err
 		}
-		if !missing || attempt == 2 {
+		if !missing || attempt == 2 || d.reg.opts.Fault() != nil {
 			// Past a few tries (the store evicted again at once, or held
 			// by readers with changes queued), the reader builds its own
 			// from its snapshot.

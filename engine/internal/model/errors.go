@@ -31,6 +31,10 @@ const (
 	CodeForbidden
 	// CodeUnsupported is a feature this server does not implement.
 	CodeUnsupported
+	// CodeUnavailable is a write the engine cannot make: its storage
+	// failed (a full disk, an I/O error), and it takes no more writes
+	// until it is opened again.
+	CodeUnavailable
 )
 
 // Error is the error type of every engine operation that fails for a reason a
