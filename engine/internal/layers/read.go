@@ -40,38 +40,48 @@ import (
 // many children it has; children pay for the parent's churn since their fork.
 
 // GetVersion reads the version of a versioned key visible in a layer at seq
-// s. found is false when the layer holds no version at s. The returned slice
-// is a copy. histPrefix is not read when s is MaxSeq.
-func GetVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error)) (val []byte, found bool, err error) {
+// s and calls use with it. found is false when the layer holds no version
+// at s (use is not called). The value use is given is the storage
+// engine's: valid only until use returns, so that a large value a decoder
+// copies anyway is not copied before it. histPrefix is not read when s is
+// MaxSeq.
+func GetVersion(r pebble.Reader, curKey, histPrefix []byte, s uint64, seqOf func([]byte) (uint64, error), use func(val []byte) error) (found bool, err error) {
 	v, closer, err := r.Get(curKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
-	cur := bytes.Clone(v)
-	closer.Close()
-	if s == model.MaxSeq {
-		return cur, true, nil
+	defer closer.Close()
+	if s != model.MaxSeq {
+		seq, err := seqOf(v)
+		if err != nil {
+			return false, err
+		}
+		if seq > s {
+			return getHist(r, histPrefix, s, use)
+		}
 	}
-	seq, err := seqOf(cur)
-	if err != nil {
-		return nil, false, err
-	}
-	if seq <= s {
-		return cur, true, nil
-	}
+	return true, use(v)
+}
+
+// getHist reads the newest hist version of a key at or before seq s.
+func getHist(r pebble.Reader, histPrefix []byte, s uint64, use func(val []byte) error) (bool, error) {
 	seek := codec.AppendU64(bytes.Clone(histPrefix), ^s)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: seek, UpperBound: codec.PrefixEnd(histPrefix)})
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	defer it.Close()
 	if !it.First() {
-		return nil, false, it.Error()
+		return false, it.Error()
 	}
-	return bytes.Clone(it.Value()), true, nil
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return false, err
+	}
+	return true, use(v)
 }
 
 // IDEntry is the value of an id-map key: the row a record id names, the
@@ -120,16 +130,16 @@ func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 			hp = codec.IDMapHistKey(nil, db, lr.Layer, tableID, id, 0)
 			hp = hp[:len(hp)-8]
 		}
-		v, found, err := GetVersion(r, kb, hp, lr.Seq, idEntrySeq)
+		var e IDEntry
+		found, err := GetVersion(r, kb, hp, lr.Seq, idEntrySeq, func(v []byte) (err error) {
+			e, err = DecodeIDEntry(v)
+			return err
+		})
 		if err != nil {
 			return IDEntry{}, 0, false, err
 		}
 		if !found {
 			continue
-		}
-		e, err := DecodeIDEntry(v)
-		if err != nil {
-			return IDEntry{}, 0, false, err
 		}
 		if e.Deleted {
 			return IDEntry{}, i, false, nil
@@ -151,15 +161,14 @@ func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 			hp = codec.RecordHistKey(nil, db, lr.Layer, tableID, row, 0)
 			hp = hp[:len(hp)-8]
 		}
-		v, found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq)
+		// The record decoder copies what it keeps: the value is read where
+		// it lies.
+		found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq, func(v []byte) error { return codec.DecodeRecord(v, rec) })
 		if err != nil {
 			return 0, false, err
 		}
 		if !found {
 			continue
-		}
-		if err := codec.DecodeRecord(v, rec); err != nil {
-			return 0, false, err
 		}
 		return i, !rec.Deleted, nil
 	}

@@ -291,17 +291,13 @@ func (s *TableStore) readLayer(ctx context.Context, r pebble.Reader, db uint32, 
 			// Written after the fork this level is read at: take the
 			// version visible then, if any.
 			hp := codec.RecordHistKey(nil, db, lr.Layer, t.ID, row, 0)
-			hv, found, err := layers.GetVersion(r, k, hp[:len(hp)-8], lr.Seq, codec.RecordSeq)
+			found, err := layers.GetVersion(r, k, hp[:len(hp)-8], lr.Seq, codec.RecordSeq, func(hv []byte) error { return codec.DecodeRecord(hv, &rec) })
 			if err != nil {
 				it.Close()
 				return err
 			}
 			if !found {
 				continue
-			}
-			if err := codec.DecodeRecord(hv, &rec); err != nil {
-				it.Close()
-				return err
 			}
 		}
 		s.apply(row, &rec)
