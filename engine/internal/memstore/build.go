@@ -167,6 +167,7 @@ func (d *DB) copyBase(st *apply.State, root *model.Branch, t *model.Table) *slot
 	if s == nil || s.sig != t.Sig || !s.tryRead() {
 		return nil
 	}
+	s.entry.Touch() // the stores of its forks come from it: keep it
 	return s
 }
 
