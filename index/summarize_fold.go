@@ -482,10 +482,12 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 		f.need(fn)
 	}
 	workers := 1
-	if total >= parallelFoldRows {
-		workers = runtime.GOMAXPROCS(0)
+	if total >= parallelFoldRows && len(folders) > 0 {
+		extra, release := takeFoldWorkers(runtime.GOMAXPROCS(0) - 1)
+		defer release()
+		workers += extra
 	}
-	if workers == 1 || len(folders) == 0 {
+	if workers == 1 {
 		return foldCodeBatches(cand, gid, ng, folders), folds
 	}
 	lab := foldLabels.Get().(*foldLabel)
@@ -539,8 +541,36 @@ type foldLabel struct {
 var foldLabels = sync.Pool{New: func() any { return new(foldLabel) }}
 
 // parallelFoldRows is the number of candidates from which foldCodes uses
-// every core: below it, starting goroutines costs more than it saves.
+// more than one core: below it, starting goroutines costs more than it
+// saves.
 const parallelFoldRows = 1 << 16
+
+// foldWorkers bounds the goroutines parallel folds run beside their
+// requests' own, over every summary running at once: one fewer than the
+// cores less one, so that a summary, however large, and however many run,
+// leaves a core to point reads and writes (with two cores, folds run in
+// their request's goroutine only).
+var foldWorkers = make(chan struct{}, max(runtime.GOMAXPROCS(0)-2, 0))
+
+// takeFoldWorkers takes up to n of foldWorkers, without waiting, and
+// returns how many it took and what gives them back.
+func takeFoldWorkers(n int) (int, func()) {
+	took := 0
+	for took < n {
+		select {
+		case foldWorkers <- struct{}{}:
+			took++
+			continue
+		default:
+		}
+		break
+	}
+	return took, func() {
+		for range took {
+			<-foldWorkers
+		}
+	}
+}
 
 // foldCodeBatches is foldCodes in one goroutine: codes and folds in the
 // same pass over the candidates, a batch at a time.

@@ -467,6 +467,9 @@ func (s codedSource) Values(c *Column) (ColumnValues, error) {
 // order they are added in: the answer must be the one of the path that
 // reads every row's values one by one.
 func TestSummarizeCodesOnEveryCore(t *testing.T) {
+	// Four cores' worth of fold workers, whatever this machine has.
+	defer func(old chan struct{}) { foldWorkers = old }(foldWorkers)
+	foldWorkers = make(chan struct{}, 3)
 	const n = parallelFoldRows + 4321
 	things, _ := sumTestTables()
 	build := func(dense bool) *memSource {
@@ -490,5 +493,27 @@ func TestSummarizeCodesOnEveryCore(t *testing.T) {
 		if got := summarizeJSON(t, codedSource{build(true)}, body); got != want {
 			t.Errorf("%s:\ngot  %s\nwant %s", body, got, want)
 		}
+	}
+}
+
+// TestFoldWorkersAreShared: the fold workers are one pool over all
+// summaries: a fold takes what is free without waiting, and gives it back.
+func TestFoldWorkersAreShared(t *testing.T) {
+	defer func(old chan struct{}) { foldWorkers = old }(foldWorkers)
+	foldWorkers = make(chan struct{}, 2)
+	a, releaseA := takeFoldWorkers(5)
+	if a != 2 {
+		t.Fatalf("took %d of 2 free workers", a)
+	}
+	if b, releaseB := takeFoldWorkers(1); b != 0 {
+		t.Fatalf("took %d workers while none was free", b)
+	} else {
+		releaseB()
+	}
+	releaseA()
+	if c, releaseC := takeFoldWorkers(1); c != 1 {
+		t.Fatalf("took %d workers after they were given back", c)
+	} else {
+		releaseC()
 	}
 }
