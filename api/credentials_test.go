@@ -6,9 +6,10 @@ import (
 )
 
 // TestScopedKeyCannotActOnAccount: a key scoped to a workspace may not
-// delete the user, revoke the user's other keys, create workspaces or use
-// the administration endpoints, even when the user is the administrator;
-// it may revoke itself. Its errors name no workspace outside its scope.
+// delete or change the user, revoke the user's other keys, create
+// workspaces or use the administration endpoints, even when the user is
+// the administrator; it may revoke itself. Its errors name no workspace
+// outside its scope.
 func TestScopedKeyCannotActOnAccount(t *testing.T) {
 	ts := startServer(t, Options{})
 	admin := ts.admin()
@@ -29,8 +30,16 @@ func TestScopedKeyCannotActOnAccount(t *testing.T) {
 			t.Errorf("%s %s: %s", c.method, c.path, msg)
 		}
 	}
-	// Nothing happened: the user, its keys and its workspaces are there.
-	r := ts.call(admin, 200, "GET", "/user/keys", nil)
+	r := ts.call(scoped, 403, "PUT", "/user", map[string]any{"email": "x@example.com", "fullname": "X", "image": ""})
+	if msg := errMessage(r); !strings.Contains(msg, "change the account") {
+		t.Errorf("PUT /user: %s", msg)
+	}
+	// Nothing happened: the user, its keys and its workspaces are there,
+	// and the user is as it was.
+	if r := ts.call(admin, 200, "GET", "/user", nil); r.obj()["email"] == "x@example.com" {
+		t.Errorf("a scoped key changed the account: %s", r.raw)
+	}
+	r = ts.call(admin, 200, "GET", "/user/keys", nil)
 	if n := len(r.obj()["keys"].([]any)); n != 3 {
 		t.Errorf("keys: %s", r.raw)
 	}

@@ -38,6 +38,9 @@ func (s *Server) getUser(r *request) error {
 // updateUser: PUT /user. All three fields are required: the update replaces
 // them, and a missing one would be erased by accident.
 func (s *Server) updateUser(r *request) error {
+	if err := r.accountKey("change the account"); err != nil {
+		return err
+	}
 	var body struct {
 		Email    *string `json:"email"`
 		Fullname *string `json:"fullname"`
