@@ -60,6 +60,8 @@ func (c *Column) Get(row uint32) codec.Value {
 	return codec.Null()
 }
 
+// set records a row's value (null: none), keeping the derived structures
+// current.
 func (c *Column) set(row uint32, v codec.Value) {
 	c.written(row, v)
 	if v.IsNull() {
@@ -94,6 +96,7 @@ func (c *Column) set(row uint32, v codec.Value) {
 	c.present.Add(row)
 }
 
+// grow returns s with at least n elements, growing by a quarter.
 func grow[T any](s []T, n int) []T {
 	if n <= len(s) {
 		return s
@@ -221,6 +224,7 @@ func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table
 	return s, nil
 }
 
+// be32 reads a big-endian u32.
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

@@ -102,6 +102,7 @@ func (d *DB) EnsureSearchStore(b *model.Branch, t *model.Table) (*SearchStore, e
 	})
 }
 
+// schemaVersion implements builtStore.
 func (s *SearchStore) schemaVersion() uint64 { return s.version }
 
 // updateSearch applies a command to the search stores. The caller holds

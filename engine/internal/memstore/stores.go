@@ -189,6 +189,7 @@ type builtStore interface {
 	schemaVersion() uint64
 }
 
+// schemaVersion implements builtStore.
 func (s *TableStore) schemaVersion() uint64 { return s.version }
 
 // ensureBuilt returns the store m[k] of a table of a branch, building it

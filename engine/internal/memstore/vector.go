@@ -61,6 +61,7 @@ func (d *DB) EnsureVectorStore(b *model.Branch, t *model.Table, path string) err
 // change removed meanwhile.
 var errNoVectorColumn = errors.New("engine: not a vector column")
 
+// schemaVersion implements builtStore.
 func (s *VectorStore) schemaVersion() uint64 { return s.version }
 
 // buildVectorStore reads the vector of every row of a branch's table
