@@ -65,6 +65,8 @@ func (c *Column) Get(row uint32) codec.Value {
 	return codec.Null()
 }
 
+// set records a row's value (null: none), keeping the derived structures
+// current.
 func (c *Column) set(row uint32, v codec.Value) {
 	c.written(row, v)
 	switch c.kind {
@@ -111,6 +113,7 @@ func (c *Column) set(row uint32, v codec.Value) {
 	c.present.Add(row)
 }
 
+// grow returns s with at least n elements, growing by a quarter.
 func grow[T any](s []T, n int) []T {
 	if n <= len(s) {
 		return s
@@ -305,6 +308,7 @@ func (s *TableStore) readLayer(ctx context.Context, r pebble.Reader, db uint32, 
 	return it.Close()
 }
 
+// be32 reads a big-endian u32.
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
