@@ -15,6 +15,7 @@ import (
 // Use says how a reader of a table depends on its column store.
 type Use int
 
+// The ways a reader depends on a column store.
 const (
 	// Optional readers (queries, searches) read storage while the
 	// store of a large table is built in the background.

@@ -31,6 +31,8 @@ type pentry[K comparable, V any] struct {
 	child *pnode[K, V]
 }
 
+// The shape of a Map's trie: five bits of hash choose a slot at each
+// level.
 const (
 	pbits     = 5
 	pmaxDepth = 64 / pbits // levels of 5 hash bits; deeper nodes are lists
@@ -129,6 +131,7 @@ func (m Map[K, V]) All(yield func(K, V) bool) {
 	m.root.all(yield)
 }
 
+// all yields the entries under n; false when yield stopped it.
 func (n *pnode[K, V]) all(yield func(K, V) bool) bool {
 	if n == nil {
 		return true

@@ -28,10 +28,12 @@ type tableMaps struct {
 	byID   map[uint32]*Table
 }
 
+// newTableMaps returns empty lookups sized for n tables.
 func newTableMaps(n int) *tableMaps {
 	return &tableMaps{byName: make(map[string]*Table, n), byFold: make(map[string]*Table, n), byID: make(map[uint32]*Table, n)}
 }
 
+// clone returns a copy of the lookups that changes apart from them.
 func (m *tableMaps) clone() *tableMaps {
 	n := newTableMaps(len(m.byID) + 1)
 	for k, v := range m.byName {
@@ -62,6 +64,7 @@ func buildIndex(tables []*Table) *tableIndex {
 	return &tableIndex{base: m, over: newTableMaps(0)}
 }
 
+// name finds a table by name, the overlay first.
 func (ix *tableIndex) name(name string) *Table {
 	if t, ok := ix.over.byName[name]; ok {
 		return t
@@ -69,6 +72,7 @@ func (ix *tableIndex) name(name string) *Table {
 	return ix.base.byName[name]
 }
 
+// folded finds a table by name in any letter case, the overlay first.
 func (ix *tableIndex) folded(name string) *Table {
 	k := fold(name)
 	if t, ok := ix.over.byFold[k]; ok {
@@ -77,6 +81,7 @@ func (ix *tableIndex) folded(name string) *Table {
 	return ix.base.byFold[k]
 }
 
+// id finds a table by id, the overlay first.
 func (ix *tableIndex) id(id uint32) *Table {
 	if t, ok := ix.over.byID[id]; ok {
 		return t
