@@ -185,12 +185,14 @@ func (b *build) run(ctx context.Context) error {
 		return err
 	}
 	s.drain() // the changes of the commands after the snapshot
+	size := s.size()
+	// From here writers may apply their changes; readers wait for
+	// building to end, under storeMu, which is below the slot's lock.
+	s.mu.Unlock()
 	d.storeMu.Lock()
-	s.drain() // and those queued since: none can come now
 	s.building = false
 	d.storeMu.Unlock()
-	s.entry.Resize(s.size())
-	s.mu.Unlock()
+	s.entry.Resize(size)
 	close(s.built)
 	d.reg.event(model.Event{Kind: model.EventStoreBuild, Duration: time.Since(start)})
 	d.reg.Reclaim()
@@ -227,11 +229,11 @@ func (b *build) abandon(err error) {
 		b.base.mu.RUnlock()
 		b.base = nil
 	}
+	s.table, s.search, s.vector = nil, nil, nil
+	s.mu.Unlock()
 	d.storeMu.Lock()
 	d.drop(s)
 	s.building, s.err = false, err
-	s.table, s.search, s.vector = nil, nil, nil
 	d.storeMu.Unlock()
-	s.mu.Unlock()
 	close(s.built)
 }

@@ -39,8 +39,9 @@ type slot struct {
 
 	// mu is held for reading by the readers of the structure, and for
 	// writing while changes are applied or the structure is built. Below
-	// storeMu in the lock order; nobody waits for it holding storeMu
-	// except for a change being applied, which takes no other lock.
+	// storeMu in the lock order: nobody takes storeMu holding it, and
+	// nobody holding storeMu waits for it but for a change being applied,
+	// which takes no other lock.
 	mu sync.RWMutex
 
 	// building, dead and built are guarded by the database's storeMu.

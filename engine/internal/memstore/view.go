@@ -97,7 +97,6 @@ func (d *DB) Open(ctx context.Context, branch, table string, need Need) (*View, 
 				v.Release()
 				return nil, err
 			}
-			d.reg.Reclaim()
 			return v, nil
 		}
 		v.Release()
@@ -299,7 +298,8 @@ func (v *View) buildMissing(ctx context.Context, need Need) error {
 }
 
 // Release ends the view: the snapshot, the structures and the layers it
-// held may go.
+// held may go. Then, holding nothing, it trims the structures to the
+// memory budget.
 func (v *View) Release() {
 	v.Snap.Close()
 	for _, s := range v.held {
@@ -310,6 +310,7 @@ func (v *View) Release() {
 	}
 	v.held = nil
 	v.d.Unpin()
+	v.d.reg.Reclaim()
 }
 
 // isCtxErr reports whether err ended a build because its context ended:
