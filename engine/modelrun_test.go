@@ -420,8 +420,8 @@ func (m *modelRun) checkBranch(branch string) {
 }
 
 // checkRange queries a range of n on a table of a branch, which the
-// branch's column store answers (its own, or one borrowed from the branch
-// it was forked from), and compares the ids with the model's.
+// branch's column store answers (its own, or that of the branch it shares
+// its rows with), and compares the ids with the model's.
 func (m *modelRun) checkRange(branch, table string) {
 	m.t.Helper()
 	recs := m.live[branch][table]
@@ -513,7 +513,7 @@ func (m *modelRun) fork() {
 	m.live[to] = m.live[from].clone()
 	m.checkGet(to, m.pick(testTables), m.pickID(m.live[to], testTables[0]))
 	if m.chance(0.3) {
-		// Queried before either writes, the child borrows the parent's store.
+		// Queried before either writes, the child reads the parent's store.
 		table := m.pick(testTables)
 		m.checkRange(from, table)
 		m.checkRange(to, table)

@@ -109,11 +109,12 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 }
 
-// TestBorrowedStore: a branch forked from a parent with a column store
-// borrows it while neither writes the table, and every branch answers with
-// its own rows once either does. The table is large enough for the default
-// order to walk the id map, which a borrower reads in its owner's layer.
-func TestBorrowedStore(t *testing.T) {
+// TestSharedStore: a branch forked from a parent with a column store reads
+// it while neither writes the table, and every branch answers with its own
+// rows once either does. The table is large enough for the default order
+// to walk the id map, which a branch sharing its parent's rows reads in its
+// parent's layer.
+func TestSharedStore(t *testing.T) {
 	e, main := recFixture(t, map[string][]ColumnDef{"t": {{Name: "n", Type: TypeInt}}})
 	const rows = 6000
 	model := map[string]map[string]int{"main": {}} // branch → id → n
@@ -187,58 +188,58 @@ func TestBorrowedStore(t *testing.T) {
 	b := fork("b", "a")
 	for _, r := range []Ref{a, b} {
 		if check(r); store(r) != store(main) {
-			t.Fatalf("%s did not borrow main's store", r.Branch)
+			t.Fatalf("%s does not share main's store", r.Branch)
 		}
 	}
 
-	// A write of the owner ends every loan; the children keep their rows.
+	// A write of the parent ends the sharing; the children keep their rows.
 	set(main, "r0000", 4)
 	if store(a) != nil || store(b) != nil {
-		t.Fatal("a loan outlived a write of the owner")
+		t.Fatal("sharing outlived a write of the parent")
 	}
 	check(main)
 	for _, r := range []Ref{a, b} {
 		if check(r); store(r) == store(main) {
-			t.Fatalf("%s still borrows after main's write", r.Branch)
+			t.Fatalf("%s still shares main's store after main's write", r.Branch)
 		}
 	}
 
-	// A child forked after that write borrows again until it writes.
+	// A child forked after that write shares again until it writes.
 	c := fork("c", "main")
 	if check(c); store(c) != store(main) {
-		t.Fatal("c did not borrow main's store")
+		t.Fatal("c does not share main's store")
 	}
 	set(c, "r0004", 0)
 	if store(c) != nil {
-		t.Fatal("a borrower kept the store after its own write")
+		t.Fatal("a branch kept its parent's store after its own write")
 	}
 	check(c)
 	check(main)
 
-	// A parent written after the fork, or another schema, lends nothing;
-	// a schema change of the owner ends its loans.
+	// A parent written after the fork, or other columns, share nothing;
+	// a change of the parent's columns ends the sharing.
 	set(main, "r0001", 4)
 	d := fork("d", "main")
 	set(main, "r0002", 4)
 	if check(d); store(d) == store(main) {
-		t.Fatal("d borrowed a store written since its fork")
+		t.Fatal("d shares a store written since its fork")
 	}
 	f := fork("f", "main")
 	if _, err := e.Schema().AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if check(f); store(f) == store(main) {
-		t.Fatal("f borrowed a store of another schema")
+		t.Fatal("f shares a store of other columns")
 	}
 	g := fork("g", "main")
 	if check(g); store(g) != store(main) {
-		t.Fatal("g did not borrow main's store")
+		t.Fatal("g does not share main's store")
 	}
 	if _, err := e.Schema().AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if store(g) != nil {
-		t.Fatal("a loan outlived a schema change of the owner")
+		t.Fatal("sharing outlived a change of the parent's columns")
 	}
 	check(g)
 	check(main)

@@ -21,10 +21,11 @@ import (
 // The vectors of a column live in memory in a vector store, one per
 // (branch, table, column): a vector.Store, a flat array indexed by row and
 // each row's Euclidean norm. A vector store follows the rules of a
-// column store (internal/memstore): it is built on first use from a snapshot
-// under the writer lock, kept current by the branch's writes under
-// the store lock, and dropped when its branch is deleted or its schema
-// changes (the next search builds it again).
+// column store (internal/memstore): it is built on first use, shared with
+// the forks that see the same rows, kept current by the branch's writes,
+// held by a search without holding back writes, under the memory budget,
+// and dropped when its branch is deleted, its column changes or the
+// budget evicts it (the next search builds it again).
 
 // Similarity functions and sizes of a vector search (index/vector's).
 const (
