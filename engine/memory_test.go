@@ -212,8 +212,9 @@ func TestDeletingFreesStructures(t *testing.T) {
 }
 
 // TestLongReadDoesNotHoldWrites: a reader holding a store for as long as
-// it likes holds back no write of the table, keeps seeing its snapshot,
-// and readers after the write see it.
+// it likes holds back no write of the table and keeps seeing its snapshot;
+// a query meanwhile sees the write (reading storage), and a summary, which
+// must have the store, waits for the reader to be done and then sees it.
 func TestLongReadDoesNotHoldWrites(t *testing.T) {
 	e, main := memFixture(t, 200)
 	sum0, _ := sumOf(t, e, main)
@@ -240,10 +241,30 @@ func TestLongReadDoesNotHoldWrites(t *testing.T) {
 	if v := src.store.Column(src.t.ByPath["n"].ID).Get(src.rowOf(t, "r00000")); v.Int != 0 {
 		t.Fatalf("the reader's store changed under it: n = %d", v.Int)
 	}
-	if sum, _ := sumOf(t, e, main); sum != sum0+1000 {
-		t.Fatalf("a summary during the long read: sum %v, want %v", sum, sum0+1000)
+	size := 200
+	res, err := e.Query(ctx, main, "t", QueryRequest{Filter: mustFilter(`{"n": {"$ge": 1000}}`), Page: PageInput{Size: &size}}, QueryOptions{})
+	if err != nil || len(res.Records) != 1 || res.Records[0].ID != "r00000" {
+		t.Fatalf("a query during the long read: %v", err)
+	}
+	summed := make(chan float64, 1)
+	go func() {
+		sum, _ := sumOf(t, e, main)
+		summed <- sum
+	}()
+	select {
+	case sum := <-summed:
+		t.Fatalf("a summary did not wait for the store's reader: sum %v", sum)
+	case <-time.After(100 * time.Millisecond):
 	}
 	release()
+	select {
+	case sum := <-summed:
+		if sum != sum0+1000 {
+			t.Fatalf("the summary that waited: sum %v, want %v", sum, sum0+1000)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the summary still waits after the long read")
+	}
 	if sum, _ := sumOf(t, e, main); sum != sum0+1000 {
 		t.Fatalf("a summary after the long read: sum %v, want %v", sum, sum0+1000)
 	}

@@ -164,7 +164,10 @@ func (d *DB) copyBase(st *apply.State, root *model.Branch, t *model.Table) *slot
 	}
 	pr, _ := d.shareRoot(st, p, pt)
 	s := d.lookup(storeKey{Branch: pr.ID, Table: t.ID}, KindColumnStore, 0)
-	if s == nil || s.sig != t.Sig || !s.tryRead() {
+	if s == nil || s.sig != t.Sig {
+		return nil
+	}
+	if ok, _ := s.tryRead(); !ok {
 		return nil
 	}
 	s.entry.Touch() // the stores of its forks come from it: keep it

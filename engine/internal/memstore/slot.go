@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"sync"
 
 	"github.com/coppice-db/coppice/engine/internal/apply"
@@ -22,8 +23,11 @@ import (
 //     changes wait for the next writer or reader who gets the lock.
 //   - A reader that finds changes queued applies them first if it gets the
 //     lock without waiting. If it cannot, the slot does not show the
-//     reader's snapshot, and the reader goes without it (reading storage,
-//     or building a private copy when it needs one).
+//     reader's snapshot: a reader that can goes without it (reading
+//     storage), one that must have it waits for the slot's readers to be
+//     done and applies the changes then (catchUp), new readers waiting
+//     behind it. A reader never waits for a slot holding the store lock,
+//     so writes never wait for readers.
 //
 // Readers decide and take their snapshot holding the database's store
 // lock for reading, and writers hold it for writing from before their
@@ -50,8 +54,11 @@ type slot struct {
 	built    chan struct{} // closed when the build ends
 	err      error         // why the build failed; set before built closes
 
-	bmu     sync.Mutex // guards backlog; a leaf
+	bmu     sync.Mutex // guards backlog and caught; a leaf
 	backlog []change
+	// caught is closed once the changes a reader waits to apply are
+	// applied (catchUp); nil while none waits.
+	caught chan struct{}
 
 	// The structure, one of these by kind; set by the build.
 	table  *TableStore
@@ -144,25 +151,65 @@ func (s *slot) size() int64 {
 }
 
 // tryRead takes the slot for reading, applying the changes queued first
-// when it can. It fails when the slot is dead or being built, or when
-// changes are queued and readers hold it. The caller holds storeMu for
-// reading: no change is queued meanwhile.
-func (s *slot) tryRead() bool {
+// when it can, without waiting. It fails when the slot is dead or being
+// built (busy false), or when changes are queued and readers hold it, or
+// someone waits to apply them (busy: catchUp waits for that). The caller
+// holds storeMu for reading: no change is queued meanwhile, and it must
+// not wait for the slot's lock, which would hold back writers behind the
+// slot's readers.
+func (s *slot) tryRead() (ok, busy bool) {
 	if s.dead || s.building {
-		return false
+		return false, false
 	}
-	// Writers only ever try the lock: waiting for it is waiting for a
-	// change being applied.
-	s.mu.RLock()
+	if !s.mu.TryRLock() {
+		return false, true
+	}
 	if !s.pending() {
-		return true
+		return true, false
 	}
 	s.mu.RUnlock()
 	if !s.mu.TryLock() {
-		return false
+		return false, true
 	}
 	s.drain()
 	s.mu.Unlock()
-	s.mu.RLock()
-	return true
+	if !s.mu.TryRLock() {
+		return false, true
+	}
+	return true, false
+}
+
+// catchUp waits until the slot's readers are done, as long as ctx lasts,
+// and applies the changes queued; new readers wait for it meanwhile. It
+// holds no other lock. When ctx ends first, the changes are applied all
+// the same once the readers are done.
+func (s *slot) catchUp(ctx context.Context) error {
+	select {
+	case <-s.startCatchUp():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startCatchUp starts applying the changes queued once the slot's readers
+// are done, in a goroutine of its own (one at a time), and returns what is
+// closed when they are applied.
+func (s *slot) startCatchUp() <-chan struct{} {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	if s.caught == nil {
+		done := make(chan struct{})
+		s.caught = done
+		go func() {
+			s.mu.Lock()
+			s.drain()
+			s.mu.Unlock()
+			s.bmu.Lock()
+			s.caught = nil
+			s.bmu.Unlock()
+			close(done)
+		}()
+	}
+	return s.caught
 }

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"errors"
+
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -85,14 +86,25 @@ func (d *DB) Open(ctx context.Context, branch, table string, need Need) (*View, 
 		if err := d.prepare(ctx, branch, table, need); err != nil && !errors.Is(err, errDegraded) {
 			return nil, err
 		}
-		v, missing, err := d.acquire(branch, table, need)
+		v, busy, missing, err := d.acquire(branch, table, need)
 		if err != nil {
 			return nil, err
 		}
-		if !missing || attempt == 2 || d.reg.opts.Fault() != nil {
-			// Past a few tries (the store evicted again at once, or held
-			// by readers with changes queued), the reader builds its own
-			// from its snapshot.
+		if !missing && len(busy) > 0 && attempt == 0 {
+			// Structures it may go without wait to catch up with a write:
+			// a short wait usually spares it reading storage instead.
+			v.Release()
+			wait, cancel := context.WithTimeout(ctx, optionalWait)
+			for _, s := range busy {
+				s.catchUp(wait)
+			}
+			cancel()
+			continue
+		}
+		if !missing || attempt == maxOpenAttempts || d.reg.opts.Fault() != nil {
+			// Past a few tries (a store evicted again at once, or written
+			// again each time its readers were done), the reader builds
+			// its own from its snapshot.
 			if err := v.buildMissing(ctx, need); err != nil {
 				v.Release()
 				return nil, err
@@ -100,13 +112,27 @@ func (d *DB) Open(ctx context.Context, branch, table string, need Need) (*View, 
 			return v, nil
 		}
 		v.Release()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Millisecond << attempt):
+		// A structure it must have has changes queued that its readers
+		// hold back: wait for them, then apply the changes. One that was
+		// evicted or changed meanwhile is built again by prepare.
+		for _, s := range busy {
+			if err := s.catchUp(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 }
+
+// maxOpenAttempts is how many times Open tries again to get the structures
+// a reader must have before it builds them for the reader alone.
+const maxOpenAttempts = 4
+
+// optionalWait is how long a reader waits for a structure it may go
+// without to catch up with a write its other readers hold back.
+const optionalWait = 5 * time.Millisecond
 
 // prepare builds or starts building the structures need asks for that do
 // not exist, holding no lock.
@@ -187,7 +213,7 @@ func (d *DB) liveRows(b *model.Branch, t *model.Table) (uint64, error) {
 // that show exactly it. missing is true when a structure the reader must
 // have is not there (evicted or changed since prepare, or held by readers
 // with changes queued).
-func (d *DB) acquire(branch, table string, need Need) (v *View, missing bool, err error) {
+func (d *DB) acquire(branch, table string, need Need) (v *View, busy []*slot, missing bool, err error) {
 	d.Pin()
 	d.storeMu.RLock()
 	st := d.State()
@@ -199,14 +225,28 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, missing bool, er
 	if err != nil {
 		d.storeMu.RUnlock()
 		d.Unpin()
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	root, rt := d.shareRoot(st, b, t)
 	k := storeKey{Branch: root.ID, Table: t.ID}
 	v = &View{d: d, State: st, Branch: b, Table: t, Root: root, RootTable: rt}
-	take := func(kind Kind, col uint32) *slot {
+	// take takes a structure the snapshot will show; a reader that must
+	// have it notes it missing, and busy when its readers hold back
+	// changes; for one that may go without, the changes are applied in
+	// the background once its readers are done.
+	take := func(kind Kind, col uint32, must bool) *slot {
 		s := d.lookup(k, kind, col)
-		if s == nil || s.sig != t.Sig || !s.tryRead() {
+		if s == nil || s.sig != t.Sig {
+			missing = missing || must
+			return nil
+		}
+		ok, wait := s.tryRead()
+		if !ok {
+			missing = missing || must
+			if wait {
+				busy = append(busy, s)
+				s.startCatchUp()
+			}
 			return nil
 		}
 		s.entry.Touch()
@@ -214,21 +254,17 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, missing bool, er
 		return s
 	}
 	if need.Store != Without {
-		if s := take(KindColumnStore, 0); s != nil {
+		if s := take(KindColumnStore, 0, need.Store == Required); s != nil {
 			v.Store = s.table
-		} else if need.Store == Required {
-			missing = true
 		}
 	}
 	if need.Search {
-		if s := take(KindSearchStore, 0); s != nil {
+		if s := take(KindSearchStore, 0, true); s != nil {
 			v.Search = s.search
-		} else {
-			missing = true
 		}
 	}
 	if need.Vector != 0 {
-		if s := take(KindVectorStore, need.Vector); s != nil {
+		if s := take(KindVectorStore, need.Vector, false); s != nil {
 			v.Vector = s.vector
 		}
 	}
@@ -243,7 +279,7 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, missing bool, er
 		v.Cache, v.Epoch = cache, e0
 	}
 	d.storeMu.RUnlock()
-	return v, missing, nil
+	return v, busy, missing, nil
 }
 
 // takeLinked takes the column stores of the tables the view's table links
@@ -267,7 +303,10 @@ func (d *DB) takeLinked(v *View) {
 			queue = append(queue, lt)
 			root, _ := d.shareRoot(v.State, v.Branch, lt)
 			s := d.lookup(storeKey{Branch: root.ID, Table: lt.ID}, KindColumnStore, 0)
-			if s == nil || s.sig != lt.Sig || !s.tryRead() {
+			if s == nil || s.sig != lt.Sig {
+				continue
+			}
+			if ok, _ := s.tryRead(); !ok {
 				continue
 			}
 			s.entry.Touch()
