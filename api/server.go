@@ -109,6 +109,7 @@ type Server struct {
 	// reqctx.go.
 	limits     Limits
 	slots      *slots
+	heavy      *slots // the heavy requests' own cap, see heavyRequest
 	bodies     *bodyBudget
 	authFails  *authLimiter
 	base       context.Context // parent of request contexts; ends at Shutdown
@@ -380,7 +381,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, id, errShuttingDown)
 		return
 	}
-	if !s.admit(r) {
+	if !s.admit(r, heavyRequest(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
