@@ -272,7 +272,7 @@ func (g *logGen) next(a *Applier) Command {
 var roles = []catalog.Role{catalog.RoleOwner, catalog.RoleMaintainer, "nobody"}
 
 // catalogChoices is the number of choices catalogCommand has.
-const catalogChoices = 22
+const catalogChoices = 25
 
 // catalogCommand makes a random catalog command, of a kind choice picks.
 func (g *logGen) catalogCommand(a *Applier, choice int) catalog.Command {
@@ -333,6 +333,22 @@ func (g *logGen) catalogCommand(a *Applier, choice int) catalog.Command {
 		return &catalog.DropDatabase{WS: "", Name: dbName}
 	case 21:
 		return g.restore(a, now, dbName)
+	case 22:
+		return &catalog.SetNode{Node: catalog.Node{ID: uint64(g.r.IntN(4)), RaftAddr: pick(g, []string{"", "n:7000"}), APIAddr: "n:8080"}}
+	case 23:
+		return &catalog.RemoveNode{ID: uint64(g.r.IntN(4))}
+	case 24:
+		id := pick(g, a.Catalog().DatabaseIDs())
+		p, _ := a.Catalog().PlacementOf(id)
+		next := append(slices.Clone(p.Replicas), catalog.Replica{ID: p.NextReplica, Node: uint64(g.r.IntN(4)), Addr: "n:7000", Join: g.r.IntN(2) == 0})
+		if len(p.Replicas) > 0 && g.r.IntN(2) == 0 {
+			next = slices.Clone(p.Replicas)
+			next[0].Removed = true
+		}
+		if g.r.IntN(5) == 0 {
+			p.Replicas = nil // a stale move
+		}
+		return &catalog.SetReplicas{DB: id, Prev: p.Replicas, Replicas: next}
 	}
 	uid := g.id("usr_")
 	return &catalog.Bootstrap{
