@@ -7,8 +7,19 @@ import (
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
+
+// Branches are the branches of an engine's databases: created in constant
+// time by forking another (copy-on-write), deleted with the layers only
+// they read, described, and mapped from git branches.
+type Branches struct {
+	e *Engine
+}
+
+// Branches returns the engine's branches.
+func (e *Engine) Branches() *Branches { return &e.branches }
 
 // BranchDetails is a branch with its schema (spec §2.6).
 type BranchDetails struct {
@@ -56,8 +67,9 @@ type Resolution struct {
 	Message string
 }
 
-// BranchDetails returns a branch and its schema.
-func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
+// Details returns a branch and its schema.
+func (br *Branches) Details(ref Ref) (BranchDetails, error) {
+	e := br.e
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return BranchDetails{}, err
@@ -73,8 +85,9 @@ func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
 	}, nil
 }
 
-// ListBranches returns a database's branches, oldest first.
-func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
+// List returns a database's branches, oldest first.
+func (br *Branches) List(ws, db string) ([]BranchInfo, error) {
+	e := br.e
 	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
@@ -93,9 +106,10 @@ func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
 	return out, nil
 }
 
-// CreateBranch forks a branch in constant time: the new branch reads the
+// Create forks a branch in constant time: the new branch reads the
 // source's data as of now through its lineage and writes into its own layer.
-func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
+func (br *Branches) Create(ref Ref, req CreateBranchRequest) error {
+	e := br.e
 	if err := model.CheckName("branch", ref.Branch); err != nil {
 		return err
 	}
@@ -115,9 +129,10 @@ func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
 	return nil
 }
 
-// DeleteBranch deletes a branch; the layers no other branch reads are
+// Delete deletes a branch; the layers no other branch reads are
 // dropped with it. The last branch of a database cannot be deleted.
-func (e *Engine) DeleteBranch(ref Ref) error {
+func (br *Branches) Delete(ref Ref) error {
+	e := br.e
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
@@ -126,8 +141,9 @@ func (e *Engine) DeleteBranch(ref Ref) error {
 	return err
 }
 
-// SetBranchMetadata replaces a branch's metadata.
-func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
+// SetMetadata replaces a branch's metadata.
+func (br *Branches) SetMetadata(ref Ref, md BranchMetadata) error {
+	e := br.e
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
@@ -137,7 +153,8 @@ func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
 }
 
 // GitMappings lists a database's git branch mapping by git branch name.
-func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
+func (br *Branches) GitMappings(ws, db string) ([]GitMapping, error) {
+	e := br.e
 	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
@@ -154,7 +171,8 @@ func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
 // existing entry, and tells whether one was replaced; with branch "" it
 // removes the entry of the git branch, or fails with CodeNotFound when
 // there is none.
-func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool, err error) {
+func (br *Branches) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool, err error) {
+	e := br.e
 	if gitBranch == "" {
 		return false, model.Invalidf("gitBranch is required")
 	}
@@ -169,8 +187,9 @@ func (e *Engine) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool,
 	return res.(bool), nil
 }
 
-// ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).
-func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, error) {
+// Resolve picks the branch for a git branch (spec §4.4 rule 3).
+func (br *Branches) Resolve(ws, db, gitBranch, fallback string) (Resolution, error) {
+	e := br.e
 	d, err := e.database(ws, db)
 	if err != nil {
 		return Resolution{}, err
@@ -218,12 +237,11 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	caches := make([]*bitmapCache, len(b.Schema.Tables))
+	caches := make([]*memstore.BitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
-		if c, ok := d.caches.Load(storeKey{Branch: b.ID, Table: t.ID}); ok {
-			caches[i] = c.(*bitmapCache)
-			epochs[i] = caches[i].epoch.Load()
+		if c, ok := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); ok {
+			caches[i], epochs[i] = c, c.Epoch()
 		}
 	}
 	snap := e.pdb.NewSnapshot()
@@ -233,8 +251,8 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	for i, t := range b.Schema.Tables {
 		// Same epoch, even, before and after the snapshot: the cache and
 		// the snapshot show the same state (see bitmapCache).
-		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.epoch.Load() == epochs[i] {
-			if k, ok := c.cardinality(live, epochs[i]); ok {
+		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.Epoch() == epochs[i] {
+			if k, ok := c.Cardinality(live, epochs[i]); ok {
 				n += int64(k)
 				continue
 			}
@@ -248,16 +266,13 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	return n, nil
 }
 
-// cardinality returns the cardinality of the cached bitmap of id at epoch
-// e, without copying it.
-func (c *bitmapCache) cardinality(id string, e uint64) (uint64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at != e {
-		return 0, false
+// maybeFlatten starts a background flatten (apply.Flatten) of the named
+// branch if its lineage is deeper than Options.FlattenDepth.
+func (e *Engine) maybeFlatten(d *database, name string) {
+	b := d.State().Branches[name]
+	if b == nil || len(b.Lineage) <= e.opts.FlattenDepth {
+		return
 	}
-	if b := c.m[id]; b != nil {
-		return b.GetCardinality(), true
-	}
-	return 0, false
+	// A failed flatten leaves the branch as it was; the next fork retries.
+	e.background(func() { e.obs.timed(EventFlatten, func() error { return e.ap.Flatten(d.DB, b.ID) }) })
 }

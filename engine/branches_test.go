@@ -126,19 +126,19 @@ func TestBranches(t *testing.T) {
 		case "find":
 			return branchesFind(t, db, d)
 		case "fork":
-			err := db.e.CreateBranch(db.ref(branchesArg(d, "to")), CreateBranchRequest{From: branchesArg(d, "from")})
+			err := db.e.Branches().Create(db.ref(branchesArg(d, "to")), CreateBranchRequest{From: branchesArg(d, "from")})
 			db.e.bg.Wait()
 			if err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"
 		case "delete-branch":
-			if err := db.e.DeleteBranch(db.ref(branchesArg(d, "name"))); err != nil {
+			if err := db.e.Branches().Delete(db.ref(branchesArg(d, "name"))); err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"
 		case "branches":
-			infos, err := db.e.ListBranches(db.ws, "db")
+			infos, err := db.e.Branches().List(db.ws, "db")
 			if err != nil {
 				return "error: " + err.Error()
 			}

@@ -530,7 +530,7 @@ func TestWorkspaceDeleteCascade(t *testing.T) {
 		mustOK(t, err)
 	}
 	ref := Ref{Workspace: ws.Core, Database: "one", Branch: "main"}
-	_, err := e.CreateTable(ref, "t")
+	_, err := e.Schema().CreateTable(ref, "t")
 	mustOK(t, err)
 	_, err = e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", Values: map[string]any{}})
 	mustOK(t, err)

@@ -28,9 +28,7 @@ func (e *Engine) database(ws, name string) (*database, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.dbMu.RLock()
-	d := e.dbs[id]
-	e.dbMu.RUnlock()
+	d := e.mem.DB(id)
 	if d == nil {
 		return nil, model.NotFoundf("database [%s] not found", name)
 	}

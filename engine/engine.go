@@ -27,6 +27,7 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -69,18 +70,14 @@ type Engine struct {
 	opts Options
 	ids  *model.IDGen
 	obs  *observer
-	ap   *apply.Applier   // the one write path
-	cat  *catalog.Catalog // the applier's, for readers
+	ap   *apply.Applier     // the one write path
+	cat  *catalog.Catalog   // the applier's, for readers
+	mem  *memstore.Registry // the structures derived from each database
 
 	accounts Accounts
 	files    Files
-
-	// storeless makes every reader go without column stores; tests set it
-	// to run the storage paths of the planner.
-	storeless bool
-
-	dbMu sync.RWMutex // guards dbs (lock order: internal/apply/doc.go)
-	dbs  map[uint32]*database
+	branches Branches
+	schema   Schema
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -139,10 +136,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts:    opts,
 		ids:     model.NewIDGen(),
 		obs:     obs,
-		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),
 	}
-	e.accounts.e, e.files.e = e, e
+	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err
@@ -187,7 +183,10 @@ func (e *Engine) now() time.Time {
 
 // load reads the catalog and every database's metadata into memory.
 func (e *Engine) load() error {
-	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.observe})
+	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
+		BackgroundBuildRows: e.opts.BackgroundBuildRows, Background: e.background, Event: e.obs.event,
+	})
+	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
 	}
@@ -200,21 +199,6 @@ func (e *Engine) load() error {
 		}
 	}
 	return nil
-}
-
-// observe makes an open database reachable to readers, with the
-// structures derived from it, which observe its commands.
-func (e *Engine) observe(ad *apply.DB) []apply.Observer {
-	d := &database{DB: ad, obs: e.obs}
-	d.forget = func() {
-		e.dbMu.Lock()
-		delete(e.dbs, d.ID)
-		e.dbMu.Unlock()
-	}
-	e.dbMu.Lock()
-	e.dbs[d.ID] = d
-	e.dbMu.Unlock()
-	return []apply.Observer{d}
 }
 
 // apply applies a command to database d through the one write path.

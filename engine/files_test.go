@@ -392,7 +392,7 @@ func TestFileBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, dev, "d1", "photo", ""); got != "main-1" {
@@ -416,7 +416,7 @@ func TestFileBranches(t *testing.T) {
 	}
 	// A fork of the fork, then flattening: the bytes follow the records.
 	sub := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "sub"}
-	if err := e.CreateBranch(sub, CreateBranchRequest{From: "dev"}); err != nil {
+	if err := e.Branches().Create(sub, CreateBranchRequest{From: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	put(dev, "dev-3")
@@ -428,7 +428,7 @@ func TestFileBranches(t *testing.T) {
 	if err := e.ap.Flatten(d.DB, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, sub, "d1", "photo", ""); got != "dev-2" {

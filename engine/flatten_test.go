@@ -20,10 +20,10 @@ func TestFlatten(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := func(b string) Ref { return Ref{ws.Core, "db", b} }
-	if _, err := e.CreateTable(ref("main"), "t"); err != nil {
+	if _, err := e.Schema().CreateTable(ref("main"), "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.AddColumn(ref("main"), "t", ColumnDef{Name: "v", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(ref("main"), "t", ColumnDef{Name: "v", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
@@ -44,7 +44,7 @@ func TestFlatten(t *testing.T) {
 			delete(want, "r4")
 		}
 		next := fmt.Sprintf("b%d", level)
-		if err := e.CreateBranch(ref(next), CreateBranchRequest{From: prev}); err != nil {
+		if err := e.Branches().Create(ref(next), CreateBranchRequest{From: prev}); err != nil {
 			t.Fatal(err)
 		}
 		prev = next

@@ -12,6 +12,7 @@ import (
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -53,6 +54,15 @@ type (
 	AggResult        = index.AggResult
 	AggBucket        = index.AggBucket
 )
+
+// FilterOf makes a Filter of a value built in Go (or decoded from JSON):
+// maps, []any, strings, bools, nil, numbers and time.Time, as the filter
+// language of the spec reads them; nil is no filter.
+func FilterOf(v any) Filter { return index.FilterOf(v) }
+
+// SortOf makes a Sort of a value such as "name", map[string]any{"price":
+// "desc"} or []any of those; nil is no sort.
+func SortOf(v any) Sort { return index.SortOf(v) }
 
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
@@ -118,7 +128,7 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -166,8 +176,8 @@ func (s *source) tableByName(name string) *index.Table {
 // sourceFor returns a source for another table of the same branch and
 // snapshot.
 func (s *source) sourceFor(t *model.Table) *source {
-	var store *tableStore
-	if st := s.d.stores[storeKey{Branch: s.b.ID, Table: t.ID}]; st != nil && st.version == s.b.Version {
+	var store *memstore.TableStore
+	if st := s.d.Store(storeKey{Branch: s.b.ID, Table: t.ID}); st != nil && st.Version() == s.b.Version {
 		store = st
 	}
 	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
@@ -292,7 +302,7 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 // FilterRows returns the rows of a table that match a filter, for tests
 // and benchmarks that check what a filter selects.
 func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(context.Background(), ref, tableName, storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +332,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(src.ctx, ref, tableName, storeOptional); err != nil {
+		if src, release, err = e.openSource(src.ctx, ref, tableName, memstore.Optional); err != nil {
 			return nil, err
 		}
 		defer release()

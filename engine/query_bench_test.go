@@ -44,10 +44,10 @@ func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 		name string
 		cols []engine.ColumnDef
 	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-		if _, err := env.e.CreateTable(f.ref, t.name); err != nil {
+		if _, err := env.e.Schema().CreateTable(f.ref, t.name); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.e.SetTableColumns(f.ref, t.name, t.cols); err != nil {
+		if _, err := env.e.Schema().SetTableColumns(f.ref, t.name, t.cols); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
@@ -183,30 +184,22 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.ensureSearchStore(d, b, t); err != nil {
+	if _, err := d.EnsureSearchStore(b, t); err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, spec.Table, storeOptional)
+	src, release, err := e.openSource(ctx, ref, spec.Table, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ss := d.search[storeKey{Branch: src.b.ID, Table: src.t.ID}]
-	if ss == nil || ss.version != src.b.Version {
+	ss := d.SearchStore(storeKey{Branch: src.b.ID, Table: src.t.ID})
+	if ss == nil || ss.Version() != src.b.Version {
 		// A schema change slipped in between: build against this snapshot.
-		if ss, err = buildSearchStore(src.snap, d.ID, src.b, src.t); err != nil {
+		if ss, err = memstore.BuildSearchStore(src.snap, d.ID, src.b, src.t); err != nil {
 			return nil, err
 		}
 	}
-	lex := ss.lex.Load()
-	if lex.Pending() > maxPendingTerms {
-		if compact, err := lex.Compact(); err == nil {
-			// The same terms in one automaton: other readers may keep
-			// either; a write that extended it meanwhile wins.
-			ss.lex.CompareAndSwap(lex, compact)
-			lex = compact
-		}
-	}
+	lex := ss.Lexicon()
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
 	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)
 	if err != nil {

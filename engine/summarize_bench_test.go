@@ -108,10 +108,10 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		b.Fatal(err)
 	}
 	ref := engine.Ref{Workspace: ws.Core, Database: "sales", Branch: "main"}
-	if _, err := e.CreateTable(ref, "sales"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "sales"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.SetTableColumns(ref, "sales", salesColumns); err != nil {
+	if _, err := e.Schema().SetTableColumns(ref, "sales", salesColumns); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]map[string]any, 0, engine.MaxBulkRecords)

@@ -30,6 +30,7 @@ type SchemaHeader struct {
 	Now     time.Time `json:"now"`
 }
 
+// Header returns the header, for callers that resolve its id and time.
 func (h *SchemaHeader) Header() *SchemaHeader { return h }
 
 // change applies edit to a copy of the branch's schema and records the
@@ -183,6 +184,7 @@ func (tx *Tx) applyOp(b *model.Branch, s *model.Schema, op model.MigrationOp) er
 	return nil
 }
 
+// addTable adds an empty table to s with a new table id.
 func (tx *Tx) addTable(s *model.Schema, name string) error {
 	if err := model.CheckName("table", name); err != nil {
 		return err
@@ -224,6 +226,9 @@ func (tx *Tx) tableIsEmpty(b *model.Branch, t *model.Table) (bool, error) {
 	return live.IsEmpty(), nil
 }
 
+// addColumn adds a column (with its sub-columns) to a table of s, the
+// schema of branch b being changed by tx; records get its default when it
+// is notNull (backfill).
 func (tx *Tx) addColumn(b *model.Branch, s *model.Schema, tableName string, def model.ColumnDef) error {
 	t, err := s.Table(tableName)
 	if err != nil {

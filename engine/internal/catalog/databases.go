@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -116,4 +117,137 @@ func (c *Catalog) ServerState(name string) []byte {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.state[name]
+}
+
+// PlaceDatabase registers a new database: it takes the next database id
+// and records where the database lives and what it is called. Workspace ""
+// places it outside every workspace, where embedders keep databases
+// without accounts. First, when set, is the database's first branch,
+// created by the database's first command in the same batch; without it
+// the range stays empty. The result is the *Database with its id.
+type PlaceDatabase struct {
+	Database Database     `json:"database"`
+	First    *FirstBranch `json:"first,omitempty"`
+}
+
+func (*PlaceDatabase) kind() Kind { return kindPlaceDatabase }
+
+func (cmd *PlaceDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	p, err := c.place(t, cmd.Database)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.First != nil {
+		if err := h.InitDatabase(t, p, cmd.First); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// place stages the placement of a new database, with the next id, and
+// returns it.
+func (c *Catalog) place(t *Tx, p Database) (*Database, error) {
+	if p.Workspace != "" && c.workspaces[p.Workspace] == nil {
+		return nil, model.NotFoundf("workspace [%s] not found", p.Workspace)
+	}
+	if c.findDatabase(p.Workspace, p.Name) != nil {
+		return nil, model.Errorf(model.CodeAlreadyExists, "database [%s] already exists", p.Name)
+	}
+	p.ID = c.dbCounter + 1
+	if err := t.putJSON(databaseKey(p.ID), &p); err != nil {
+		return nil, err
+	}
+	if err := t.batch.Set(codec.CatalogKey(codec.CatCounter, []byte("db")), codec.AppendU64(nil, uint64(p.ID)), nil); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *Catalog) {
+		c.setDatabase(&p)
+		c.dbCounter = p.ID
+	})
+	return &p, nil
+}
+
+// RestoreDatabase places a new database, as PlaceDatabase does, whose
+// contents are a backup's key range (layers.WriteRange): all of it, or
+// nothing when the backup is malformed. The result is the *Database.
+type RestoreDatabase struct {
+	Database Database `json:"database"`
+	Backup   []byte   `json:"backup"`
+}
+
+func (*RestoreDatabase) kind() Kind { return kindRestoreDatabase }
+
+func (cmd *RestoreDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	p, err := c.place(t, cmd.Database)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.RestoreDatabase(t, p, cmd.Backup); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// UpdateDatabase renames a database (NewName "" keeps the name) and sets
+// its UI color (nil keeps it); the result is the DatabaseInfo.
+type UpdateDatabase struct {
+	WS      string  `json:"ws"`
+	Name    string  `json:"name"`
+	NewName string  `json:"newName,omitempty"`
+	UIColor *string `json:"uiColor,omitempty"`
+}
+
+func (*UpdateDatabase) kind() Kind { return kindUpdateDatabase }
+
+func (cmd *UpdateDatabase) apply(c *Catalog, t *Tx, _ Host) (any, error) {
+	p := c.findDatabase(cmd.WS, cmd.Name)
+	if p == nil {
+		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
+	}
+	np := *p
+	if cmd.NewName != "" && cmd.NewName != cmd.Name {
+		if err := model.CheckName("database", cmd.NewName); err != nil {
+			return nil, err
+		}
+		if c.findDatabase(cmd.WS, cmd.NewName) != nil {
+			return nil, model.Errorf(model.CodeAlreadyExists, "database [%s] already exists", cmd.NewName)
+		}
+		np.Name = cmd.NewName
+	}
+	if cmd.UIColor != nil {
+		np.UIColor = *cmd.UIColor
+	}
+	if err := t.putJSON(databaseKey(p.ID), &np); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *Catalog) { c.setDatabase(&np) })
+	return np.Info(), nil
+}
+
+// DropDatabase deletes a database with all its branches and data.
+type DropDatabase struct {
+	WS   string `json:"ws"`
+	Name string `json:"name"`
+}
+
+func (*DropDatabase) kind() Kind { return kindDropDatabase }
+
+func (cmd *DropDatabase) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	p := c.findDatabase(cmd.WS, cmd.Name)
+	if p == nil {
+		return nil, model.NotFoundf("database [%s] not found", cmd.Name)
+	}
+	return nil, c.drop(t, h, p)
+}
+
+// drop stages the deletion of database p: its placement, and through h its
+// range.
+func (c *Catalog) drop(t *Tx, h Host, p *Database) error {
+	if err := t.delete(databaseKey(p.ID)); err != nil {
+		return err
+	}
+	id := p.ID
+	t.after = append(t.after, func(c *Catalog) { c.removeDatabase(id) })
+	return h.DropDatabase(t, p)
 }

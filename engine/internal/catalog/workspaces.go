@@ -251,3 +251,222 @@ func Slugify(name string) string {
 	}
 	return s
 }
+
+// CreateWorkspace creates a workspace whose one member, its owner, is
+// Owner; the member joins at the workspace's CreatedAt. The result is the
+// Workspace.
+type CreateWorkspace struct {
+	Workspace Workspace `json:"workspace"`
+	Owner     string    `json:"owner"`
+}
+
+func (*CreateWorkspace) kind() Kind { return kindCreateWorkspace }
+
+func (cmd *CreateWorkspace) apply(c *Catalog, t *Tx, _ Host) (any, error) {
+	if c.users[cmd.Owner] == nil {
+		return nil, model.NotFoundf("user [%s] not found", cmd.Owner)
+	}
+	if err := c.checkNewWorkspace(&cmd.Workspace); err != nil {
+		return nil, err
+	}
+	if err := writeWorkspace(t, &cmd.Workspace, cmd.Owner); err != nil {
+		return nil, err
+	}
+	return cmd.Workspace, nil
+}
+
+// checkNewWorkspace fails when the workspace's core id is taken.
+func (c *Catalog) checkNewWorkspace(w *Workspace) error {
+	if c.workspaces[w.Core] != nil {
+		return model.Errorf(model.CodeConflict, "workspace id collision, retry")
+	}
+	return nil
+}
+
+// writeWorkspace stages the creation of a workspace with its owner.
+func writeWorkspace(t *Tx, w *Workspace, owner string) error {
+	ws := *w
+	core := ws.Core
+	m := &Member{Workspace: core, UserID: owner, Role: RoleOwner, CreatedAt: ws.CreatedAt}
+	if err := t.putJSON(workspaceKey(core), &ws); err != nil {
+		return err
+	}
+	if err := t.putJSON(memberKey(core, owner), m); err != nil {
+		return err
+	}
+	t.after = append(t.after, func(c *Catalog) {
+		c.workspaces[core] = &ws
+		c.member(core)[owner] = m
+	})
+	return nil
+}
+
+// UpdateWorkspace renames a workspace (owner only); an empty slug derives
+// from the name. The result is the WorkspaceInfo.
+type UpdateWorkspace struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	Name   string `json:"name"`
+	Slug   string `json:"slug"`
+}
+
+func (*UpdateWorkspace) kind() Kind { return kindUpdateWorkspace }
+
+func (cmd *UpdateWorkspace) apply(c *Catalog, t *Tx, _ Host) (any, error) {
+	w, m, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	name, slug := cmd.Name, cmd.Slug
+	if strings.TrimSpace(name) == "" {
+		return nil, model.Invalidf("workspace name is required")
+	}
+	if slug == "" {
+		slug = Slugify(name)
+	} else if err := model.CheckName("workspace slug", slug); err != nil {
+		return nil, err
+	}
+	nw := *w
+	nw.Name, nw.Slug = name, slug
+	if err := t.putJSON(workspaceKey(w.Core), &nw); err != nil {
+		return nil, err
+	}
+	out := c.workspaceInfo(&nw, m.Role)
+	t.after = append(t.after, func(c *Catalog) { c.workspaces[nw.Core] = &nw })
+	return out, nil
+}
+
+// DeleteWorkspace deletes a workspace (owner only) with its databases,
+// members, invites and the API keys scoped to it.
+type DeleteWorkspace struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+}
+
+func (*DeleteWorkspace) kind() Kind { return kindDeleteWorkspace }
+
+func (cmd *DeleteWorkspace) apply(c *Catalog, t *Tx, h Host) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	core := w.Core
+	for _, p := range c.databasesOf(core) {
+		if err := c.drop(t, h, p); err != nil {
+			return nil, err
+		}
+	}
+	members := model.SortedKeys(c.members[core])
+	for _, uid := range members {
+		if err := t.delete(memberKey(core, uid)); err != nil {
+			return nil, err
+		}
+	}
+	invites := c.invites[core]
+	for _, id := range model.SortedKeys(invites) {
+		if err := t.delete(inviteKey(core, id), inviteSecretKey(invites[id].KeyHash)); err != nil {
+			return nil, err
+		}
+	}
+	scoped := c.scopedKeys(core, "")
+	for _, k := range scoped {
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.delete(workspaceKey(core)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *Catalog) {
+		for _, in := range invites {
+			delete(c.inviteKeys, in.KeyHash)
+		}
+		for _, k := range scoped {
+			c.removeKey(k)
+		}
+		delete(c.invites, core)
+		delete(c.members, core)
+		delete(c.workspaces, core)
+	})
+	return nil, nil
+}
+
+// SetMemberRole changes a member's role (owner only), keeping an owner.
+type SetMemberRole struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	UserID string `json:"userID"`
+	Role   Role   `json:"role"`
+}
+
+func (*SetMemberRole) kind() Kind { return kindSetMemberRole }
+
+func (cmd *SetMemberRole) apply(c *Catalog, t *Tx, _ Host) (any, error) {
+	w, _, err := c.access(cmd.Caller, cmd.WS, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRole(cmd.Role); err != nil {
+		return nil, err
+	}
+	userID := cmd.UserID
+	m := c.members[w.Core][userID]
+	if m == nil {
+		return nil, model.NotFoundf("user [%s] is not a member of workspace [%s]", userID, cmd.WS)
+	}
+	if m.Role == cmd.Role {
+		return nil, nil
+	}
+	if m.Role == RoleOwner && c.owners(w.Core) == 1 {
+		return nil, model.Invalidf("cannot demote the last owner of workspace [%s]: make another member an owner first", cmd.WS)
+	}
+	nm := *m
+	nm.Role = cmd.Role
+	if err := t.putJSON(memberKey(w.Core, userID), &nm); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *Catalog) { c.member(nm.Workspace)[userID] = &nm })
+	return nil, nil
+}
+
+// RemoveMember removes a member with their API keys scoped to the
+// workspace; owners remove anyone, members themselves.
+type RemoveMember struct {
+	Caller string `json:"caller"`
+	WS     string `json:"ws"`
+	UserID string `json:"userID"`
+}
+
+func (*RemoveMember) kind() Kind { return kindRemoveMember }
+
+func (cmd *RemoveMember) apply(c *Catalog, t *Tx, _ Host) (any, error) {
+	callerID, ws, userID := cmd.Caller, cmd.WS, cmd.UserID
+	w, _, err := c.access(callerID, ws, callerID != userID)
+	if err != nil {
+		return nil, err
+	}
+	core := w.Core
+	m := c.members[core][userID]
+	if m == nil {
+		return nil, model.NotFoundf("user [%s] is not a member of workspace [%s]", userID, ws)
+	}
+	if m.Role == RoleOwner && c.owners(core) == 1 {
+		return nil, model.Invalidf("cannot remove the last owner of workspace [%s]: make another member an owner or delete the workspace", ws)
+	}
+	scoped := c.scopedKeys(core, userID)
+	for _, k := range scoped {
+		if err := t.delete(apiKeyKey(k.Hash), userAPIKeyKey(k.UserID, k.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.delete(memberKey(core, userID)); err != nil {
+		return nil, err
+	}
+	t.after = append(t.after, func(c *Catalog) {
+		for _, k := range scoped {
+			c.removeKey(k)
+		}
+		delete(c.members[core], userID)
+	})
+	return nil, nil
+}

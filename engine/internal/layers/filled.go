@@ -20,6 +20,8 @@ type FillSet struct {
 	m sync.Map // fillKey → bool (true: may hold keys)
 }
 
+// fillKey names one range of a FillSet: a kind of key of a table in a
+// layer.
 type fillKey struct {
 	layer, table uint32
 	kind         byte

@@ -102,11 +102,15 @@ type postingCursor struct {
 	undo   map[string][]loggedDelta
 }
 
+// loggedDelta is one delta of a layer's history log: the commit that
+// wrote it and the change.
 type loggedDelta struct {
 	seq uint64
 	d   codec.Delta
 }
 
+// newPostingCursor opens a cursor over the postings of one layer of a
+// lineage between lo and hi, as that layer is read at its seq.
 func newPostingCursor(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint32, colPrefix, lo, hi []byte, desc bool) (*postingCursor, error) {
 	tp := codec.TablePrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID)
 	it, err := r.NewIter(&pebble.IterOptions{
@@ -167,6 +171,7 @@ func (c *postingCursor) advance() error {
 	return c.it.Error()
 }
 
+// step moves the cursor past its current key.
 func (c *postingCursor) step() {
 	if c.desc {
 		c.valid = c.it.Prev()

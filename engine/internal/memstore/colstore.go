@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import (
 	"github.com/RoaringBitmap/roaring/v2"
@@ -14,25 +14,25 @@ import (
 // branch in memory, by row id, so that range predicates, $contains, sorts
 // and summaries scan arrays instead of storage. It is built on first use
 // from the branch's records and kept current by the writes of that branch,
-// under database.storeMu: writers hold it across making a batch visible and
+// under the database's store lock: writers hold it across making a batch visible and
 // updating the stores, queries hold it for reading while they take their
 // snapshot and scan, so a query's snapshot and its stores always agree.
 // The orders, dictionaries and trigram indexes derived from a column's
 // values (colindex.go) follow the same discipline.
 
-// tableStore holds the column values of one table of one branch. The
+// TableStore holds the column values of one table of one branch. The
 // branch that owns it keeps it current; a child branch may borrow it while
-// it sees exactly the owner's rows (Engine.borrowStore).
-type tableStore struct {
+// it sees exactly the owner's rows (DB.borrowStore).
+type TableStore struct {
 	version uint64 // branch schema version it was built for
 	owner   uint32 // the branch whose writes it follows
 	lent    bool   // some other branch borrows it; guarded by storeMu
-	cols    map[uint32]*colValues
+	cols    map[uint32]*Column
 }
 
-// colValues are the values of one column, by row. Only the slice of the
+// Column holds the values of one column, by row. Only the slice of the
 // column's kind is used.
-type colValues struct {
+type Column struct {
 	kind    codec.Kind
 	ints    []int64 // int, datetime (unix nanos), bool (0/1)
 	floats  []float64
@@ -43,7 +43,7 @@ type colValues struct {
 }
 
 // Get implements index.ColumnValues.
-func (c *colValues) Get(row uint32) codec.Value {
+func (c *Column) Get(row uint32) codec.Value {
 	if !c.present.Contains(row) {
 		return codec.Null()
 	}
@@ -60,7 +60,9 @@ func (c *colValues) Get(row uint32) codec.Value {
 	return codec.Null()
 }
 
-func (c *colValues) set(row uint32, v codec.Value) {
+// set records a row's value (null: none), keeping the derived structures
+// current.
+func (c *Column) set(row uint32, v codec.Value) {
 	c.written(row, v)
 	if v.IsNull() {
 		c.present.Remove(row)
@@ -94,6 +96,7 @@ func (c *colValues) set(row uint32, v codec.Value) {
 	c.present.Add(row)
 }
 
+// grow returns s with at least n elements, growing by a quarter.
 func grow[T any](s []T, n int) []T {
 	if n <= len(s) {
 		return s
@@ -108,19 +111,19 @@ func grow[T any](s []T, n int) []T {
 
 // storedKind is the value kind a column type keeps in a store; ok is false
 // for types without a store.
-func storedKind(t ColumnType) (codec.Kind, bool) {
+func storedKind(t model.ColumnType) (codec.Kind, bool) {
 	switch t {
-	case TypeBool:
+	case model.TypeBool:
 		return codec.KindBool, true
-	case TypeInt:
+	case model.TypeInt:
 		return codec.KindInt, true
-	case TypeFloat:
+	case model.TypeFloat:
 		return codec.KindFloat, true
-	case TypeString, TypeEmail, TypeLink:
+	case model.TypeString, model.TypeEmail, model.TypeLink:
 		return codec.KindString, true
-	case TypeDatetime:
+	case model.TypeDatetime:
 		return codec.KindDatetime, true
-	case TypeMultiple:
+	case model.TypeMultiple:
 		return codec.KindStrings, true
 	}
 	return 0, false
@@ -128,8 +131,8 @@ func storedKind(t ColumnType) (codec.Kind, bool) {
 
 // newTableStore makes an empty store for the stored columns of t, meta
 // columns included.
-func newTableStore(b *model.Branch, t *model.Table) *tableStore {
-	s := &tableStore{version: b.Version, owner: b.ID, cols: map[uint32]*colValues{
+func newTableStore(b *model.Branch, t *model.Table) *TableStore {
+	s := &TableStore{version: b.Version, owner: b.ID, cols: map[uint32]*Column{
 		index.MetaIDColumn:        {kind: codec.KindString},
 		index.MetaVersionColumn:   {kind: codec.KindInt},
 		index.MetaCreatedAtColumn: {kind: codec.KindDatetime},
@@ -137,14 +140,14 @@ func newTableStore(b *model.Branch, t *model.Table) *tableStore {
 	}}
 	for _, c := range t.Leaves {
 		if k, ok := storedKind(c.Type); ok {
-			s.cols[c.ID] = &colValues{kind: k}
+			s.cols[c.ID] = &Column{kind: k}
 		}
 	}
 	return s
 }
 
 // apply records a row's new version (nil: deleted).
-func (s *tableStore) apply(row uint32, rec *codec.Record) {
+func (s *TableStore) apply(row uint32, rec *codec.Record) {
 	if rec == nil || rec.Deleted {
 		for _, c := range s.cols {
 			c.set(row, codec.Null())
@@ -170,7 +173,7 @@ func (s *tableStore) apply(row uint32, rec *codec.Record) {
 
 // buildTableStore reads every visible row of a table of a branch, bottom
 // layer first so that upper layers override.
-func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*tableStore, error) {
+func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table) (*TableStore, error) {
 	s := newTableStore(b, t)
 	var rec codec.Record
 	for i := len(b.Lineage) - 1; i >= 0; i-- {
@@ -221,6 +224,47 @@ func buildTableStore(r pebble.Reader, db uint32, b *model.Branch, t *model.Table
 	return s, nil
 }
 
+// be32 reads a big-endian u32.
 func be32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
+
+var _ index.DenseValues = (*Column)(nil)
+
+// Present returns the rows that hold a value.
+func (c *Column) Present() *roaring.Bitmap { return &c.present }
+
+// Ints returns the values of an int, datetime or bool column by row.
+func (c *Column) Ints() []int64 {
+	switch c.kind {
+	case codec.KindInt, codec.KindDatetime, codec.KindBool:
+		return c.ints
+	}
+	return nil
+}
+
+// Floats returns the values of a float column by row.
+func (c *Column) Floats() []float64 {
+	if c.kind == codec.KindFloat {
+		return c.floats
+	}
+	return nil
+}
+
+// Strings returns the values of a string, email or link column by row.
+func (c *Column) Strings() []string {
+	if c.kind == codec.KindString {
+		return c.strs
+	}
+	return nil
+}
+
+// Column returns the values of the column with id, or nil for a column
+// without a store.
+func (s *TableStore) Column(id uint32) *Column { return s.cols[id] }
+
+// Owner is the branch whose writes the store follows.
+func (s *TableStore) Owner() uint32 { return s.owner }
+
+// Version is the branch schema version the store was built for.
+func (s *TableStore) Version() uint64 { return s.version }

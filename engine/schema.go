@@ -5,6 +5,17 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
+// Schema is the schema of an engine's branches: its tables and columns,
+// changed one operation at a time or by migrations (lists of operations,
+// compared, previewed, applied or pushed), and its history. Every change
+// is one command, recorded as a migration of the branch.
+type Schema struct {
+	e *Engine
+}
+
+// Schema returns the engine's schema operations.
+func (e *Engine) Schema() *Schema { return &e.schema }
+
 // changeSchema applies a schema command to the branch ref names and
 // returns the change: it resolves the migration's time and, unless the
 // command has one, its id.
@@ -32,18 +43,21 @@ func (e *Engine) applyOne(ref Ref, op MigrationOp) (SchemaChange, error) {
 
 // CreateTable adds an empty table to a branch; a name that exists (in any
 // letter case) is CodeAlreadyExists.
-func (e *Engine) CreateTable(ref Ref, name string) (SchemaChange, error) {
+func (sc *Schema) CreateTable(ref Ref, name string) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{AddTable: &TableOp{Table: name}})
 }
 
 // DeleteTable removes a table from a branch. Its rows stay readable by
 // branches forked earlier; table ids are never reused.
-func (e *Engine) DeleteTable(ref Ref, name string) (SchemaChange, error) {
+func (sc *Schema) DeleteTable(ref Ref, name string) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{RemoveTable: &TableOp{Table: name}})
 }
 
 // RenameTable renames a table; keys carry ids, so no data moves.
-func (e *Engine) RenameTable(ref Ref, name, newName string) (SchemaChange, error) {
+func (sc *Schema) RenameTable(ref Ref, name, newName string) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{RenameTable: &RenameTableOp{OldName: name, NewName: newName}})
 }
 
@@ -60,24 +74,28 @@ func (e *Engine) branchSchema(ref Ref) (*model.Schema, error) {
 }
 
 // AddColumn adds a column (with its sub-columns) to a table.
-func (e *Engine) AddColumn(ref Ref, tableName string, def ColumnDef) (SchemaChange, error) {
+func (sc *Schema) AddColumn(ref Ref, tableName string, def ColumnDef) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{AddColumn: &AddColumnOp{Table: tableName, Column: def}})
 }
 
 // DeleteColumn removes a column (an object column with all its sub-columns).
 // Stored values of the column are ignored from now on.
-func (e *Engine) DeleteColumn(ref Ref, tableName, path string) (SchemaChange, error) {
+func (sc *Schema) DeleteColumn(ref Ref, tableName, path string) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{RemoveColumn: &RemoveColumnOp{Table: tableName, Column: path}})
 }
 
 // RenameColumn renames a column (the last element of a dotted path).
-func (e *Engine) RenameColumn(ref Ref, tableName, path, newName string) (SchemaChange, error) {
+func (sc *Schema) RenameColumn(ref Ref, tableName, path, newName string) (SchemaChange, error) {
+	e := sc.e
 	return e.applyOne(ref, MigrationOp{RenameColumn: &RenameColumnOp{Table: tableName, OldName: path, NewName: newName}})
 }
 
 // SetTableColumns replaces a table's column set: columns kept with the same
 // definition keep their data, new ones are added, unlisted ones removed. A
 // changed definition on a non-empty table is a conflict.
-func (e *Engine) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (SchemaChange, error) {
+func (sc *Schema) SetTableColumns(ref Ref, tableName string, defs []ColumnDef) (SchemaChange, error) {
+	e := sc.e
 	return e.changeSchema(ref, &apply.SetTableColumns{Table: tableName, Columns: defs})
 }

@@ -96,7 +96,8 @@ type MigrationRequest struct {
 // stepLen), as one migration in one command: if any of them fails, nothing
 // changes and the error names it. An empty list, or edits that change
 // nothing on the branch, record nothing and return the head.
-func (e *Engine) ApplyMigration(ref Ref, req MigrationRequest) (SchemaChange, error) {
+func (sc *Schema) ApplyMigration(ref Ref, req MigrationRequest) (SchemaChange, error) {
+	e := sc.e
 	if len(req.Operations) == 0 {
 		return e.headChange(ref, req.Parent)
 	}
@@ -111,7 +112,8 @@ func (e *Engine) ApplyMigration(ref Ref, req MigrationRequest) (SchemaChange, er
 // after ApplyMigration of ops. The operations run as in a command
 // that is then discarded, so a preview fails exactly where the apply would,
 // and changes nothing.
-func (e *Engine) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
+func (sc *Schema) PreviewMigration(ref Ref, ops []MigrationOp) (original, updated SchemaDef, err error) {
+	e := sc.e
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return original, updated, err
@@ -152,13 +154,14 @@ func (e *Engine) headChange(ref Ref, parent *string) (SchemaChange, error) {
 	return out, nil
 }
 
-// CompareSchema compares a branch's schema with the target req names and
+// Compare compares a branch's schema with the target req names and
 // returns the operations that turn one into the other. Renames are only
 // found through the renameTable and renameColumn operations of the hints
 // (other operations there are ignored); without them a renamed table or
 // column is a removal and an addition.
-func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, error) {
-	det, err := e.BranchDetails(ref)
+func (sc *Schema) Compare(ref Ref, req CompareRequest) (SchemaComparison, error) {
+	e := sc.e
+	det, err := e.branches.Details(ref)
 	if err != nil {
 		return SchemaComparison{}, err
 	}
@@ -172,7 +175,7 @@ func (e *Engine) CompareSchema(ref Ref, req CompareRequest) (SchemaComparison, e
 	case req.Branch != "":
 		tref := ref
 		tref.Branch = req.Branch
-		dst, err := e.BranchDetails(tref)
+		dst, err := e.branches.Details(tref)
 		if err != nil {
 			return SchemaComparison{}, err
 		}
@@ -389,11 +392,12 @@ func renameLinkTargets(cols []ColumnDef, old, new string) {
 	}
 }
 
-// SchemaHistory returns a page of a branch's migrations, newest first. The
+// History returns a page of a branch's migrations, newest first. The
 // history of a branch continues, past its first own migration, with the
 // history of the branch it was created from, up to the migration it was
 // created at; it stops at a source branch that has been deleted.
-func (e *Engine) SchemaHistory(ref Ref, req HistoryRequest) (HistoryPage, error) {
+func (sc *Schema) History(ref Ref, req HistoryRequest) (HistoryPage, error) {
+	e := sc.e
 	size := req.Size
 	switch {
 	case size == 0:
@@ -478,7 +482,8 @@ func (e *Engine) branchHistory(ref Ref) (*model.Branch, []Migration, error) {
 // is applied. Each migration is then applied atomically in its own
 // command; if one fails, the ones before it stay applied, and pushing the
 // same list again skips them. The result is the new head.
-func (e *Engine) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error) {
+func (sc *Schema) PushMigrations(ref Ref, migs []Migration) (SchemaChange, error) {
+	e := sc.e
 	b, chain, err := e.branchHistory(ref)
 	if err != nil {
 		return SchemaChange{}, err

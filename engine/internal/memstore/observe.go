@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import "github.com/coppice-db/coppice/engine/internal/apply"
 
@@ -10,7 +10,7 @@ import "github.com/coppice-db/coppice/engine/internal/apply"
 // Prepare takes the store lock when stores exist and the command changes
 // them, and makes the epochs of the written tables' caches odd until the
 // command ends.
-func (d *database) Prepare(tx *apply.Tx) func(bool) {
+func (d *DB) Prepare(tx *apply.Tx) func(bool) {
 	lock := d.hasStores.Load() && (len(tx.Rows()) > 0 || tx.ChangedBranches())
 	if lock {
 		d.storeMu.Lock()
@@ -34,11 +34,15 @@ func (d *database) Prepare(tx *apply.Tx) func(bool) {
 
 // Dropped makes the deleted database unreachable to new readers; its
 // structures go with the last reader that holds it.
-func (d *database) Dropped() { d.forget() }
+func (d *DB) Dropped() {
+	d.reg.mu.Lock()
+	delete(d.reg.dbs, d.ID)
+	d.reg.mu.Unlock()
+}
 
 // forgetWrites drops the write marks of branches that no longer exist: a
 // deleted branch writes no more. The caller holds the writer lock.
-func (d *database) forgetWrites() {
+func (d *DB) forgetWrites() {
 	st := d.State()
 	for k := range d.written {
 		if st.ByID[k.Branch] == nil {

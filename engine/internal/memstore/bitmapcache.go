@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import (
 	"math/rand/v2"
@@ -9,62 +9,63 @@ import (
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Queries read the same postings again and again (a category, active=true),
 // and composing one from storage decodes every chunk of every layer. A
-// bitmapCache keeps the composed bitmaps of one table of one branch, valid
+// BitmapCache keeps the composed bitmaps of one table of one branch, valid
 // for one epoch of that table: every command that writes the table makes
 // the epoch odd before its batch becomes visible and even again after, so
 // an even epoch names one state of the table. A reader loads the epoch
 // before and after taking its snapshot; when both loads agree and are even,
 // its snapshot shows exactly that state, and it may use and fill entries of
 // that epoch. Otherwise it reads storage.
-type bitmapCache struct {
+type BitmapCache struct {
 	epoch atomic.Uint64
 	salt  uint64    // sets its records apart in a RecordCache
-	obs   *observer // hears of evictions
+	reg   *Registry // hears of evictions
 
 	mu      sync.Mutex
 	at      uint64 // the epoch of the entries in m and scans
 	m       map[string]*roaring.Bitmap
-	scans   map[string][]scanEntry // whole-column scans by column prefix
+	scans   map[string][]ScanEntry // whole-column scans by column prefix
 	entries int
 }
 
-// scanEntry is one value of a cached column scan and its rows.
-type scanEntry struct {
-	v    codec.Value
-	rows *roaring.Bitmap
+// ScanEntry is one value of a cached column scan and its rows.
+type ScanEntry struct {
+	V    codec.Value
+	Rows *roaring.Bitmap
 }
 
-// maxCachedScan is the most values a cached column scan holds: grouping
+// MaxCachedScan is the most values a cached column scan holds: grouping
 // columns have few; a scan of a near-unique column is not kept.
-const maxCachedScan = 1024
+const MaxCachedScan = 1024
 
 // maxCachedBitmaps bounds the entries of one table's cache; past it the
 // cache starts over.
 const maxCachedBitmaps = 4096
 
-// cacheFor returns the cache of a table of a branch. A new cache is made
+// CacheFor returns the cache of a table of a branch. A new cache is made
 // under the writer lock, so that no write is in flight while its first
 // epoch begins. The caller must hold none of the database's locks.
-func (d *database) cacheFor(k storeKey) *bitmapCache {
+func (d *DB) CacheFor(k storeKey) *BitmapCache {
 	if c, ok := d.caches.Load(k); ok {
-		return c.(*bitmapCache)
+		return c.(*BitmapCache)
 	}
 	d.LockWriter()
 	defer d.UnlockWriter()
-	c, _ := d.caches.LoadOrStore(k, &bitmapCache{salt: rand.Uint64(), obs: d.obs})
-	return c.(*bitmapCache)
+	c, _ := d.caches.LoadOrStore(k, &BitmapCache{salt: rand.Uint64(), reg: d.reg})
+	return c.(*BitmapCache)
 }
 
 // startWrite makes odd the epochs of the caches of every table a command
 // writes, before its batch becomes visible, and notes the tables as
 // written; the returned func makes the epochs even again after. Both run
 // under the writer lock.
-func (d *database) startWrite(tx *apply.Tx) (done func()) {
-	var bumped []*bitmapCache
+func (d *DB) startWrite(tx *apply.Tx) (done func()) {
+	var bumped []*BitmapCache
 	seen := map[storeKey]bool{}
 	for _, c := range tx.Rows() {
 		k := storeKey{Branch: c.Branch, Table: c.Table}
@@ -77,7 +78,7 @@ func (d *database) startWrite(tx *apply.Tx) (done func()) {
 		}
 		d.written[k] = tx.Seq()
 		if c, ok := d.caches.Load(k); ok {
-			bc := c.(*bitmapCache)
+			bc := c.(*BitmapCache)
 			bc.epoch.Add(1)
 			bumped = append(bumped, bc)
 		}
@@ -89,11 +90,11 @@ func (d *database) startWrite(tx *apply.Tx) (done func()) {
 	}
 }
 
-// get returns a copy of the cached bitmap of id at epoch e, or nil. The
+// Get returns a copy of the cached bitmap of id at epoch e, or nil. The
 // cached bitmaps are copy-on-write: a copy shares their containers until
 // the caller changes one, so that reading a posting of hundreds of
 // thousands of rows does not copy it.
-func (c *bitmapCache) get(id string, e uint64) *roaring.Bitmap {
+func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.at != e {
@@ -105,9 +106,9 @@ func (c *bitmapCache) get(id string, e uint64) *roaring.Bitmap {
 	return nil
 }
 
-// put keeps a copy of bitmap b of id, read at epoch e, if e is still the
+// Put keeps a copy of bitmap b of id, read at epoch e, if e is still the
 // table's epoch.
-func (c *bitmapCache) put(id string, b *roaring.Bitmap, e uint64) {
+func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch.Load() != e {
@@ -124,18 +125,18 @@ func (c *bitmapCache) put(id string, b *roaring.Bitmap, e uint64) {
 
 // reset starts the entries over when they belong to another epoch or are
 // too many. The caller holds mu.
-func (c *bitmapCache) reset(e uint64) {
+func (c *BitmapCache) reset(e uint64) {
 	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
-		if c.at == e && c.entries > 0 && c.obs != nil {
-			c.obs.event(Event{Kind: EventEviction, Count: c.entries})
+		if c.at == e && c.entries > 0 && c.reg != nil {
+			c.reg.event(model.Event{Kind: model.EventEviction, Count: c.entries})
 		}
-		c.at, c.m, c.scans, c.entries = e, map[string]*roaring.Bitmap{}, map[string][]scanEntry{}, 0
+		c.at, c.m, c.scans, c.entries = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0
 	}
 }
 
-// getScan returns the cached whole scan of a column at epoch e. The
+// Scan returns the cached whole scan of a column at epoch e. The
 // entries are shared: callers clone the rows they change.
-func (c *bitmapCache) getScan(col string, e uint64) ([]scanEntry, bool) {
+func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.at != e {
@@ -145,9 +146,9 @@ func (c *bitmapCache) getScan(col string, e uint64) ([]scanEntry, bool) {
 	return s, ok
 }
 
-// putScan keeps a whole scan of a column read at epoch e, if e is still
+// PutScan keeps a whole scan of a column read at epoch e, if e is still
 // the table's epoch.
-func (c *bitmapCache) putScan(col string, entries []scanEntry, e uint64) {
+func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch.Load() != e {
@@ -157,3 +158,21 @@ func (c *bitmapCache) putScan(col string, entries []scanEntry, e uint64) {
 	c.scans[col] = entries
 	c.entries += len(entries)
 }
+
+// Cardinality returns the cardinality of the cached bitmap of id at epoch
+// e, without copying it.
+func (c *BitmapCache) Cardinality(id string, e uint64) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at != e {
+		return 0, false
+	}
+	if b := c.m[id]; b != nil {
+		return b.GetCardinality(), true
+	}
+	return 0, false
+}
+
+// Epoch is the cache's current epoch: even when no write of the table is
+// in flight.
+func (c *BitmapCache) Epoch() uint64 { return c.epoch.Load() }

@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import (
 	"math"
@@ -53,7 +53,7 @@ type colIndex struct {
 
 // written records, before it happens, that row's value changes to v (null
 // for a removal). The caller holds the store's write lock.
-func (c *colValues) written(row uint32, v codec.Value) {
+func (c *Column) written(row uint32, v codec.Value) {
 	ix := &c.ix
 	if ix.hasOrder {
 		ix.stale.Add(row)
@@ -74,13 +74,13 @@ func (c *colValues) written(row uint32, v codec.Value) {
 	}
 }
 
-var _ index.OrderedValues = (*colValues)(nil)
+var _ index.OrderedValues = (*Column)(nil)
 
 // Order returns the rows holding a value in ascending order of value, rows
 // of equal value in ascending row order, for an int, datetime or float
 // column (nil for others, or for a float column holding NaN). It
 // implements index.OrderedValues.
-func (c *colValues) Order() []uint32 {
+func (c *Column) Order() []uint32 {
 	switch c.kind {
 	case codec.KindInt, codec.KindDatetime, codec.KindFloat:
 	default:
@@ -114,7 +114,7 @@ func (c *colValues) Order() []uint32 {
 
 // orderKey maps the value of row to a uint64 that sorts as the value does;
 // ok is false for NaN, which has no place in an order.
-func (c *colValues) orderKey(row uint32) (uint64, bool) {
+func (c *Column) orderKey(row uint32) (uint64, bool) {
 	if c.kind == codec.KindFloat {
 		f := c.floats[row]
 		if math.IsNaN(f) {
@@ -134,7 +134,7 @@ func (c *colValues) orderKey(row uint32) (uint64, bool) {
 
 // sortRows orders rows, given in ascending order, by value; the sort is
 // stable, so rows of equal value stay in ascending order.
-func (c *colValues) sortRows(rows []uint32) ([]uint32, bool) {
+func (c *Column) sortRows(rows []uint32) ([]uint32, bool) {
 	keys := make([]uint64, len(rows))
 	for i, row := range rows {
 		k, ok := c.orderKey(row)
@@ -199,7 +199,7 @@ func radixSort(keys []uint64, rows []uint32) []uint32 {
 
 // mergeOrder returns a new order: old without the stale rows, merged with
 // the stale rows that hold a value, sorted.
-func (c *colValues) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool) {
+func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool) {
 	fresh := roaring.And(stale, &c.present).ToArray()
 	fresh, ok := c.sortRows(fresh)
 	if !ok {

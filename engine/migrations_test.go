@@ -88,15 +88,15 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 	if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", ID: "r1", Values: map[string]any{"a": "x"}}); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := e.BranchDetails(ref)
-	_, err := e.ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
+	before, _ := e.Branches().Details(ref)
+	_, err := e.Schema().ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
 		{"addTable":{"table":"u"}},
 		{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
 		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true}}}]`)})
 	mustCode(t, err, CodeInvalid, "operation 3 (addColumn): column [n]: a notNull column on a non-empty table needs a defaultValue")
-	_, err = e.ApplyMigration(ref, MigrationRequest{Operations: []MigrationOp{{}}})
+	_, err = e.Schema().ApplyMigration(ref, MigrationRequest{Operations: []MigrationOp{{}}})
 	mustCode(t, err, CodeInvalid, "operation 1: an operation must have exactly one of")
-	after, _ := e.BranchDetails(ref)
+	after, _ := e.Branches().Details(ref)
 	b1, _ := json.Marshal(before)
 	b2, _ := json.Marshal(after)
 	if string(b1) != string(b2) {
@@ -104,15 +104,15 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 	}
 
 	stale := "mig_00000000000000000000"
-	_, err = e.ApplyMigration(ref, MigrationRequest{Parent: &stale, Operations: opsOf(t, `[{"addTable":{"table":"u"}}]`)})
+	_, err = e.Schema().ApplyMigration(ref, MigrationRequest{Parent: &stale, Operations: opsOf(t, `[{"addTable":{"table":"u"}}]`)})
 	mustCode(t, err, CodeInvalid, "is not the head of branch [main]")
 	head := before.LastMigrationID
-	ch, err := e.ApplyMigration(ref, MigrationRequest{Parent: &head, Operations: opsOf(t, `[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
+	ch, err := e.Schema().ApplyMigration(ref, MigrationRequest{Parent: &head, Operations: opsOf(t, `[{"addTable":{"table":"u"}},{"renameColumn":{"table":"t","oldName":"a","newName":"b"}},
 		{"addColumn":{"table":"u","column":{"name":"t","type":"link","link":{"table":"t"}}}}]`)})
 	if err != nil || ch.ParentMigrationID != head {
 		t.Fatalf("apply: %+v %v", ch, err)
 	}
-	after, _ = e.BranchDetails(ref)
+	after, _ = e.Branches().Details(ref)
 	if after.Version != before.Version+1 || after.LastMigrationID != ch.MigrationID || len(after.Schema.Tables) != 2 {
 		t.Fatalf("after apply: %+v", after)
 	}
@@ -121,7 +121,7 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 		t.Fatalf("record after rename: %+v %v", rec, err)
 	}
 	// No operations: nothing recorded, the head answered.
-	same, err := e.ApplyMigration(ref, MigrationRequest{Operations: nil})
+	same, err := e.Schema().ApplyMigration(ref, MigrationRequest{Operations: nil})
 	if err != nil || same != ch {
 		t.Fatalf("empty apply = %+v, %v; want %+v", same, err, ch)
 	}
@@ -129,19 +129,19 @@ func TestApplyMigrationIsAtomic(t *testing.T) {
 
 func TestPreviewMigration(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}}})
-	before, _ := e.BranchDetails(ref)
-	orig, upd, err := e.PreviewMigration(ref, opsOf(t, `[{"addTable":{"table":"u"}},{"removeColumn":{"table":"t","column":"a"}}]`))
+	before, _ := e.Branches().Details(ref)
+	orig, upd, err := e.Schema().PreviewMigration(ref, opsOf(t, `[{"addTable":{"table":"u"}},{"removeColumn":{"table":"t","column":"a"}}]`))
 	if err != nil || len(orig.Tables) != 1 || len(orig.Tables[0].Columns) != 1 || len(upd.Tables) != 2 || len(upd.Tables[0].Columns) != 0 {
 		t.Fatalf("preview: %+v → %+v, %v", orig, upd, err)
 	}
-	_, _, err = e.PreviewMigration(ref, opsOf(t, `[{"removeTable":{"table":"nope"}}]`))
+	_, _, err = e.Schema().PreviewMigration(ref, opsOf(t, `[{"removeTable":{"table":"nope"}}]`))
 	mustCode(t, err, CodeInvalid, "operation 1 (removeTable): table [nope] not found")
-	after, _ := e.BranchDetails(ref)
+	after, _ := e.Branches().Details(ref)
 	if after.Version != before.Version || after.LastMigrationID != before.LastMigrationID {
 		t.Fatalf("preview changed the branch")
 	}
 	// The table id a preview took is not taken: the next table gets it.
-	if _, err := e.CreateTable(ref, "u"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "u"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -152,7 +152,7 @@ func TestSchemaHistoryAndPush(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "a", Type: TypeString}}})
 	all := func(r Ref) []Migration {
 		t.Helper()
-		p, err := e.SchemaHistory(r, HistoryRequest{Size: MaxHistoryPageSize})
+		p, err := e.Schema().History(r, HistoryRequest{Size: MaxHistoryPageSize})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,18 +169,18 @@ func TestSchemaHistoryAndPush(t *testing.T) {
 	}
 	dev := ref
 	dev.Branch = "dev"
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	feat := ref
 	feat.Branch = "feat"
-	if err := e.CreateBranch(feat, CreateBranchRequest{From: "dev"}); err != nil {
+	if err := e.Branches().Create(feat, CreateBranchRequest{From: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateTable(ref, "onMain"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "onMain"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.CreateTable(feat, "onFeat")
+	c, err := e.Schema().CreateTable(feat, "onFeat")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,30 +198,30 @@ func TestSchemaHistoryAndPush(t *testing.T) {
 	for i, m := range h {
 		push[len(h)-1-i] = m
 	}
-	ch, err := e.PushMigrations(cp, push)
+	ch, err := e.Schema().PushMigrations(cp, push)
 	if err != nil || ch.MigrationID != c.MigrationID || ch.ParentMigrationID != main[0].ID {
 		t.Fatalf("push = %+v, %v", ch, err)
 	}
-	want, _ := e.BranchDetails(feat)
-	got, _ := e.BranchDetails(cp)
+	want, _ := e.Branches().Details(feat)
+	got, _ := e.Branches().Details(cp)
 	w, _ := json.Marshal(want.Schema)
 	g, _ := json.Marshal(got.Schema)
 	if string(w) != string(g) {
 		t.Fatalf("pushed schema %s, want %s", g, w)
 	}
-	if ch, err := e.PushMigrations(cp, push); err != nil || ch.MigrationID != c.MigrationID {
+	if ch, err := e.Schema().PushMigrations(cp, push); err != nil || ch.MigrationID != c.MigrationID {
 		t.Fatalf("push again = %+v, %v", ch, err)
 	}
 	bad := push[2]
 	bad.Checksum = model.MigrationChecksum("", bad.Operations)
-	_, err = e.PushMigrations(cp, []Migration{bad})
+	_, err = e.Schema().PushMigrations(cp, []Migration{bad})
 	mustCode(t, err, CodeInvalid, "checksum mismatch")
 	// A migration pushed on an old head: main's onMain table after feat's.
-	_, err = e.PushMigrations(cp, []Migration{all(ref)[0]})
+	_, err = e.Schema().PushMigrations(cp, []Migration{all(ref)[0]})
 	mustCode(t, err, CodeInvalid, "is not the head")
-	_, err = e.SchemaHistory(cp, HistoryRequest{After: "mig_00000000000000000000"})
+	_, err = e.Schema().History(cp, HistoryRequest{After: "mig_00000000000000000000"})
 	mustCode(t, err, CodeInvalid, "is not in the history")
-	_, err = e.SchemaHistory(Ref{Workspace: ref.Workspace, Database: "copy", Branch: "nope"}, HistoryRequest{})
+	_, err = e.Schema().History(Ref{Workspace: ref.Workspace, Database: "copy", Branch: "nope"}, HistoryRequest{})
 	mustCode(t, err, CodeNotFound, "branch [nope] not found")
 }
 
@@ -229,14 +229,14 @@ func TestCompareSchemaValidatesTarget(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{})
 	f := func(target, want string) {
 		t.Helper()
-		_, err := e.CompareSchema(ref, CompareRequest{Schema: ptr(schemaOf(t, target))})
+		_, err := e.Schema().Compare(ref, CompareRequest{Schema: ptr(schemaOf(t, target))})
 		mustCode(t, err, CodeInvalid, want)
 	}
 	f(`{"tables":[{"name":"a"},{"name":"A"}]}`, "table [A] is defined twice")
 	f(`{"tables":[{"name":"a b"}]}`, "table name [a b] is invalid")
 	f(`{"tables":[{"name":"a","columns":[{"name":"x","type":"int"},{"name":"x","type":"int"}]}]}`, "column [x] is defined twice")
 	f(`{"tables":[{"name":"a","columns":[{"name":"l","type":"link","link":{"table":"b"}}]}]}`, "link target table [b] not found")
-	c, err := e.CompareSchema(ref, CompareRequest{Schema: ptr(schemaOf(t, `{"tables":[{"name":"a","columns":[{"name":"f","type":"file","file":{}}]}]}`))})
+	c, err := e.Schema().Compare(ref, CompareRequest{Schema: ptr(schemaOf(t, `{"tables":[{"name":"a","columns":[{"name":"f","type":"file","file":{}}]}]}`))})
 	if err != nil || !strings.Contains(mustJSONText(c.Target), `{"name":"f","type":"file"}`) {
 		t.Fatalf("normalized target %+v, %v", c.Target, err)
 	}
@@ -275,7 +275,7 @@ func TestRecordCount(t *testing.T) {
 	count(ref, 6)
 	dev := ref
 	dev.Branch = "dev"
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.WriteOne(dev, Op{Kind: OpDelete, Table: "b", ID: "x"}); err != nil {
@@ -283,7 +283,7 @@ func TestRecordCount(t *testing.T) {
 	}
 	count(dev, 5)
 	count(ref, 6)
-	if _, err := e.DeleteTable(ref, "b"); err != nil {
+	if _, err := e.Schema().DeleteTable(ref, "b"); err != nil {
 		t.Fatal(err)
 	}
 	count(ref, 5)
@@ -307,10 +307,10 @@ func TestAddNotNullColumnBackfills(t *testing.T) {
 	}
 	other := ref
 	other.Branch = "other"
-	if err := e.CreateBranch(other, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(other, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
+	if _, err := e.Schema().ApplyMigration(ref, MigrationRequest{Operations: opsOf(t, `[
 		{"addColumn":{"table":"t","column":{"name":"n","type":"int","notNull":true,"defaultValue":"7"}}},
 		{"addColumn":{"table":"t","column":{"name":"o.s","type":"string","notNull":true,"defaultValue":"x"}}},
 		{"addColumn":{"table":"t","column":{"name":"gone","type":"int","notNull":true,"defaultValue":"1"}}},
@@ -395,7 +395,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		return r
 	}
 	head := func(r Ref) string {
-		det, err := e.BranchDetails(r)
+		det, err := e.Branches().Details(r)
 		if err != nil {
 			d.Fatalf(t, "%v", err)
 		}
@@ -407,7 +407,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	}
 	switch d.Cmd {
 	case "update":
-		if _, err := e.ApplyMigration(ref("branch"), MigrationRequest{Operations: ops()}); err != nil {
+		if _, err := e.Schema().ApplyMigration(ref("branch"), MigrationRequest{Operations: ops()}); err != nil {
 			return fail(err)
 		}
 		return "ok"
@@ -417,7 +417,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		if d.HasArg("source") {
 			s, ok := marks[branchesArg(d, "source")]
 			if !ok {
-				det, err := e.BranchDetails(ref("source"))
+				det, err := e.Branches().Details(ref("source"))
 				if err != nil {
 					return fail(err)
 				}
@@ -426,7 +426,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 			src = &s
 		}
 		before := head(r)
-		ch, err := e.ApplyMigration(r, MigrationRequest{Source: src, Operations: ops()})
+		ch, err := e.Schema().ApplyMigration(r, MigrationRequest{Source: src, Operations: ops()})
 		if err != nil {
 			return fail(err)
 		}
@@ -435,13 +435,13 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return "recorded:\n" + schemaEditsHistory(t, e, r)
 	case "preview":
-		_, upd, err := e.PreviewMigration(ref("branch"), ops())
+		_, upd, err := e.Schema().PreviewMigration(ref("branch"), ops())
 		if err != nil {
 			return fail(err)
 		}
 		return formatSchema(upd)
 	case "compare-ops":
-		c, err := e.CompareSchema(ref("branch"), CompareRequest{Operations: ops()})
+		c, err := e.Schema().Compare(ref("branch"), CompareRequest{Operations: ops()})
 		if err != nil {
 			return fail(err)
 		}
@@ -450,7 +450,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		marks[branchesArg(d, "name")] = head(ref("branch"))
 		return "ok"
 	case "fork":
-		if err := e.CreateBranch(ref("to"), CreateBranchRequest{From: branchesArg(d, "from")}); err != nil {
+		if err := e.Branches().Create(ref("to"), CreateBranchRequest{From: branchesArg(d, "from")}); err != nil {
 			return fail(err)
 		}
 		return "ok"
@@ -481,7 +481,7 @@ func (run *schemaEditsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return strings.Join(out, "\n")
 	case "schema":
-		det, err := e.BranchDetails(ref("branch"))
+		det, err := e.Branches().Details(ref("branch"))
 		if err != nil {
 			return fail(err)
 		}
@@ -501,7 +501,7 @@ var codeNames = map[Code]string{
 // migration, one a line.
 func schemaEditsHistory(t *testing.T, e *Engine, r Ref) string {
 	t.Helper()
-	page, err := e.SchemaHistory(r, HistoryRequest{Size: 1})
+	page, err := e.Schema().History(r, HistoryRequest{Size: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

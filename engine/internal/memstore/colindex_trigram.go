@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import (
 	"slices"
@@ -52,7 +52,7 @@ func isASCII(s string) bool {
 }
 
 // buildTrigrams indexes the present rows of a string column.
-func buildTrigrams(c *colValues) *trigramIndex {
+func buildTrigrams(c *Column) *trigramIndex {
 	t := &trigramIndex{grams: map[uint32]*roaring.Bitmap{}}
 	lists := map[uint32][]uint32{}
 	var nonASCII []uint32
@@ -110,14 +110,14 @@ func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 	}
 }
 
-var _ index.SubstringValues = (*colValues)(nil)
+var _ index.SubstringValues = (*Column)(nil)
 
 // SubstringCandidates returns a superset of the rows whose value contains
 // sub (under simple case folding when fold), from the column's trigram
 // index, which it builds on first use. ok is false when the index cannot
 // narrow the rows: not a string column, sub shorter than three bytes, or
 // a folded sub with non-ASCII bytes. It implements index.SubstringValues.
-func (c *colValues) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bool) {
+func (c *Column) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bool) {
 	if c.kind != codec.KindString || len(sub) < 3 || (fold && !isASCII(sub)) {
 		return nil, false
 	}

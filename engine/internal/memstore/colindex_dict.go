@@ -1,4 +1,4 @@
-package engine
+package memstore
 
 import (
 	"github.com/coppice-db/coppice/codec"
@@ -41,12 +41,12 @@ func (d *colDict) set(row uint32, v codec.Value) bool {
 	return true
 }
 
-var _ index.CodedValues = (*colValues)(nil)
+var _ index.CodedValues = (*Column)(nil)
 
 // Codes returns the dictionary of a string column with at most
 // maxDictValues distinct values, building it on first use; ok is false for
 // other columns. It implements index.CodedValues.
-func (c *colValues) Codes() (codes []uint16, vals []codec.Value, ok bool) {
+func (c *Column) Codes() (codes []uint16, vals []codec.Value, ok bool) {
 	if c.kind != codec.KindString {
 		return nil, nil, false
 	}
