@@ -59,9 +59,10 @@ func (s *Server) queryTable(r *request) error {
 	if err := r.decode(&body, true); err != nil {
 		return err
 	}
-	if c := body.Consistency; c != nil && *c != "strong" && *c != "eventual" {
-		// Accepted and ignored: a single node is always consistent.
-		return invalid("consistency must be strong or eventual, got [%s]", *c)
+	if err := checkConsistency(body.Consistency); err != nil {
+		// Read by a cluster (cluster.go); a single node is always
+		// consistent.
+		return err
 	}
 	var in engine.QueryRequest
 	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {

@@ -76,6 +76,7 @@ type Options struct {
 // returns.
 type Server struct {
 	eng     *engine.Engine
+	cluster *engine.Cluster // nil on a single server; see cluster.go
 	opts    Options
 	log     *slog.Logger
 	meta    string // record metadata key: "svc" or "xata"
@@ -166,6 +167,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
+	if eng != nil {
+		s.cluster = eng.Cluster()
+	}
 	s.initLimits()
 	s.labels.m = map[string]string{}
 	s.records = engine.NewRecordCache(recordCacheBytes)
@@ -230,6 +234,8 @@ func (s *Server) routes() {
 	)
 	// Users, API keys, workspaces, members and invites (control plane).
 	s.controlPlaneRoutes()
+	// A cluster's administration.
+	s.clusterRoutes()
 
 	// Databases (control plane).
 	r.GET(ws+"/dbs", s.handle(s.listDatabases))
@@ -501,7 +507,10 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 				}
 			}()
 		}
-		err := r.authenticateLimited()
+		err := r.catalogBarrier()
+		if err == nil {
+			err = r.authenticateLimited()
+		}
 		if err == nil {
 			err = fn(r)
 		}

@@ -33,6 +33,8 @@ type serveConfig struct {
 	MetricsAddr string
 	// API configures the HTTP server.
 	API api.Options
+	// Cluster, when set, makes the server a node of a cluster.
+	Cluster *engine.ClusterOptions
 }
 
 // serve is `coppice serve`: it opens the data directory (bootstrapping a
@@ -71,7 +73,14 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 			}
 		}
 	}()
-	if first {
+	switch {
+	case first && cfg.Cluster != nil && cfg.Cluster.NodeID == 1 && isFounder(cfg.Cluster):
+		// Only the first node of a new cluster bootstraps, once a
+		// majority runs; the others receive the accounts through it.
+		if err := bootstrapCluster(ctx, eng, cfg.BootstrapKey, out, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
+			return err
+		}
+	case first && cfg.Cluster == nil:
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
@@ -133,7 +142,8 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)})
+	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat),
+		Cluster: cfg.Cluster})
 }
 
 // bootstrap creates the first accounts of a new data directory and prints

@@ -231,22 +231,29 @@ func WriteCatalog(r pebble.Reader, w io.Writer) error {
 // Rehydrate gives a decoded result (DecodeResult) the schema objects a
 // result applied in this process carries, from the database's current
 // state: the table of each written record, the branch, table and column
-// of a written file. What no longer exists stays nil.
-func (a *Applier) Rehydrate(cmd Command, res any) any {
+// of a written file. It fails when they no longer exist: the write
+// applied, but its result cannot be shown as it was.
+func (a *Applier) Rehydrate(cmd Command, res any) (any, error) {
+	gone := model.Errorf(model.CodeConflict, "the write applied, but its branch changed before its result could be read")
 	d := a.DB(cmd.Database)
-	if d == nil || cmd.DB == nil {
-		return res
+	if cmd.DB == nil {
+		return res, nil
+	}
+	if d == nil {
+		return nil, gone
 	}
 	st := d.State()
 	switch r := res.(type) {
 	case []OpResult:
-		w, ok := cmd.DB.(*WriteRecords)
-		if !ok || st.Branches[w.Branch] == nil {
-			return res
+		w, _ := cmd.DB.(*WriteRecords)
+		if w == nil || st.Branches[w.Branch] == nil {
+			return nil, gone
 		}
 		s := st.Branches[w.Branch].Schema
 		for i := range r {
-			r[i].Tbl = s.ByID[r[i].Table]
+			if r[i].Tbl = s.ByID[r[i].Table]; r[i].Tbl == nil && r[i].Rec != nil {
+				return nil, gone
+			}
 		}
 	case *FileWritten:
 		if r.Br = st.ByID[r.Branch]; r.Br != nil {
@@ -254,6 +261,9 @@ func (a *Applier) Rehydrate(cmd Command, res any) any {
 				r.Col = r.Tbl.ByID[r.Column]
 			}
 		}
+		if r.Col == nil {
+			return nil, gone
+		}
 	}
-	return res
+	return res, nil
 }

@@ -250,10 +250,10 @@ func (n *Node) Propose(ctx context.Context, cmd apply.Command) (any, error) {
 				return o.res, o.err
 			}
 			res, err := decodeResult(cmd, out)
-			if err == nil {
-				res = n.ap.Rehydrate(cmd, res)
+			if err != nil {
+				return nil, err
 			}
-			return res, err
+			return n.ap.Rehydrate(cmd, res)
 		}
 		if again, err := n.retry(ctx, err); !again {
 			return nil, err
@@ -290,11 +290,10 @@ func (n *Node) retry(ctx context.Context, err error) (bool, error) {
 	}
 }
 
-// bound gives ctx the wait bound when it has no deadline.
+// bound bounds ctx by the wait for a group without a leader
+// (consensus.Config.MaxWait): a request waits no longer than that, however
+// long its own deadline.
 func (n *Node) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
 	d := n.cfg.Consensus.MaxWait
 	if d == 0 {
 		d = 5 * time.Second
@@ -326,6 +325,13 @@ func (n *Node) Hosts(db uint32) bool {
 	defer n.mu.Unlock()
 	_, ok := n.groups[db]
 	return ok
+}
+
+// Placed reports whether the catalog places a replica of database db on
+// this node (its group runs here, or is about to).
+func (n *Node) Placed(db uint32) bool {
+	p, ok := n.cat.PlacementOf(db)
+	return ok && hasNode(p.Replicas, n.cfg.NodeID)
 }
 
 // register records this node's addresses in the catalog, once the meta

@@ -354,7 +354,7 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 	}
 	c.converge(db)
 	c.stop(3)
-	for i := range 120 {
+	for i := range 300 {
 		if err := c.write(uint64(1+i%2), db, fmt.Sprintf("b%d", i), i); err != nil {
 			t.Fatal(err)
 		}
@@ -417,6 +417,7 @@ func TestFlattenReplicated(t *testing.T) {
 		}
 		from = name
 	}
+	c.converge(db)
 	b := c.ap(2).DB(db).State().Branches[from]
 	if len(b.Lineage) != 5 {
 		t.Fatalf("lineage of %s: %v", from, b.Lineage)

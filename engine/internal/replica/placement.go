@@ -205,9 +205,9 @@ func (n *Node) AddNode(ctx context.Context, id uint64, raftAddr string) error {
 	if id == 0 || raftAddr == "" {
 		return model.Invalidf("a node needs an id ≥ 1 and a raft address")
 	}
-	ctx, cancel := n.bound(ctx)
+	actx, cancel := n.bound(ctx)
 	defer cancel()
-	if err := n.host.AddReplica(ctx, MetaGroup, id, raftAddr); err != nil {
+	if err := n.host.AddReplica(actx, MetaGroup, id, raftAddr); err != nil {
 		if errors.Is(err, consensus.ErrRejected) {
 			return model.Errorf(model.CodeConflict, "node [%d] was removed from the cluster: a node that comes back needs a new id", id)
 		}
