@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,10 +23,11 @@ import (
 // workspaces, databases) and, once it names a database, of that database,
 // so that it sees every write acknowledged before it arrived, on any node.
 // A query, summarize, aggregate or search with "consistency": "eventual"
-// skips both and reads this node's replicas as they are. Writes are
-// proposed to their group and answered once a majority has them. A group
-// without a leader makes a request wait up to the engine's bound, then
-// answer 503 with Retry-After.
+// skips both and reads this node's replicas as they are, and so does the
+// cluster's status. Writes are proposed to their group and answered once a
+// majority has them; a write of records skips the barriers unless it fails
+// for want of them (call). A group without a leader makes a request wait
+// up to the engine's bound, then answer 503 with Retry-After.
 
 // eventualRoutes are the suffixes of the routes whose body may ask for
 // "consistency": "eventual".
@@ -52,18 +54,90 @@ func (r *request) eventual() bool {
 	return json.Unmarshal(body, &b) == nil && b.Consistency != nil && *b.Consistency == "eventual"
 }
 
-// catalogBarrier is the catalog's barrier of a request in a cluster,
-// unless it reads with eventual consistency; it decides, for the request,
-// whether its database gets one too (databaseBarrier).
-func (r *request) catalogBarrier() error {
+// call authenticates the caller and runs fn. In a cluster a request first
+// passes the catalog's barrier (and, once it names a database, the
+// database's), unless it reads with eventual consistency; a write of
+// records passes none unless it fails as a lagging replica could make it
+// fail (a key, a database, a table or a column not found yet), and is then
+// run again behind them: its command is applied to the group's latest state
+// anyway, and a failed one changed nothing.
+func (r *request) call(fn func(r *request) error) error {
 	if r.s.cluster == nil {
-		return nil
+		if err := r.authenticateLimited(); err != nil {
+			return err
+		}
+		return fn(r)
 	}
-	r.strong = !r.eventual()
-	if !r.strong {
-		return nil
+	if r.recordWrite() {
+		err := r.authenticateFirst()
+		if err == nil {
+			err = fn(r)
+		}
+		if err == nil || !mayBeStale(err) {
+			return err
+		}
+		r.user, r.key, r.resolved = nil, nil, false
+		r.strong = true
+	} else {
+		r.strong = !r.eventual() && !r.clusterView()
 	}
-	return r.s.cluster.CatalogBarrier(r.context())
+	if r.strong {
+		if err := r.s.cluster.CatalogBarrier(r.context()); err != nil {
+			return err
+		}
+	}
+	if err := r.authenticateLimited(); err != nil {
+		return err
+	}
+	return fn(r)
+}
+
+// clusterView reports whether the request reads the cluster's status,
+// which a node answers from what it knows, also while the catalog's group
+// has no leader: when it is most needed.
+func (r *request) clusterView() bool {
+	return r.route != nil && r.route.method == "GET" && strings.HasPrefix(r.route.pattern, "/admin/cluster")
+}
+
+// recordWriteRoutes are the routes of record writes.
+var recordWriteRoutes = map[string]bool{
+	"/db/{dbb}/tables/{table}/data":      true,
+	"/db/{dbb}/tables/{table}/data/{id}": true,
+	"/db/{dbb}/tables/{table}/bulk":      true,
+	"/db/{dbb}/transaction":              true,
+}
+
+// recordWrite reports whether the request writes records.
+func (r *request) recordWrite() bool {
+	return r.route != nil && r.route.method != "GET" && recordWriteRoutes[r.route.pattern]
+}
+
+// authenticateFirst is authenticateLimited without counting a bad key: a
+// key this replica does not know yet is asked about again behind the
+// catalog's barrier, which counts it then.
+func (r *request) authenticateFirst() error {
+	if wait := r.s.authFails.blocked(clientAddr(r.ctx.RemoteAddr()), time.Now()); wait > 0 {
+		return &tooManyFailures{wait}
+	}
+	return r.authenticate()
+}
+
+// mayBeStale reports whether err is a failure that a replica behind the
+// others could give where an up-to-date one would not.
+func mayBeStale(err error) bool {
+	var oe *engine.OpErrors
+	var be *bodyError
+	switch {
+	case err == errInvalidKey, errors.As(err, &oe):
+		return true
+	case errors.As(err, &be):
+		return be.status == http.StatusBadRequest || be.status == http.StatusNotFound
+	}
+	switch engine.CodeOf(err) {
+	case engine.CodeNotFound, engine.CodeInvalid, engine.CodeUnauthenticated, engine.CodeForbidden:
+		return true
+	}
+	return false
 }
 
 // databaseBarrier is the barrier of database db of workspace ws, for a

@@ -294,6 +294,15 @@ func TestClusterHTTP(t *testing.T) {
 
 	// Writes through each node, each read at once through another.
 	dbb := "/db/shop:main/tables/people"
+	// A write that needs what another node changed a moment ago: a
+	// column, an API key. It must never fail for the replica lagging.
+	for i := range 6 {
+		col := fmt.Sprintf("c%d", i)
+		c.node(1).expect(200, "POST", dbb+"/columns", map[string]any{"name": col, "type": "int"})
+		c.node(uint64(2+i%2)).expect(201, "PUT", fmt.Sprintf("%s/data/col%d", dbb, i), map[string]any{col: i})
+	}
+	key := c.node(1).expect(201, "POST", c.node(1).url+"/user/keys/fresh", nil).obj()["key"].(string)
+	c.node(3).expect(201, "PUT", dbb+"/data/fresh", map[string]any{"name": "fresh"}, withKey(key))
 	for i := range 30 {
 		w, r := uint64(1+i%3), uint64(1+(i+1)%3)
 		c.retry(w, 201, "PUT", fmt.Sprintf("%s/data/w%d", dbb, i), map[string]any{"name": fmt.Sprintf("w%d", i), "age": i})
@@ -322,6 +331,12 @@ func TestClusterHTTP(t *testing.T) {
 	q := cut.expect(200, "POST", dbb+"/query", map[string]any{"filter": map[string]any{"id": "w1"}, "consistency": "eventual"})
 	if recs, _ := q.obj()["records"].([]any); len(recs) != 1 {
 		t.Errorf("an eventual read on a cut-off node: %s", q.raw)
+	}
+	// Its own view of the cluster it answers at once.
+	start = time.Now()
+	cut.expect(200, "GET", cut.url+"/admin/cluster/node", nil)
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("the cut-off node's status took %v", waited)
 	}
 	// The majority goes on.
 	c.retry(1, 201, "PUT", dbb+"/data/majority", map[string]any{"name": "m"})

@@ -507,13 +507,7 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 				}
 			}()
 		}
-		err := r.catalogBarrier()
-		if err == nil {
-			err = r.authenticateLimited()
-		}
-		if err == nil {
-			err = fn(r)
-		}
+		err := r.call(fn)
 		if err != nil {
 			s.writeError(ctx, r.id, r.contextError(err))
 		}
