@@ -65,6 +65,7 @@ type Options struct {
 // Engine is an open data directory.
 type Engine struct {
 	pdb     *pebble.DB
+	dir     string // the data directory
 	opts    Options
 	writeOp *pebble.WriteOptions
 	ids     *model.IDGen
@@ -140,6 +141,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		pdb:     pdb,
+		dir:     dir,
 		opts:    opts,
 		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
 		ids:     model.NewIDGen(),
