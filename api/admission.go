@@ -179,11 +179,12 @@ func (b *bodyBudget) grant() {
 // into its own pooled buffer: a body this small is taken from there.
 const prefetchedBody = 8 << 10
 
-// admit reads the request's body and takes an execution slot, or answers
-// the request itself and returns false. finish gives back what admit took.
-func (s *Server) admit(r *request) bool {
+// admit reads the request's body, unless its handler streams it, and takes
+// an execution slot, or answers the request itself and returns false.
+// finish gives back what admit took.
+func (s *Server) admit(r *request, streamBody bool) bool {
 	ctx := r.ctx
-	if hasBody(ctx) {
+	if hasBody(ctx) && !streamBody {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()

@@ -103,6 +103,7 @@ type Server struct {
 	}
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
+	ops   opsState    // backups and loads in progress, see admin_backup.go
 	files fileURLs    // default base of file URLs, see files.go
 
 	// Limits and their state: admission.go, authlimit.go, conns.go,
@@ -285,6 +286,10 @@ func (s *Server) routes() {
 	// Files: binary endpoints and access URLs (files.go).
 	s.fileRoutes(t)
 
+	// Dumps and loads of databases (dump.go), backups (admin_backup.go).
+	s.dumpRoutes()
+	s.backupRoutes()
+
 	// Schema edits.
 	r.POST(dbb+"/schema/compare", s.handle(s.compareSchema))
 	r.POST(dbb+"/schema/compare/{branch}", s.handle(s.compareBranchSchemas))
@@ -380,7 +385,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, id, errShuttingDown)
 		return
 	}
-	if !s.admit(r) {
+	if !s.admit(r, streamsBody(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
