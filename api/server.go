@@ -57,8 +57,9 @@ type Options struct {
 	// warn level; 0 means DefaultSlowRequest, a negative value turns the
 	// slow-request log off.
 	SlowRequest time.Duration
-	// Metrics receives the server's request metrics; nil means none.
-	// ServeMetrics serves them.
+	// Metrics receives the server's request metrics and reads the engine's
+	// at scrape time; nil means none. ServeMetrics serves them. One
+	// Metrics serves one Server.
 	Metrics *Metrics
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
@@ -165,6 +166,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.slow = DefaultSlowRequest
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
+	}
+	if s.metrics != nil && eng != nil {
+		if err := s.metrics.Register(engineCollector{eng}); err != nil {
+			return nil, fmt.Errorf("api: engine metrics: %w", err)
+		}
 	}
 	s.initLimits()
 	s.labels.m = map[string]string{}

@@ -290,7 +290,10 @@ func TestServeProcess(t *testing.T) {
 	}
 	if st, body := get("http://" + metrics + "/metrics"); st != 200 ||
 		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
-		!strings.Contains(body, "process_resident_memory_bytes") {
+		!strings.Contains(body, "process_resident_memory_bytes") ||
+		// The engine's families, wired to the engine the server opened.
+		!strings.Contains(body, "coppice_storage_wal_syncs_total ") || !strings.Contains(body, `coppice_storage_level_bytes{level="6"}`) ||
+		!strings.Contains(body, "coppice_databases 0") || !strings.Contains(body, "coppice_store_builds_total 0") {
 		t.Errorf("/metrics: %d\n%s", st, body)
 	}
 	var errOut bytes.Buffer
