@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -107,9 +108,13 @@ func TestCheckpointUnderWrites(t *testing.T) {
 		t.Error("a checkpoint with an ended context succeeded")
 	}
 	for _, c := range cks {
-		ce, err := engine.Open(c.dir, engine.Options{})
+		var log bytes.Buffer
+		ce, err := engine.Open(c.dir, engine.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		if err != nil {
 			t.Fatalf("open checkpoint: %v", err)
+		}
+		if log.Len() > 0 {
+			t.Errorf("opening a checkpoint logged:\n%s", log.String())
 		}
 		for w := range writers {
 			n := int64(0)
@@ -144,6 +149,21 @@ func TestCheckpointUnderWrites(t *testing.T) {
 	}
 	if _, err := e2.Get(ref, "t", "w0-000000"); err != nil {
 		t.Error(err)
+	}
+	// A checkpoint without writes since the open: its log holds only the
+	// sync record, which opening the copy flushes to no table, quietly.
+	quiet, err := e2.Checkpoint(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	ce, err := engine.Open(quiet, engine.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce.Close()
+	if log.Len() > 0 {
+		t.Errorf("opening a checkpoint logged:\n%s", log.String())
 	}
 	e2.Close()
 	if _, err := e.Checkpoint(context.Background(), ""); err == nil {
