@@ -24,10 +24,11 @@ func TestDependencyDirection(t *testing.T) {
 		// api reads request bodies with the parsers of index and fts.
 		"api":         {"engine", "index", "fts", "codec", "console"},
 		"cmd/coppice": {"api", "engine", "cmd/coppice/internal/transfer"},
-		// `coppice import` and `coppice export`: an HTTP client of the API
-		// (net/http, never fasthttp) and, for a data directory no server
-		// holds, a user of the engine's facade.
-		"cmd/coppice/internal/transfer": {"engine", "index"},
+		// `coppice import`, `export`, `backup`, `restore`, `dump` and
+		// `load`: an HTTP client of the API (net/http, never fasthttp)
+		// and, for a data directory no server holds, a user of the
+		// engine's facade; the formats of dumps and backups are codec's.
+		"cmd/coppice/internal/transfer": {"engine", "index", "codec"},
 	}
 	// Third-party libraries only one package may import.
 	owners := map[string]string{
