@@ -125,6 +125,11 @@ func TestDumpLoad(t *testing.T) {
 	if r := ts.raw("POST", "/dbs/other/load", dump, "", false); r.status != 401 {
 		t.Errorf("load without a key: %d", r.status)
 	}
+	// A user of another workspace is not let in (plain URL: no workspace
+	// of theirs holds the database either).
+	bob := ts.newUser("bob@example.com")
+	ts.expect(401, "GET", ts.base+"/dbs/app/dump", nil, withKey(bob.key))
+	ts.expect(401, "POST", ts.base+"/dbs/bobs/load", string(dump), withKey(bob.key))
 	ts.srv.ops.loading.Lock()
 	load(503, "other", "", dump)
 	ts.srv.ops.loading.Unlock()
