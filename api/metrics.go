@@ -32,6 +32,8 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	events   *engineEvents // fed by EngineEvent, see metrics_engine.go
+	// rejections counts what the limits turn away, see metrics_limits.go.
+	rejections *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	series map[seriesKey]*routeSeries // the children of requests and latency in use
@@ -76,8 +78,9 @@ func NewMetrics() *Metrics {
 			Name: "coppice_http_requests_in_flight",
 			Help: "HTTP requests being handled now.",
 		}),
-		events: newEngineEvents(),
-		series: map[seriesKey]*routeSeries{},
+		events:     newEngineEvents(),
+		rejections: newRejections(),
+		series:     map[seriesKey]*routeSeries{},
 	}
 	bi := ReadBuildInfo()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -92,6 +95,7 @@ func NewMetrics() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.reg.MustRegister(m.events.collectors()...)
+	m.reg.MustRegister(m.rejections)
 	return m
 }
 

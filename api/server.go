@@ -167,12 +167,10 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
-	if s.metrics != nil && eng != nil {
-		if err := s.metrics.Register(engineCollector{eng}); err != nil {
-			return nil, fmt.Errorf("api: engine metrics: %w", err)
-		}
-	}
 	s.initLimits()
+	if err := s.registerMetrics(); err != nil {
+		return nil, fmt.Errorf("api: metrics: %w", err)
+	}
 	s.labels.m = map[string]string{}
 	s.records = engine.NewRecordCache(recordCacheBytes)
 	s.encoded = newViewEncodings(recordCacheBytes)
@@ -214,6 +212,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
 	cl := newConnLimiter(ln, s.limits.MaxConns, s.limits.MaxConnsPerIP, s.log)
+	if s.metrics != nil {
+		cl.refused = s.metrics.connRefused
+	}
 	s.connsMu.Lock()
 	s.conns = append(s.conns, cl)
 	s.connsMu.Unlock()

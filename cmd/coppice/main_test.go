@@ -298,7 +298,8 @@ func TestServeProcess(t *testing.T) {
 		!strings.Contains(body, "process_resident_memory_bytes") ||
 		// The engine's families, wired to the engine the server opened.
 		!strings.Contains(body, "coppice_storage_wal_syncs_total ") || !strings.Contains(body, `coppice_storage_level_bytes{level="6"}`) ||
-		!strings.Contains(body, "coppice_databases 0") || !strings.Contains(body, "coppice_store_builds_total 0") {
+		!strings.Contains(body, "coppice_databases 0") || !strings.Contains(body, "coppice_store_builds_total 0") ||
+		!strings.Contains(body, "coppice_http_requests_queued 0") || !strings.Contains(body, `coppice_http_rejections_total{reason="busy"} 0`) {
 		t.Errorf("/metrics: %d\n%s", st, body)
 	}
 	var errOut bytes.Buffer
