@@ -93,6 +93,7 @@ func (s *Server) loadDatabase(r *request) error {
 	if err != nil {
 		return err
 	}
+	defer body.stop()
 	region, _ := r.query("region")
 	info, err := s.loadDump(ws, db, region, body)
 	if body.err != nil {

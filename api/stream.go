@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Streams: backups and dumps are answered with bodies of any size, and
@@ -31,15 +33,21 @@ func (s *Server) streamResponse(r *request, contentType string, write func(w io.
 	r.ctx.SetStatusCode(http.StatusOK)
 	r.ctx.SetContentType(contentType)
 	r.ctx.SetBodyStreamWriter(func(bw *bufio.Writer) {
-		defer s.active.Add(-1)
-		if done != nil {
-			defer done()
-		}
+		// A shutdown cuts the stream, even a write blocked on a slow
+		// client.
+		stopCut := context.AfterFunc(base, func() { _ = conn.Close() })
+		defer stopCut()
 		w := &progressWriter{w: bw, conn: conn, timeout: timeout, ctx: base}
 		err := write(w)
 		if err == nil {
 			err = bw.Flush()
 		}
+		if done != nil {
+			done()
+		}
+		// The stream is done with the engine: a shutdown waiting for the
+		// connection may close the engine once the connection closes.
+		s.active.Add(-1)
 		if err != nil {
 			log.Warn("response stream ended early", slog.String("request", id), slog.Any("err", err))
 			_ = conn.Close()
@@ -80,8 +88,11 @@ func (s *Server) streamBody(r *request, limit int64, what string) (*progressRead
 	if rd == nil {
 		rd = bytes.NewReader(r.ctx.PostBody())
 	}
-	return &progressReader{r: rd, conn: r.ctx.Conn(), timeout: s.limits.RequestTimeout, ctx: s.base,
-		left: limit, tooLarge: tooLarge, req: r}, nil
+	conn := r.ctx.Conn()
+	// A shutdown cuts the body short, even a read blocked on a slow client.
+	stop := context.AfterFunc(s.base, func() { _ = conn.SetReadDeadline(time.Now()) })
+	return &progressReader{r: rd, conn: conn, timeout: s.limits.RequestTimeout, ctx: s.base,
+		left: limit, tooLarge: tooLarge, req: r, stop: stop}, nil
 }
 
 // progressReader reads a request body: each read may take up to timeout,
@@ -97,6 +108,7 @@ type progressReader struct {
 	tooLarge error
 	req      *request
 	err      error
+	stop     func() bool // ends the watch for a shutdown; the handler calls it
 }
 
 // Read reads into b, giving the connection timeout from now.
@@ -111,6 +123,11 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		b = b[:p.left+1]
 	}
 	_ = p.conn.SetReadDeadline(time.Now().Add(p.timeout))
+	if err := p.ctx.Err(); err != nil {
+		// A shutdown that came after the check above: its deadline may
+		// have been overwritten.
+		return 0, p.fail(context.Cause(p.ctx))
+	}
 	n, err := p.r.Read(b)
 	p.left -= int64(n)
 	if p.left < 0 {
@@ -128,4 +145,22 @@ func (p *progressReader) fail(err error) error {
 	p.err = err
 	p.req.ctx.SetConnectionClose()
 	return err
+}
+
+// bodySizes are the bytes_in and bytes_out of a request's log line. A body
+// that is still a stream is not read for it: asking fasthttp for such a
+// body would read all of it into memory, be it a request body left unread
+// (refused, or streamed by its handler) or a response streamed after the
+// handler. Such a body counts 0 bytes, and streamed=true marks a streamed
+// response.
+func bodySizes(ctx *fasthttp.RequestCtx) []slog.Attr {
+	in, out := 0, 0
+	if !ctx.Request.IsBodyStream() {
+		in = len(ctx.Request.Body())
+	}
+	if ctx.Response.IsBodyStream() {
+		return []slog.Attr{slog.Int("bytes_in", in), slog.Int("bytes_out", out), slog.Bool("streamed", true)}
+	}
+	out = len(ctx.Response.Body())
+	return []slog.Attr{slog.Int("bytes_in", in), slog.Int("bytes_out", out)}
 }
