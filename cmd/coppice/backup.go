@@ -84,7 +84,7 @@ func runBackup(args []string, getenv func(string) string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "coppice backup: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "backup: %d files, %s in %s, into %s\n", sum.Files, formatByteSize(sum.Bytes), sum.Took.Round(1e6), o.To)
+	fmt.Fprintf(stderr, "backup: %d files, %s in %s, into %s\n", sum.Files, humanBytes(sum.Bytes), sum.Took.Round(1e6), o.To)
 	return 0
 }
 
@@ -124,7 +124,7 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "restore: %d files, %s in %s, into %s; it opens with %d databases\n",
-		sum.Files, formatByteSize(sum.Bytes), sum.Took.Round(1e6), *data, sum.Databases)
+		sum.Files, humanBytes(sum.Bytes), sum.Took.Round(1e6), *data, sum.Databases)
 	return 0
 }
 

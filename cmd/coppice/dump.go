@@ -93,7 +93,7 @@ func runDump(args []string, getenv func(string) string, stdout, stderr io.Writer
 	if len(sum.Branches) > 0 {
 		kept = ", branches " + strings.Join(sum.Branches, ", ")
 	}
-	fmt.Fprintf(stderr, "dump: database %s%s, %s in %s\n", sum.Database, kept, formatByteSize(sum.Bytes), sum.Took.Round(1e6))
+	fmt.Fprintf(stderr, "dump: database %s%s, %s in %s\n", sum.Database, kept, humanBytes(sum.Bytes), sum.Took.Round(1e6))
 	return 0
 }
 
@@ -146,7 +146,7 @@ func runLoad(args []string, getenv func(string) string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "coppice load: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "load: created database %s in region %s, %s in %s\n", sum.Database, sum.Region, formatByteSize(sum.Bytes), sum.Took.Round(1e6))
+	fmt.Fprintf(stderr, "load: created database %s in region %s, %s in %s\n", sum.Database, sum.Region, humanBytes(sum.Bytes), sum.Took.Round(1e6))
 	return 0
 }
 

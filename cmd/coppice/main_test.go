@@ -413,3 +413,20 @@ func TestParseByteSize(t *testing.T) {
 		t.Errorf("formatByteSize(1000) = %q", got)
 	}
 }
+
+// TestHumanBytes checks the sizes summaries show.
+func TestHumanBytes(t *testing.T) {
+	f := func(n int64, want string) {
+		t.Helper()
+		if got := humanBytes(n); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+	f(0, "0 B")
+	f(1023, "1023 B")
+	f(1024, "1.00 KiB")
+	f(14116, "13.8 KiB")
+	f(150<<20, "150 MiB")
+	f(3<<30+1<<29, "3.50 GiB")
+	f(2<<40, "2.00 TiB")
+}
