@@ -14,7 +14,7 @@ import (
 // Reasons of coppice_http_rejections_total.
 const (
 	// rejectBusy: the queue was full, or the wait for a slot or for body
-	// bytes passed --max-queue-wait (503).
+	// bytes passed --max-queue-wait, or another load was running (503).
 	rejectBusy = "busy"
 	// rejectTimeout: the request passed --request-timeout (503).
 	rejectTimeout = "timeout"
@@ -81,13 +81,10 @@ func (s *Server) countRejection(err error) {
 func (s *Server) rejectionOf(err error) string {
 	var rl *retryLater
 	if errors.As(err, &rl) {
-		switch rl {
-		case errBusy:
-			return rejectBusy
-		case errShuttingDown:
+		if rl == errShuttingDown {
 			return rejectShuttingDown
 		}
-		return ""
+		return rejectBusy // the queue, or another load running
 	}
 	var tf *tooManyFailures
 	if errors.As(err, &tf) {

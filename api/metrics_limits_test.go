@@ -136,7 +136,8 @@ func TestLimitMetrics(t *testing.T) {
 
 	// The other reasons, by the errors that carry them.
 	for err, want := range map[error]string{ts.srv.timeLimit: rejectTimeout, errShuttingDown: rejectShuttingDown,
-		bodyReadError(&net.OpError{Op: "read", Err: timeoutErr{}}): rejectBodyTimeout, errClientGone: ""} {
+		bodyReadError(&net.OpError{Op: "read", Err: timeoutErr{}}): rejectBodyTimeout, errClientGone: "",
+		&retryLater{"another load is running; retry when it ends"}: rejectBusy} {
 		if got := ts.srv.rejectionOf(err); got != want {
 			t.Errorf("%v: %q, want %q", err, got, want)
 		}
