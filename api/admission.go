@@ -184,6 +184,12 @@ const prefetchedBody = 8 << 10
 // finish gives back what admit took.
 func (s *Server) admit(r *request, streamBody bool) bool {
 	ctx := r.ctx
+	if streamBody {
+		// Whatever its handler leaves of the body (an answer before it
+		// reads it, from authentication on) would be read as the next
+		// request: the connection serves this one only.
+		ctx.SetConnectionClose()
+	}
 	if hasBody(ctx) && !streamBody {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.

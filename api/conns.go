@@ -114,11 +114,11 @@ func (l *connLimiter) admit(c net.Conn) *trackedConn {
 		// A fresh socket's send buffer takes this at once; the deadline
 		// only guards against the unexpected.
 		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-		_, _ = c.Write(refusal)
-		_ = c.Close()
 		if l.refused != nil {
 			l.refused()
 		}
+		_, _ = c.Write(refusal)
+		_ = c.Close()
 	}
 	return tc
 }

@@ -24,6 +24,8 @@ import (
 // it is bounded by Limits.MaxLoad instead of the request body limit, each
 // read of it by the request timeout, and one load runs at a time, since
 // the engine applies a load as one batch held in memory (all or nothing).
+// Its connection serves no further request: whatever is left of an
+// unread body would be read as one.
 
 // loadRoute is the path pattern of POST /dbs/{db}/load.
 const loadRoute = "/dbs/{db}/load"
@@ -85,7 +87,6 @@ func (s *Server) loadDatabase(r *request) error {
 		return err
 	}
 	if !s.ops.loading.TryLock() {
-		r.ctx.SetConnectionClose() // the body stays unread
 		return &retryLater{"another load is running; retry when it ends"}
 	}
 	defer s.ops.loading.Unlock()
@@ -100,7 +101,6 @@ func (s *Server) loadDatabase(r *request) error {
 		return body.err // the body's own failure, whatever the engine made of it
 	}
 	if err != nil {
-		r.ctx.SetConnectionClose() // the body may be unread
 		return err
 	}
 	writeJSON(r.ctx, http.StatusCreated, databaseJSON(info))

@@ -74,14 +74,13 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 }
 
 // streamBody returns the body of a request admitted without it (see
-// streamsBody): a reader of at most limit bytes, each read of which may
+// streamsBody; admission closes its connection after it): a reader of at most limit bytes, each read of which may
 // take up to the request timeout, and which fails once the server shuts
 // down. A body announced larger than limit is refused at once with 413.
 func (s *Server) streamBody(r *request, limit int64, what string) (*progressReader, error) {
 	tooLarge := &statusError{http.StatusRequestEntityTooLarge, what + " exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"}
 	n := r.ctx.Request.Header.ContentLength()
 	if int64(n) > limit {
-		r.ctx.SetConnectionClose()
 		return nil, tooLarge
 	}
 	var rd io.Reader = r.ctx.RequestBodyStream()
@@ -92,7 +91,7 @@ func (s *Server) streamBody(r *request, limit int64, what string) (*progressRead
 	// A shutdown cuts the body short, even a read blocked on a slow client.
 	stop := context.AfterFunc(s.base, func() { _ = conn.SetReadDeadline(time.Now()) })
 	return &progressReader{r: rd, conn: conn, timeout: s.limits.RequestTimeout, ctx: s.base,
-		left: limit, tooLarge: tooLarge, req: r, stop: stop}, nil
+		left: limit, tooLarge: tooLarge, stop: stop}, nil
 }
 
 // progressReader reads a request body: each read may take up to timeout,
@@ -106,7 +105,6 @@ type progressReader struct {
 	ctx      context.Context
 	left     int64
 	tooLarge error
-	req      *request
 	err      error
 	stop     func() bool // ends the watch for a shutdown; the handler calls it
 }
@@ -139,11 +137,10 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// fail keeps err as the reader's failure. The rest of the body stays
-// unread, so the connection takes no further request.
+// fail keeps err as the reader's failure. (The rest of the body stays
+// unread: admission closes the connections of streamed bodies.)
 func (p *progressReader) fail(err error) error {
 	p.err = err
-	p.req.ctx.SetConnectionClose()
 	return err
 }
 
