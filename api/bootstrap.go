@@ -1,11 +1,8 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"unicode/utf8"
 
 	"github.com/coppice-db/coppice/engine"
@@ -29,7 +26,8 @@ type BootstrapInfo struct {
 	Key         string
 }
 
-// Bootstrap creates the first user, a workspace it owns and an API key. A
+// Bootstrap creates the first user, a workspace it owns and an API key, in
+// one command: a start that fails half way leaves nothing behind. A
 // non-empty key is used as the secret (COPPICE_BOOTSTRAP_KEY), else one is
 // generated. The key is not scoped to the workspace: while the user belongs
 // to that one workspace only, the plain base URL form resolves to it
@@ -38,19 +36,15 @@ func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
 	if err := CheckBootstrapKey(key); err != nil {
 		return nil, err
 	}
-	u, err := eng.CreateUser(engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true})
+	res, err := eng.Accounts().Bootstrap(engine.BootstrapRequest{
+		User:      engine.NewUser{Email: BootstrapEmail, Fullname: "Administrator", Admin: true},
+		Workspace: BootstrapWorkspace, KeyName: BootstrapKeyName, Key: key,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create user: %w", err)
+		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	ws, err := eng.CreateWorkspace(u.ID, BootstrapWorkspace, "")
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create workspace: %w", err)
-	}
-	cred, err := eng.CreateAPIKey(u.ID, BootstrapKeyName, "", key)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap: create API key: %w", err)
-	}
-	return &BootstrapInfo{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID(), Workspace: ws.Core, Key: cred.Secret}, nil
+	return &BootstrapInfo{UserID: res.User.ID, Email: res.User.Email, WorkspaceID: res.Workspace.ID(),
+		Workspace: res.Workspace.Core, Key: res.Key.Secret}, nil
 }
 
 // MinBootstrapKeyLen is the shortest COPPICE_BOOTSTRAP_KEY accepted: a key
@@ -75,16 +69,4 @@ func (b *BootstrapInfo) Print(w io.Writer) {
 	fmt.Fprintf(w, "The key is shown only this once. Use it as: Authorization: Bearer <key>\n")
 	fmt.Fprintf(w, "Data-plane base URL: http://HOST:PORT/ws/%s\n", b.WorkspaceID)
 	fmt.Fprintf(w, "Web console: http://HOST:PORT/console (sign in with the key)\n")
-}
-
-// isFirstStart reports whether dir holds no data yet: missing or empty.
-func isFirstStart(dir string) (bool, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read data directory: %w", err)
-	}
-	return len(entries) == 0, nil
 }

@@ -1,12 +1,6 @@
 package api
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -58,51 +52,11 @@ func TestScopedKeyCannotActOnAccount(t *testing.T) {
 	}
 }
 
-// TestBootstrapKeyLength: a first start refuses a bootstrap key shorter
-// than 16 characters and creates nothing, so that the next start is still
-// a first start.
+// TestBootstrapKeyLength: Bootstrap refuses a key shorter than 16
+// characters. (cmd/coppice checks that a first start with one creates
+// nothing.)
 func TestBootstrapKeyLength(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	err := Run(context.Background(), Options{Addr: "127.0.0.1:0", DataDir: dir, BootstrapKey: "short", Logger: log}, io.Discard, nil)
-	if err == nil || !strings.Contains(err.Error(), "COPPICE_BOOTSTRAP_KEY must have at least 16 characters, it has 5") {
-		t.Fatalf("short key: %v", err)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the data directory was created: %v", err)
-	}
 	if _, err := Bootstrap(nil, "fifteen-chars!!"); err == nil {
 		t.Error("Bootstrap took a 15-character key")
-	}
-}
-
-// TestDataDirMode: the data directory is created readable by its owner
-// only, and the server works with it.
-func TestDataDirMode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Addr: "127.0.0.1:0", DataDir: dir, BootstrapKey: testKey, Logger: log},
-			io.Discard, func(a net.Addr) { ready <- a })
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if perm := fi.Mode().Perm(); perm != 0o700 {
-		t.Errorf("data directory mode %v, want 0700", perm)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // statusByCode is the one place that turns engine error codes into HTTP
@@ -103,6 +104,13 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
 	var ee *engine.Error
 	if errors.As(err, &ee) && ee.Code != engine.CodeInternal {
 		writeJSON(ctx, statusOf(ee.Code), errorBody(reqID, ee.Message))
+		return
+	}
+	// The request parsers of index and fts, which handlers call before the
+	// engine, report bad input as the engine does.
+	var ie *index.InputError
+	if errors.As(err, &ie) {
+		writeJSON(ctx, statusOf(engine.CodeInvalid), errorBody(reqID, ie.Message))
 		return
 	}
 	s.log.Error("internal error", slog.String("request", reqID), slog.String("method", string(ctx.Method())),

@@ -28,7 +28,8 @@ func (f *fileURLs) listening(addr net.Addr) {
 }
 
 // publicBase is the scheme, host and path prefix of file URLs, without a
-// trailing slash: Options.PublicURL, else http://{listen address}.
+// trailing slash: Options.PublicURL, else http://{listen address}, else
+// (a handler served by its caller's server) http://localhost.
 func (s *Server) publicBase() string {
 	if s.opts.PublicURL != "" {
 		return strings.TrimRight(s.opts.PublicURL, "/")
@@ -36,7 +37,7 @@ func (s *Server) publicBase() string {
 	if p := s.files.listen.Load(); p != nil {
 		return *p
 	}
-	return "http://" + s.opts.Addr
+	return "http://localhost"
 }
 
 // fileRoutes registers the file endpoints; t is the table route prefix.
@@ -122,7 +123,7 @@ func (s *Server) fileEndpoint(item bool, fn func(r *request, ref engine.Ref, tg 
 // getFile: GET F[/{fileId}], the file's bytes with its media type; 204
 // when a file column holds no file.
 func (s *Server) getFile(r *request, ref engine.Ref, tg engine.FileTarget) error {
-	f, data, err := s.eng.GetFile(ref, tg)
+	f, data, err := s.eng.Files().Get(ref, tg)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func (s *Server) getFile(r *request, ref engine.Ref, tg engine.FileTarget) error
 // Content-Type as its media type; 201 when it created the file, else 200,
 // with the FileResponse.
 func (s *Server) putFile(r *request, ref engine.Ref, tg engine.FileTarget) error {
-	f, created, err := s.eng.PutFile(ref, tg, string(r.ctx.Request.Header.ContentType()), r.ctx.PostBody())
+	f, created, err := s.eng.Files().Put(ref, tg, string(r.ctx.Request.Header.ContentType()), r.ctx.PostBody())
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ func (s *Server) putFile(r *request, ref engine.Ref, tg engine.FileTarget) error
 // deleteFile: DELETE F[/{fileId}], 200 with the FileResponse of the removed
 // file.
 func (s *Server) deleteFile(r *request, ref engine.Ref, tg engine.FileTarget) error {
-	f, err := s.eng.DeleteFile(ref, tg)
+	f, err := s.eng.Files().Delete(ref, tg)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (s *Server) getFileByAccess(r *request) error {
 		return err
 	}
 	verify, _ := r.query("verify")
-	f, data, err := s.eng.ReadFileByAccess(id, verify)
+	f, data, err := s.eng.Files().ReadByAccess(id, verify)
 	if err != nil {
 		return err
 	}
@@ -185,7 +186,7 @@ func (s *Server) putFileByAccess(r *request) error {
 		return err
 	}
 	verify, _ := r.query("verify")
-	f, err := s.eng.UploadFileByAccess(id, verify, string(r.ctx.Request.Header.ContentType()), r.ctx.PostBody())
+	f, err := s.eng.Files().UploadByAccess(id, verify, string(r.ctx.Request.Header.ContentType()), r.ctx.PostBody())
 	if err != nil {
 		return err
 	}

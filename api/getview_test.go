@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // viewColumns name columns so that object paths and the fixed keys (id and
@@ -96,7 +97,13 @@ func viewValues(rng *rand.Rand, n int) map[string]any {
 // record writes exactly what the projecting path writes, in both metadata
 // modes, for every column type and interleavings of object paths.
 func TestAppendViewMatchesAppendDoc(t *testing.T) {
-	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	for _, compat := range []string{CompatNone, CompatXata} {
+		t.Run(compat, func(t *testing.T) { appendViewMatchesAppendDoc(t, compat) })
+	}
+}
+
+func appendViewMatchesAppendDoc(t *testing.T, compat string) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true, Meta: MetaKey(compat)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +116,10 @@ func TestAppendViewMatchesAppendDoc(t *testing.T) {
 	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: "db", Region: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.CreateTable(ref, "items"); err != nil {
+	if _, err := eng.Schema().CreateTable(ref, "items"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.SetTableColumns(ref, "items", viewColumns); err != nil {
+	if _, err := eng.Schema().SetTableColumns(ref, "items", viewColumns); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewSource(1))
@@ -125,30 +132,31 @@ func TestAppendViewMatchesAppendDoc(t *testing.T) {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	for _, compat := range []string{CompatNone, CompatXata} {
-		s, err := New(eng, Options{Compat: compat, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for round := range 2 { // the second round reads from the cache
-			for i := range n {
-				id := "it" + strconv.Itoa(i)
-				rec, err := eng.Get(ref, "items", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				docs, err := s.project(ref, "items", []*engine.Record{rec}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := s.appendDoc(nil, docs[0])
-				v, err := eng.GetView(s.records, ref, "items", id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := s.appendView([]byte("prefix"), v); !bytes.Equal(got[6:], want) {
-					t.Fatalf("%s round %d record %s:\n got %s\nwant %s", compat, round, id, got[6:], want)
-				}
+	s, err := New(eng, Options{Compat: compat, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 { // the second round reads from the cache
+		for i := range n {
+			id := "it" + strconv.Itoa(i)
+			rec, err := eng.Get(ref, "items", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := s.project(ref, "items", []*engine.Record{rec}, index.Columns{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := s.appendDoc(nil, docs[0])
+			v, err := eng.GetView(s.records, ref, "items", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.appendView([]byte("prefix"), v); !bytes.Equal(got[6:], want) {
+				t.Fatalf("round %d record %s:\n got %s\nwant %s", round, id, got[6:], want)
+			}
+			if got := s.encoded.encoding(v, s.appendView); !bytes.Equal(got, want) {
+				t.Fatalf("round %d record %s: kept encoding\n got %s\nwant %s", round, id, got, want)
 			}
 		}
 	}
@@ -217,5 +225,56 @@ func TestPointGetRoute(t *testing.T) {
 	s.router.GET("/db/{dbb}/tables/{table}/data/count", h)
 	if s.pointGetHandler() != nil {
 		t.Error("a static route among point-read paths left the fast path on")
+	}
+}
+
+// TestViewEncodings: an encoding is made once per view, and the budget
+// evicts other views' encodings.
+func TestViewEncodings(t *testing.T) {
+	c := newViewEncodings(viewEncodingShards * 1000)
+	calls := 0
+	enc := func(dst []byte, v *engine.RecordView) []byte {
+		calls++
+		return append(dst, v.ID...)
+	}
+	v := &engine.RecordView{ID: "a", Version: 1}
+	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+		t.Fatalf("first encoding %q after %d calls", got, calls)
+	}
+	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+		t.Fatalf("second encoding %q after %d calls, want the kept one", got, calls)
+	}
+	if got := string(c.encoding(&engine.RecordView{ID: "a", Version: 1}, enc)); got != "a" || calls != 2 {
+		t.Fatalf("another view: %q after %d calls, want a new encoding", got, calls)
+	}
+	for i := range 10000 {
+		c.encoding(&engine.RecordView{ID: strconv.Itoa(i), Version: 1}, enc)
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		if s.bytes > c.limit+encodingSize(make([]byte, 0, 8)) || len(s.m) > c.limit/64+1 {
+			t.Fatalf("shard %d holds %d bytes in %d entries, over its %d", i, s.bytes, len(s.m), c.limit)
+		}
+	}
+}
+
+// TestNewChecksMeta: a server answers with the metadata key of its
+// compatibility mode, which must be the key its engine reads requests
+// with.
+func TestNewChecksMeta(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		meta, compat string
+		ok           bool
+	}{{"svc", CompatNone, true}, {"xata", CompatXata, true}, {"svc", CompatXata, false}, {"xata", CompatNone, false}} {
+		eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true, Meta: c.meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(eng, Options{Compat: c.compat, Logger: log})
+		eng.Close()
+		if (err == nil) != c.ok {
+			t.Errorf("engine %s, compat %s: error %v", c.meta, c.compat, err)
+		}
 	}
 }

@@ -11,7 +11,7 @@ func (s *Server) listGitBranches(r *request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.eng.GitMappings(ws, db)
+	list, err := s.eng.Branches().GitMappings(ws, db)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,13 @@ func (s *Server) addGitBranch(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	replaced, err := s.eng.AddGitMapping(ws, db, body.GitBranch, body.XataBranch)
+	if body.GitBranch == "" {
+		return invalid("gitBranch is required")
+	}
+	if body.XataBranch == "" {
+		return invalid("xataBranch is required")
+	}
+	replaced, err := s.eng.Branches().SetGitMapping(ws, db, body.GitBranch, body.XataBranch)
 	if err != nil {
 		return err
 	}
@@ -61,7 +67,7 @@ func (s *Server) removeGitBranch(r *request) error {
 	if git == "" {
 		return invalid("query parameter gitBranch is required")
 	}
-	if err := s.eng.RemoveGitMapping(ws, db, git); err != nil {
+	if _, err := s.eng.Branches().SetGitMapping(ws, db, git, ""); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -76,7 +82,7 @@ func (s *Server) resolveBranch(r *request) error {
 	}
 	git, _ := r.query("gitBranch")
 	fallback, _ := r.query("fallbackBranch")
-	res, err := s.eng.ResolveBranch(ws, db, git, fallback)
+	res, err := s.eng.Branches().Resolve(ws, db, git, fallback)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // started.
 func unstartedServer(t *testing.T, compat string) *Server {
 	t.Helper()
-	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true})
+	eng, err := engine.Open(t.TempDir(), engine.Options{NoSync: true, Meta: MetaKey(compat)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (s *Server) createInvite(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	in, key, err := s.eng.CreateInvite(r.user.ID, ws, body.Email, body.Role)
+	in, key, err := s.eng.Accounts().CreateInvite(r.user.ID, ws, body.Email, body.Role)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) acceptInvite(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.AcceptInvite(r.user.ID, ws, key); err != nil {
+	if err := s.eng.Accounts().AcceptInvite(r.user.ID, ws, key); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -59,7 +59,7 @@ func (s *Server) resendInvite(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.ResendInvite(r.user.ID, ws, id); err != nil {
+	if err := s.eng.Accounts().ResendInvite(r.user.ID, ws, id); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -77,7 +77,7 @@ func (s *Server) updateInvite(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	in, err := s.eng.UpdateInvite(r.user.ID, ws, id, body.Role)
+	in, err := s.eng.Accounts().UpdateInvite(r.user.ID, ws, id, body.Role)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) deleteInvite(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.DeleteInvite(r.user.ID, ws, id); err != nil {
+	if err := s.eng.Accounts().DeleteInvite(r.user.ID, ws, id); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)

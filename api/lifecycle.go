@@ -86,6 +86,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // InFlight returns the number of requests being handled.
 func (s *Server) InFlight() int { return int(s.active.Load()) }
 
+// ShutdownTimeout is how long the server's owner should give Shutdown and
+// closing the engine: Limits.ShutdownTimeout, or its default.
+func (s *Server) ShutdownTimeout() time.Duration { return s.limits.ShutdownTimeout }
+
 // eachListener calls fn on the listeners Serve accepts on.
 func (s *Server) eachListener(fn func(*connLimiter)) {
 	s.connsMu.Lock()

@@ -48,7 +48,7 @@ type Limits struct {
 	// MaxConnsPerIP is how many connections one client address (an IPv6
 	// /64) may hold open; 0 means no limit.
 	MaxConnsPerIP int
-	// ShutdownTimeout bounds Run's shutdown: cancelling the requests in
+	// ShutdownTimeout bounds a server's shutdown: cancelling the requests in
 	// flight, closing connections and the data directory. 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration

@@ -18,7 +18,7 @@ func (s *Server) listMembers(r *request) error {
 	if err != nil {
 		return err
 	}
-	members, invites, err := s.eng.ListMembers(r.user.ID, ws)
+	members, invites, err := s.eng.Accounts().ListMembers(r.user.ID, ws)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) setMemberRole(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	if err := s.eng.SetMemberRole(r.user.ID, ws, userID, body.Role); err != nil {
+	if err := s.eng.Accounts().SetMemberRole(r.user.ID, ws, userID, body.Role); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -60,7 +60,7 @@ func (s *Server) removeMember(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.RemoveMember(r.user.ID, ws, userID); err != nil {
+	if err := s.eng.Accounts().RemoveMember(r.user.ID, ws, userID); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)

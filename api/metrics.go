@@ -164,9 +164,9 @@ func (m *Metrics) seriesOf(rt *route, method string, status int) *routeSeries {
 	return s
 }
 
-// serveMetrics serves m at /metrics on ln until the returned stop is
+// ServeMetrics serves m at /metrics on ln until the returned stop is
 // called; stop closes the listener and waits for scrapes in flight.
-func serveMetrics(m *Metrics, ln net.Listener, log *slog.Logger) (stop func()) {
+func ServeMetrics(m *Metrics, ln net.Listener, log *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{

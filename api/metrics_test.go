@@ -63,7 +63,7 @@ func TestMetricsScrape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := serveMetrics(m, ln, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	stop := ServeMetrics(m, ln, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer stop()
 	var budget float64 = 1 << 20
 	if err := m.GaugeFunc("coppice_test_budget_bytes", "A number another part hands over.", func() float64 { return budget }); err != nil {

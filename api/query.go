@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // queryBody is the body of a table query (spec §4.1.1). Filter, sort and
-// columns stay raw JSON: the engine parses them and cursors carry them as
-// sent. Unknown keys are invalid; null is the same as absent.
+// columns are read by the index package's parsers, which keep their text
+// for cursors. Unknown keys are invalid; null is the same as absent.
 type queryBody struct {
 	Columns     json.RawMessage `json:"columns"`
 	Filter      json.RawMessage `json:"filter"`
@@ -43,24 +43,9 @@ const (
 // queryOptions are the engine's query settings for the server's mode.
 func (s *Server) queryOptions() engine.QueryOptions {
 	if s.opts.Compat == CompatXata {
-		return engine.QueryOptions{Meta: s.meta, MaxSize: compatMaxSize, MaxOffset: compatMaxOffset, NoDepthLimit: true}
+		return engine.QueryOptions{MaxSize: compatMaxSize, MaxOffset: compatMaxOffset, NoDepthLimit: true}
 	}
-	return engine.QueryOptions{Meta: s.meta, MaxSize: specMaxSize, MaxOffset: specMaxOffset, MaxDepth: specMaxDepth}
-}
-
-// isNullJSON reports whether raw JSON is absent or null: optional fields
-// treat both the same.
-func isNullJSON(raw json.RawMessage) bool {
-	t := strings.TrimSpace(string(raw))
-	return t == "" || t == "null"
-}
-
-// rawOrNil returns nil for an absent or null JSON value, else raw as sent.
-func rawOrNil(raw json.RawMessage) json.RawMessage {
-	if isNullJSON(raw) {
-		return nil
-	}
-	return raw
+	return engine.QueryOptions{MaxSize: specMaxSize, MaxOffset: specMaxOffset, MaxDepth: specMaxDepth}
 }
 
 // queryTable: POST T/query. An empty body is {}. Invalid filters, sorts,
@@ -78,10 +63,15 @@ func (s *Server) queryTable(r *request) error {
 		// Accepted and ignored: a single node is always consistent.
 		return invalid("consistency must be strong or eventual, got [%s]", *c)
 	}
-	in := engine.QueryInput{
-		Filter:  rawOrNil(body.Filter),
-		Sort:    rawOrNil(body.Sort),
-		Columns: rawOrNil(body.Columns),
+	var in engine.QueryRequest
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return err
+	}
+	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
+		return err
+	}
+	if in.Columns, err = index.ReadColumns(body.Columns); err != nil {
+		return err
 	}
 	if p := body.Page; p != nil {
 		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}

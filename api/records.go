@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // recordCall is the common part of the single-record and bulk endpoints:
@@ -14,9 +15,8 @@ import (
 type recordCall struct {
 	ref   dbRef
 	table string
-	// columns is the `columns` parameter as the JSON array the engine
-	// reads; nil when absent.
-	columns json.RawMessage
+	// columns is the `columns` parameter; zero when absent.
+	columns index.Columns
 }
 
 // recordCall resolves the table and checks `columns` against the schema
@@ -26,9 +26,9 @@ func (r *request) recordCall() (recordCall, error) {
 	if err != nil {
 		return recordCall{}, err
 	}
-	c := recordCall{ref: ref, table: table, columns: columnsJSON(r.columns())}
-	if c.columns != nil {
-		if err := r.s.eng.CheckColumns(ref.Ref, table, c.columns, r.s.meta); err != nil {
+	c := recordCall{ref: ref, table: table, columns: index.ColumnNames(r.columns())}
+	if !c.columns.IsZero() {
+		if err := r.s.eng.CheckColumns(ref.Ref, table, c.columns); err != nil {
 			return recordCall{}, err
 		}
 	}
@@ -73,7 +73,7 @@ func (r *request) writeResult(c *recordCall, status int, res engine.OpResult) er
 	if rec == nil {
 		return errors.New("api: write returned no record")
 	}
-	if c.columns == nil {
+	if c.columns.IsZero() {
 		// {"id", meta}: both metadata keys sort after "id".
 		b := append(make([]byte, 0, 128), `{"id":`...)
 		b = appendString(b, rec.ID)
@@ -167,13 +167,14 @@ func (s *Server) getRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.columns == nil {
-		// Every column: the stored record encoded by appendView, which
-		// the cache keeps with the record.
-		body, err := s.eng.GetEncoded(s.records, c.ref.Ref, c.table, id)
+	if c.columns.IsZero() {
+		// Every column: the stored record encoded by appendView, kept
+		// with the record's view while the engine's cache holds it.
+		v, err := s.eng.GetView(s.records, c.ref.Ref, c.table, id)
 		if err != nil {
 			return err
 		}
+		body := s.encoded.encoding(v, s.appendView)
 		r.ctx.SetStatusCode(http.StatusOK)
 		r.ctx.SetContentType("application/json")
 		r.ctx.SetBody(body)
@@ -201,7 +202,7 @@ func (s *Server) deleteRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.columns == nil || res.Record == nil {
+	if c.columns.IsZero() || res.Record == nil {
 		writeJSON(r.ctx, http.StatusNoContent, nil)
 		return nil
 	}
@@ -215,10 +216,10 @@ func (s *Server) bulkInsert(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.columns == nil {
+	if c.columns.IsZero() {
 		// Without columns the table is not checked yet: a missing table or
 		// branch is a plain 404, not a per-record error.
-		if err := s.eng.CheckColumns(c.ref.Ref, c.table, nil, s.meta); err != nil {
+		if err := s.eng.CheckColumns(c.ref.Ref, c.table, index.Columns{}); err != nil {
 			return err
 		}
 	}
@@ -264,7 +265,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if err != nil {
 		return err
 	}
-	if c.columns == nil {
+	if c.columns.IsZero() {
 		ids := make([]string, len(res))
 		for i, x := range res {
 			ids[i] = x.ID

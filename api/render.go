@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // timeLayout is the output form of datetimes: RFC 3339 in UTC with
@@ -94,12 +95,12 @@ func (s *Server) renderRevLink(r *engine.RevLinkResult) map[string]any {
 	return map[string]any{"records": recs}
 }
 
-// project projects records of a table through a columns list (a JSON
-// array; nil selects every column), one Doc per record in order. The
-// records must come from the engine (writes, Get), which keeps what
-// projections read.
-func (s *Server) project(ref engine.Ref, table string, recs []*engine.Record, columns json.RawMessage) ([]*engine.Doc, error) {
-	docs, err := s.eng.Project(ref, table, recs, columns, s.meta)
+// project projects records of a table through a columns list (the zero
+// Columns selects every column), one Doc per record in order. The records
+// must come from the engine (writes, Get), which keeps what projections
+// read.
+func (s *Server) project(ref engine.Ref, table string, recs []*engine.Record, columns index.Columns) ([]*engine.Doc, error) {
+	docs, err := s.eng.Project(ref, table, recs, columns)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +115,8 @@ func (s *Server) project(ref engine.Ref, table string, recs []*engine.Record, co
 	return docs, nil
 }
 
-// columnsJSON turns the `columns` query parameter into the JSON array the
-// engine reads; nil stays nil (every column).
+// columnsJSON writes a `columns` list as a JSON array, which transactions
+// group their results by; nil stays nil (every column).
 func columnsJSON(cols []string) json.RawMessage {
 	if cols == nil {
 		return nil

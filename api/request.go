@@ -60,7 +60,7 @@ func (r *request) authenticate() error {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return errInvalidKey
 	}
-	u, k, err := r.s.eng.Authenticate(secret)
+	u, k, err := r.s.eng.Accounts().Authenticate(secret)
 	if err != nil {
 		if engine.CodeOf(err) == engine.CodeUnauthenticated {
 			return errInvalidKey
@@ -77,7 +77,7 @@ func (r *request) canAccess(core string) bool {
 	if r.key.Workspace != "" && r.key.Workspace != core {
 		return false
 	}
-	_, ok := r.s.eng.MemberRole(core, r.user.ID)
+	_, ok := r.s.eng.Accounts().MemberRole(core, r.user.ID)
 	return ok
 }
 
@@ -137,7 +137,7 @@ func (r *request) dataWorkspace(db string) (string, error) {
 	if r.key.Workspace != "" {
 		return r.workspaceByLabel(r.key.Workspace)
 	}
-	ws := r.s.eng.UserWorkspaces(r.user.ID)
+	ws := r.s.eng.Accounts().UserWorkspaces(r.user.ID)
 	if len(ws) == 1 {
 		return ws[0], nil
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/fts"
+	"github.com/coppice-db/coppice/index"
 )
 
 // searchBody is the body of a table or branch search (spec §4.1.3–4.1.4).
@@ -42,23 +44,33 @@ type searchTableEntry struct {
 	Boosters json.RawMessage `json:"boosters"`
 }
 
-// input converts a decoded body to the engine's request.
-func (b *searchBody) input() engine.SearchInput {
-	in := engine.SearchInput{
-		Query: b.Query, Fuzziness: b.Fuzziness, Prefix: b.Prefix,
-		Target: rawOrNil(b.Target), Filter: rawOrNil(b.Filter), Boosters: rawOrNil(b.Boosters),
-	}
+// input converts a decoded body to the engine's request, reading its
+// target, filter and boosters.
+func (b *searchBody) input() (engine.SearchRequest, error) {
+	in := engine.SearchRequest{Query: b.Query, Fuzziness: b.Fuzziness, Prefix: b.Prefix}
 	if h := b.Highlight; h != nil {
 		in.Highlight, in.EncodeHTML = h.Enabled, h.EncodeHTML
 	}
 	if p := b.Page; p != nil {
 		in.Size, in.Offset = p.Size, p.Offset
 	}
-	return in
+	var err error
+	in.Target, in.Filter, in.Boosters, err = readTableSearch(b.Target, b.Filter, b.Boosters)
+	return in, err
 }
 
-func (s *Server) searchOptions() engine.SearchOptions {
-	return engine.SearchOptions{Meta: s.meta}
+// readTableSearch reads the target, filter and boosters of a table search.
+func readTableSearch(target, filter, boosters json.RawMessage) ([]fts.Target, engine.Filter, []fts.Booster, error) {
+	t, err := fts.ReadTarget(target)
+	if err != nil {
+		return nil, engine.Filter{}, nil, err
+	}
+	f, err := index.ReadFilter(filter)
+	if err != nil {
+		return nil, engine.Filter{}, nil, err
+	}
+	b, err := fts.ReadBoosters(boosters)
+	return t, f, b, err
 }
 
 // searchTable: POST T/search. An empty body finds nothing.
@@ -74,7 +86,11 @@ func (s *Server) searchTable(r *request) error {
 	if body.Tables != nil {
 		return invalid("unknown field \"tables\": a table search takes no tables list")
 	}
-	res, err := s.eng.SearchTable(r.context(), ref.Ref, table, body.input(), s.searchOptions())
+	in, err := body.input()
+	if err != nil {
+		return err
+	}
+	res, err := s.eng.SearchTable(r.context(), ref.Ref, table, in, engine.SearchOptions{})
 	if err != nil {
 		return err
 	}
@@ -103,8 +119,11 @@ func (s *Server) searchBranch(r *request) error {
 	case body.Boosters != nil:
 		return invalid("unknown field \"boosters\": a branch search takes boosters per table, in tables")
 	}
-	in := body.input()
-	if !isNullJSON(body.Tables) {
+	in, err := body.input()
+	if err != nil {
+		return err
+	}
+	if !index.IsNullJSON(body.Tables) {
 		var items []json.RawMessage
 		if err := json.Unmarshal(body.Tables, &items); err != nil {
 			return invalid("tables must be an array of table names or {table, filter, target, boosters} objects")
@@ -120,14 +139,17 @@ func (s *Server) searchBranch(r *request) error {
 				if e.Table == nil {
 					return invalid("tables: an object entry needs a table")
 				}
-				st = engine.SearchTable{Table: *e.Table, Filter: rawOrNil(e.Filter), Target: rawOrNil(e.Target), Boosters: rawOrNil(e.Boosters)}
+				st.Table = *e.Table
+				if st.Target, st.Filter, st.Boosters, err = readTableSearch(e.Target, e.Filter, e.Boosters); err != nil {
+					return err
+				}
 			} else if err := json.Unmarshal(it, &st.Table); err != nil {
 				return invalid("tables: entries must be table names or {table, filter, target, boosters} objects")
 			}
 			in.Tables = append(in.Tables, st)
 		}
 	}
-	res, err := s.eng.SearchBranch(r.context(), ref.Ref, in, s.searchOptions())
+	res, err := s.eng.SearchBranch(r.context(), ref.Ref, in, engine.SearchOptions{})
 	if err != nil {
 		return err
 	}

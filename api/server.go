@@ -33,12 +33,10 @@ const (
 const DefaultMaxBody = 32 << 20
 
 // Options configure a Server. cmd/coppice fills them from flags and the
-// environment; tests fill them directly.
+// environment; tests fill them directly. Where the data lives and how the
+// engine opens it are the engine's options: the server is handed an open
+// engine.
 type Options struct {
-	// Addr is the listen address of Run.
-	Addr string
-	// DataDir is the data directory Run opens.
-	DataDir string
 	// Compat is CompatNone ("" means the same) or CompatXata: the record
 	// metadata key becomes "xata" and page limits follow the legacy API.
 	Compat string
@@ -50,9 +48,6 @@ type Options struct {
 	Domains []string
 	// MaxBody is the request body limit in bytes; 0 means DefaultMaxBody.
 	MaxBody int
-	// CacheSize is the storage block cache of Run in bytes; 0 means
-	// engine.DefaultCacheSize.
-	CacheSize int64
 	// LogLevel is debug, info, warn or error; "" means info. Every request
 	// logs one access line at info.
 	LogLevel string
@@ -62,15 +57,9 @@ type Options struct {
 	// warn level; 0 means DefaultSlowRequest, a negative value turns the
 	// slow-request log off.
 	SlowRequest time.Duration
-	// MetricsAddr, when set, is the address Run serves Prometheus metrics
-	// on, at /metrics, apart from the API's listener.
-	MetricsAddr string
-	// Metrics receives the server's request metrics; nil means none, unless
-	// Run creates it for MetricsAddr.
+	// Metrics receives the server's request metrics; nil means none.
+	// ServeMetrics serves them.
 	Metrics *Metrics
-	// BootstrapKey, when set, is the API key that Run creates on a first
-	// start instead of a generated one.
-	BootstrapKey string
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
 	// http:// and the address the server listens on.
@@ -105,6 +94,7 @@ type Server struct {
 	reqSeq    atomic.Uint64
 
 	records  *engine.RecordCache     // point reads by id
+	encoded  *viewEncodings          // the encodings of records' views
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
 
 	labels struct { // workspace label → core, see workspaceCore
@@ -131,8 +121,20 @@ type Server struct {
 	conns      []*connLimiter // the listeners Serve accepts on
 }
 
-// recordCacheBytes is the memory budget of the records point reads keep.
+// recordCacheBytes is the memory budget of the records point reads keep,
+// and again of their encodings.
 const recordCacheBytes = 32 << 20
+
+// MetaKey is the record metadata key of a compatibility mode: "xata" in
+// compat mode, else "svc". The engine a server serves is opened with it
+// (engine.Options.Meta), so that requests name the metadata columns as
+// responses show them.
+func MetaKey(compat string) string {
+	if compat == CompatXata {
+		return "xata"
+	}
+	return "svc"
+}
 
 // New returns a Server that serves eng. The caller keeps ownership of eng
 // and closes it after Shutdown.
@@ -154,19 +156,20 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{eng: eng, opts: opts, log: log, meta: "svc", reqPrefix: randomHex(4), metrics: opts.Metrics}
+	s := &Server{eng: eng, opts: opts, log: log, meta: MetaKey(opts.Compat), reqPrefix: randomHex(4), metrics: opts.Metrics}
+	if eng != nil && eng.Meta() != s.meta {
+		return nil, fmt.Errorf("api: compatibility mode %s needs an engine opened with Meta %q, not %q", opts.Compat, s.meta, eng.Meta())
+	}
 	switch {
 	case opts.SlowRequest == 0:
 		s.slow = DefaultSlowRequest
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
-	s.labels.m = map[string]string{}
 	s.initLimits()
-	if opts.Compat == CompatXata {
-		s.meta = "xata"
-	}
-	s.records = engine.NewRecordCache(recordCacheBytes, s.appendView)
+	s.labels.m = map[string]string{}
+	s.records = engine.NewRecordCache(recordCacheBytes)
+	s.encoded = newViewEncodings(recordCacheBytes)
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}
 	if len(opts.Domains) > 0 {

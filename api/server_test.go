@@ -42,6 +42,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testServer {
 	t.Helper()
 	eopts.NoSync = true
+	eopts.Meta = MetaKey(opts.Compat)
 	eng, err := engine.Open(t.TempDir(), eopts)
 	if err != nil {
 		t.Fatal(err)
@@ -330,11 +331,11 @@ func TestWorkspaceResolution(t *testing.T) {
 	ts.expect(401, "GET", ts.url+"/ws/zzzzzz/dbs/db", nil)
 	ts.expect(401, "GET", ts.url+"/ws/not-a-workspace/dbs/db", nil)
 	ts.expect(401, "GET", ts.url+"/dbs/db", nil, withHost("zzzzzz.local.example.test"))
-	other, err := ts.eng.CreateUser(engine.NewUser{Email: "other@example.com"})
+	other, err := ts.eng.Accounts().CreateUser(engine.NewUser{Email: "other@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherWS, err := ts.eng.CreateWorkspace(other.ID, "other", "")
+	otherWS, err := ts.eng.Accounts().CreateWorkspace(other.ID, "other", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestWorkspaceResolution(t *testing.T) {
 
 	// A user with two workspaces: the plain form finds a database that
 	// exists in exactly one of them (and in none of other users').
-	second, err := ts.eng.CreateWorkspace(ts.info.UserID, "second", "")
+	second, err := ts.eng.Accounts().CreateWorkspace(ts.info.UserID, "second", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestWorkspaceResolution(t *testing.T) {
 
 	// A key scoped to a workspace resolves the plain form and reaches only
 	// that workspace.
-	cred, err := ts.eng.CreateAPIKey(ts.info.UserID, "scoped", core, "")
+	cred, err := ts.eng.Accounts().CreateAPIKey(ts.info.UserID, "scoped", core, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,49 +445,4 @@ func TestBodyLimit(t *testing.T) {
 		t.Errorf("message %v", r.obj()["message"])
 	}
 	ts.expect(404, "GET", ts.url+"/workspaces/"+ts.info.WorkspaceID+"/dbs/big", nil)
-}
-
-func TestRun(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	opts := Options{Addr: "127.0.0.1:0", DataDir: dir, BootstrapKey: testKey, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	go func() { done <- Run(ctx, opts, &out, func(a net.Addr) { addrc <- a }) }()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	}
-	req, _ := http.NewRequest("GET", "http://"+addr.String()+"/workspaces/x/regions", nil)
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 401 { // the key works; the workspace does not exist
-		t.Errorf("status %d", resp.StatusCode)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if !strings.Contains(out.String(), testKey) || !strings.Contains(out.String(), BootstrapEmail) {
-		t.Errorf("bootstrap output: %s", out.String())
-	}
-
-	// A second start on the same directory bootstraps nothing.
-	out.Reset()
-	ctx, cancel = context.WithCancel(context.Background())
-	go func() { done <- Run(ctx, opts, &out, func(net.Addr) { cancel() }) }()
-	if err := <-done; err != nil {
-		t.Fatalf("second Run: %v", err)
-	}
-	if out.Len() != 0 {
-		t.Errorf("second start printed %q", out.String())
-	}
 }

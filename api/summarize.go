@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // summarizeBody is the body of POST T/summarize (spec §4.1.2).
@@ -32,9 +33,21 @@ func (s *Server) summarizeTable(r *request) error {
 	if err := r.decode(&body, true); err != nil {
 		return err
 	}
-	in := engine.SummarizeInput{
-		Filter: rawOrNil(body.Filter), Columns: rawOrNil(body.Columns), Summaries: rawOrNil(body.Summaries),
-		Sort: rawOrNil(body.Sort), SummariesFilter: rawOrNil(body.SummariesFilter),
+	in := engine.SummarizeRequest{}
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return err
+	}
+	if in.Columns, err = index.ReadGroupColumns(body.Columns); err != nil {
+		return err
+	}
+	if in.Summaries, err = index.ReadSummaries(body.Summaries); err != nil {
+		return err
+	}
+	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
+		return err
+	}
+	if in.SummariesFilter, err = index.ReadSummariesFilter(body.SummariesFilter); err != nil {
+		return err
 	}
 	if body.Page != nil {
 		in.PageSize = body.Page.Size
@@ -42,16 +55,30 @@ func (s *Server) summarizeTable(r *request) error {
 	if body.Consistency != nil {
 		in.Consistency = *body.Consistency
 	}
-	rows, err := s.eng.Summarize(r.context(), ref.Ref, table, in, s.meta)
+	res, err := s.eng.Summarize(r.context(), ref.Ref, table, in)
 	if err != nil {
 		return err
 	}
-	out := make([]any, len(rows))
-	for i, row := range rows {
-		out[i] = renderPlain(row)
-	}
-	writeJSON(r.ctx, http.StatusOK, map[string]any{"summaries": out})
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"summaries": summariesJSON(res)})
 	return nil
+}
+
+// summariesJSON renders the groups of a summarize result: each an object
+// of its group values, nested at their paths ({"owner":{"name":"x"}}), and
+// its summaries by name, nulls kept.
+func summariesJSON(res *engine.SummarizeResult) []any {
+	out := make([]any, len(res.Rows))
+	for i, row := range res.Rows {
+		m := make(map[string]any, len(row.Groups)+len(row.Summaries))
+		for j, v := range row.Groups {
+			index.SetPath(m, res.Columns[j], plainJSON(v))
+		}
+		for j, v := range row.Summaries {
+			m[res.Summaries[j]] = plainJSON(v)
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // aggregateBody is the body of POST T/aggregate (compat-api.md §8).
@@ -71,43 +98,59 @@ func (s *Server) aggregateTable(r *request) error {
 	if err := r.decode(&body, true); err != nil {
 		return err
 	}
-	res, err := s.eng.Aggregate(r.context(), ref.Ref, table, rawOrNil(body.Filter), rawOrNil(body.Aggs), s.meta)
+	var in engine.AggregateRequest
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return err
+	}
+	if in.Aggs, err = index.ReadAggs(body.Aggs); err != nil {
+		return err
+	}
+	res, err := s.eng.Aggregate(r.context(), ref.Ref, table, in)
 	if err != nil {
 		return err
 	}
-	writeJSON(r.ctx, http.StatusOK, renderPlain(res))
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"aggs": aggsJSON(res.Aggs)})
 	return nil
 }
 
-// renderPlain renders summary and aggregation results: datetimes as RFC
-// 3339 with milliseconds, links as {"id"}, json as text, and nulls kept
-// (these results show them explicitly).
-func renderPlain(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = renderPlain(e)
+// aggsJSON renders aggregation results by name (compat-api.md §8): a
+// metric as its value, percentiles as {"values": {"50.0": v}}, buckets as
+// {"values": [{"$key", "$count", sub-aggregations...}]}.
+func aggsJSON(aggs []engine.AggResult) map[string]any {
+	out := make(map[string]any, len(aggs))
+	for _, a := range aggs {
+		switch {
+		case a.Kind == "percentiles":
+			vals := make(map[string]any, len(a.Percentiles))
+			for _, p := range a.Percentiles {
+				vals[index.PercentileKey(p.Percent)] = p.Value
+			}
+			out[a.Name] = map[string]any{"values": vals}
+		case a.Buckets != nil:
+			buckets := make([]any, len(a.Buckets))
+			for i, b := range a.Buckets {
+				m := aggsJSON(b.Aggs)
+				m["$key"], m["$count"] = b.Key, b.Count
+				if t, ok := b.Key.(time.Time); ok {
+					// In the requested timezone, not UTC.
+					m["$key"] = t.Format(timeLayout)
+				}
+				buckets[i] = m
+			}
+			out[a.Name] = map[string]any{"values": buckets}
+		default:
+			out[a.Name] = plainJSON(a.Value)
 		}
-		return out
-	case []map[string]any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = renderPlain(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = renderPlain(e)
-		}
-		return out
-	case time.Time:
-		return formatTime(x)
-	case engine.Link:
-		return map[string]any{"id": x.ID}
-	case engine.JSONText:
-		return string(x)
+	}
+	return out
+}
+
+// plainJSON renders one value of a summary or an aggregation: datetimes
+// as RFC 3339 with milliseconds in UTC; everything else (nil included:
+// these results show nulls) as it is.
+func plainJSON(v any) any {
+	if t, ok := v.(time.Time); ok {
+		return formatTime(t)
 	}
 	return v
 }

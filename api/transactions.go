@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Transaction operation bodies (compat-api.md §4.1). Unknown keys are
@@ -78,7 +79,7 @@ func (s *Server) transaction(r *request) error {
 	if len(raw) > engine.MaxTransactionOp {
 		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
 	}
-	if _, err := s.eng.BranchMetadata(ref.Ref); err != nil {
+	if _, err := s.eng.Branches().Details(ref.Ref); err != nil {
 		return err // a missing database or branch fails the whole request
 	}
 	plans := make([]txPlan, len(raw))
@@ -219,7 +220,7 @@ func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 	if p.op.Table == "" {
 		return p, invalid("table is required")
 	}
-	if err := s.eng.CheckColumns(ref, p.op.Table, nil, s.meta); err != nil {
+	if err := s.eng.CheckColumns(ref, p.op.Table, index.Columns{}); err != nil {
 		return p, err // the table does not exist
 	}
 	if p.op.Kind != engine.OpInsert && p.op.ID == "" {
@@ -239,7 +240,7 @@ func (s *Server) parseTxOp(ref engine.Ref, m json.RawMessage) (txPlan, error) {
 		}
 	default:
 		p.columns = columnsJSON(*columns)
-		if err := s.eng.CheckColumns(ref, p.op.Table, p.columns, s.meta); err != nil {
+		if err := s.eng.CheckColumns(ref, p.op.Table, index.ColumnNames(*columns)); err != nil {
 			return p, invalid("table [%s]: %s", p.op.Table, errorMessage(err))
 		}
 	}
@@ -285,7 +286,11 @@ func (s *Server) txResults(ref engine.Ref, plans []txPlan, results []engine.OpRe
 		if g.columns != "" {
 			cols = json.RawMessage(g.columns)
 		}
-		docs, err := s.project(ref, g.table, recs, cols)
+		list, err := index.ReadColumns(cols)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := s.project(ref, g.table, recs, list)
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func userJSON(u engine.User) map[string]any {
 
 // getUser: GET /user.
 func (s *Server) getUser(r *request) error {
-	u, err := s.eng.GetUser(r.user.ID)
+	u, err := s.eng.Accounts().GetUser(r.user.ID)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *Server) updateUser(r *request) error {
 	if len(missing) > 0 {
 		return invalid("email, fullname and image are all required; missing: %s", strings.Join(missing, ", "))
 	}
-	u, err := s.eng.UpdateUser(r.user.ID, *body.Email, *body.Fullname, *body.Image)
+	u, err := s.eng.Accounts().UpdateUser(r.user.ID, *body.Email, *body.Fullname, *body.Image)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *Server) deleteUser(r *request) error {
 	if err := r.accountKey("delete the account"); err != nil {
 		return err
 	}
-	if err := s.eng.DeleteUser(r.user.ID); err != nil {
+	if err := s.eng.Accounts().DeleteUser(r.user.ID); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -82,7 +82,7 @@ func (s *Server) deleteUser(r *request) error {
 
 // listAPIKeys: GET /user/keys. Secrets are never listed.
 func (s *Server) listAPIKeys(r *request) error {
-	list := s.eng.ListAPIKeys(r.user.ID)
+	list := s.eng.Accounts().ListAPIKeys(r.user.ID)
 	out := make([]map[string]any, 0, len(list))
 	for _, k := range list {
 		out = append(out, map[string]any{"name": k.Name, "createdAt": formatTime(k.CreatedAt)})
@@ -115,12 +115,12 @@ func (s *Server) createAPIKey(r *request) error {
 		if !ok || scope != "" && core != scope {
 			return forbidden(body.WorkspaceID)
 		}
-		if _, member := s.eng.MemberRole(core, r.user.ID); !member {
+		if _, member := s.eng.Accounts().MemberRole(core, r.user.ID); !member {
 			return forbidden(body.WorkspaceID)
 		}
 		scope = core
 	}
-	cred, err := s.eng.CreateAPIKey(r.user.ID, name, scope, "")
+	cred, err := s.eng.Accounts().CreateAPIKey(r.user.ID, name, scope, "")
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Server) createAPIKey(r *request) error {
 // keyCreatedAt returns when a user's key was created; now if it is gone
 // already (deleted by a concurrent request).
 func (s *Server) keyCreatedAt(userID, name string) time.Time {
-	for _, k := range s.eng.ListAPIKeys(userID) {
+	for _, k := range s.eng.Accounts().ListAPIKeys(userID) {
 		if k.Name == name {
 			return k.CreatedAt
 		}
@@ -153,7 +153,7 @@ func (s *Server) deleteAPIKey(r *request) error {
 			return err
 		}
 	}
-	if err := s.eng.DeleteAPIKey(r.user.ID, name); err != nil {
+	if err := s.eng.Accounts().DeleteAPIKey(r.user.ID, name); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -186,14 +186,14 @@ func (s *Server) adminCreateUser(r *request) error {
 	if body.WorkspaceID != "" {
 		return invalid("workspaceID is not supported: a new user belongs to no workspace and gets an unscoped key; invite them to the workspace instead")
 	}
-	u, err := s.eng.CreateUser(engine.NewUser{Email: body.Email, Fullname: body.Fullname, Image: body.Image})
+	u, err := s.eng.Accounts().CreateUser(engine.NewUser{Email: body.Email, Fullname: body.Fullname, Image: body.Image})
 	if err != nil {
 		return err
 	}
-	cred, err := s.eng.CreateAPIKey(u.ID, adminKeyName, "", "")
+	cred, err := s.eng.Accounts().CreateAPIKey(u.ID, adminKeyName, "", "")
 	if err != nil {
 		// Do not leave a user nobody can sign in as.
-		if derr := s.eng.DeleteUser(u.ID); derr != nil {
+		if derr := s.eng.Accounts().DeleteUser(u.ID); derr != nil {
 			s.log.Error("remove user after failed key creation", slog.String("user", u.ID), slog.Any("err", derr))
 		}
 		return err

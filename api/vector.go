@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // vectorSearchBody is the body of POST T/vectorSearch (compat-api.md §9).
@@ -30,9 +31,11 @@ func (s *Server) vectorSearch(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	in := engine.VectorSearchInput{
-		Column: body.Column, Query: body.QueryVector, Similarity: body.SimilarityFunction,
-		Size: body.Size, Filter: rawOrNil(body.Filter),
+	in := engine.VectorSearchRequest{
+		Column: body.Column, Query: body.QueryVector, Similarity: body.SimilarityFunction, Size: body.Size,
+	}
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return err
 	}
 	if s.opts.Compat == CompatXata {
 		// The legacy service accepted sizes up to 1000; its SDKs' own
@@ -40,7 +43,7 @@ func (s *Server) vectorSearch(r *request) error {
 		// compat-api.md §9.
 		in.MaxSize = engine.CompatVectorSearchSize
 	}
-	res, err := s.eng.VectorSearch(r.context(), ref.Ref, table, in, s.meta)
+	res, err := s.eng.VectorSearch(r.context(), ref.Ref, table, in)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ type workspaceRequest struct {
 // listWorkspaces: GET /workspaces. A key scoped to a workspace lists only
 // that one.
 func (s *Server) listWorkspaces(r *request) error {
-	list := s.eng.ListWorkspaces(r.user.ID)
+	list := s.eng.Accounts().ListWorkspaces(r.user.ID)
 	out := make([]map[string]any, 0, len(list))
 	for _, w := range list {
 		if r.key.Workspace != "" && w.Core != r.key.Workspace {
@@ -111,11 +111,11 @@ func (s *Server) createWorkspace(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	w, err := s.eng.CreateWorkspace(r.user.ID, body.Name, body.Slug)
+	w, err := s.eng.Accounts().CreateWorkspace(r.user.ID, body.Name, body.Slug)
 	if err != nil {
 		return err
 	}
-	info, err := s.eng.GetWorkspace(r.user.ID, w.Core)
+	info, err := s.eng.Accounts().GetWorkspace(r.user.ID, w.Core)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Server) getWorkspace(r *request) error {
 	if err != nil {
 		return err
 	}
-	info, err := s.eng.GetWorkspace(r.user.ID, ws)
+	info, err := s.eng.Accounts().GetWorkspace(r.user.ID, ws)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (s *Server) updateWorkspace(r *request) error {
 	if err := r.decode(&body, false); err != nil {
 		return err
 	}
-	info, err := s.eng.UpdateWorkspace(r.user.ID, ws, body.Name, body.Slug)
+	info, err := s.eng.Accounts().UpdateWorkspace(r.user.ID, ws, body.Name, body.Slug)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (s *Server) deleteWorkspace(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.DeleteWorkspace(r.user.ID, ws); err != nil {
+	if err := s.eng.Accounts().DeleteWorkspace(r.user.ID, ws); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)

@@ -5,7 +5,21 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
+
+// Branches are the branches of an engine's databases: created in constant
+// time by forking another (copy-on-write), deleted with the layers only
+// they read, described, and mapped from git branches.
+type Branches struct {
+	e *Engine
+}
+
+// Branches returns the engine's branches.
+func (e *Engine) Branches() *Branches { return &e.branches }
 
 // BranchDetails is a branch with its schema (spec §2.6).
 type BranchDetails struct {
@@ -53,225 +67,149 @@ type Resolution struct {
 	Message string
 }
 
-// BranchDetails returns a branch and its schema.
-func (e *Engine) BranchDetails(ref Ref) (BranchDetails, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+// Details returns a branch and its schema.
+func (br *Branches) Details(ref Ref) (BranchDetails, error) {
+	e := br.e
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return BranchDetails{}, err
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return BranchDetails{}, err
 	}
 	return BranchDetails{
 		DatabaseName: ref.Database, BranchName: b.Name, CreatedAt: b.CreatedAt, ID: b.PublicID,
 		Version: b.Version, LastMigrationID: b.LastMigrationID, Metadata: b.Metadata,
-		StartedFrom: b.StartedFrom, Schema: b.Schema.public(),
+		StartedFrom: b.StartedFrom, Schema: b.Schema.Public(),
 	}, nil
 }
 
-// ListBranches returns a database's branches, oldest first.
-func (e *Engine) ListBranches(ws, db string) ([]BranchInfo, error) {
-	_, d, err := e.database(ws, db)
+// List returns a database's branches, oldest first.
+func (br *Branches) List(ws, db string) ([]BranchInfo, error) {
+	e := br.e
+	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
 	}
-	st := d.state.Load()
-	out := make([]BranchInfo, 0, len(st.branches))
-	ids := make([]uint32, 0, len(st.byID))
-	for id := range st.byID {
+	st := d.State()
+	out := make([]BranchInfo, 0, len(st.Branches))
+	ids := make([]uint32, 0, len(st.ByID))
+	for id := range st.ByID {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		b := st.byID[id]
+		b := st.ByID[id]
 		out = append(out, BranchInfo{Name: b.Name, CreatedAt: b.CreatedAt})
 	}
 	return out, nil
 }
 
-// CreateBranch forks a branch in constant time: the new branch reads the
+// Create forks a branch in constant time: the new branch reads the
 // source's data as of now through its lineage and writes into its own layer.
-func (e *Engine) CreateBranch(ref Ref, req CreateBranchRequest) error {
-	if err := checkName("branch", ref.Branch); err != nil {
+func (br *Branches) Create(ref Ref, req CreateBranchRequest) error {
+	e := br.e
+	if err := model.CheckName("branch", ref.Branch); err != nil {
 		return err
 	}
 	if req.From == "" {
 		req.From = "main"
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
 	now := e.now()
-	publicID := e.ids.next("bb_", now)
-	err = e.run(d, func(tx *dbTx) error {
-		if tx.st.branches[ref.Branch] != nil {
-			return Errorf(CodeAlreadyExists, "branch [%s] already exists", ref.Branch)
-		}
-		src := tx.st.branches[req.From]
-		if src == nil {
-			return invalidf("source branch [%s] not found", req.From)
-		}
-		lin := make(lineage, 0, len(src.Lineage)+1)
-		lin = append(lin, layerRef{Layer: tx.allocLayer(), Seq: maxSeq})
-		lin = append(lin, layerRef{Layer: src.Lineage[0].Layer, Seq: tx.seq - 1})
-		lin = append(lin, src.Lineage[1:]...)
-		b := &branch{
-			ID: tx.allocBranch(), PublicID: publicID, Name: ref.Branch, CreatedAt: now,
-			Version: src.Version, LastMigrationID: src.LastMigrationID,
-			StartedFrom: &StartedFrom{BranchName: src.Name, DBBranchID: src.PublicID, MigrationID: src.LastMigrationID},
-			Lineage:     lin, Schema: src.Schema,
-		}
-		if req.Metadata != nil {
-			b.Metadata = *req.Metadata
-		}
-		return tx.putBranch(b)
-	})
-	if err == nil {
-		e.maybeFlatten(d, ref.Branch)
+	cmd := &apply.CreateBranch{Name: ref.Branch, From: req.From, PublicID: e.ids.Next("bb_", now), Now: now, Metadata: req.Metadata}
+	if _, err := e.apply(d, cmd); err != nil {
+		return err
 	}
+	e.maybeFlatten(d, ref.Branch)
+	return nil
+}
+
+// Delete deletes a branch; the layers no other branch reads are
+// dropped with it. The last branch of a database cannot be deleted.
+func (br *Branches) Delete(ref Ref) error {
+	e := br.e
+	d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return err
+	}
+	_, err = e.apply(d, &apply.DeleteBranch{Name: ref.Branch})
 	return err
 }
 
-// DeleteBranch deletes a branch; the layers no other branch reads are
-// dropped with it. The last branch of a database cannot be deleted.
-func (e *Engine) DeleteBranch(ref Ref) error {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+// SetMetadata replaces a branch's metadata.
+func (br *Branches) SetMetadata(ref Ref, md BranchMetadata) error {
+	e := br.e
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return err
 	}
-	return e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		if len(tx.st.branches) == 1 {
-			return Errorf(CodeConflict, "branch [%s] is the last branch of the database and cannot be deleted", ref.Branch)
-		}
-		if err := tx.removeBranch(b); err != nil {
-			return err
-		}
-		migs := codec.MetaKey(d.id, codec.MetaMigration, codec.AppendU32(nil, b.ID))
-		if err := tx.batch.DeleteRange(migs, codec.PrefixEnd(migs), nil); err != nil {
-			return err
-		}
-		for _, g := range sortedKeys(tx.st.git) {
-			if tx.st.git[g] == b.Name {
-				if err := tx.setGit(g, ""); err != nil {
-					return err
-				}
-			}
-		}
-		refs := tx.state().refs
-		for _, lr := range b.Lineage {
-			if refs[lr.Layer] == 0 {
-				tx.dropLayers = append(tx.dropLayers, lr.Layer)
-			}
-		}
-		return nil
-	})
-}
-
-// BranchMetadata returns a branch's metadata.
-func (e *Engine) BranchMetadata(ref Ref) (BranchMetadata, error) {
-	det, err := e.BranchDetails(ref)
-	return det.Metadata, err
-}
-
-// SetBranchMetadata replaces a branch's metadata.
-func (e *Engine) SetBranchMetadata(ref Ref, md BranchMetadata) error {
-	_, d, err := e.database(ref.Workspace, ref.Database)
-	if err != nil {
-		return err
-	}
-	return e.run(d, func(tx *dbTx) error {
-		b, err := tx.st.branch(ref.Branch)
-		if err != nil {
-			return err
-		}
-		nb := *b
-		nb.Metadata = md
-		return tx.putBranch(&nb)
-	})
+	_, err = e.apply(d, &apply.SetBranchMetadata{Branch: ref.Branch, Metadata: md})
+	return err
 }
 
 // GitMappings lists a database's git branch mapping by git branch name.
-func (e *Engine) GitMappings(ws, db string) ([]GitMapping, error) {
-	_, d, err := e.database(ws, db)
+func (br *Branches) GitMappings(ws, db string) ([]GitMapping, error) {
+	e := br.e
+	d, err := e.database(ws, db)
 	if err != nil {
 		return nil, err
 	}
-	st := d.state.Load()
-	out := make([]GitMapping, 0, len(st.git))
-	for _, g := range sortedKeys(st.git) {
-		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.git[g]})
+	st := d.State()
+	out := make([]GitMapping, 0, len(st.Git))
+	for _, g := range model.SortedKeys(st.Git) {
+		out = append(out, GitMapping{GitBranch: g, ServiceBranch: st.Git[g]})
 	}
 	return out, nil
 }
 
-// AddGitMapping maps a git branch to an existing branch, replacing an
-// existing entry; replaced tells whether one was replaced.
-func (e *Engine) AddGitMapping(ws, db, gitBranch, serviceBranch string) (replaced bool, err error) {
+// SetGitMapping maps a git branch to an existing branch, replacing an
+// existing entry, and tells whether one was replaced; with branch "" it
+// removes the entry of the git branch, or fails with CodeNotFound when
+// there is none.
+func (br *Branches) SetGitMapping(ws, db, gitBranch, branch string) (replaced bool, err error) {
+	e := br.e
 	if gitBranch == "" {
-		return false, invalidf("gitBranch is required")
+		return false, model.Invalidf("gitBranch is required")
 	}
-	if serviceBranch == "" {
-		return false, invalidf("xataBranch is required")
-	}
-	_, d, err := e.database(ws, db)
+	d, err := e.database(ws, db)
 	if err != nil {
 		return false, err
 	}
-	err = e.run(d, func(tx *dbTx) error {
-		if tx.st.branches[serviceBranch] == nil {
-			return invalidf("branch [%s] not found", serviceBranch)
-		}
-		_, replaced = tx.st.git[gitBranch]
-		return tx.setGit(gitBranch, serviceBranch)
-	})
-	return replaced, err
-}
-
-// RemoveGitMapping removes the entry of a git branch.
-func (e *Engine) RemoveGitMapping(ws, db, gitBranch string) error {
-	if gitBranch == "" {
-		return invalidf("gitBranch is required")
-	}
-	_, d, err := e.database(ws, db)
+	res, err := e.apply(d, &apply.SetGitMapping{Git: gitBranch, Branch: branch})
 	if err != nil {
-		return err
+		return false, err
 	}
-	return e.run(d, func(tx *dbTx) error {
-		if _, ok := tx.st.git[gitBranch]; !ok {
-			return notFoundf("git branch [%s] not found in the mapping", gitBranch)
-		}
-		return tx.setGit(gitBranch, "")
-	})
+	return res.(bool), nil
 }
 
-// ResolveBranch picks the branch for a git branch (spec §4.4 rule 3).
-func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, error) {
-	_, d, err := e.database(ws, db)
+// Resolve picks the branch for a git branch (spec §4.4 rule 3).
+func (br *Branches) Resolve(ws, db, gitBranch, fallback string) (Resolution, error) {
+	e := br.e
+	d, err := e.database(ws, db)
 	if err != nil {
 		return Resolution{}, err
 	}
-	st := d.state.Load()
+	st := d.State()
 	if gitBranch != "" {
-		if to, ok := st.git[gitBranch]; ok {
+		if to, ok := st.Git[gitBranch]; ok {
 			return Resolution{Branch: to, Code: ReasonFoundInMapping, Message: "found in git branch mapping"}, nil
 		}
-		if st.branches[gitBranch] != nil {
+		if st.Branches[gitBranch] != nil {
 			return Resolution{Branch: gitBranch, Code: ReasonBranchExists, Message: "branch with the same name exists"}, nil
 		}
 	}
-	if fallback != "" && st.branches[fallback] != nil {
+	if fallback != "" && st.Branches[fallback] != nil {
 		return Resolution{Branch: fallback, Code: ReasonFallback, Message: "using fallback branch"}, nil
 	}
 	def := "main"
-	if st.branches[def] == nil {
-		var oldest *branch
-		for _, b := range st.branches {
+	if st.Branches[def] == nil {
+		var oldest *model.Branch
+		for _, b := range st.Branches {
 			if oldest == nil || b.ID < oldest.ID {
 				oldest = b
 			}
@@ -288,23 +226,22 @@ func (e *Engine) ResolveBranch(ws, db, gitBranch, fallback string) (Resolution, 
 // cache holds the live bitmap of the current state answers from memory;
 // the others compose it from storage, all from one snapshot.
 func (e *Engine) RecordCount(ref Ref) (int64, error) {
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return 0, err
 	}
 	// The layers of the lineage read stay until the last read.
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	b, err := d.state.Load().branch(ref.Branch)
+	d.Pin()
+	defer d.Unpin()
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return 0, err
 	}
-	caches := make([]*bitmapCache, len(b.Schema.Tables))
+	caches := make([]*memstore.BitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
-		if c, ok := d.caches.Load(storeKey{b.ID, t.ID}); ok {
-			caches[i] = c.(*bitmapCache)
-			epochs[i] = caches[i].epoch.Load()
+		if c, ok := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); ok {
+			caches[i], epochs[i] = c, c.Epoch()
 		}
 	}
 	snap := e.pdb.NewSnapshot()
@@ -314,13 +251,13 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	for i, t := range b.Schema.Tables {
 		// Same epoch, even, before and after the snapshot: the cache and
 		// the snapshot show the same state (see bitmapCache).
-		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.epoch.Load() == epochs[i] {
-			if k, ok := c.cardinality(live, epochs[i]); ok {
+		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.Epoch() == epochs[i] {
+			if k, ok := c.Cardinality(live, epochs[i]); ok {
 				n += int64(k)
 				continue
 			}
 		}
-		bm, err := readBitmap(snap, d.id, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
+		bm, err := layers.ReadBitmap(snap, d.ID, b.Lineage, t.ID, codec.LiveBitmapID(), nil)
 		if err != nil {
 			return 0, err
 		}
@@ -329,16 +266,13 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	return n, nil
 }
 
-// cardinality returns the cardinality of the cached bitmap of id at epoch
-// e, without copying it.
-func (c *bitmapCache) cardinality(id string, e uint64) (uint64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at != e {
-		return 0, false
+// maybeFlatten starts a background flatten (apply.Flatten) of the named
+// branch if its lineage is deeper than Options.FlattenDepth.
+func (e *Engine) maybeFlatten(d *database, name string) {
+	b := d.State().Branches[name]
+	if b == nil || len(b.Lineage) <= e.opts.FlattenDepth {
+		return
 	}
-	if b := c.m[id]; b != nil {
-		return b.GetCardinality(), true
-	}
-	return 0, false
+	// A failed flatten leaves the branch as it was; the next fork retries.
+	e.background(func() { e.obs.timed(EventFlatten, func() error { return e.ap.Flatten(d.DB, b.ID) }) })
 }

@@ -402,11 +402,11 @@ func crashChild(dir string) {
 // crashSetup creates the user, workspace, database and table the child
 // writes into and returns the workspace core id.
 func crashSetup(e *engine.Engine) (string, error) {
-	u, err := e.CreateUser(engine.NewUser{Email: "crash@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "crash@example.com"})
 	if err != nil {
 		return "", err
 	}
-	ws, err := e.CreateWorkspace(u.ID, "crash", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "crash", "")
 	if err != nil {
 		return "", err
 	}
@@ -414,11 +414,11 @@ func crashSetup(e *engine.Engine) (string, error) {
 		return "", err
 	}
 	ref := engine.Ref{Workspace: ws.Core, Database: crashDB, Branch: "main"}
-	if _, err := e.CreateTable(ref, crashTable); err != nil {
+	if _, err := e.Schema().CreateTable(ref, crashTable); err != nil {
 		return "", err
 	}
 	for _, c := range crashColumns {
-		if _, err := e.AddColumn(ref, crashTable, c); err != nil {
+		if _, err := e.Schema().AddColumn(ref, crashTable, c); err != nil {
 			return "", err
 		}
 	}

@@ -3,14 +3,14 @@
 // Pebble. The HTTP service is a thin translation of JSON to the calls of this
 // package, and other Go programs can call them directly.
 //
-// Every state change of a database is a command applied through one path,
-// Engine.run (database.go), and every catalog change through runCatalog:
-// identifiers, timestamps and `now` defaults are resolved before a command
-// is applied (writeCommand carries them), and applying it reads no clock and
-// no randomness and never depends on map order, so the same commands on the
-// same state write the same bytes. A command is one Pebble batch, synced
-// before the call returns; concurrent writers share fsyncs. A database can
-// be backed up and restored as one key range (backup.go).
+// Every state change is a command value applied by one write path,
+// internal/apply, which documents how commands stay deterministic and the
+// lock order. The operations here check their input, resolve what a
+// command must not compute itself (ids, times, secrets), make the command
+// and hand it to that path; reads go to the layers of internal/layers and
+// the in-memory structures derived from them. A command is one Pebble
+// batch, synced before the call returns; concurrent writers share fsyncs.
+// A database can be backed up and restored as one key range (backup.go).
 //
 // An Engine is safe for concurrent use.
 package engine
@@ -18,11 +18,17 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/coppice-db/coppice/engine/internal/apply"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Options configure an Engine. The zero value is the production default.
@@ -43,26 +49,35 @@ type Options struct {
 	// reading storage meanwhile; smaller tables build it before answering.
 	// 0 means 100,000; a negative value builds every store before answering.
 	BackgroundBuildRows int
+	// Logger receives the storage engine's log and every failure of work
+	// the engine does in the background (flattening, store builds); nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// OnEvent, when set, is called with every Event: flushes, compactions,
+	// write stalls, store builds, evictions and flattens. It is called from
+	// background goroutines, and must be quick and safe for concurrent use.
+	OnEvent func(Event)
+	// Meta is the record metadata key under which filters, sorts, column
+	// lists, summaries, aggregations and boosters name the metadata
+	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
+	// sets "xata".
+	Meta string
 }
 
 // Engine is an open data directory.
 type Engine struct {
-	pdb     *pebble.DB
-	opts    Options
-	writeOp *pebble.WriteOptions
-	ids     *idGen
+	pdb  *pebble.DB
+	opts Options
+	ids  *model.IDGen
+	obs  *observer
+	ap   *apply.Applier     // the one write path
+	cat  *catalog.Catalog   // the applier's, for readers
+	mem  *memstore.Registry // the structures derived from each database
 
-	catMu sync.Mutex // serializes catalog commands
-	cat   *catalog   // guarded by its own RWMutex for readers
-
-	hashes keyHashes // of secrets that authenticated lately
-
-	// storeless makes every reader go without column stores; tests set it
-	// to run the storage paths of the planner.
-	storeless bool
-
-	dbMu sync.RWMutex
-	dbs  map[uint32]*database
+	accounts Accounts
+	files    Files
+	branches Branches
+	schema   Schema
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -87,18 +102,26 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.BackgroundBuildRows == 0 {
 		opts.BackgroundBuildRows = 100_000
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	obs := &observer{log: opts.Logger, onEvent: opts.OnEvent}
+	if opts.Meta == "" {
+		opts.Meta = "svc"
+	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
 		Cache:                       cache,
-		Merger:                      bitmapMerger,
+		Merger:                      layers.Merger,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
-		Logger:                      quietLogger{},
+		Logger:                      pebbleLogger{opts.Logger},
+		EventListener:               obs.pebbleListener(),
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -111,11 +134,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	e := &Engine{
 		pdb:     pdb,
 		opts:    opts,
-		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
-		ids:     newIDGen(),
-		dbs:     map[uint32]*database{},
+		ids:     model.NewIDGen(),
+		obs:     obs,
 		closing: make(chan struct{}),
 	}
+	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err
@@ -160,50 +183,30 @@ func (e *Engine) now() time.Time {
 
 // load reads the catalog and every database's metadata into memory.
 func (e *Engine) load() error {
-	cat, err := loadCatalog(e.pdb)
+	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
+		BackgroundBuildRows: e.opts.BackgroundBuildRows, Background: e.background, Event: e.obs.event,
+	})
+	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
 	}
-	e.cat = cat
-	for _, d := range cat.databases {
-		db, err := loadDatabase(e.pdb, d.ID)
-		if err != nil {
-			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
+	e.ap, e.cat = ap, ap.Catalog()
+	// The secrets that sign cursors and file URLs are made now, so that
+	// no read has to make one (see the lock order in internal/apply).
+	for _, name := range []string{cursorSecretName, fileSecretName} {
+		if _, err := e.serverSecret(name); err != nil {
+			return err
 		}
-		e.dbs[d.ID] = db
 	}
 	return nil
 }
 
-// commit applies a batch durably. The batch becomes visible when applied;
-// then applied runs (publishing in-memory state) and unlock releases the
-// writer's lock, so the next writer proceeds while this one waits for the WAL
-// sync, which concurrent commits share. On failure applied does not run.
-func (e *Engine) commit(b *pebble.Batch, applied, unlock func()) error {
-	defer b.Close()
-	var err error
-	if e.opts.NoSync {
-		err = e.pdb.Apply(b, e.writeOp)
-	} else {
-		err = e.pdb.ApplyNoSyncWait(b, e.writeOp)
-	}
-	if err == nil && applied != nil {
-		applied()
-	}
-	if unlock != nil {
-		unlock()
-	}
-	if err != nil || e.opts.NoSync {
-		return err
-	}
-	return b.SyncWait()
+// apply applies a command to database d through the one write path.
+func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
+	return e.ap.Apply(apply.OnDatabase(d.ID, cmd))
 }
 
-// quietLogger drops Pebble's informational logs and keeps fatal ones fatal.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf(format, args...))
+// applyCatalog applies a catalog command through the one write path.
+func (e *Engine) applyCatalog(cmd catalog.Command) (any, error) {
+	return e.ap.Apply(apply.OnCatalog(cmd))
 }

@@ -1,68 +1,16 @@
 package engine
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/files"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
-
-// File is a file as records and the file endpoints return it
-// (compat-api.md §11.1). The HTTP layer turns AccessID and the verify
-// parameters into absolute URLs.
-type File struct {
-	// ID names a file[] item; it is empty for the file of a file column.
-	ID               string
-	Name             string
-	MediaType        string
-	Size             int64
-	Version          uint64
-	EnablePublicURL  bool
-	SignedURLTimeout int
-	UploadURLTimeout int
-	// Image is set for PNG, JPEG and GIF content, with its dimensions.
-	Image         bool
-	Width, Height int
-	// AccessID is the last path segment of the file's URL: it names the
-	// file's current version on one branch. It is empty for files read
-	// without their location (Record.Values).
-	AccessID string
-	// Fields, when not nil, are the only keys to return (the fields a
-	// projection named one by one); nil means every default field.
-	Fields map[string]bool
-	// Base64Content, SignedVerify and UploadVerify are set only when asked
-	// for: the content, and the verify parameters of the signed read URL
-	// and of the upload URL.
-	Base64Content *string
-	SignedVerify  string
-	UploadVerify  string
-}
-
-// publicFile converts a stored file of column c.
-func publicFile(c *column, f *storedFile) File {
-	out := File{
-		Name: f.Name, MediaType: f.MediaType, Size: f.Size, Version: f.Version,
-		EnablePublicURL: f.Public, SignedURLTimeout: f.Signed, UploadURLTimeout: f.Upload,
-		Image: f.Image, Width: f.Width, Height: f.Height,
-	}
-	if c.Type == TypeFileArray {
-		out.ID = f.ID
-	}
-	return out
-}
-
-// fromFileValue is fromValue of file columns: a File, or a []File for
-// file[], without location.
-func fromFileValue(c *column, v codec.Value) any {
-	out, _ := (*fileScope)(nil).files(c, v, fileWant{})
-	return out
-}
 
 // fileScope locates the files of one record: the database, branch and
 // table it was read from. Its files get access ids, and can be read.
@@ -70,8 +18,8 @@ type fileScope struct {
 	e        *Engine
 	r        pebble.Reader // where content is read; the caller keeps the lineage's layers
 	d        *database
-	b        *branch
-	t        *table
+	b        *model.Branch
+	t        *model.Table
 	recordID string
 }
 
@@ -83,9 +31,9 @@ type fileWant struct {
 
 // wantFiles reads what projection p selects of file column c; ok is false
 // when it selects nothing of it.
-func wantFiles(p *index.Projection, c *column) (w fileWant, ok bool) {
-	named := p.FileFields[c.path]
-	if !p.Selected(c.path) {
+func wantFiles(p *index.Projection, c *model.Column) (w fileWant, ok bool) {
+	named := p.FileFields[c.Path]
+	if !p.Selected(c.Path) {
 		if named == nil {
 			return w, false
 		}
@@ -97,8 +45,8 @@ func wantFiles(p *index.Projection, c *column) (w fileWant, ok bool) {
 
 // files returns the files of a value of column c as File (file) or []File
 // (file[]), nil for none. A nil scope gives files without location.
-func (s *fileScope) files(c *column, v codec.Value, w fileWant) (any, error) {
-	stored := storedFiles(c, v)
+func (s *fileScope) files(c *model.Column, v codec.Value, w fileWant) (any, error) {
+	stored := model.StoredFiles(c, v)
 	if len(stored) == 0 {
 		return nil, nil
 	}
@@ -117,21 +65,21 @@ func (s *fileScope) files(c *column, v codec.Value, w fileWant) (any, error) {
 }
 
 // file converts one stored file of column c, with what w asks for.
-func (s *fileScope) file(c *column, sf *storedFile, w fileWant) (File, error) {
-	f := publicFile(c, sf)
+func (s *fileScope) file(c *model.Column, sf *model.StoredFile, w fileWant) (File, error) {
+	f := model.PublicFile(c, sf)
 	f.Fields = w.fields
 	if s == nil {
 		return f, nil
 	}
-	f.AccessID = encodeAccessID(fileLoc{
-		db: s.d.id, branch: s.b.ID, table: s.t.ID, col: c.ID, seq: sf.Seq, fileID: sf.ID, recordID: s.recordID,
+	f.AccessID = files.EncodeAccessID(files.Loc{
+		DB: s.d.ID, Branch: s.b.ID, Table: s.t.ID, Col: c.ID, Seq: sf.Seq, FileID: sf.ID, RecordID: s.recordID,
 	})
 	if w.content {
 		r := s.r
 		if r == nil {
 			r = s.e.pdb
 		}
-		data, err := readFileContent(r, s.d.id, s.b.Lineage, s.t.ID, c.ID, sf)
+		data, err := files.ReadContent(r, s.d.ID, s.b.Lineage, s.t.ID, c.ID, sf)
 		if err != nil {
 			return File{}, err
 		}
@@ -140,12 +88,12 @@ func (s *fileScope) file(c *column, sf *storedFile, w fileWant) (File, error) {
 	}
 	var err error
 	if w.signedURL {
-		if f.SignedVerify, err = s.e.signFileURL(purposeRead, f.AccessID, sf.Signed); err != nil {
+		if f.SignedVerify, err = s.e.signFileURL(files.PurposeRead, f.AccessID, sf.Signed); err != nil {
 			return File{}, err
 		}
 	}
 	if w.uploadURL {
-		if f.UploadVerify, err = s.e.signFileURL(purposeUpload, f.AccessID, sf.Upload); err != nil {
+		if f.UploadVerify, err = s.e.signFileURL(files.PurposeUpload, f.AccessID, sf.Upload); err != nil {
 			return File{}, err
 		}
 	}
@@ -154,7 +102,7 @@ func (s *fileScope) file(c *column, sf *storedFile, w fileWant) (File, error) {
 
 // docFiles is the file part of source.doc: the value of file column c of a
 // record as projection p selects it; nil when it selects nothing.
-func (s *source) docFiles(c *column, rec *codec.Record, v codec.Value, p *index.Projection) (any, error) {
+func (s *source) docFiles(c *model.Column, rec *codec.Record, v codec.Value, p *index.Projection) (any, error) {
 	w, ok := wantFiles(p, c)
 	if !ok {
 		return nil, nil
@@ -169,11 +117,11 @@ func (s *source) docFiles(c *column, rec *codec.Record, v codec.Value, p *index.
 
 // scopeViewFiles gives the file fields of a record view their location, so
 // that they carry access ids. Views are read with the default fields only.
-func scopeViewFiles(v *RecordView, e *Engine, d *database, b *branch, t *table) {
+func scopeViewFiles(v *RecordView, e *Engine, d *database, b *model.Branch, t *model.Table) {
 	var scope *fileScope
 	for i := range v.Fields {
 		f := &v.Fields[i]
-		if !isFileType(f.Type) {
+		if !model.IsFileType(f.Type) {
 			continue
 		}
 		if scope == nil {
@@ -183,88 +131,18 @@ func scopeViewFiles(v *RecordView, e *Engine, d *database, b *branch, t *table) 
 	}
 }
 
-// fileLoc is what an access id names: one version of one file of a record
-// of a branch.
-type fileLoc struct {
-	db, branch, table, col uint32
-	seq                    uint64
-	fileID, recordID       string
-}
-
-// accessIDVersion is the first byte of every access id's payload.
-const accessIDVersion = 1
-
-// encodeAccessID returns the URL-safe access id of a file version. It is
-// opaque to clients; it carries no secret: private files need a signature.
-func encodeAccessID(l fileLoc) string {
-	b := make([]byte, 0, 26+len(l.fileID)+len(l.recordID))
-	b = append(b, accessIDVersion)
-	b = codec.AppendU32(b, l.db)
-	b = codec.AppendU32(b, l.branch)
-	b = codec.AppendU32(b, l.table)
-	b = codec.AppendU32(b, l.col)
-	b = codec.AppendU64(b, l.seq)
-	b = append(b, byte(len(l.fileID)))
-	b = append(b, l.fileID...)
-	b = append(b, l.recordID...)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeAccessID parses an access id; any malformed one is not found.
-func decodeAccessID(s string) (fileLoc, error) {
-	notFound := notFoundf("file not found")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) < 26 || b[0] != accessIDVersion {
-		return fileLoc{}, notFound
-	}
-	l := fileLoc{
-		db: binary.BigEndian.Uint32(b[1:]), branch: binary.BigEndian.Uint32(b[5:]),
-		table: binary.BigEndian.Uint32(b[9:]), col: binary.BigEndian.Uint32(b[13:]),
-		seq: binary.BigEndian.Uint64(b[17:]),
-	}
-	n := int(b[25])
-	if n == 0 || 26+n >= len(b) {
-		return fileLoc{}, notFound
-	}
-	l.fileID, l.recordID = string(b[26:26+n]), string(b[26+n:])
-	if !validFileID(l.fileID) || CheckRecordID(l.recordID) != nil {
-		return fileLoc{}, notFound
-	}
-	return l, nil
-}
-
-// Purposes of file URL signatures: a signature for one never serves the
-// other.
-const (
-	purposeRead   byte = 'r'
-	purposeUpload byte = 'u'
-)
-
 // fileSecretName is the server-state entry holding the key of file URL
 // signatures.
 const fileSecretName = "file-secret"
 
 // signFileURL returns the verify parameter that lets a URL with accessID
-// serve purpose for ttl seconds from now: the expiry, in Unix milliseconds
-// so that a short ttl is not cut short or stretched by rounding, and an
-// HMAC of it.
+// serve purpose for ttl seconds from now.
 func (e *Engine) signFileURL(purpose byte, accessID string, ttl int) (string, error) {
 	secret, err := e.serverSecret(fileSecretName)
 	if err != nil {
 		return "", err
 	}
-	exp := uint64(e.opts.Clock().Add(time.Duration(ttl) * time.Second).UnixMilli())
-	b := codec.AppendU64(nil, exp)
-	return base64.RawURLEncoding.EncodeToString(append(b, fileMAC(secret, purpose, accessID, exp)...)), nil
-}
-
-// fileMAC is the truncated HMAC of a file URL signature.
-func fileMAC(secret []byte, purpose byte, accessID string, exp uint64) []byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte{purpose})
-	m.Write(codec.AppendU64(nil, exp))
-	m.Write([]byte(accessID))
-	return m.Sum(nil)[:16]
+	return files.Sign(secret, purpose, accessID, e.opts.Clock().Add(time.Duration(ttl)*time.Second)), nil
 }
 
 // checkFileURL reports whether verify is a valid, unexpired signature of
@@ -273,19 +151,11 @@ func (e *Engine) checkFileURL(purpose byte, accessID, verify string) (bool, erro
 	if verify == "" {
 		return false, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(verify)
-	if err != nil || len(b) != 24 {
-		return false, nil
-	}
 	secret, err := e.serverSecret(fileSecretName)
 	if err != nil {
 		return false, err
 	}
-	exp := binary.BigEndian.Uint64(b)
-	if !hmac.Equal(b[8:], fileMAC(secret, purpose, accessID, exp)) {
-		return false, nil
-	}
-	return uint64(e.opts.Clock().UnixMilli()) < exp, nil
+	return files.Verify(secret, purpose, accessID, verify, e.opts.Clock()), nil
 }
 
 // errFileAccess answers a private file without a valid signature.

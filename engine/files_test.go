@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // fileFixture is recFixture with a table "docs" of a file column "photo",
@@ -48,11 +49,11 @@ func pngBytes(t *testing.T, w, h int) []byte {
 // contentKeys counts the file content keys of a database.
 func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := codec.DatabasePrefix(d.id)
+	p := codec.DatabasePrefix(d.ID)
 	it, err := e.pdb.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 func fileContent(t *testing.T, e *Engine, ref Ref, id, col, fileID string) string {
 	t.Helper()
 	tg := FileTarget{Table: "docs", Record: id, Column: col, Item: col == "att", FileID: fileID}
-	f, data, err := e.GetFile(ref, tg)
+	f, data, err := e.Files().Get(ref, tg)
 	if err != nil {
 		t.Fatalf("get %s %s/%s: %v", id, col, fileID, err)
 	}
@@ -124,7 +125,7 @@ func TestFileValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := e.Project(ref, "docs", []*Record{rec}, []byte(cols), "svc")
+		docs, err := e.Project(ref, "docs", []*Record{rec}, mustColumns(cols))
 		if err != nil {
 			t.Fatalf("project %s: %v", cols, err)
 		}
@@ -145,10 +146,10 @@ func TestFileValues(t *testing.T) {
 	if f := v["photo"].(File); !f.Fields["name"] || f.Fields["size"] || f.SignedVerify == "" || v["att"] != nil {
 		t.Errorf("photo.name %+v, %v", f, v)
 	}
-	if _, err := e.Project(ref, "docs", nil, []byte(`["title.base64Content"]`), "svc"); CodeOf(err) != CodeInvalid {
+	if _, err := e.Project(ref, "docs", nil, mustColumns(`["title.base64Content"]`)); CodeOf(err) != CodeInvalid {
 		t.Errorf("a sub-field of a string column: %v", err)
 	}
-	if _, err := e.Project(ref, "docs", nil, []byte(`["photo.nope"]`), "svc"); CodeOf(err) != CodeInvalid {
+	if _, err := e.Project(ref, "docs", nil, mustColumns(`["photo.nope"]`)); CodeOf(err) != CodeInvalid {
 		t.Errorf("an unknown file field: %v", err)
 	}
 
@@ -174,7 +175,7 @@ func TestFileValues(t *testing.T) {
 	if got := fileContent(t, e, ref, "d1", "att", att[0].ID); got != "alpha" {
 		t.Errorf("kept content %q", got)
 	}
-	if _, _, err := e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: att[1].ID}); CodeOf(err) != CodeNotFound {
+	if _, _, err := e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: att[1].ID}); CodeOf(err) != CodeNotFound {
 		t.Errorf("removed item: %v", err)
 	}
 	// New content for a known id: a new version; the old bytes go.
@@ -233,7 +234,7 @@ func TestFileValidation(t *testing.T) {
 	f(map[string]any{"photo": map[string]any{"name": "a", "mediaType": "text"}}, "invalid mediaType")
 	f(map[string]any{"photo": map[string]any{"name": "a", "mediaType": "a/" + strings.Repeat("b", 254)}}, "invalid mediaType")
 	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": "!!"}}, "not valid base64")
-	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": strings.Repeat("A", maxFileBase64+4)}}, "longer than")
+	f(map[string]any{"photo": map[string]any{"name": "a", "base64Content": strings.Repeat("A", model.MaxFileBase64+4)}}, "longer than")
 	f(map[string]any{"photo": map[string]any{"name": "a", "signedUrlTimeout": 86401}}, "signedUrlTimeout")
 	f(map[string]any{"photo": map[string]any{"name": "a", "uploadUrlTimeout": -1}}, "uploadUrlTimeout")
 	f(map[string]any{"photo": map[string]any{"name": "a", "signedUrlTimeout": 1.5}}, "integer")
@@ -286,14 +287,14 @@ func TestFileBinaryWrites(t *testing.T) {
 		return rec.Version
 	}
 	photo := FileTarget{Table: "docs", Record: "d1", Column: "photo"}
-	if f, _, err := e.GetFile(ref, photo); f != nil || err != nil {
+	if f, _, err := e.Files().Get(ref, photo); f != nil || err != nil {
 		t.Fatalf("empty column: %v %v", f, err)
 	}
-	f, created, err := e.PutFile(ref, photo, "text/plain; charset=utf-8", []byte("one"))
+	f, created, err := e.Files().Put(ref, photo, "text/plain; charset=utf-8", []byte("one"))
 	if err != nil || !created || f.Name != "" || f.MediaType != "text/plain" || f.Size != 3 || f.Version != 1 || f.SignedVerify == "" || f.UploadVerify == "" {
 		t.Fatalf("put new: %+v %v %v", f, created, err)
 	}
-	f, created, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true}, "", []byte("two!"))
+	f, created, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true}, "", []byte("two!"))
 	if err != nil || created || f.MediaType != "text/plain" || f.Size != 4 || f.Version != 2 {
 		t.Fatalf("put again via file/: %+v %v %v", f, created, err)
 	}
@@ -303,15 +304,15 @@ func TestFileBinaryWrites(t *testing.T) {
 	item := func(id string) FileTarget {
 		return FileTarget{Table: "docs", Record: "d1", Column: "att", Item: true, FileID: id}
 	}
-	f, created, err = e.PutFile(ref, item(""), "", []byte("appended"))
+	f, created, err = e.Files().Put(ref, item(""), "", []byte("appended"))
 	if err != nil || !created || len(f.ID) != 26 || f.MediaType != "application/octet-stream" || !f.EnablePublicURL {
 		t.Fatalf("append: %+v %v %v", f, created, err)
 	}
 	appended := f.ID
-	if _, created, err = e.PutFile(ref, item("x1"), "image/png", pngBytes(t, 4, 4)); err != nil || !created {
+	if _, created, err = e.Files().Put(ref, item("x1"), "image/png", pngBytes(t, 4, 4)); err != nil || !created {
 		t.Fatalf("create under an id: %v %v", created, err)
 	}
-	if f, created, err = e.PutFile(ref, item("x1"), "", []byte("plain")); err != nil || created || f.Version != 2 || f.Image || f.MediaType != "image/png" {
+	if f, created, err = e.Files().Put(ref, item("x1"), "", []byte("plain")); err != nil || created || f.Version != 2 || f.Image || f.MediaType != "image/png" {
 		t.Fatalf("replace x1: %+v %v %v", f, created, err)
 	}
 	if got := fileContent(t, e, ref, "d1", "att", appended); got != "appended" {
@@ -325,44 +326,44 @@ func TestFileBinaryWrites(t *testing.T) {
 			t.Errorf("error %v, want code %d", err, code)
 		}
 	}
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, item(""))
+	_, _, err = e.Files().Get(ref, item(""))
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"}, "", nil)
+	_, _, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "att"}, "", nil)
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true, FileID: "x"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo", Item: true, FileID: "x"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "title"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "title"})
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "nope"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "d1", Column: "nope"})
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.GetFile(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"})
+	_, _, err = e.Files().Get(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"})
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.PutFile(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"}, "", nil)
+	_, _, err = e.Files().Put(ref, FileTarget{Table: "docs", Record: "nope", Column: "photo"}, "", nil)
 	mustCode2(err, CodeNotFound)
-	_, _, err = e.PutFile(ref, photo, "not a type", nil)
+	_, _, err = e.Files().Put(ref, photo, "not a type", nil)
 	mustCode2(err, CodeInvalid)
-	_, _, err = e.PutFile(ref, photo, "", make([]byte, MaxFileBytes+1))
+	_, _, err = e.Files().Put(ref, photo, "", make([]byte, MaxFileBytes+1))
 	mustCode2(err, CodeInvalid)
 
 	// Deletes.
 	before := version()
-	f, err = e.DeleteFile(ref, photo)
+	f, err = e.Files().Delete(ref, photo)
 	if err != nil || f.Size != 4 {
 		t.Fatalf("delete photo: %+v %v", f, err)
 	}
-	_, err = e.DeleteFile(ref, photo)
+	_, err = e.Files().Delete(ref, photo)
 	mustCode2(err, CodeNotFound)
-	if f, _, err := e.GetFile(ref, photo); f != nil || err != nil {
+	if f, _, err := e.Files().Get(ref, photo); f != nil || err != nil {
 		t.Errorf("deleted photo: %v %v", f, err)
 	}
-	if _, err := e.DeleteFile(ref, item(appended)); err != nil {
+	if _, err := e.Files().Delete(ref, item(appended)); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = e.GetFile(ref, item(appended))
+	_, _, err = e.Files().Get(ref, item(appended))
 	mustCode2(err, CodeNotFound)
-	_, err = e.DeleteFile(ref, item(""))
+	_, err = e.Files().Delete(ref, item(""))
 	mustCode2(err, CodeInvalid)
 	if v := version(); v != before+2 {
 		t.Errorf("version %d after two deletes from %d", v, before)
@@ -380,7 +381,7 @@ func TestFileBranches(t *testing.T) {
 	e, ref, _ := fileFixture(t)
 	put := func(ref Ref, content string) {
 		t.Helper()
-		if _, _, err := e.PutFile(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo"}, "", []byte(content)); err != nil {
+		if _, _, err := e.Files().Put(ref, FileTarget{Table: "docs", Record: "d1", Column: "photo"}, "", []byte(content)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -391,7 +392,7 @@ func TestFileBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, dev, "d1", "photo", ""); got != "main-1" {
@@ -415,19 +416,19 @@ func TestFileBranches(t *testing.T) {
 	}
 	// A fork of the fork, then flattening: the bytes follow the records.
 	sub := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "sub"}
-	if err := e.CreateBranch(sub, CreateBranchRequest{From: "dev"}); err != nil {
+	if err := e.Branches().Create(sub, CreateBranchRequest{From: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	put(dev, "dev-3")
-	_, d, _ := e.database(ref.Workspace, ref.Database)
-	sb, _ := d.state.Load().branch("sub")
+	d, _ := e.database(ref.Workspace, ref.Database)
+	sb, _ := d.State().Branch("sub")
 	if len(sb.Lineage) != 3 {
 		t.Fatalf("sub lineage %v", sb.Lineage)
 	}
-	if err := e.flatten(d, sb.ID); err != nil {
+	if err := e.ap.Flatten(d.DB, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, sub, "d1", "photo", ""); got != "dev-2" {
@@ -454,7 +455,7 @@ func TestFileAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := e.Project(ref, "docs", []*Record{rec}, []byte(`["*","photo.signedUrl","photo.uploadUrl","att.signedUrl"]`), "svc")
+	docs, err := e.Project(ref, "docs", []*Record{rec}, mustColumns(`["*","photo.signedUrl","photo.uploadUrl","att.signedUrl"]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestFileAccess(t *testing.T) {
 	_ = res
 
 	read := func(access, verify string) (string, error) {
-		_, data, err := e.ReadFileByAccess(access, verify)
+		_, data, err := e.Files().ReadByAccess(access, verify)
 		return string(data), err
 	}
 	if got, err := read(att.AccessID, ""); err != nil || got != "public" {
@@ -491,7 +492,7 @@ func TestFileAccess(t *testing.T) {
 		t.Errorf("bad access id: %v", err)
 	}
 	// Upload URLs write; the old read URL names an old version.
-	f, err := e.UploadFileByAccess(photo.AccessID, photo.UploadVerify, "text/plain", []byte("uploaded"))
+	f, err := e.Files().UploadByAccess(photo.AccessID, photo.UploadVerify, "text/plain", []byte("uploaded"))
 	if err != nil || f.Size != 8 || f.Version != 2 || f.MediaType != "text/plain" || f.AccessID == photo.AccessID {
 		t.Fatalf("upload: %+v %v", f, err)
 	}
@@ -501,7 +502,7 @@ func TestFileAccess(t *testing.T) {
 	if got, err := read(f.AccessID, f.SignedVerify); err != nil || got != "uploaded" {
 		t.Errorf("new version: %q %v", got, err)
 	}
-	if _, err := e.UploadFileByAccess(photo.AccessID, photo.SignedVerify, "", nil); CodeOf(err) != CodeForbidden {
+	if _, err := e.Files().UploadByAccess(photo.AccessID, photo.SignedVerify, "", nil); CodeOf(err) != CodeForbidden {
 		t.Errorf("read signature used to upload: %v", err)
 	}
 	// Expiry: 30 s for this file's signed URLs.
@@ -509,7 +510,7 @@ func TestFileAccess(t *testing.T) {
 	if _, err := read(f.AccessID, f.SignedVerify); CodeOf(err) != CodeForbidden {
 		t.Errorf("expired signature: %v", err)
 	}
-	if _, err := e.UploadFileByAccess(f.AccessID, f.UploadVerify, "", []byte("again")); err != nil {
+	if _, err := e.Files().UploadByAccess(f.AccessID, f.UploadVerify, "", []byte("again")); err != nil {
 		t.Errorf("upload URL within its day: %v", err)
 	}
 }

@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"errors"
-	"hash/maphash"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Point reads by id are the most frequent request of the service, and Get
@@ -18,7 +17,7 @@ import (
 // RecordCache so that the next read of the same record reads no storage.
 //
 // A cached view is exact, not merely recent. It is tagged with the epoch of
-// its table's cache (bitmapcache.go) at which it was read: every command that
+// its table's cache (memstore.BitmapCache) at which it was read: every command that
 // writes a row of a table of a branch makes that epoch odd before its batch
 // becomes visible and even again after, so a view read while the epoch was
 // even and unchanged from before the first storage read to after the last
@@ -52,11 +51,11 @@ type FieldView struct {
 	// Path is the dotted path of the column from the table root.
 	Path string
 	// Type is the column's type; it says which member of Value is set, as
-	// fromValue reads them.
+	// FromValue reads them.
 	Type  ColumnType
 	Value codec.Value
 
-	col   *column
+	col   *model.Column
 	files *fileScope // the record's location, for file fields (files_output.go)
 }
 
@@ -69,7 +68,7 @@ func (f *FieldView) Any() any {
 			return v
 		}
 	}
-	return fromValue(f.col, f.Value)
+	return model.FromValue(f.col, f.Value)
 }
 
 // ComparePaths orders dotted column paths segment by segment: the order of
@@ -103,25 +102,25 @@ func ComparePaths(a, b string) int {
 
 // newRecordView builds the view of a stored record through a table's
 // columns. rec must not change afterwards: the view shares its values.
-func newRecordView(t *table, rec *codec.Record) *RecordView {
+func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 	v := &RecordView{
 		ID: rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 	}
 	// Sort the fields' indexes, not the fields: moving views costs write
 	// barriers.
-	cols := make([]*column, len(rec.Fields))
+	cols := make([]*model.Column, len(rec.Fields))
 	order := make([]int, 0, len(rec.Fields))
 	for i, f := range rec.Fields {
-		if cols[i] = t.byID[f.Col]; cols[i] != nil { // else a deleted column
+		if cols[i] = t.ByID[f.Col]; cols[i] != nil { // else a deleted column
 			order = append(order, i)
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].path, cols[b].path) })
+	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].Path, cols[b].Path) })
 	v.Fields = make([]FieldView, len(order))
 	for j, i := range order {
 		c := cols[i]
-		v.Fields[j] = FieldView{Path: c.path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
+		v.Fields[j] = FieldView{Path: c.Path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
 	}
 	return v
 }
@@ -129,20 +128,20 @@ func newRecordView(t *table, rec *codec.Record) *RecordView {
 // readRecord reads the visible version of a record of a table of a branch
 // into rec; a missing or deleted record is a not-found error. The caller
 // holds d.gcMu for reading, and loaded b after taking it.
-func (e *Engine) readRecord(d *database, b *branch, t *table, id string, rec *codec.Record) error {
-	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
+	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return notFoundf("record [%s] not found", id)
+		return model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRow(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return notFoundf("record [%s] not found", id)
+		return model.NotFoundf("record [%s] not found", id)
 	}
 	return nil
 }
@@ -152,170 +151,58 @@ func (e *Engine) readRecord(d *database, b *branch, t *table, id string, rec *co
 // written since it was cached, and caches what it reads; the answer is the
 // same as without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
-	cv, err := e.getCached(c, ref, tableName, id, false)
-	if err != nil {
-		return nil, err
-	}
-	return cv.view, nil
-}
-
-// GetEncoded reads one record of a branch, as GetView does, and returns it
-// encoded by the cache's encoder, which c must have. The encoding is kept
-// with the cached record: reading the record again until it is written
-// returns the same bytes. They are shared: the caller must not change them.
-func (e *Engine) GetEncoded(c *RecordCache, ref Ref, tableName, id string) ([]byte, error) {
-	if c == nil || c.encode == nil {
-		return nil, errors.New("engine: GetEncoded needs a record cache with an encoder")
-	}
-	cv, err := e.getCached(c, ref, tableName, id, true)
-	if err != nil {
-		return nil, err
-	}
-	return cv.enc, nil
-}
-
-// getCached reads a record through the cache c (nil: read storage) and,
-// with encode, makes sure the result carries its encoding.
-func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string, encode bool) (*cachedView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		bc *bitmapCache
+		bc *memstore.BitmapCache
 		e0 uint64
 	)
 	branchID, tableID := b.ID, t.ID
 	if c != nil {
-		bc = d.cacheFor(storeKey{branchID, tableID})
-		if e0 = bc.epoch.Load(); e0%2 == 0 {
-			if cv := c.get(bc, id, e0, t); cv != nil && (cv.enc != nil || !encode) {
-				return cv, nil
+		bc = d.CacheFor(storeKey{Branch: branchID, Table: tableID})
+		if e0 = bc.Epoch(); e0%2 == 0 {
+			if v, ok := c.Get(bc, id, e0, t); ok {
+				return v, nil
 			}
 		}
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	// The lineage read must be loaded under gcMu: layers it names stay.
-	if b, err = d.state.Load().branch(ref.Branch); err != nil {
+	d.Pin()
+	defer d.Unpin()
+	// The lineage read must be loaded under the pin: layers it names stay.
+	if b, err = d.State().Branch(ref.Branch); err != nil {
 		return nil, err
 	}
-	if t, err = b.Schema.table(tableName); err != nil {
+	if t, err = b.Schema.Table(tableName); err != nil {
 		return nil, err
 	}
 	rec := &codec.Record{}
 	if err := e.readRecord(d, b, t, id, rec); err != nil {
 		return nil, err
 	}
-	cv := &cachedView{bc: bc, id: id, epoch: e0, t: t, view: newRecordView(t, rec)}
-	scopeViewFiles(cv.view, e, d, b, t)
-	if c != nil && c.encode != nil {
-		cv.enc = c.encode(nil, cv.view)
+	v := newRecordView(t, rec)
+	scopeViewFiles(v, e, d, b, t)
+	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
+		c.Put(bc, id, e0, t, v, viewSize(v))
 	}
-	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == branchID && t.ID == tableID {
-		c.put(cv)
-	}
-	return cv, nil
+	return v, nil
 }
 
-// RecordCache keeps the records GetView and GetEncoded read, up to a memory
-// budget, each with its encoding when the cache has an encoder. It is safe
-// for concurrent use and may serve several engines and databases; the
-// caller owns it.
-type RecordCache struct {
-	seed   maphash.Seed
-	limit  int // bytes per shard
-	encode func(dst []byte, v *RecordView) []byte
-	shards [recordCacheShards]recordShard
-}
-
-// recordCacheShards spreads the cache's lock over this many maps.
-const recordCacheShards = 16
-
-// recordShard is one lock's share of a RecordCache. Its map is keyed by a
-// hash of the record's table cache and id, which the entry repeats: two
-// records of the same hash take turns, and neither is ever mistaken for
-// the other.
-type recordShard struct {
-	mu    sync.RWMutex
-	m     map[uint64]*cachedView
-	bytes int
-}
-
-// cachedView is a view and its encoding with what makes them valid: the
-// cache of its table (which names the database, branch and table) and the
-// epoch of it the record was read at, and the table object the view was
-// built with.
-type cachedView struct {
-	bc    *bitmapCache
-	id    string
-	epoch uint64
-	t     *table
-	view  *RecordView
-	enc   []byte
-	size  int
-}
+// RecordCache keeps the records GetView read, up to a memory budget, as
+// views: a cached record is handed out as the same *RecordView until it is
+// written, which lets a caller keep what it derives from a view (such as
+// its encoding) for as long as the view lives. It is safe for concurrent
+// use and may serve several engines and databases; the caller owns it.
+type RecordCache = memstore.RecordCache[*RecordView]
 
 // NewRecordCache returns a cache that holds about maxBytes of records.
-// encode, when not nil, is how the caller encodes a record for GetEncoded:
-// it appends the encoding of v to dst, and must depend on nothing else.
-func NewRecordCache(maxBytes int, encode func(dst []byte, v *RecordView) []byte) *RecordCache {
-	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1), encode: encode}
-	for i := range c.shards {
-		c.shards[i].m = map[uint64]*cachedView{}
-	}
-	return c
-}
+func NewRecordCache(maxBytes int) *RecordCache { return memstore.NewRecordCache[*RecordView](maxBytes) }
 
-// slot returns the map key of record id of the table bc caches, and its
-// shard.
-func (c *RecordCache) slot(bc *bitmapCache, id string) (uint64, *recordShard) {
-	h := maphash.String(c.seed, id) ^ bc.salt
-	return h, &c.shards[h%recordCacheShards]
-}
-
-// get returns the entry of record id of bc's table if it is cached at
-// epoch e of bc with table t.
-func (c *RecordCache) get(bc *bitmapCache, id string, e uint64, t *table) *cachedView {
-	h, s := c.slot(bc, id)
-	s.mu.RLock()
-	cv := s.m[h]
-	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.id != id || cv.epoch != e || cv.t != t {
-		return nil
-	}
-	return cv
-}
-
-// put caches a view, dropping other entries of its shard, in the map's
-// random order, while the shard is over its budget.
-func (c *RecordCache) put(cv *cachedView) {
-	cv.id = strings.Clone(cv.id) // the entry outlives the caller's string
-	cv.size = cachedSize(cv)
-	h, s := c.slot(cv.bc, cv.id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.m[h]; old != nil {
-		s.bytes -= old.size
-	}
-	s.m[h] = cv
-	s.bytes += cv.size
-	for victim, old := range s.m {
-		if s.bytes <= c.limit {
-			break
-		}
-		if victim != h {
-			delete(s.m, victim)
-			s.bytes -= old.size
-		}
-	}
-}
-
-// cachedSize estimates the memory a cache entry holds.
-func cachedSize(cv *cachedView) int {
+// viewSize estimates the memory a cached view holds.
+func viewSize(v *RecordView) int {
 	const entry = 256 // key, entry, view header and map overhead
-	v := cv.view
-	n := entry + 2*len(v.ID) + cap(cv.enc)
+	n := entry + 2*len(v.ID)
 	for _, f := range v.Fields {
 		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)
 		for _, s := range f.Value.Strs {

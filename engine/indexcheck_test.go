@@ -11,6 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
 
@@ -50,14 +52,14 @@ func modelCodecValues(col string, v any) []codec.Value {
 }
 
 // describeBitmapID names a bitmap id of a table for failure messages.
-func describeBitmapID(t *table, id []byte) string {
+func describeBitmapID(t *model.Table, id []byte) string {
 	colName := func(b []byte) string {
 		if len(b) < 4 {
 			return fmt.Sprintf("malformed %x", b)
 		}
 		col := binary.BigEndian.Uint32(b)
-		if c := t.byID[col]; c != nil {
-			return c.path
+		if c := t.ByID[col]; c != nil {
+			return c.Path
 		}
 		return fmt.Sprintf("unknown column %d", col)
 	}
@@ -119,7 +121,7 @@ func modelTextBitmaps(col uint32, v any) [][]byte {
 }
 
 // storedTerms lists the vocabulary keys of a table across a lineage.
-func storedTerms(r pebble.Reader, db uint32, lin lineage, tableID uint32) (map[string]bool, error) {
+func storedTerms(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, lr := range lin {
 		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindTerm, tableID)
@@ -152,7 +154,7 @@ func describeValue(v codec.Value) string {
 // storedBitmapIDs lists the ids of the bitmaps some layer of a lineage holds
 // for a table (current chunks, masks excluded), read with the same key
 // functions the engine writes with.
-func storedBitmapIDs(r pebble.Reader, db uint32, lin lineage, tableID uint32) (map[string]bool, error) {
+func storedBitmapIDs(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, lr := range lin {
 		prefix := codec.TablePrefix(nil, db, lr.Layer, codec.KindBitmapCur, tableID)
@@ -192,7 +194,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	if err != nil {
 		return err
 	}
-	t, err := b.Schema.table(tableName)
+	t, err := b.Schema.Table(tableName)
 	if err != nil {
 		return err
 	}
@@ -213,7 +215,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	holder := map[uint32]string{}
 	for _, id := range ids {
-		ent, _, ok, err := lookupID(db.e.pdb, d.id, b.Lineage, t.ID, id)
+		ent, _, ok, err := layers.LookupID(db.e.pdb, d.ID, b.Lineage, t.ID, id)
 		if err != nil {
 			return err
 		}
@@ -226,12 +228,12 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		holder[ent.Row] = id
 		add(codec.LiveBitmapID(), ent.Row)
 		for col, v := range want[id].values {
-			c := t.byPath[col]
+			c := t.ByPath[col]
 			if c == nil {
 				return fmt.Errorf("model column %s is not in the schema", col)
 			}
 			add(codec.ExistsBitmapID(c.ID), ent.Row)
-			if searchable(c.Type) {
+			if fts.Searchable(c.Type) {
 				for _, bid := range modelTextBitmaps(c.ID, v) {
 					add(bid, ent.Row)
 				}
@@ -249,17 +251,17 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		}
 	}
 
-	stored, err := storedBitmapIDs(db.e.pdb, d.id, b.Lineage, t.ID)
+	stored, err := storedBitmapIDs(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
-	vocab, err := storedTerms(db.e.pdb, d.id, b.Lineage, t.ID)
+	vocab, err := storedTerms(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
 	var problems []string
 	for id := range expected {
-		if term, ok := termOf(id); ok {
+		if term, ok := layers.TermOf(id); ok {
 			if !vocab[term] {
 				problems = append(problems, fmt.Sprintf("%s: word missing from the vocabulary", describeBitmapID(t, []byte(id))))
 			}
@@ -278,7 +280,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	sort.Strings(keys)
 	for _, id := range keys {
-		got, err := readBitmap(db.e.pdb, d.id, b.Lineage, t.ID, []byte(id), nil)
+		got, err := layers.ReadBitmap(db.e.pdb, d.ID, b.Lineage, t.ID, []byte(id), nil)
 		if err != nil {
 			return fmt.Errorf("%s: %v", describeBitmapID(t, []byte(id)), err)
 		}

@@ -4,20 +4,23 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
 
 // Doc is a projected record ready for output: id, metadata and the
 // selected values by column name. Objects are nested map[string]any, an
 // expanded link is a *Doc, an unexpanded one a Link, and a reverse link a
-// RevLinkResult. Other values have the types fromValue documents.
+// RevLinkResult. Other values have the types FromValue documents.
 type Doc struct {
 	ID        string
 	Version   uint64
@@ -31,18 +34,38 @@ type RevLinkResult struct {
 	Records []*Doc
 }
 
-// QueryInput is a query request as the client sent it; PageInput is its
-// page object. They are the index package's, named here so that callers of
-// the engine need not import it.
+// The requests of queries, summaries and aggregations and their parts are
+// the index package's, named here so that callers of the engine need not
+// import it: index.ReadFilter and its kin read them from JSON, and
+// index.FilterOf and its kin build them from Go values.
 type (
-	QueryInput = index.QueryInput
-	PageInput  = index.PageInput
+	QueryRequest     = index.QueryRequest
+	PageInput        = index.PageInput
+	Filter           = index.Filter
+	Sort             = index.Sort
+	Columns          = index.Columns
+	SummarizeRequest = index.SummarizeRequest
+	Summary          = index.Summary
+	SummarizeResult  = index.SummarizeResult
+	SummaryRow       = index.SummaryRow
+	AggregateRequest = index.AggregateRequest
+	Aggs             = index.Aggs
+	AggregateResult  = index.AggregateResult
+	AggResult        = index.AggResult
+	AggBucket        = index.AggBucket
 )
+
+// FilterOf makes a Filter of a value built in Go (or decoded from JSON):
+// maps, []any, strings, bools, nil, numbers and time.Time, as the filter
+// language of the spec reads them; nil is no filter.
+func FilterOf(v any) Filter { return index.FilterOf(v) }
+
+// SortOf makes a Sort of a value such as "name", map[string]any{"price":
+// "desc"} or []any of those; nil is no sort.
+func SortOf(v any) Sort { return index.SortOf(v) }
 
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
-	// Meta is the record metadata key ("svc", or "xata" in compat mode).
-	Meta string
 	// MaxSize, MaxOffset and MaxDepth are the page limits (spec §8 or the
 	// compat ones); zero values mean the spec's 200, 800 and 1000.
 	MaxSize, MaxOffset, MaxDepth int
@@ -51,9 +74,6 @@ type QueryOptions struct {
 }
 
 func (o *QueryOptions) defaults() {
-	if o.Meta == "" {
-		o.Meta = "svc"
-	}
 	if o.MaxSize == 0 {
 		o.MaxSize = 200
 	}
@@ -82,39 +102,33 @@ func (e *Engine) cursorSecret() ([]byte, error) { return e.serverSecret(cursorSe
 // serverSecret returns the per-server secret stored under name, creating it
 // on first use (as cursorSecret does for cursors).
 func (e *Engine) serverSecret(name string) ([]byte, error) {
-	e.cat.mu.RLock()
-	s := e.cat.state[name]
-	e.cat.mu.RUnlock()
-	if s != nil {
+	if s := e.cat.ServerState(name); s != nil {
 		return s, nil
 	}
 	fresh := make([]byte, 32)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, err
 	}
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.state[name] != nil {
-			fresh = c.state[name]
-			return nil
-		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(name)), fresh, nil); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) { c.state[name] = fresh })
-		return nil
-	})
-	return fresh, err
+	res, err := e.applyCatalog(&catalog.SetServerState{Name: name, Value: fresh})
+	if err != nil {
+		return nil, err
+	}
+	return res.([]byte), nil
 }
 
+// Meta is the record metadata key of Options.Meta: what filters and other
+// requests name the metadata columns under.
+func (e *Engine) Meta() string { return e.opts.Meta }
+
 // Query runs a query (filter, sort, page, columns) on a table of a branch.
-// It stops with ctx's error once ctx ends.
-func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.QueryInput, opts QueryOptions) (*QueryResult, error) {
+// It stops with ctx's error when ctx ends.
+func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryRequest, opts QueryOptions) (*QueryResult, error) {
 	opts.defaults()
 	secret, err := e.cursorSecret()
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +138,13 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.
 		return nil, err
 	}
 	page, err := index.Query(ctx, src, in, index.QueryOptions{
-		Meta: opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
+		Meta: e.opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
 		MaxDepth: opts.MaxDepth, DefaultSize: 20, Seed: binary.BigEndian.Uint64(seed[:]),
 	})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	proj, err := index.ParseColumns(src.it, page.Columns, opts.Meta, src.tableByName)
+	proj, err := index.ParseColumns(src.it, page.Columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -143,52 +157,37 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in index.
 
 // queryError turns the index package's input errors into CodeInvalid.
 func queryError(err error) error {
-	var (
-		fe *index.FilterError
-		se *index.SortError
-		qe *index.QueryError
-		pe *index.ProjectionError
-		ce *index.CursorError
-	)
-	switch {
-	case errors.As(err, &fe):
-		return invalidf("%s", fe.Message)
-	case errors.As(err, &se):
-		return invalidf("%s", se.Message)
-	case errors.As(err, &qe):
-		return invalidf("%s", qe.Message)
-	case errors.As(err, &pe):
-		return invalidf("%s", pe.Message)
-	case errors.As(err, &ce):
-		return invalidf("%s", ce.Message)
+	var ie *index.InputError
+	if errors.As(err, &ie) {
+		return model.Invalidf("%s", ie.Message)
 	}
 	return err
 }
 
 // tableByName finds a table of the source's branch for reverse links.
 func (s *source) tableByName(name string) *index.Table {
-	t := s.b.Schema.byName[name]
+	t := s.b.Schema.ByName[name]
 	if t == nil {
 		return nil
 	}
-	return s.b.Schema.indexTables()[t.ID]
+	return s.b.Schema.IndexTables()[t.ID]
 }
 
 // sourceFor returns a source for another table of the same branch and
 // snapshot.
-func (s *source) sourceFor(t *table) *source {
-	var store *tableStore
-	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
+func (s *source) sourceFor(t *model.Table) *source {
+	var store *memstore.TableStore
+	if st := s.d.Store(storeKey{Branch: s.b.ID, Table: t.ID}); st != nil && st.Version() == s.b.Version {
 		store = st
 	}
-	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.indexTables()[t.ID], store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
 }
 
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 	byRow := make([]*Doc, len(rows))
-	lin := s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := readRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
 		d, err := s.doc(rec, p)
 		byRow[i] = d
 		return err
@@ -213,34 +212,34 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 		Values: map[string]any{},
 	}
 	for _, f := range rec.Fields {
-		c := s.t.byID[f.Col]
+		c := s.t.ByID[f.Col]
 		if c == nil {
 			continue
 		}
 		if c.Type == TypeLink {
-			if sub := p.Links[c.path]; sub != nil {
+			if sub := p.Links[c.Path]; sub != nil {
 				linked, err := s.linkedDoc(c, f.Val.Str, sub)
 				if err != nil {
 					return nil, err
 				}
 				if linked != nil {
-					setPath(d.Values, c.path, linked)
+					index.SetPath(d.Values, c.Path, linked)
 				}
 				continue
 			}
 		}
-		if isFileType(c.Type) {
+		if model.IsFileType(c.Type) {
 			v, err := s.docFiles(c, rec, f.Val, p)
 			if err != nil {
 				return nil, err
 			}
 			if v != nil {
-				setPath(d.Values, c.path, v)
+				index.SetPath(d.Values, c.Path, v)
 			}
 			continue
 		}
-		if p.Selected(c.path) {
-			setPath(d.Values, c.path, fromValue(c, f.Val))
+		if p.Selected(c.Path) {
+			index.SetPath(d.Values, c.Path, model.FromValue(c, f.Val))
 		}
 	}
 	for _, rl := range p.RevLinks {
@@ -255,13 +254,13 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 
 // linkedDoc reads and projects the record a link points at; nil when it is
 // gone.
-func (s *source) linkedDoc(c *column, id string, p *index.Projection) (*Doc, error) {
-	t := s.b.Schema.byID[c.LinkTable]
+func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Doc, error) {
+	t := s.b.Schema.ByID[c.LinkTable]
 	if t == nil {
 		return nil, nil
 	}
 	ts := s.sourceFor(t)
-	e, _, ok, err := lookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
+	e, _, ok, err := layers.LookupID(ts.snap, ts.d.ID, ts.b.Lineage, t.ID, id)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -275,7 +274,7 @@ func (s *source) linkedDoc(c *column, id string, p *index.Projection) (*Doc, err
 
 // revLink reads the records of another table linking to id.
 func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
-	t := s.b.Schema.byID[rl.Table.ID]
+	t := s.b.Schema.ByID[rl.Table.ID]
 	res := &RevLinkResult{Records: []*Doc{}}
 	if t == nil || rl.Limit == 0 {
 		return res, nil
@@ -300,15 +299,15 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 	return res, nil
 }
 
-// FilterRows returns how many rows of a table match a filter (JSON). It
-// serves aggregate's default count and tests.
-func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, meta string) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(context.Background(), ref, tableName, storeOptional)
+// FilterRows returns the rows of a table that match a filter, for tests
+// and benchmarks that check what a filter selects.
+func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.Bitmap, error) {
+	src, release, err := e.openSource(context.Background(), ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	rows, err := index.Filter(src.ctx, src, filter, meta)
+	rows, err := index.Matching(src.ctx, src, filter, e.opts.Meta)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -316,24 +315,24 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter json.RawMessage, m
 }
 
 // Project returns records, as writes and Get return them, projected by a
-// columns list (JSON array; null selects every column) with links expanded
+// columns list (the zero Columns selects every column) with links expanded
 // and reverse links attached, read at one snapshot of the branch. Records
 // that did not come from the engine are an error.
-func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json.RawMessage, meta string) ([]*Doc, error) {
+func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Columns) ([]*Doc, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
 	// Projecting reads a bounded number of records: no deadline.
-	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.indexTables()[t.ID]}
-	proj, err := index.ParseColumns(src.it, columns, meta, src.tableByName)
+	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.IndexTables()[t.ID]}
+	proj, err := index.ParseColumns(src.it, columns, e.opts.Meta, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(src.ctx, ref, tableName, storeOptional); err != nil {
+		if src, release, err = e.openSource(src.ctx, ref, tableName, memstore.Optional); err != nil {
 			return nil, err
 		}
 		defer release()
@@ -354,18 +353,18 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns json
 
 // CheckColumns validates a columns list against a table without reading
 // data, so that a write with a bad list changes nothing.
-func (e *Engine) CheckColumns(ref Ref, tableName string, columns json.RawMessage, meta string) error {
+func (e *Engine) CheckColumns(ref Ref, tableName string, columns Columns) error {
 	s, err := e.branchSchema(ref)
 	if err != nil {
 		return err
 	}
-	t, err := s.table(tableName)
+	t, err := s.Table(tableName)
 	if err != nil {
 		return err
 	}
-	tables := s.indexTables()
-	_, err = index.ParseColumns(tables[t.ID], columns, meta, func(name string) *index.Table {
-		if x := s.byName[name]; x != nil {
+	tables := s.IndexTables()
+	_, err = index.ParseColumns(tables[t.ID], columns, e.opts.Meta, func(name string) *index.Table {
+		if x := s.ByName[name]; x != nil {
 			return tables[x.ID]
 		}
 		return nil

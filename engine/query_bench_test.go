@@ -13,6 +13,7 @@ import (
 
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Query benchmarks (W3 of BENCHMARKS.md) on the generated dataset of
@@ -43,10 +44,10 @@ func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 		name string
 		cols []engine.ColumnDef
 	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-		if _, err := env.e.CreateTable(f.ref, t.name); err != nil {
+		if _, err := env.e.Schema().CreateTable(f.ref, t.name); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.e.SetTableColumns(f.ref, t.name, t.cols); err != nil {
+		if _, err := env.e.Schema().SetTableColumns(f.ref, t.name, t.cols); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -128,11 +129,11 @@ func queryFixtures(owner *testing.B) func(b *testing.B, n int) *queryFixture {
 				b.Fatal(err)
 			}
 			owner.Cleanup(func() { env.e.Close() })
-			u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+			u, err := env.e.Accounts().CreateUser(engine.NewUser{Email: "bench@example.com"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			w, err := env.e.CreateWorkspace(u.ID, "bench", "")
+			w, err := env.e.Accounts().CreateWorkspace(u.ID, "bench", "")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -223,15 +224,31 @@ var queryCases = []queryCase{
 	}},
 }
 
-// timeQuery runs one query and returns how long it took.
-func timeQuery(b *testing.B, f *queryFixture, in engine.QueryInput) (*engine.QueryResult, time.Duration) {
+// queryBody is a query as a request body carries it: filter and sort as
+// JSON.
+type queryBody struct {
+	Filter, Sort json.RawMessage
+	Page         engine.PageInput
+}
+
+// timeQuery reads and runs one query, as the API does, and returns how
+// long it took.
+func timeQuery(b *testing.B, f *queryFixture, in queryBody) (*engine.QueryResult, time.Duration) {
 	t0 := time.Now()
-	res, err := f.env.e.Query(context.Background(), f.ref, gen.DocsTable, in, engine.QueryOptions{})
-	d := time.Since(t0)
-	if err != nil {
-		b.Fatalf("query %s %s: %v", in.Filter, in.Sort, err)
+	req := engine.QueryRequest{Page: in.Page}
+	var err error
+	if req.Filter, err = index.ReadFilter(in.Filter); err == nil {
+		if req.Sort, err = index.ReadSort(in.Sort); err == nil {
+			var res *engine.QueryResult
+			res, err = f.env.e.Query(context.Background(), f.ref, gen.DocsTable, req, engine.QueryOptions{})
+			d := time.Since(t0)
+			if err == nil {
+				return res, d
+			}
+		}
 	}
-	return res, d
+	b.Fatalf("query %s %s: %v", in.Filter, in.Sort, err)
+	return nil, 0
 }
 
 // latencyQuantile returns the q-quantile (0 ≤ q ≤ 1) of sorted durations, in
@@ -266,7 +283,7 @@ func BenchmarkQuery(b *testing.B) {
 			b.Run(label+"/"+c.name, func(b *testing.B) {
 				f := get(b, n)
 				filter, sort := c.body(f.g)
-				in := engine.QueryInput{Filter: queryJSON(b, filter), Page: engine.PageInput{Size: &queryPage}}
+				in := queryBody{Filter: queryJSON(b, filter), Page: engine.PageInput{Size: &queryPage}}
 				if sort != nil {
 					in.Sort = queryJSON(b, sort)
 				}
@@ -281,9 +298,13 @@ func BenchmarkQuery(b *testing.B) {
 
 // benchQueryCase times one query per op, after checking that it matches
 // rows and warming the caches it reads.
-func benchQueryCase(b *testing.B, f *queryFixture, in engine.QueryInput) {
+func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 	b.StopTimer()
-	rows, err := f.env.e.FilterRows(f.ref, gen.DocsTable, in.Filter, "svc")
+	filter, err := index.ReadFilter(in.Filter)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows, err := f.env.e.FilterRows(f.ref, gen.DocsTable, filter)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,7 +333,7 @@ func benchQueryCase(b *testing.B, f *queryFixture, in engine.QueryInput) {
 // of which goes first. It reports both latencies and their ratio.
 func benchCursorPages(b *testing.B, f *queryFixture) {
 	b.StopTimer()
-	first := engine.QueryInput{
+	first := queryBody{
 		Filter: queryJSON(b, map[string]any{"category": gen.Categories[1]}),
 		Sort:   queryJSON(b, map[string]any{"created_at": "desc"}),
 		Page:   engine.PageInput{Size: &queryPage},
@@ -323,10 +344,10 @@ func benchCursorPages(b *testing.B, f *queryFixture) {
 			b.Fatalf("page %d of %s has %d records, more=%v: the filter matches too few rows", page-1, first.Filter, len(res.Records), res.More)
 		}
 		cursor := res.Cursor
-		res, _ = timeQuery(b, f, engine.QueryInput{Page: engine.PageInput{After: &cursor}})
+		res, _ = timeQuery(b, f, queryBody{Page: engine.PageInput{After: &cursor}})
 	}
 	cursor49 := res.Cursor
-	page50 := engine.QueryInput{Page: engine.PageInput{After: &cursor49}}
+	page50 := queryBody{Page: engine.PageInput{After: &cursor49}}
 	for range 3 {
 		timeQuery(b, f, first)
 		if res, _ := timeQuery(b, f, page50); len(res.Records) != queryPage {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -30,7 +31,7 @@ func queryPaging(t *testing.T, storeless bool) {
 		{Name: "s", Type: TypeString}, {Name: "n", Type: TypeInt}, {Name: "f", Type: TypeFloat},
 		{Name: "d", Type: TypeDatetime}, {Name: "b", Type: TypeBool},
 	}})
-	e.storeless = storeless
+	e.mem.SetStoreless(storeless)
 	rows := 6000
 	if testing.Short() {
 		rows = 4500
@@ -79,7 +80,7 @@ func queryPaging(t *testing.T, storeless bool) {
 			}
 			// Offsets count from the start of the order.
 			size, offset := 20, 40
-			res, err := e.Query(context.Background(), ref, "t", index.QueryInput{Filter: raw(flt), Sort: raw(srt), Page: index.PageInput{Size: &size, Offset: &offset}}, QueryOptions{})
+			res, err := e.Query(ctx, ref, "t", QueryRequest{Filter: mustFilter(flt), Sort: mustSort(srt), Page: PageInput{Size: &size, Offset: &offset}}, QueryOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,13 +90,6 @@ func queryPaging(t *testing.T, storeless bool) {
 			}
 		}
 	}
-}
-
-func raw(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
 }
 
 func docIDs(docs []*Doc) []string {
@@ -111,7 +105,7 @@ func docIDs(docs []*Doc) []string {
 func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, backwards bool) []string {
 	t.Helper()
 	var out [][]string
-	in := index.QueryInput{Filter: raw(flt), Sort: raw(srt), Page: index.PageInput{Size: &size}}
+	in := QueryRequest{Filter: mustFilter(flt), Sort: mustSort(srt), Page: PageInput{Size: &size}}
 	if backwards {
 		end := "end"
 		in.Page.Before = &end
@@ -120,7 +114,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 		if pages > 1000 {
 			t.Fatal("paging does not end")
 		}
-		res, err := e.Query(context.Background(), ref, "t", in, QueryOptions{})
+		res, err := e.Query(ctx, ref, "t", in, QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +132,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 			t.Fatalf("a page with more after it holds %d of %d records", len(res.Records), size)
 		}
 		c := res.Cursor
-		in = index.QueryInput{Page: index.PageInput{}}
+		in = QueryRequest{Page: PageInput{}}
 		if backwards {
 			in.Page.Before = &c
 		} else {
@@ -163,7 +157,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 // then ascending id.
 func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 	t.Helper()
-	src, release, err := e.openSource(context.Background(), ref, "t", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "t", memstore.Optional)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func benchSearchClass(b *testing.B, f *queryFixture, queries []string, fuzz floa
 	b.StopTimer()
 	size := 20
 	run := func(q string) (*engine.SearchResult, time.Duration) {
-		in := engine.SearchInput{Query: &q, Fuzziness: &fuzz, Prefix: &prefix, Size: &size}
+		in := engine.SearchRequest{Query: &q, Fuzziness: &fuzz, Prefix: &prefix, Size: &size}
 		t0 := time.Now()
 		res, err := f.env.e.SearchTable(context.Background(), f.ref, gen.DocsTable, in, engine.SearchOptions{})
 		d := time.Since(t0)
@@ -120,14 +120,14 @@ func BenchmarkSearchIndexing(b *testing.B) {
 			if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "idx", Region: "local"}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := env.e.CreateTable(ref, "docs"); err != nil {
+			if _, err := env.e.Schema().CreateTable(ref, "docs"); err != nil {
 				b.Fatal(err)
 			}
 			cols := []engine.ColumnDef{{Name: "title", Type: engine.TypeString}, {Name: "body", Type: engine.TypeText}}
 			if mode == "unindexed" {
 				cols = []engine.ColumnDef{{Name: "title", Type: engine.TypeJSON}, {Name: "body", Type: engine.TypeJSON}}
 			}
-			if _, err := env.e.SetTableColumns(ref, "docs", cols); err != nil {
+			if _, err := env.e.Schema().SetTableColumns(ref, "docs", cols); err != nil {
 				b.Fatal(err)
 			}
 			next := 0

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
+	"github.com/coppice-db/coppice/index"
 )
 
 var searchSeed = flag.Int64("search.seed", 0, "seed of TestSearchDifferential (0: time)")
@@ -299,15 +300,15 @@ func TestSearchDifferential(t *testing.T) {
 	next, searches, found := 0, 0, 0
 	for round := range rounds {
 		if round == 2 {
-			if err := e.CreateBranch(child, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(child, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			models["child"], refs["child"] = models["main"].clone(), child
 		}
-		for _, name := range sortedKeys(models) {
+		for _, name := range model.SortedKeys(models) {
 			m, ref := models[name], refs[name]
 			for range writes {
-				ids := sortedKeys(m)
+				ids := model.SortedKeys(m)
 				switch op := rng.Intn(10); {
 				case op < 5 || len(ids) == 0:
 					next++
@@ -333,7 +334,7 @@ func TestSearchDifferential(t *testing.T) {
 				}
 			}
 		}
-		for _, name := range sortedKeys(models) {
+		for _, name := range model.SortedKeys(models) {
 			for q := range queries {
 				if checkRandomSearch(t, e, refs[name], models[name], rng, fmt.Sprintf("round %d %s query %d", round, name, q)) > 0 {
 					found++
@@ -409,12 +410,15 @@ func checkRandomSearch(t *testing.T, e *Engine, ref Ref, m searchOracle, rng *ra
 	query := strings.Join(words, " ")
 	f := float64(fuzz)
 	size := 200
-	in := SearchInput{Query: &query, Fuzziness: &f, Target: targetJSON, Filter: filter, Size: &size}
+	in := SearchRequest{Query: &query, Fuzziness: &f, Size: &size}
+	if err := readSearch(&in, targetJSON, filter, nil); err != nil {
+		t.Fatal(err)
+	}
 	if phrase {
 		p := "phrase"
 		in.Prefix = &p
 	}
-	res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
+	res, err := e.SearchTable(ctx, ref, "docs", in, SearchOptions{})
 	if err != nil {
 		t.Fatalf("%s: %q: %v", label, query, err)
 	}
@@ -482,7 +486,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 					return
 				}
 				q, f := word, 0.0
-				res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f}, SearchOptions{})
+				res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &f}, SearchOptions{})
 				if err != nil {
 					errs <- err
 					return
@@ -504,7 +508,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 				return
 			default:
 			}
-			res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
+			res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
 			if err != nil {
 				errs <- err
 				return
@@ -527,7 +531,7 @@ func TestSearchSeesAcknowledgedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, f := "marker", 0.0
-	res, err := e.SearchTable(context.Background(), ref, "docs", SearchInput{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
+	res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,9 +563,15 @@ func FuzzSearchRequest(f *testing.F) {
 		if len(query)%2 == 0 {
 			prefix = "disabled"
 		}
-		in := SearchInput{Query: &query, Fuzziness: &fuzz, Prefix: &prefix,
-			Target: json.RawMessage(target), Filter: json.RawMessage(filter), Boosters: json.RawMessage(boosters)}
-		res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
+		in := SearchRequest{Query: &query, Fuzziness: &fuzz, Prefix: &prefix}
+		if err := readSearch(&in, []byte(target), []byte(filter), []byte(boosters)); err != nil {
+			var ie *index.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("target %s filter %s boosters %s: %v (not an input error)", target, filter, boosters, err)
+			}
+			return
+		}
+		res, err := e.SearchTable(ctx, ref, "docs", in, SearchOptions{})
 		if err != nil {
 			var ee *Error
 			if !errors.As(err, &ee) || ee.Code != CodeInvalid {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -66,7 +65,7 @@ func TestSearchGolden(t *testing.T) {
 			d.ScanArgs(t, "to", &to)
 			r := main
 			r.Branch = to
-			if err := e.CreateBranch(r, CreateBranchRequest{From: from}); err != nil {
+			if err := e.Branches().Create(r, CreateBranchRequest{From: from}); err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"
@@ -92,15 +91,17 @@ func TestSearchGolden(t *testing.T) {
 			if err := dec.Decode(&body); err != nil {
 				t.Fatalf("search body: %v", err)
 			}
-			in := SearchInput{Query: body.Query, Fuzziness: body.Fuzziness, Prefix: body.Prefix,
-				Target: body.Target, Filter: body.Filter, Boosters: body.Boosters}
+			in := SearchRequest{Query: body.Query, Fuzziness: body.Fuzziness, Prefix: body.Prefix}
+			if err := readSearch(&in, body.Target, body.Filter, body.Boosters); err != nil {
+				return "error: " + err.Error() + "\n"
+			}
 			if h := body.Highlight; h != nil {
 				in.Highlight, in.EncodeHTML = h.Enabled, h.EncodeHTML
 			}
 			if p := body.Page; p != nil {
 				in.Size, in.Offset = p.Size, p.Offset
 			}
-			res, err := e.SearchTable(context.Background(), ref, "docs", in, SearchOptions{})
+			res, err := e.SearchTable(ctx, ref, "docs", in, SearchOptions{})
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}

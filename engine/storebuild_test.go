@@ -10,21 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 // storeOf returns the column store of a table of a branch and whether one
 // is being built in the background.
-func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*tableStore, bool) {
+func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*memstore.TableStore, bool) {
 	t.Helper()
 	d, b, tb, err := e.resolveTable(ref, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
-	k := storeKey{b.ID, tb.ID}
-	return d.stores[k], d.building[k]
+	d.RLockStores()
+	defer d.RUnlockStores()
+	k := storeKey{Branch: b.ID, Table: tb.ID}
+	return d.Store(k), d.Building(k)
 }
 
 // TestBackgroundStoreBuild: a table of BackgroundBuildRows records or more
@@ -37,7 +37,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 		"big":   {{Name: "n", Type: TypeInt}, {Name: "s", Type: TypeString}},
 		"small": {{Name: "n", Type: TypeInt}},
 	})
-	e.opts.BackgroundBuildRows = 500
+	e.mem.SetBackgroundBuildRows(500)
 	fill := func(table string, rows int) {
 		var batch []map[string]any
 		for i := range rows {
@@ -55,14 +55,14 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	fill("small", 100)
 
 	size := 50
-	in := index.QueryInput{
-		Filter: json.RawMessage(`{"n": {"$ge": 3}, "s": {"$startsWith": "s01"}}`),
-		Sort:   json.RawMessage(`[{"s": "desc"}, {"svc.version": "asc"}]`),
-		Page:   index.PageInput{Size: &size},
+	in := QueryRequest{
+		Filter: mustFilter(`{"n": {"$ge": 3}, "s": {"$startsWith": "s01"}}`),
+		Sort:   mustSort(`[{"s": "desc"}, {"svc.version": "asc"}]`),
+		Page:   PageInput{Size: &size},
 	}
 	query := func() string {
 		t.Helper()
-		res, err := e.Query(context.Background(), ref, "big", in, QueryOptions{})
+		res, err := e.Query(ctx, ref, "big", in, QueryOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,8 +91,8 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 
 	// A summary of a table without its store builds it first.
-	e.opts.BackgroundBuildRows = 1
-	if _, err := e.Summarize(context.Background(), ref, "small", index.SummarizeInput{Columns: json.RawMessage(`["n"]`)}, ""); err != nil {
+	e.mem.SetBackgroundBuildRows(1)
+	if _, err := e.Summarize(ctx, ref, "small", SummarizeRequest{Columns: []string{"n"}}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := storeOf(t, e, ref, "small"); s == nil {
@@ -100,11 +100,11 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 
 	// Below the threshold the first query builds the store.
-	e.opts.BackgroundBuildRows = 500
-	if _, err := e.CreateTable(ref, "tiny"); err != nil {
+	e.mem.SetBackgroundBuildRows(500)
+	if _, err := e.Schema().CreateTable(ref, "tiny"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(context.Background(), ref, "tiny", index.QueryInput{}, QueryOptions{}); err != nil {
+	if _, err := e.Query(ctx, ref, "tiny", QueryRequest{}, QueryOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if s, building := storeOf(t, e, ref, "tiny"); s == nil || building {
@@ -134,7 +134,7 @@ func TestBorrowedStore(t *testing.T) {
 	on := func(name string) Ref { r := main; r.Branch = name; return r }
 	fork := func(name, from string) Ref {
 		t.Helper()
-		if err := e.CreateBranch(on(name), CreateBranchRequest{From: from}); err != nil {
+		if err := e.Branches().Create(on(name), CreateBranchRequest{From: from}); err != nil {
 			t.Fatal(err)
 		}
 		model[name] = maps.Clone(model[from])
@@ -169,7 +169,7 @@ func TestBorrowedStore(t *testing.T) {
 			slices.Sort(want)
 			want = want[:min(len(want), c.size)]
 			size := c.size
-			res, err := e.Query(context.Background(), ref, "t", index.QueryInput{Filter: json.RawMessage(c.filter), Page: index.PageInput{Size: &size}},
+			res, err := e.Query(ctx, ref, "t", QueryRequest{Filter: mustFilter(c.filter), Page: PageInput{Size: &size}},
 				QueryOptions{MaxSize: 1000, NoDepthLimit: true})
 			if err != nil {
 				t.Fatal(err)
@@ -179,7 +179,7 @@ func TestBorrowedStore(t *testing.T) {
 			}
 		}
 	}
-	store := func(ref Ref) *tableStore {
+	store := func(ref Ref) *memstore.TableStore {
 		t.Helper()
 		s, _ := storeOf(t, e, ref, "t")
 		return s
@@ -227,7 +227,7 @@ func TestBorrowedStore(t *testing.T) {
 		t.Fatal("d borrowed a store written since its fork")
 	}
 	f := fork("f", "main")
-	if _, err := e.AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if check(f); store(f) == store(main) {
@@ -237,7 +237,7 @@ func TestBorrowedStore(t *testing.T) {
 	if check(g); store(g) != store(main) {
 		t.Fatal("g did not borrow main's store")
 	}
-	if _, err := e.AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if store(g) != nil {

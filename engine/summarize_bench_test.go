@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Benchmarks of summarize and aggregate on a table of sales, sized by
@@ -83,7 +84,7 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		}
 		owner.Cleanup(func() { e.Close() })
 		ref := engine.Ref{Workspace: kept, Database: "sales", Branch: "main"}
-		if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeInput{}, ""); err != nil {
+		if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeRequest{}); err != nil {
 			b.Fatal(err)
 		}
 		return e, ref
@@ -95,11 +96,11 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := e.CreateUser(engine.NewUser{Email: "sales@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "sales@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "sales", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "sales", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,10 +108,10 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		b.Fatal(err)
 	}
 	ref := engine.Ref{Workspace: ws.Core, Database: "sales", Branch: "main"}
-	if _, err := e.CreateTable(ref, "sales"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "sales"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.SetTableColumns(ref, "sales", salesColumns); err != nil {
+	if _, err := e.Schema().SetTableColumns(ref, "sales", salesColumns); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
@@ -130,7 +131,7 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		b.Fatal(err)
 	}
 	owner.Cleanup(func() { e.Close() })
-	if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeInput{}, ""); err != nil {
+	if _, err := e.Summarize(context.Background(), ref, "sales", engine.SummarizeRequest{}); err != nil {
 		b.Fatal(err)
 	}
 	if os.Getenv(benchDirEnv) != "" {
@@ -158,6 +159,43 @@ func runP50(b *testing.B, op func() error) {
 
 func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }
 
+// summarizeBody is a summarize request as a request body carries it.
+type summarizeBody struct {
+	Filter, Columns, Summaries, Sort json.RawMessage
+}
+
+// summarize reads and runs a summarize request, as the API does.
+func summarize(e *engine.Engine, ref engine.Ref, table string, body summarizeBody) (*engine.SummarizeResult, error) {
+	var in engine.SummarizeRequest
+	var err error
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return nil, err
+	}
+	if in.Columns, err = index.ReadGroupColumns(body.Columns); err != nil {
+		return nil, err
+	}
+	if in.Summaries, err = index.ReadSummaries(body.Summaries); err != nil {
+		return nil, err
+	}
+	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
+		return nil, err
+	}
+	return e.Summarize(context.Background(), ref, table, in)
+}
+
+// aggregate reads and runs an aggregate request, as the API does.
+func aggregate(e *engine.Engine, ref engine.Ref, table string, filter, aggs json.RawMessage) (*engine.AggregateResult, error) {
+	var in engine.AggregateRequest
+	var err error
+	if in.Filter, err = index.ReadFilter(filter); err != nil {
+		return nil, err
+	}
+	if in.Aggs, err = index.ReadAggs(aggs); err != nil {
+		return nil, err
+	}
+	return e.Aggregate(context.Background(), ref, table, in)
+}
+
 // BenchmarkSummarize: a range filter, then groups of a 20-value column
 // with count, sum, average, min and max (walking postings); the same after
 // an equality filter (a posting); groups of a column with n/4 values
@@ -175,7 +213,7 @@ func BenchmarkSummarize(b *testing.B) {
 				b.StartTimer()
 			}
 		}
-		grouped := engine.SummarizeInput{
+		grouped := summarizeBody{
 			Filter:  rawJSON(`{"price":{"$lt":80}}`),
 			Columns: rawJSON(`["category"]`),
 			Summaries: rawJSON(`{"n":{"count":"*"},"qty":{"sum":"qty"},"avgPrice":{"average":"price"},` +
@@ -184,9 +222,9 @@ func BenchmarkSummarize(b *testing.B) {
 		b.Run("group20/"+sizeName(n), func(b *testing.B) {
 			setup(b)
 			runP50(b, func() error {
-				out, err := e.Summarize(context.Background(), ref, "sales", grouped, "")
-				if err == nil && len(out) != 20 {
-					err = fmt.Errorf("%d groups", len(out))
+				out, err := summarize(e, ref, "sales", grouped)
+				if err == nil && len(out.Rows) != 20 {
+					err = fmt.Errorf("%d groups", len(out.Rows))
 				}
 				return err
 			})
@@ -196,18 +234,18 @@ func BenchmarkSummarize(b *testing.B) {
 			in := grouped
 			in.Filter = rawJSON(`{"online":true}`)
 			runP50(b, func() error {
-				_, err := e.Summarize(context.Background(), ref, "sales", in, "")
+				_, err := summarize(e, ref, "sales", in)
 				return err
 			})
 		})
 		b.Run("groupSku/"+sizeName(n), func(b *testing.B) {
 			setup(b)
-			in := engine.SummarizeInput{
+			in := summarizeBody{
 				Filter: rawJSON(`{"online":true}`), Columns: rawJSON(`["sku"]`),
 				Summaries: rawJSON(`{"n":{"count":"*"},"qty":{"sum":"qty"}}`), Sort: rawJSON(`{"n":"desc"}`),
 			}
 			runP50(b, func() error {
-				_, err := e.Summarize(context.Background(), ref, "sales", in, "")
+				_, err := summarize(e, ref, "sales", in)
 				return err
 			})
 		})
@@ -215,7 +253,7 @@ func BenchmarkSummarize(b *testing.B) {
 			setup(b)
 			aggs := rawJSON(`{"top":{"topValues":{"column":"category","size":5,"aggs":{"qty":{"sum":{"column":"qty"}}}}}}`)
 			runP50(b, func() error {
-				_, err := e.Aggregate(context.Background(), ref, "sales", nil, aggs, "")
+				_, err := aggregate(e, ref, "sales", nil, aggs)
 				return err
 			})
 		})
@@ -223,7 +261,7 @@ func BenchmarkSummarize(b *testing.B) {
 			setup(b)
 			aggs := rawJSON(`{"h":{"dateHistogram":{"column":"sold_at","calendarInterval":"month","aggs":{"avg":{"average":{"column":"price"}}}}}}`)
 			runP50(b, func() error {
-				_, err := e.Aggregate(context.Background(), ref, "sales", rawJSON(`{"online":true}`), aggs, "")
+				_, err := aggregate(e, ref, "sales", rawJSON(`{"online":true}`), aggs)
 				return err
 			})
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Vector search benchmarks: n records (1e4 and 1e5, up to
@@ -34,10 +35,10 @@ func buildVectorBenchFixture(b *testing.B, env *benchEnv, n int) *vectorBenchFix
 	if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "vec", Region: "local"}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := env.e.CreateTable(f.ref, "vecs"); err != nil {
+	if _, err := env.e.Schema().CreateTable(f.ref, "vecs"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := env.e.SetTableColumns(f.ref, "vecs", []engine.ColumnDef{
+	if _, err := env.e.Schema().SetTableColumns(f.ref, "vecs", []engine.ColumnDef{
 		{Name: "emb", Type: engine.TypeVector, Vector: &engine.VectorDef{Dimension: vectorBenchDim}},
 		{Name: "cat", Type: engine.TypeString},
 	}); err != nil {
@@ -61,7 +62,7 @@ func buildVectorBenchFixture(b *testing.B, env *benchEnv, n int) *vectorBenchFix
 	}
 	t1 := time.Now()
 	env.durable(b)
-	if _, err := env.e.VectorSearch(context.Background(), f.ref, "vecs", engine.VectorSearchInput{Column: "emb", Query: benchVector(r)}, ""); err != nil {
+	if _, err := env.e.VectorSearch(context.Background(), f.ref, "vecs", engine.VectorSearchRequest{Column: "emb", Query: benchVector(r)}); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("loaded %d records in %v; first search (building the vector store) %v",
@@ -84,20 +85,27 @@ func BenchmarkVectorSearch(b *testing.B) {
 	l2 := engine.SimilarityL2
 	for _, n := range benchSizes(b, 1e4, 1e5) {
 		for _, c := range []struct {
-			name string
-			in   engine.VectorSearchInput
+			name   string
+			in     engine.VectorSearchRequest
+			filter json.RawMessage
 		}{
-			{"cosine", engine.VectorSearchInput{Column: "emb", Query: query}},
-			{"l2", engine.VectorSearchInput{Column: "emb", Query: query, Similarity: &l2}},
-			{"cosine-filter", engine.VectorSearchInput{Column: "emb", Query: query, Filter: json.RawMessage(`{"cat":"c3"}`)}},
-			{"l2-filter", engine.VectorSearchInput{Column: "emb", Query: query, Similarity: &l2, Filter: json.RawMessage(`{"cat":"c3"}`)}},
+			{"cosine", engine.VectorSearchRequest{Column: "emb", Query: query}, nil},
+			{"l2", engine.VectorSearchRequest{Column: "emb", Query: query, Similarity: &l2}, nil},
+			{"cosine-filter", engine.VectorSearchRequest{Column: "emb", Query: query}, json.RawMessage(`{"cat":"c3"}`)},
+			{"l2-filter", engine.VectorSearchRequest{Column: "emb", Query: query, Similarity: &l2}, json.RawMessage(`{"cat":"c3"}`)},
 		} {
 			b.Run(sizeLabel(n)+"/"+c.name, func(b *testing.B) {
 				f := fixture(b, n)
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					res, err := f.env.e.VectorSearch(context.Background(), f.ref, "vecs", c.in, "")
+					in := c.in
+					filter, err := index.ReadFilter(c.filter)
+					if err != nil {
+						b.Fatal(err)
+					}
+					in.Filter = filter
+					res, err := f.env.e.VectorSearch(context.Background(), f.ref, "vecs", in)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -14,10 +14,10 @@ func BenchmarkVectorSearchPaths(b *testing.B) {
 	const n, dim = 10_000, 64
 	db := openTestDB(b, Options{})
 	ref := db.ref("main")
-	if _, err := db.e.CreateTable(ref, "vecs"); err != nil {
+	if _, err := db.e.Schema().CreateTable(ref, "vecs"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.e.AddColumn(ref, "vecs", ColumnDef{Name: "emb", Type: TypeVector, Vector: &VectorDef{Dimension: dim}}); err != nil {
+	if _, err := db.e.Schema().AddColumn(ref, "vecs", ColumnDef{Name: "emb", Type: TypeVector, Vector: &VectorDef{Dimension: dim}}); err != nil {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -38,16 +38,16 @@ func BenchmarkVectorSearchPaths(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	in := VectorSearchInput{Column: "emb", Query: vec()}
+	in := VectorSearchRequest{Column: "emb", Query: vec()}
 	for _, useStore := range []bool{true, false} {
 		name := map[bool]string{true: "store", false: "records"}[useStore]
 		b.Run(name, func(b *testing.B) {
-			if _, err := db.e.vectorSearch(context.Background(), ref, "vecs", in, "", useStore); err != nil {
+			if _, err := db.e.vectorSearch(ctx, ref, "vecs", in, useStore); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := db.e.vectorSearch(context.Background(), ref, "vecs", in, "", useStore); err != nil {
+				if _, err := db.e.vectorSearch(ctx, ref, "vecs", in, useStore); err != nil {
 					b.Fatal(err)
 				}
 			}

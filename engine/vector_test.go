@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 var vectorSeed = flag.Int64("vector.seed", 0, "seed of TestVectorSearchDifferential (0: time)")
@@ -65,13 +66,13 @@ func vectorFixture(t *testing.T) (*Engine, Ref) {
 // vsearch runs a search through the vector store and through the records
 // and returns the hits as "id:score …" and the total count. The two paths
 // must agree exactly.
-func vsearch(t *testing.T, e *Engine, ref Ref, in VectorSearchInput) (string, int) {
+func vsearch(t *testing.T, e *Engine, ref Ref, in VectorSearchRequest) (string, int) {
 	t.Helper()
-	res, err := e.VectorSearch(context.Background(), ref, "docs", in, "")
+	res, err := e.VectorSearch(ctx, ref, "docs", in)
 	if err != nil {
 		t.Fatalf("%+v: %v", in, err)
 	}
-	slow, err := e.vectorSearch(context.Background(), ref, "docs", in, "", false)
+	slow, err := e.vectorSearch(ctx, ref, "docs", in, false)
 	if err != nil {
 		t.Fatalf("%+v without the store: %v", in, err)
 	}
@@ -99,7 +100,7 @@ func intp(n int) *int { return &n }
 func TestVectorSearchOrders(t *testing.T) {
 	e, ref := vectorFixture(t)
 	q := []float64{1, 0}
-	f := func(in VectorSearchInput, want string, wantTotal int) {
+	f := func(in VectorSearchRequest, want string, wantTotal int) {
 		t.Helper()
 		got, total := vsearch(t, e, ref, in)
 		if got != want || total != wantTotal {
@@ -108,38 +109,38 @@ func TestVectorSearchOrders(t *testing.T) {
 	}
 	// Cosine: a and e both point along q (a first by id); the zero vector
 	// z counts as orthogonal, tied with b.
-	f(VectorSearchInput{Column: "emb", Query: q}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityCosine)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityCosine)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
 	// Distances: c, e and z at 1 (l1) or 1² (l2), b and d apart.
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL1)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333 d:0.3333", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL2)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333 d:0.2", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityL1)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333 d:0.3333", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityL2)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333 d:0.2", 6)
 	// A longer query changes distances, not cosines.
-	f(VectorSearchInput{Column: "emb", Query: []float64{3, 0}}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
-	f(VectorSearchInput{Column: "emb", Query: []float64{3, 0}, Similarity: strp(SimilarityL2)}, "e:0.5 a:0.2 c:0.1667 z:0.1 b:0.09091 d:0.05882", 6)
+	f(VectorSearchRequest{Column: "emb", Query: []float64{3, 0}}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
+	f(VectorSearchRequest{Column: "emb", Query: []float64{3, 0}, Similarity: strp(SimilarityL2)}, "e:0.5 a:0.2 c:0.1667 z:0.1 b:0.09091 d:0.05882", 6)
 	// A zero query is fine for distances.
-	f(VectorSearchInput{Column: "emb", Query: []float64{0, 0}, Similarity: strp(SimilarityL1)}, "z:1 a:0.5 b:0.5 d:0.5 c:0.3333 e:0.3333", 6)
+	f(VectorSearchRequest{Column: "emb", Query: []float64{0, 0}, Similarity: strp(SimilarityL1)}, "z:1 a:0.5 b:0.5 d:0.5 c:0.3333 e:0.3333", 6)
 
 	// Size cuts the list, not the count; ties are cut by id.
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(2)}, "a:1 e:1", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(1)}, "a:1", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL1), Size: intp(3)}, "a:1 c:0.5 e:0.5", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL1), Size: intp(5)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(100)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(2)}, "a:1 e:1", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(1)}, "a:1", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityL1), Size: intp(3)}, "a:1 c:0.5 e:0.5", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityL1), Size: intp(5)}, "a:1 c:0.5 e:0.5 z:0.5 b:0.3333", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(100)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
 
 	// The filter applies before ranking; f (no vector) is never counted.
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"kind":"y"}`)}, "e:1 z:0.5 d:0", 3)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"kind":"y"}`), Size: intp(1)}, "e:1", 3)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"id":"f"}`)}, "", 0)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"$exists":"emb"}`), Similarity: strp(SimilarityL2), Size: intp(2)}, "a:1 c:0.5", 6)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"owner.name":"ann","kind":{"$isNot":"x"}}`)}, "e:1 z:0.5 d:0", 3)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"kind":"none"}`)}, "", 0)
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`null`)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"kind":"y"}`)}, "e:1 z:0.5 d:0", 3)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"kind":"y"}`), Size: intp(1)}, "e:1", 3)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"id":"f"}`)}, "", 0)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"$exists":"emb"}`), Similarity: strp(SimilarityL2), Size: intp(2)}, "a:1 c:0.5", 6)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"owner.name":"ann","kind":{"$isNot":"x"}}`)}, "e:1 z:0.5 d:0", 3)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"kind":"none"}`)}, "", 0)
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`null`)}, "a:1 e:1 c:0.8536 b:0.5 z:0.5 d:0", 6)
 
 	// A column nobody wrote.
-	f(VectorSearchInput{Column: "info.v", Query: []float64{1, 2, 3}}, "", 0)
+	f(VectorSearchRequest{Column: "info.v", Query: []float64{1, 2, 3}}, "", 0)
 
 	// Exact scores and whole records: links as ids, the vector itself.
-	res, err := e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: q, Similarity: strp(SimilarityL2), Size: intp(5)}, "")
+	res, err := e.VectorSearch(ctx, ref, "docs", VectorSearchRequest{Column: "emb", Query: q, Similarity: strp(SimilarityL2), Size: intp(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestVectorSearchOrders(t *testing.T) {
 	if got := fmt.Sprint(d.ID, " ", d.Version, " ", d.Values); got != "c 0 map[emb:[1 1] kind:x owner:{o1}]" {
 		t.Errorf("doc %s", got)
 	}
-	res, err = e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}}, "")
+	res, err = e.VectorSearch(ctx, ref, "docs", VectorSearchRequest{Column: "emb", Query: []float64{1, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	}
 	f := func(ref Ref, fn, want string, wantTotal int) {
 		t.Helper()
-		in := VectorSearchInput{Column: "emb", Query: q}
+		in := VectorSearchRequest{Column: "emb", Query: q}
 		if fn != "" {
 			in.Similarity = &fn
 		}
@@ -203,7 +204,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	// A branch forked from main, then diverged: each sees its own.
 	dev := ref
 	dev.Branch = "dev"
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	f(dev, "", "b:1 e:1 g:0.8536 f:0.5 z:0.5", 5)
@@ -218,7 +219,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	f(dev, "", "e:1 g:0.8536 f:0.5 z:0.5 h:0", 5)
 
 	// A schema change drops the store; the next search builds it again.
-	if _, err := e.AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+	if _, err := e.Schema().AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 		t.Fatal(err)
 	}
 	write(Op{Kind: OpUpdate, ID: "g", Values: map[string]any{"n": json.Number("1"), "emb": []float64{-1, -1}}})
@@ -226,10 +227,10 @@ func TestVectorSearchWrites(t *testing.T) {
 	if vectorStoreOf(t, e, ref, "docs", "emb") == built {
 		t.Errorf("a schema change kept the vector store")
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.VectorSearch(context.Background(), dev, "docs", VectorSearchInput{Column: "emb", Query: q}, ""); CodeOf(err) != CodeNotFound {
+	if _, err := e.VectorSearch(ctx, dev, "docs", VectorSearchRequest{Column: "emb", Query: q}); CodeOf(err) != CodeNotFound {
 		t.Errorf("deleted branch: %v", err)
 	}
 	f(ref, SimilarityL2, "b:1 z:1 e:0.5 f:0.3333 g:0.1667", 5)
@@ -237,21 +238,21 @@ func TestVectorSearchWrites(t *testing.T) {
 
 // vectorStoreOf returns the current vector store of a column of a table
 // of a branch, failing the test if there is none.
-func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorStore {
+func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstore.VectorStore {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := b.Schema.byName[table]
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
-	vs := d.vectors[vectorKey{b.ID, tb.ID, tb.byPath[col].ID}]
-	if vs == nil || vs.version != b.Version {
+	tb := b.Schema.ByName[table]
+	d.RLockStores()
+	defer d.RUnlockStores()
+	vs := d.VectorStore(memstore.VectorKey{Branch: b.ID, Table: tb.ID, Column: tb.ByPath[col].ID})
+	if vs == nil || vs.Version() != b.Version {
 		t.Fatalf("no current vector store for %s.%s on %s", table, col, ref.Branch)
 	}
 	return vs
@@ -284,7 +285,7 @@ func TestVectorSearchConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				res, err := e.VectorSearch(context.Background(), ref, "docs", VectorSearchInput{Column: "emb", Query: []float64{1, 1}, Size: intp(5)}, "")
+				res, err := e.VectorSearch(ctx, ref, "docs", VectorSearchRequest{Column: "emb", Query: []float64{1, 1}, Size: intp(5)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -310,33 +311,33 @@ func TestVectorSearchConcurrent(t *testing.T) {
 func TestVectorSearchErrors(t *testing.T) {
 	e, ref := vectorFixture(t)
 	q := []float64{1, 0}
-	f := func(in VectorSearchInput, code Code, want string) {
+	f := func(in VectorSearchRequest, code Code, want string) {
 		t.Helper()
-		_, err := e.VectorSearch(context.Background(), ref, "docs", in, "")
+		_, err := e.VectorSearch(ctx, ref, "docs", in)
 		mustCode(t, err, code, want)
 	}
-	f(VectorSearchInput{Query: q}, CodeInvalid, "column is required")
-	f(VectorSearchInput{Column: "nope", Query: q}, CodeInvalid, "column [nope]: column not found")
-	f(VectorSearchInput{Column: "kind", Query: q}, CodeInvalid, "column [kind]: not a vector column")
-	f(VectorSearchInput{Column: "info", Query: q}, CodeInvalid, "not a vector column")
-	f(VectorSearchInput{Column: "id", Query: q}, CodeInvalid, "column [id]: column not found")
-	f(VectorSearchInput{Column: "emb"}, CodeInvalid, "queryVector is required")
-	f(VectorSearchInput{Column: "emb", Query: []float64{}}, CodeInvalid, "queryVector has 0 dimensions, column [emb] has 2")
-	f(VectorSearchInput{Column: "emb", Query: []float64{1, 2, 3}}, CodeInvalid, "queryVector has 3 dimensions")
-	f(VectorSearchInput{Column: "info.v", Query: q}, CodeInvalid, "column [info.v] has 3")
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp("dot")}, CodeInvalid, "similarityFunction must be cosineSimilarity, l1 or l2, got [dot]")
-	f(VectorSearchInput{Column: "emb", Query: q, Similarity: strp("L2")}, CodeInvalid, "similarityFunction")
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(0)}, CodeInvalid, "size must be between 1 and 100, got 0")
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(101)}, CodeInvalid, "size must be between 1 and 100, got 101")
-	f(VectorSearchInput{Column: "emb", Query: q, Size: intp(-1)}, CodeInvalid, "size must be between")
-	f(VectorSearchInput{Column: "emb", Query: []float64{0, 0}}, CodeInvalid, "queryVector must not be all zeros")
-	f(VectorSearchInput{Column: "emb", Query: []float64{math.NaN(), 1}, Similarity: strp(SimilarityL2)}, CodeInvalid, "finite")
-	f(VectorSearchInput{Column: "emb", Query: []float64{math.Inf(1), 1}, Similarity: strp(SimilarityL1)}, CodeInvalid, "finite")
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"nope":1}`)}, CodeInvalid, "column [nope]")
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`{"kind":{"$bogus":1}}`)}, CodeInvalid, "")
-	f(VectorSearchInput{Column: "emb", Query: q, Filter: json.RawMessage(`[1]`)}, CodeInvalid, "")
+	f(VectorSearchRequest{Query: q}, CodeInvalid, "column is required")
+	f(VectorSearchRequest{Column: "nope", Query: q}, CodeInvalid, "column [nope]: column not found")
+	f(VectorSearchRequest{Column: "kind", Query: q}, CodeInvalid, "column [kind]: not a vector column")
+	f(VectorSearchRequest{Column: "info", Query: q}, CodeInvalid, "not a vector column")
+	f(VectorSearchRequest{Column: "id", Query: q}, CodeInvalid, "column [id]: column not found")
+	f(VectorSearchRequest{Column: "emb"}, CodeInvalid, "queryVector is required")
+	f(VectorSearchRequest{Column: "emb", Query: []float64{}}, CodeInvalid, "queryVector has 0 dimensions, column [emb] has 2")
+	f(VectorSearchRequest{Column: "emb", Query: []float64{1, 2, 3}}, CodeInvalid, "queryVector has 3 dimensions")
+	f(VectorSearchRequest{Column: "info.v", Query: q}, CodeInvalid, "column [info.v] has 3")
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp("dot")}, CodeInvalid, "similarityFunction must be cosineSimilarity, l1 or l2, got [dot]")
+	f(VectorSearchRequest{Column: "emb", Query: q, Similarity: strp("L2")}, CodeInvalid, "similarityFunction")
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(0)}, CodeInvalid, "size must be between 1 and 100, got 0")
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(101)}, CodeInvalid, "size must be between 1 and 100, got 101")
+	f(VectorSearchRequest{Column: "emb", Query: q, Size: intp(-1)}, CodeInvalid, "size must be between")
+	f(VectorSearchRequest{Column: "emb", Query: []float64{0, 0}}, CodeInvalid, "queryVector must not be all zeros")
+	f(VectorSearchRequest{Column: "emb", Query: []float64{math.NaN(), 1}, Similarity: strp(SimilarityL2)}, CodeInvalid, "finite")
+	f(VectorSearchRequest{Column: "emb", Query: []float64{math.Inf(1), 1}, Similarity: strp(SimilarityL1)}, CodeInvalid, "finite")
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"nope":1}`)}, CodeInvalid, "column [nope]")
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`{"kind":{"$bogus":1}}`)}, CodeInvalid, "")
+	f(VectorSearchRequest{Column: "emb", Query: q, Filter: mustFilter(`[1]`)}, CodeInvalid, "")
 
-	in := VectorSearchInput{Column: "emb", Query: q}
+	in := VectorSearchRequest{Column: "emb", Query: q}
 	for _, r := range []struct {
 		ref   Ref
 		table string
@@ -345,12 +346,12 @@ func TestVectorSearchErrors(t *testing.T) {
 		{Ref{ref.Workspace, "db", "nobranch"}, "docs"},
 		{ref, "notable"},
 	} {
-		if _, err := e.VectorSearch(context.Background(), r.ref, r.table, in, ""); CodeOf(err) != CodeNotFound {
+		if _, err := e.VectorSearch(ctx, r.ref, r.table, in); CodeOf(err) != CodeNotFound {
 			t.Errorf("%v %s: %v, want not found", r.ref, r.table, err)
 		}
 	}
 	// Not found comes before bad input.
-	if _, err := e.VectorSearch(context.Background(), ref, "notable", VectorSearchInput{}, ""); CodeOf(err) != CodeNotFound {
+	if _, err := e.VectorSearch(ctx, ref, "notable", VectorSearchRequest{}); CodeOf(err) != CodeNotFound {
 		t.Errorf("unknown table, bad input: %v", err)
 	}
 }
@@ -552,15 +553,15 @@ func TestVectorSearchDifferential(t *testing.T) {
 		if rng.Intn(4) == 0 {
 			size = 100
 		}
-		in := VectorSearchInput{Column: col, Query: q, Similarity: &fn, Size: &size}
+		in := VectorSearchRequest{Column: col, Query: q, Similarity: &fn, Size: &size}
 		cat := ""
 		if rng.Intn(2) == 0 {
 			cat = cats[rng.Intn(len(cats))]
-			in.Filter = json.RawMessage(`{"cat":"` + cat + `"}`)
+			in.Filter = mustFilter(`{"cat":"` + cat + `"}`)
 		}
 		want := models[branch].brute(col, q, fn, cat)
 		for _, useStore := range []bool{true, false} {
-			res, err := e.vectorSearch(context.Background(), refs[branch], "pts", in, "", useStore)
+			res, err := e.vectorSearch(ctx, refs[branch], "pts", in, useStore)
 			if err != nil {
 				t.Fatalf("%s %+v: %v", branch, in, err)
 			}
@@ -598,7 +599,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 			// Fork dev from main; both keep changing.
 			dev := ref
 			dev.Branch = "dev"
-			if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			refs["dev"] = dev
@@ -606,7 +607,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 		}
 		if round == 2*rounds/3 {
 			// A schema change in the middle drops main's stores.
-			if _, err := e.AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+			if _, err := e.Schema().AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,6 +1,8 @@
-// Package fts holds the engine-independent parts of full-text search:
-// analysis, the term dictionary, scoring and highlighting. Its functions are
-// pure: the engine reads postings and column values and hands them in.
+// Package fts is full-text search without storage: analysis, the term
+// dictionary, scoring, highlighting and the search of a table. It reads
+// through a Source the engine implements (postings, field lengths, the
+// vocabulary, and the planner's index.Source), as the planner of package
+// index reads through index.Source.
 //
 //   - Analysis (analyze.go): Tokenize splits text on everything that is not
 //     a letter, digit or combining mark, and Fold lowercases and strips
@@ -18,6 +20,12 @@
 //   - Highlighting (highlight.go): matched words of a returned value wrapped
 //     in <em>…</em>, HTML-escaped on request; whole values up to 100
 //     characters, fragments around the matches beyond.
+//   - Search (search.go, top.go, boost.go): Search binds a request's
+//     target, filter and boosters (read by request.go) to a table, expands
+//     the query words, scores the candidates column by column from the
+//     term and frequency bitmaps, checks phrases, adds the boosters and
+//     keeps the k best in a bounded heap; Ranked orders the hits of several
+//     tables.
 //
 // testdata/search shows each operation with its inputs and outputs.
 package fts

@@ -71,3 +71,50 @@ func BucketLength(b uint8) int {
 	sub := int(b-16) % 4
 	return (4 + sub) << (e - 2)
 }
+
+// FieldLengths are the field lengths of one text column of a table, by
+// row, kept in memory for BM25: each row's length bucket, and their sum
+// and count for the column's average length. The engine keeps them current
+// as rows are written (Set); a search reads them. They are not safe for
+// concurrent use: the engine's locks order writers and searches.
+type FieldLengths struct {
+	bucket    []uint8 // by row: length bucket + 1, or 0 for no value
+	maxBucket uint8   // the largest bucket+1 ever set
+	docs      int     // rows with a value
+	words     int     // sum of BucketLength over rows with a value
+}
+
+// Set records the length bucket of row's field, or that it has none when
+// present is false.
+func (f *FieldLengths) Set(row uint32, bucket uint8, present bool) {
+	if int(row) < len(f.bucket) && f.bucket[row] != 0 {
+		f.docs--
+		f.words -= BucketLength(f.bucket[row] - 1)
+		f.bucket[row] = 0
+	}
+	if !present {
+		return
+	}
+	if int(row) >= len(f.bucket) {
+		n := int(row) + 1
+		if n <= cap(f.bucket) {
+			f.bucket = f.bucket[:n]
+		} else {
+			grown := make([]uint8, n, n+n/4+1024)
+			copy(grown, f.bucket)
+			f.bucket = grown
+		}
+	}
+	f.bucket[row] = bucket + 1
+	f.maxBucket = max(f.maxBucket, bucket+1)
+	f.docs++
+	f.words += BucketLength(bucket)
+}
+
+// AvgLen is the column's average field length in words.
+func (f *FieldLengths) AvgLen() float64 {
+	if f.docs == 0 {
+		return 0
+	}
+	return float64(f.words) / float64(f.docs)
+}

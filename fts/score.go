@@ -186,39 +186,39 @@ func NumericBoost(factor float64, mod Modifier, value float64, ok, applies bool)
 	return finite(mod.Apply(factor * value))
 }
 
-// DateBooster is a parsed dateBooster: factor · decay^(|date − origin| / scale).
+// DateDecay is a parsed dateBooster: factor · decay^(|date − origin| / scale).
 // Its boost is factor at the origin, factor · decay at one scale away, and
 // falls towards 0 beyond.
-type DateBooster struct {
+type DateDecay struct {
 	Origin time.Time
 	Scale  time.Duration
 	Decay  float64
 	Factor float64
 }
 
-// NewDateBooster checks and parses a dateBooster's fields. origin is RFC 3339
+// NewDateDecay checks and parses a dateBooster's fields. origin is RFC 3339
 // or "" for now; scale matches ^(\d+)(d|h|m|s|ms)$ and is not zero; decay
 // lies in [0, 1]; factor is nil for the default 1, or at least 0.
-func NewDateBooster(origin, scale string, decay float64, factor *float64, now time.Time) (DateBooster, error) {
-	b := DateBooster{Origin: now, Decay: decay, Factor: 1}
+func NewDateDecay(origin, scale string, decay float64, factor *float64, now time.Time) (DateDecay, error) {
+	b := DateDecay{Origin: now, Decay: decay, Factor: 1}
 	if origin != "" {
 		t, err := time.Parse(time.RFC3339Nano, origin)
 		if err != nil {
-			return DateBooster{}, fmt.Errorf("dateBooster origin %q is not an RFC 3339 date", origin)
+			return DateDecay{}, fmt.Errorf("dateBooster origin %q is not an RFC 3339 date", origin)
 		}
 		b.Origin = t
 	}
 	s, err := ParseScale(scale)
 	if err != nil {
-		return DateBooster{}, err
+		return DateDecay{}, err
 	}
 	b.Scale = s
 	if !(decay >= 0 && decay <= 1) {
-		return DateBooster{}, fmt.Errorf("dateBooster decay %v must lie between 0 and 1", decay)
+		return DateDecay{}, fmt.Errorf("dateBooster decay %v must lie between 0 and 1", decay)
 	}
 	if factor != nil {
 		if !(*factor >= 0) || math.IsInf(*factor, 0) {
-			return DateBooster{}, fmt.Errorf("dateBooster factor %v must be a number of at least 0", *factor)
+			return DateDecay{}, fmt.Errorf("dateBooster factor %v must be a number of at least 0", *factor)
 		}
 		b.Factor = *factor
 	}
@@ -252,7 +252,7 @@ var scaleUnits = map[string]time.Duration{
 
 // Boost is the booster's addition for a record whose date is t; ok is false
 // when the record has no date, which adds nothing.
-func (b DateBooster) Boost(t time.Time, ok, applies bool) float64 {
+func (b DateDecay) Boost(t time.Time, ok, applies bool) float64 {
 	if !ok || !applies || b.Scale <= 0 {
 		return 0
 	}

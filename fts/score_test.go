@@ -170,7 +170,7 @@ func TestParseScale(t *testing.T) {
 func TestDateBoost(t *testing.T) {
 	now := time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
 	two := 2.0
-	b, err := NewDateBooster("2024-01-01T00:00:00Z", "10d", 0.5, &two, now)
+	b, err := NewDateDecay("2024-01-01T00:00:00Z", "10d", 0.5, &two, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestDateBoost(t *testing.T) {
 	}
 
 	// Origin defaults to now, factor to 1.
-	d, err := NewDateBooster("", "1h", 0.25, nil, now)
+	d, err := NewDateDecay("", "1h", 0.25, nil, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +209,8 @@ func TestDateBoost(t *testing.T) {
 
 	bad := func(origin, scale string, decay float64, factor *float64) {
 		t.Helper()
-		if _, err := NewDateBooster(origin, scale, decay, factor, now); err == nil {
-			t.Errorf("NewDateBooster(%q, %q, %v, %v) accepted", origin, scale, decay, factor)
+		if _, err := NewDateDecay(origin, scale, decay, factor, now); err == nil {
+			t.Errorf("NewDateDecay(%q, %q, %v, %v) accepted", origin, scale, decay, factor)
 		}
 	}
 	neg, inf := -1.0, math.Inf(1)

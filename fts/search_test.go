@@ -213,7 +213,7 @@ func runBoost(t *testing.T, td *datadriven.TestData) string {
 		if hasFactor {
 			fp = &factor
 		}
-		db, err := NewDateBooster(origin, scale, decay, fp, nowT)
+		db, err := NewDateDecay(origin, scale, decay, fp, nowT)
 		if err != nil {
 			return err.Error() + "\n"
 		}

@@ -28,13 +28,9 @@ package index
 //     float64.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,15 +41,8 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// AggregateError is an invalid aggregation request; the API answers 400
-// with the message.
-type AggregateError struct{ Message string }
-
-func (e *AggregateError) Error() string { return e.Message }
-
-func aggErrorf(format string, args ...any) error {
-	return &AggregateError{Message: fmt.Sprintf(format, args...)}
-}
+// aggErrorf makes an *InputError about an aggregation request.
+func aggErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // Limits of aggregate parameters (compat-api §8.1).
 const (
@@ -87,31 +76,68 @@ type aggNode struct {
 	sub                 []*aggNode
 }
 
-// Aggregate runs an aggregation request on src: the response body
-// {"aggs": {name: result}}. filterRaw restricts the rows first; aggsRaw is
-// the aggs object, and when it is absent or empty the answer is the count
-// of rows, {"aggs": {"count": N}}. Invalid requests fail with
-// *AggregateError or, for the top-level filter, *FilterError.
-func Aggregate(ctx context.Context, src Source, filterRaw, aggsRaw json.RawMessage, meta string) (map[string]any, error) {
+// AggregateRequest is an aggregate request (compat-api §8): the rows of
+// Filter, aggregated as Aggs says (read with ReadFilter and ReadAggs, or
+// built from Go values). The zero Aggs asks for the count of rows.
+type AggregateRequest struct {
+	Filter Filter
+	Aggs   Aggs
+}
+
+// AggregateResult is the answer of an aggregate request: the results of
+// the top-level aggregations, in name order. Without aggregations it is
+// one "count" of the rows.
+type AggregateResult struct {
+	Aggs []AggResult
+}
+
+// AggResult is the result of one aggregation.
+type AggResult struct {
+	// Name is the aggregation's key in its aggs object; Kind is its kind
+	// (count, sum, min, max, average, percentiles, uniqueCount,
+	// dateHistogram, topValues or numericHistogram).
+	Name, Kind string
+	// Value is a metric's result: int64 for count and uniqueCount and for
+	// sum, min and max of int columns, else float64; nil for the min, max
+	// or average of no values.
+	Value any
+	// Percentiles are the results of percentiles, in the order asked.
+	Percentiles []PercentileResult
+	// Buckets are the buckets of dateHistogram, topValues and
+	// numericHistogram, in order.
+	Buckets []AggBucket
+}
+
+// PercentileResult is one percentile: the percent asked for and the value
+// (float64), nil when there are no values.
+type PercentileResult struct {
+	Percent float64
+	Value   any
+}
+
+// AggBucket is one bucket: its key, how many rows it holds and its
+// sub-aggregations. The key of topValues is the value as a string
+// (numbers and booleans as their JSON text), of dateHistogram the
+// bucket's start as a time.Time in the requested timezone, and of
+// numericHistogram the bucket's start as a float64.
+type AggBucket struct {
+	Key   any
+	Count int64
+	Aggs  []AggResult
+}
+
+// Aggregate runs an aggregation request on src. meta is the record
+// metadata key ("svc" or "xata"). Invalid requests fail with *InputError;
+// it stops with ctx's error when ctx ends.
+func Aggregate(ctx context.Context, src Source, in AggregateRequest, meta string) (*AggregateResult, error) {
 	t := src.Table()
-	var filter Node = &And{}
-	if !isNull(filterRaw) {
-		n, err := ParseFilter(t, filterRaw, meta)
-		if err != nil {
-			return nil, err
-		}
-		filter = n
+	filter, err := in.Filter.Bind(t, meta)
+	if err != nil {
+		return nil, err
 	}
 	var nodes []*aggNode
-	if !isNull(aggsRaw) {
-		d := json.NewDecoder(bytes.NewReader(aggsRaw))
-		d.UseNumber()
-		var v any
-		if err := d.Decode(&v); err != nil {
-			return nil, aggErrorf("aggs must be an object of aggregation names to aggregations")
-		}
-		var err error
-		if nodes, err = parseAggs(t, v, "", meta); err != nil {
+	if in.Aggs.v != nil {
+		if nodes, err = parseAggs(t, in.Aggs.v, "", meta); err != nil {
 			return nil, err
 		}
 	}
@@ -120,335 +146,14 @@ func Aggregate(ctx context.Context, src Source, filterRaw, aggsRaw json.RawMessa
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return map[string]any{"aggs": map[string]any{"count": int64(rows.GetCardinality())}}, nil
+		return &AggregateResult{Aggs: []AggResult{{Name: "count", Kind: "count", Value: int64(rows.GetCardinality())}}}, nil
 	}
 	r := &aggRun{ctx: ctx, src: src, x: newValueReaders(ctx, src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
 	res, err := r.evalAll(nodes, rows)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"aggs": res}, nil
-}
-
-// parseAggs reads an aggs object; parent is the path of the enclosing
-// aggregation ("" at the top).
-func parseAggs(t *Table, v any, parent, meta string) ([]*aggNode, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		if parent == "" {
-			return nil, aggErrorf("aggs must be an object of aggregation names to aggregations")
-		}
-		return nil, aggErrorf("aggregation [%s]: aggs must be an object of aggregation names to aggregations", parent)
-	}
-	var out []*aggNode
-	for _, key := range sortedKeys(m) {
-		name := key
-		if parent != "" {
-			name = parent + "." + key
-		}
-		if key == "" || strings.HasPrefix(key, "$") {
-			return nil, aggErrorf("aggregation [%s]: an aggregation name must not be empty or start with $", name)
-		}
-		expr, ok := m[key].(map[string]any)
-		if !ok {
-			return nil, aggErrorf("aggregation [%s]: an aggregation must be an object like {\"count\": \"*\"}, got %s", name, describe(m[key]))
-		}
-		if len(expr) != 1 {
-			return nil, aggErrorf("aggregation [%s]: an aggregation has exactly one kind, got %d keys", name, len(expr))
-		}
-		var kind string
-		for kind = range expr {
-		}
-		n, err := parseAgg(t, name, kind, expr[kind], meta)
-		if err != nil {
-			return nil, err
-		}
-		n.key = key
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// aggKinds lists the kinds and whether they are bucket kinds.
-var aggKinds = map[string]bool{
-	"count": false, "sum": false, "min": false, "max": false, "average": false,
-	"percentiles": false, "uniqueCount": false,
-	"dateHistogram": true, "topValues": true, "numericHistogram": true,
-}
-
-// aggParams are the parameters each kind takes besides column and aggs.
-var aggParams = map[string][]string{
-	"count":            {"filter"},
-	"sum":              {"column"},
-	"min":              {"column"},
-	"max":              {"column"},
-	"average":          {"column"},
-	"percentiles":      {"column", "percentiles"},
-	"uniqueCount":      {"column", "precisionThreshold"},
-	"dateHistogram":    {"column", "interval", "calendarInterval", "timezone", "aggs"},
-	"topValues":        {"column", "size", "aggs"},
-	"numericHistogram": {"column", "interval", "offset", "aggs"},
-}
-
-// parseAgg reads one aggregation of a kind.
-func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, error) {
-	bucket, known := aggKinds[kind]
-	if !known {
-		return nil, aggErrorf("aggregation [%s]: unknown aggregation kind [%s]", name, kind)
-	}
-	n := &aggNode{name: name, kind: kind}
-	if kind == "count" {
-		if s, ok := arg.(string); ok {
-			if s != "*" {
-				return nil, aggErrorf("aggregation [%s]: count takes \"*\" or {\"filter\": ...}, got %s", name, describe(arg))
-			}
-			return n, nil
-		}
-	}
-	p, ok := arg.(map[string]any)
-	if !ok {
-		return nil, aggErrorf("aggregation [%s]: the parameters of %s must be an object, got %s", name, kind, describe(arg))
-	}
-	for _, k := range sortedKeys(p) {
-		if k == "aggs" && !bucket {
-			return nil, aggErrorf("aggregation [%s]: %s is a metric and takes no sub-aggregations", name, kind)
-		}
-		if !containsString(aggParams[kind], k) {
-			return nil, aggErrorf("aggregation [%s]: unknown parameter [%s] of %s", name, k, kind)
-		}
-	}
-	if kind == "count" {
-		if f, ok := p["filter"]; ok && f != nil {
-			node, err := ParseFilterValue(t, f, meta)
-			if err != nil {
-				var fe *FilterError
-				if errors.As(err, &fe) {
-					return nil, aggErrorf("aggregation [%s]: %s", name, fe.Message)
-				}
-				return nil, err
-			}
-			n.filter = node
-		}
-		return n, nil
-	}
-	colName, ok := p["column"].(string)
-	if !ok {
-		if _, given := p["column"]; given {
-			return nil, aggErrorf("aggregation [%s]: column must be a column name", name)
-		}
-		return nil, aggErrorf("aggregation [%s]: %s needs a column", name, kind)
-	}
-	c := aggColumn(t, colName, meta)
-	if c == nil {
-		return nil, aggErrorf("aggregation [%s]: column [%s]: column not found", name, colName)
-	}
-	if c.Type == ctLink {
-		return nil, aggErrorf("aggregation [%s]: column [%s]: link columns cannot be aggregated", name, colName)
-	}
-	var types []ColumnType
-	switch kind {
-	case "sum", "min", "max", "average", "percentiles", "numericHistogram":
-		types = []ColumnType{ctInt, ctFloat}
-	case "uniqueCount":
-		types = []ColumnType{ctString, ctEmail, ctText, ctInt, ctFloat, ctBool, ctDatetime, ctMultiple}
-	case "dateHistogram":
-		types = []ColumnType{ctDatetime}
-	case "topValues":
-		types = []ColumnType{ctString, ctEmail, ctInt, ctFloat, ctBool}
-	}
-	if !containsType(types, c.Type) {
-		return nil, aggErrorf("aggregation [%s]: column [%s]: %s is not supported on %s columns", name, colName, kind, c.Type)
-	}
-	n.col = c
-	var err error
-	switch kind {
-	case "percentiles":
-		err = n.parsePercentiles(p["percentiles"])
-	case "uniqueCount":
-		if v, ok := p["precisionThreshold"]; ok {
-			var pt int64
-			pt, err = intParam(name, "precisionThreshold", v)
-			if err == nil && (pt < 0 || pt > maxPrecisionThreshold) {
-				err = aggErrorf("aggregation [%s]: precisionThreshold must be between 0 and %d", name, maxPrecisionThreshold)
-			}
-		}
-	case "dateHistogram":
-		err = n.parseDateHistogram(p)
-	case "topValues":
-		n.size = defaultTopValuesSize
-		if v, ok := p["size"]; ok {
-			var size int64
-			size, err = intParam(name, "size", v)
-			switch {
-			case err != nil:
-			case size > maxTopValuesSize:
-				err = aggErrorf("aggregation [%s]: size must not exceed %d", name, maxTopValuesSize)
-			case size < 1:
-				err = aggErrorf("aggregation [%s]: size must be at least 1", name)
-			}
-			n.size = int(size)
-		}
-	case "numericHistogram":
-		err = n.parseNumericHistogram(p)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if sub, ok := p["aggs"]; ok && sub != nil {
-		if n.sub, err = parseAggs(t, sub, name, meta); err != nil {
-			return nil, err
-		}
-	}
-	return n, nil
-}
-
-// aggColumn finds a column of t by path, meta columns included; nil when
-// there is none.
-func aggColumn(t *Table, name, meta string) *Column {
-	switch {
-	case name == "id":
-		return IDColumn
-	case meta != "" && name == meta+".version":
-		return VersionColumn
-	case meta != "" && name == meta+".createdAt":
-		return CreatedAtColumn
-	case meta != "" && name == meta+".updatedAt":
-		return UpdatedAtColumn
-	}
-	return t.Columns[name]
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsType(list []ColumnType, t ColumnType) bool {
-	for _, x := range list {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
-// intParam reads an integer parameter.
-func intParam(agg, param string, v any) (int64, error) {
-	n, ok := numberOf(v)
-	if ok {
-		if i, isInt := n.int(); isInt {
-			return i, nil
-		}
-	}
-	return 0, aggErrorf("aggregation [%s]: %s must be an integer, got %s", agg, param, describe(v))
-}
-
-// floatParam reads a finite number parameter.
-func floatParam(agg, param string, v any) (float64, error) {
-	if n, ok := numberOf(v); ok {
-		return n.float(), nil
-	}
-	return 0, aggErrorf("aggregation [%s]: %s must be a number, got %s", agg, param, describe(v))
-}
-
-func (n *aggNode) parsePercentiles(v any) error {
-	if v == nil {
-		return aggErrorf("aggregation [%s]: percentiles needs a list of percentiles", n.name)
-	}
-	list, ok := asList(v)
-	if !ok {
-		return aggErrorf("aggregation [%s]: percentiles must be a list of numbers between 0 and 100", n.name)
-	}
-	if len(list) == 0 {
-		return aggErrorf("aggregation [%s]: percentiles must not be empty", n.name)
-	}
-	for _, e := range list {
-		f, err := floatParam(n.name, "each percentile", e)
-		if err != nil {
-			return err
-		}
-		if f < 0 || f > 100 {
-			return aggErrorf("aggregation [%s]: percentile %s is not between 0 and 100", n.name, strconv.FormatFloat(f, 'g', -1, 64))
-		}
-		n.percentiles = append(n.percentiles, f)
-	}
-	return nil
-}
-
-var (
-	intervalPattern = regexp.MustCompile(`^([0-9]+)(ms|s|m|h|d)$`)
-	tzPattern       = regexp.MustCompile(`^[+-][01]\d:[0-5]\d$`)
-	intervalUnits   = map[string]int64{"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
-	calendarUnits   = map[string]bool{"minute": true, "hour": true, "day": true, "week": true, "month": true, "quarter": true, "year": true}
-)
-
-func (n *aggNode) parseDateHistogram(p map[string]any) error {
-	iv, hasInterval := p["interval"]
-	cv, hasCalendar := p["calendarInterval"]
-	if hasInterval == hasCalendar {
-		return aggErrorf("aggregation [%s]: dateHistogram takes exactly one of interval and calendarInterval", n.name)
-	}
-	if hasInterval {
-		s, _ := iv.(string)
-		m := intervalPattern.FindStringSubmatch(s)
-		if m == nil {
-			return aggErrorf("aggregation [%s]: interval must be a number and a unit (d, h, m, s or ms), like 5d, got %s", n.name, describe(iv))
-		}
-		count, err := strconv.ParseInt(m[1], 10, 64)
-		unit := intervalUnits[m[2]]
-		if err != nil || count <= 0 || count > math.MaxInt64/unit {
-			return aggErrorf("aggregation [%s]: interval [%s] is out of range", n.name, s)
-		}
-		n.fixed = count * unit
-	} else {
-		s, _ := cv.(string)
-		if !calendarUnits[s] {
-			return aggErrorf("aggregation [%s]: calendarInterval must be minute, hour, day, week, month, quarter or year, got %s", n.name, describe(cv))
-		}
-		n.calendar = s
-	}
-	n.loc = time.UTC
-	if tz, ok := p["timezone"]; ok {
-		s, _ := tz.(string)
-		if !tzPattern.MatchString(s) {
-			return aggErrorf("aggregation [%s]: timezone must look like +02:00 or -05:30, got %s", n.name, describe(tz))
-		}
-		h, _ := strconv.Atoi(s[1:3])
-		m, _ := strconv.Atoi(s[4:6])
-		n.offset = h*3600 + m*60
-		if s[0] == '-' {
-			n.offset = -n.offset
-		}
-		if n.offset != 0 {
-			n.loc = time.FixedZone("", n.offset)
-		}
-	}
-	return nil
-}
-
-func (n *aggNode) parseNumericHistogram(p map[string]any) error {
-	iv, ok := p["interval"]
-	if !ok {
-		return aggErrorf("aggregation [%s]: numericHistogram needs an interval", n.name)
-	}
-	f, err := floatParam(n.name, "interval", iv)
-	if err != nil {
-		return err
-	}
-	if !(f > 0) {
-		return aggErrorf("aggregation [%s]: interval must be greater than 0", n.name)
-	}
-	n.interval = f
-	if ov, ok := p["offset"]; ok {
-		if n.numOffset, err = floatParam(n.name, "offset", ov); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &AggregateResult{Aggs: res}, nil
 }
 
 // aggRun is one execution: the source, readers by column, and the rows of
@@ -461,15 +166,17 @@ type aggRun struct {
 	filters map[*aggNode]*roaring.Bitmap
 }
 
-// evalAll computes aggregations on rows, by name.
-func (r *aggRun) evalAll(nodes []*aggNode, rows *roaring.Bitmap) (map[string]any, error) {
-	out := make(map[string]any, len(nodes))
-	for _, n := range nodes {
-		v, err := r.eval(n, rows)
-		if err != nil {
+// evalAll computes aggregations on rows, in order.
+func (r *aggRun) evalAll(nodes []*aggNode, rows *roaring.Bitmap) ([]AggResult, error) {
+	out := make([]AggResult, len(nodes))
+	for i, n := range nodes {
+		if err := r.ctx.Err(); err != nil {
 			return nil, err
 		}
-		out[n.key] = v
+		out[i] = AggResult{Name: n.key, Kind: n.kind}
+		if err := r.eval(n, rows, &out[i]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -492,7 +199,7 @@ func (r *aggRun) values(c *Column, rows *roaring.Bitmap, fn func(row uint32, v c
 	if err != nil {
 		return err
 	}
-	return eachRow(rows, func(row uint32) error {
+	return eachRow(r.ctx, rows, func(row uint32) error {
 		v, err := rd.get(row)
 		if err != nil || v.IsNull() {
 			return err
@@ -501,47 +208,46 @@ func (r *aggRun) values(c *Column, rows *roaring.Bitmap, fn func(row uint32, v c
 	})
 }
 
-// eval computes one aggregation on rows.
-func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
+// eval computes one aggregation on rows into res.
+func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap, res *AggResult) error {
+	var err error
 	switch n.kind {
 	case "count":
 		if n.filter == nil {
-			return int64(rows.GetCardinality()), nil
+			res.Value = int64(rows.GetCardinality())
+			return nil
 		}
 		f := r.filters[n]
 		if f == nil {
-			var err error
 			if f, err = Compile(n.filter).Execute(r.ctx, r.src); err != nil {
-				return nil, err
+				return err
 			}
 			r.filters[n] = f
 		}
-		return int64(rows.AndCardinality(f)), nil
+		res.Value = int64(rows.AndCardinality(f))
 	case "sum", "min", "max", "average":
-		return r.metric(n, rows)
+		res.Value, err = r.metric(n, rows)
 	case "percentiles":
 		var xs []float64
-		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+		err = r.values(n.col, rows, func(_ uint32, v codec.Value) error {
 			xs = append(xs, asFloat(v))
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sort.Float64s(xs)
-		vals := make(map[string]any, len(n.percentiles))
-		for _, p := range n.percentiles {
-			if len(xs) == 0 {
-				vals[PercentileKey(p)] = nil
-				continue
+		res.Percentiles = make([]PercentileResult, len(n.percentiles))
+		for i, p := range n.percentiles {
+			res.Percentiles[i].Percent = p
+			if len(xs) > 0 {
+				res.Percentiles[i].Value = Percentile(xs, p)
 			}
-			vals[PercentileKey(p)] = Percentile(xs, p)
 		}
-		return map[string]any{"values": vals}, nil
 	case "uniqueCount":
 		seen := map[string]struct{}{}
 		var key []byte
-		err := r.values(n.col, rows, func(_ uint32, v codec.Value) error {
+		err = r.values(n.col, rows, func(_ uint32, v codec.Value) error {
 			if v.Kind == codec.KindStrings {
 				for _, s := range v.Strs {
 					key = appendValueKey(key[:0], codec.String(s))
@@ -553,13 +259,15 @@ func (r *aggRun) eval(n *aggNode, rows *roaring.Bitmap) (any, error) {
 			seen[string(key)] = struct{}{}
 			return nil
 		})
-		return int64(len(seen)), err
+		res.Value = int64(len(seen))
 	case "topValues":
-		return r.topValues(n, rows)
+		res.Buckets, err = r.topValues(n, rows)
 	case "dateHistogram", "numericHistogram":
-		return r.histogram(n, rows)
+		res.Buckets, err = r.histogram(n, rows)
+	default:
+		err = fmt.Errorf("index: unknown aggregation kind %q", n.kind)
 	}
-	return nil, fmt.Errorf("index: unknown aggregation kind %q", n.kind)
+	return err
 }
 
 // metricFns are the summary functions of the metric kinds.
@@ -590,7 +298,7 @@ func (r *aggRun) metric(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		return v.Float, nil
 	case fn != fnSum:
 		return nil, nil
-	case n.col.Type == ctInt:
+	case n.col.Type == TypeInt:
 		return int64(0), nil
 	}
 	return float64(0), nil
@@ -642,7 +350,7 @@ func (p *countedPart) bitmap() *roaring.Bitmap {
 }
 
 // topValues computes the most frequent values of a column among rows.
-func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) (any, error) {
+func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) ([]AggBucket, error) {
 	var parts []*countedPart
 	done := false
 	if indexed(n.col) && n.col.ID < MetaUpdatedAtColumn {
@@ -695,30 +403,25 @@ func (r *aggRun) topValues(n *aggNode, rows *roaring.Bitmap) (any, error) {
 	if len(parts) > n.size {
 		parts = parts[:n.size]
 	}
-	buckets := make([]any, 0, len(parts))
+	buckets := make([]AggBucket, 0, len(parts))
 	for _, p := range parts {
-		b := map[string]any{"$key": topValueKey(p.v), "$count": int64(p.n)}
-		if err := r.addSubs(b, n, p.bitmap); err != nil {
+		b := AggBucket{Key: topValueKey(p.v), Count: int64(p.n)}
+		if err := r.addSubs(&b, n, p.bitmap); err != nil {
 			return nil, err
 		}
 		buckets = append(buckets, b)
 	}
-	return map[string]any{"values": buckets}, nil
+	return buckets, nil
 }
 
 // addSubs computes the sub-aggregations of a bucket into b.
-func (r *aggRun) addSubs(b map[string]any, n *aggNode, rows func() *roaring.Bitmap) error {
+func (r *aggRun) addSubs(b *AggBucket, n *aggNode, rows func() *roaring.Bitmap) error {
 	if len(n.sub) == 0 {
 		return nil
 	}
 	subs, err := r.evalAll(n.sub, rows())
-	if err != nil {
-		return err
-	}
-	for k, v := range subs {
-		b[k] = v
-	}
-	return nil
+	b.Aggs = subs
+	return err
 }
 
 // topValueKey spells a value as a topValues key: numbers and booleans as
@@ -737,7 +440,7 @@ func topValueKey(v codec.Value) string {
 
 // histogram computes a date or numeric histogram: buckets in ascending key
 // order from the first to the last non-empty one.
-func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
+func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) ([]AggBucket, error) {
 	byStart := map[int64]*countedPart{}
 	err := r.values(n.col, rows, func(row uint32, v codec.Value) error {
 		k, err := n.bucketOf(v)
@@ -758,9 +461,9 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	buckets := []any{}
+	buckets := []AggBucket{}
 	if len(byStart) == 0 {
-		return map[string]any{"values": buckets}, nil
+		return buckets, nil
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for k := range byStart {
@@ -774,13 +477,13 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		if i >= maxHistogramBuckets {
 			return nil, aggErrorf("aggregation [%s]: more than %d buckets; use a larger interval", n.name, maxHistogramBuckets)
 		}
-		b := map[string]any{"$key": n.bucketKey(k), "$count": int64(0)}
+		b := AggBucket{Key: n.bucketKey(k)}
 		rowsOf := func() *roaring.Bitmap { return empty }
 		if p := byStart[k]; p != nil {
-			b["$count"] = int64(p.n)
+			b.Count = int64(p.n)
 			rowsOf = p.bitmap
 		}
-		if err := r.addSubs(b, n, rowsOf); err != nil {
+		if err := r.addSubs(&b, n, rowsOf); err != nil {
 			return nil, err
 		}
 		buckets = append(buckets, b)
@@ -789,7 +492,7 @@ func (r *aggRun) histogram(n *aggNode, rows *roaring.Bitmap) (any, error) {
 		}
 		k = n.nextBucket(k)
 	}
-	return map[string]any{"values": buckets}, nil
+	return buckets, nil
 }
 
 // bucketOf returns the bucket of a value: the start of a date bucket in
@@ -876,8 +579,8 @@ func (n *aggNode) nextBucket(k int64) int64 {
 	return t.UnixNano()
 }
 
-// bucketKey is the $key of a bucket: RFC 3339 with milliseconds in the
-// requested timezone ("Z" for UTC), or a number.
+// bucketKey is the key of a bucket: its start as a time in the requested
+// timezone, or a number.
 func (n *aggNode) bucketKey(k int64) any {
 	if n.kind == "numericHistogram" {
 		key := float64(k)*n.interval + n.numOffset
@@ -886,7 +589,7 @@ func (n *aggNode) bucketKey(k int64) any {
 		}
 		return key
 	}
-	return time.Unix(0, k).In(n.loc).Format("2006-01-02T15:04:05.000Z07:00")
+	return time.Unix(0, k).In(n.loc)
 }
 
 // floorDiv divides rounding towards negative infinity.

@@ -47,18 +47,19 @@ func TestPercentileKey(t *testing.T) {
 
 // aggregateJSON runs aggs (and a filter) and prints the response as JSON.
 func aggregateJSON(src Source, filter, aggs string) (string, error) {
-	var f, a json.RawMessage
-	if filter != "" {
-		f = json.RawMessage(filter)
-	}
-	if aggs != "" {
-		a = json.RawMessage(aggs)
-	}
-	out, err := Aggregate(context.Background(), src, f, a, "svc")
+	f, err := ReadFilter([]byte(filter))
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(out)
+	a, err := ReadAggs([]byte(aggs))
+	if err != nil {
+		return "", err
+	}
+	out, err := Aggregate(context.Background(), src, AggregateRequest{Filter: f, Aggs: a}, "svc")
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(aggregateObject(out))
 	return string(b), err
 }
 
@@ -70,9 +71,9 @@ func TestAggregateErrors(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error, want %q", aggs, want)
 		}
-		var ae *AggregateError
+		var ae *InputError
 		if !errors.As(err, &ae) {
-			t.Fatalf("%s: error %T %v is not an AggregateError", aggs, err, err)
+			t.Fatalf("%s: error %T %v is not an InputError", aggs, err, err)
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: error %q, want %q", aggs, err, want)

@@ -4,9 +4,36 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// ColumnType is a column's type name as the schema spells it ("int",
-// "string", "multiple", "link", "object", ...).
+// ColumnType is the type of a column as the schema spells it (spec §2.3,
+// plus json from the compat API). The engine's schema uses this type.
 type ColumnType string
+
+// The column types.
+const (
+	TypeBool      ColumnType = "bool"
+	TypeInt       ColumnType = "int"
+	TypeFloat     ColumnType = "float"
+	TypeString    ColumnType = "string"
+	TypeText      ColumnType = "text"
+	TypeEmail     ColumnType = "email"
+	TypeMultiple  ColumnType = "multiple"
+	TypeLink      ColumnType = "link"
+	TypeObject    ColumnType = "object"
+	TypeDatetime  ColumnType = "datetime"
+	TypeVector    ColumnType = "vector"
+	TypeFile      ColumnType = "file"
+	TypeFileArray ColumnType = "file[]"
+	TypeJSON      ColumnType = "json"
+)
+
+// Indexed reports whether values of the type get an ordered posting index.
+func (t ColumnType) Indexed() bool {
+	switch t {
+	case TypeBool, TypeInt, TypeFloat, TypeString, TypeEmail, TypeMultiple, TypeLink, TypeDatetime:
+		return true
+	}
+	return false
+}
 
 // Column describes one column of a table to the filter parser and planner.
 type Column struct {
@@ -28,6 +55,9 @@ type Table struct {
 	ID      uint32
 	Name    string
 	Columns map[string]*Column
+	// Leaves are the value columns (all but objects) in the schema's
+	// order.
+	Leaves []*Column
 }
 
 // Meta columns every table has. Their IDs are reserved: no user column
@@ -42,10 +72,10 @@ const (
 // The meta columns as Columns. Their paths are relative to the record
 // metadata key ("version" stands for "svc.version"), except "id".
 var (
-	IDColumn        = &Column{Path: "id", ID: MetaIDColumn, Type: "string"}
-	VersionColumn   = &Column{Path: "version", ID: MetaVersionColumn, Type: "int"}
-	CreatedAtColumn = &Column{Path: "createdAt", ID: MetaCreatedAtColumn, Type: "datetime"}
-	UpdatedAtColumn = &Column{Path: "updatedAt", ID: MetaUpdatedAtColumn, Type: "datetime"}
+	IDColumn        = &Column{Path: "id", ID: MetaIDColumn, Type: TypeString}
+	VersionColumn   = &Column{Path: "version", ID: MetaVersionColumn, Type: TypeInt}
+	CreatedAtColumn = &Column{Path: "createdAt", ID: MetaCreatedAtColumn, Type: TypeDatetime}
+	UpdatedAtColumn = &Column{Path: "updatedAt", ID: MetaUpdatedAtColumn, Type: TypeDatetime}
 )
 
 // Node is a node of a parsed filter: *And, *Or, *Not, *Pred or *Elements.

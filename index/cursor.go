@@ -60,12 +60,8 @@ type cursorKey struct {
 	ID     string `json:"i"`
 }
 
-// CursorError is a cursor that is not one of this server's, or garbled.
-type CursorError struct{ Message string }
-
-func (e *CursorError) Error() string { return e.Message }
-
-var errBadCursor = &CursorError{Message: "invalid cursor"}
+// errBadCursor is a cursor that is not one of this server's, or garbled.
+var errBadCursor = &InputError{Message: "invalid cursor"}
 
 func encodeKey(k Key) (*cursorKey, error) {
 	var b []byte
@@ -283,8 +279,8 @@ func cursorMAC(secret, version, data []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// IsCursorError reports whether err is an invalid cursor.
-func IsCursorError(err error) bool {
-	var ce *CursorError
-	return errors.As(err, &ce)
+// isCursorError reports whether err is an invalid cursor.
+func isCursorError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie) && ie.Message == errBadCursor.Message
 }

@@ -69,7 +69,7 @@ func TestCursorVersions(t *testing.T) {
 			t.Fatalf("version %d: %v, %s", c.version, err, st.Filter)
 		}
 		raw[0] = cursorBinary + cursorDeflated - raw[0]
-		if _, err := openCursor(base64.RawURLEncoding.EncodeToString(raw), testSecret); !IsCursorError(err) {
+		if _, err := openCursor(base64.RawURLEncoding.EncodeToString(raw), testSecret); !isCursorError(err) {
 			t.Errorf("version %d opened as the other: %v", c.version, err)
 		}
 	}
@@ -91,7 +91,7 @@ func TestCursorRejectsForgeries(t *testing.T) {
 	s := sampleCursor(t)
 	f := func(name, c string, secret []byte) {
 		t.Helper()
-		if _, err := openCursor(c, secret); !IsCursorError(err) {
+		if _, err := openCursor(c, secret); !isCursorError(err) {
 			t.Fatalf("%s: err = %v, want a cursor error", name, err)
 		}
 	}
@@ -118,7 +118,7 @@ func FuzzOpenCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		st, err := openCursor(s, testSecret)
 		if err != nil {
-			if !IsCursorError(err) {
+			if !isCursorError(err) {
 				t.Fatalf("non-cursor error %v", err)
 			}
 			return

@@ -220,7 +220,7 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitm
 		return true, nil
 	}
 	kind := codec.KindInt
-	if c.Type == "datetime" {
+	if c.Type == TypeDatetime {
 		kind = codec.KindDatetime
 	}
 	ib, ok := scanBounds(b, func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind })

@@ -62,9 +62,9 @@ func parseForTest(input, meta string) string {
 	items, _, _ := filterTestTables()
 	n, err := ParseFilter(items, []byte(input), meta)
 	if err != nil {
-		var fe *FilterError
+		var fe *InputError
 		if !errors.As(err, &fe) {
-			return "error (not a FilterError): " + err.Error()
+			return "error (not an InputError): " + err.Error()
 		}
 		return "error: " + err.Error()
 	}
@@ -181,9 +181,9 @@ func FuzzParseFilter(f *testing.F) {
 		for _, meta := range []string{"svc", "xata"} {
 			n, err := ParseFilter(items, []byte(raw), meta)
 			if err != nil {
-				var fe *FilterError
+				var fe *InputError
 				if !errors.As(err, &fe) {
-					t.Fatalf("error is not a *FilterError: %T %v", err, err)
+					t.Fatalf("error is not an *InputError: %T %v", err, err)
 				}
 				if n != nil {
 					t.Fatalf("node returned with an error")
@@ -274,7 +274,7 @@ func checkAST(t *testing.T, n Node, depth int) {
 			}
 		}
 	case *Elements:
-		if n.Column == nil || n.Column.Type != ctMultiple || n.Quant == QuantNone {
+		if n.Column == nil || n.Column.Type != TypeMultiple || n.Quant == QuantNone {
 			t.Fatalf("bad elements node: %s", Format(n))
 		}
 		checkElementCond(t, n, n.Cond, depth+1)

@@ -2,7 +2,6 @@ package index
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -42,7 +41,7 @@ func (p *Projection) addFileField(t *Table, path string) (ok bool) {
 		return false
 	}
 	c := t.Columns[path[:i]]
-	if c == nil || (c.Type != "file" && c.Type != "file[]") {
+	if c == nil || (c.Type != TypeFile && c.Type != TypeFileArray) {
 		return false
 	}
 	field := path[i+1:]
@@ -77,47 +76,23 @@ type RevLink struct {
 	Offset int
 }
 
-// ProjectionError is an invalid column selection.
-type ProjectionError struct{ Message string }
-
-func (e *ProjectionError) Error() string { return e.Message }
-
-func projErrorf(format string, args ...any) error {
-	return &ProjectionError{Message: fmt.Sprintf(format, args...)}
-}
+// projErrorf makes an *InputError about a column selection.
+func projErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // AllColumns is the projection of an absent columns list.
 func AllColumns() *Projection {
 	return &Projection{All: true, Leaves: map[string]bool{}, Links: map[string]*Projection{}}
 }
 
-// ParseColumns reads a columns list: names, dotted paths, "*", "link.*" and
-// ProjectionConfig objects. Absent (nil) selects all columns. tables finds a
-// table by name for reverse links.
-func ParseColumns(t *Table, raw json.RawMessage, meta string, tables func(name string) *Table) (*Projection, error) {
-	if isNull(raw) {
+// ParseColumns checks a columns list against t: names, dotted paths, "*",
+// "link.*" and ProjectionConfig objects. The zero Columns selects all
+// columns. tables finds a table by name for reverse links; nil allows
+// none.
+func ParseColumns(t *Table, cols Columns, meta string, tables func(name string) *Table) (*Projection, error) {
+	if !cols.set {
 		return AllColumns(), nil
 	}
-	var list []any
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.UseNumber()
-	if err := d.Decode(&list); err != nil {
-		return nil, projErrorf("columns must be an array of column names or projection objects")
-	}
-	return parseColumnList(t, list, meta, tables)
-}
-
-// ParseColumnNames reads a columns list given as strings (a query
-// parameter).
-func ParseColumnNames(t *Table, names []string, meta string) (*Projection, error) {
-	if names == nil {
-		return AllColumns(), nil
-	}
-	list := make([]any, len(names))
-	for i, n := range names {
-		list[i] = n
-	}
-	return parseColumnList(t, list, meta, nil)
+	return parseColumnList(t, cols.list, meta, tables)
 }
 
 func parseColumnList(t *Table, list []any, meta string, tables func(string) *Table) (*Projection, error) {
@@ -162,22 +137,22 @@ func (p *Projection) add(t *Table, path, meta string) error {
 	}
 	if strings.HasSuffix(path, ".*") {
 		// <object>.* is the object; <link>.* is handled below.
-		if c := t.Columns[strings.TrimSuffix(path, ".*")]; c != nil && c.Type == "object" {
+		if c := t.Columns[strings.TrimSuffix(path, ".*")]; c != nil && c.Type == TypeObject {
 			path = strings.TrimSuffix(path, ".*")
 		}
 	}
 	if c := t.Columns[path]; c != nil {
 		switch c.Type {
-		case "link":
+		case TypeLink:
 			if p.Links[path] == nil {
 				p.Links[path] = AllColumns()
 			} else {
 				p.Links[path].All = true
 			}
-		case "object":
+		case TypeObject:
 			// Every sub-key; links inside stay unexpanded ({id}).
 			for q, sub := range t.Columns {
-				if strings.HasPrefix(q, path+".") && sub.Type != "object" {
+				if strings.HasPrefix(q, path+".") && sub.Type != TypeObject {
 					p.Leaves[q] = true
 				}
 			}
@@ -194,7 +169,7 @@ func (p *Projection) add(t *Table, path, meta string) error {
 	for i := len(segs) - 1; i >= 1; i-- {
 		prefix := strings.Join(segs[:i], ".")
 		c := t.Columns[prefix]
-		if c == nil || c.Type != "link" {
+		if c == nil || c.Type != TypeLink {
 			continue
 		}
 		sub := p.Links[prefix]
@@ -230,7 +205,7 @@ func parseRevLink(t *Table, m map[string]any, meta string, tables func(string) *
 		return nil, projErrorf("reverse link [%s]: table [%s] not found", name, spec[:dot])
 	}
 	col := src.Columns[spec[dot+1:]]
-	if col == nil || col.Type != "link" || col.Link == nil || col.Link.ID != t.ID {
+	if col == nil || col.Type != TypeLink || col.Link == nil || col.Link.ID != t.ID {
 		return nil, projErrorf("reverse link [%s]: column [%s] is not a link to table [%s]", name, spec[dot+1:], t.Name)
 	}
 	rl := &RevLink{As: strings.ReplaceAll(spec, ".", ""), Table: src, Column: col, Limit: 20}

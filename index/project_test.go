@@ -10,7 +10,7 @@ func TestParseColumnNames(t *testing.T) {
 	items, _, _ := filterTestTables()
 	f := func(cols []string, want string) {
 		t.Helper()
-		p, err := ParseColumnNames(items, cols, "svc")
+		p, err := ParseColumns(items, ColumnNames(cols), "svc", nil)
 		if err != nil {
 			if got := "error: " + err.Error(); got != want {
 				t.Fatalf("%v: %s, want %s", cols, got, want)

@@ -3,18 +3,18 @@ package index
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// QueryInput is a query request as the client sent it (spec §4.1.1); the
-// raw JSON of filter, sort and columns is kept because cursors carry it.
-type QueryInput struct {
-	Filter  json.RawMessage
-	Sort    json.RawMessage
-	Columns json.RawMessage
+// QueryRequest is a query (spec §4.1.1): filter, sort, columns and page.
+// Filter, Sort and Columns are read from JSON (ReadFilter, ReadSort,
+// ReadColumns) or built from Go values; their zero values are no filter,
+// ascending id and every column.
+type QueryRequest struct {
+	Filter  Filter
+	Sort    Sort
+	Columns Columns
 	Page    PageInput
 }
 
@@ -48,32 +48,21 @@ type QueryOptions struct {
 // to project (from the request or its cursor), and the page meta.
 type Page struct {
 	Rows    []uint32
-	Columns json.RawMessage
+	Columns Columns
 	Cursor  string
 	More    bool
 	Size    int
 }
 
-// QueryError is an invalid query request.
-type QueryError struct{ Message string }
-
-func (e *QueryError) Error() string { return e.Message }
-
-func queryErrorf(format string, args ...any) error {
-	return &QueryError{Message: fmt.Sprintf(format, args...)}
-}
-
-// isNull reports whether raw JSON is absent or null.
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || bytes.Equal(t, []byte("null"))
-}
+// queryErrorf makes an *InputError about a query request.
+func queryErrorf(format string, args ...any) error { return inputErrorf(format, args...) }
 
 // Query runs a query on src: filter, order, the page the cursor rules of
-// spec §4.1.7 select.
-func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*Page, error) {
+// spec §4.1.7 select. It stops with ctx's error when ctx ends.
+func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) (*Page, error) {
 	p := in.Page
-	st := &cursorState{Filter: in.Filter, Sort: in.Sort, Columns: in.Columns, Seed: opts.Seed}
+	filter, sort, columns := in.Filter, in.Sort, in.Columns
+	st := &cursorState{Filter: filter.JSON(), Sort: sort.JSON(), Columns: columns.JSON(), Seed: opts.Seed}
 	// incoming is the cursor the request continues from; afterC and beforeC
 	// are the cursors positioning it.
 	var incoming, afterC, beforeC *cursorState
@@ -83,7 +72,7 @@ func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		if !isNull(in.Filter) || !isNull(in.Sort) {
+		if !filter.IsZero() || !sort.IsZero() {
 			return nil, queryErrorf("filter and sort cannot be set together with a cursor")
 		}
 		return c, nil
@@ -132,8 +121,17 @@ func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*
 	}
 	if incoming != nil {
 		st.Filter, st.Sort, st.Seed = incoming.Filter, incoming.Sort, incoming.Seed
-		if isNull(in.Columns) {
+		if filter, err = ReadFilter(st.Filter); err != nil {
+			return nil, err
+		}
+		if sort, err = ReadSort(st.Sort); err != nil {
+			return nil, err
+		}
+		if columns.IsZero() {
 			st.Columns = incoming.Columns
+			if columns, err = ReadColumns(st.Columns); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Page size and offset.
@@ -166,21 +164,11 @@ func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*
 	st.Size = size
 
 	t := src.Table()
-	var filter Node = &And{}
-	if !isNull(st.Filter) {
-		n, err := ParseFilter(t, st.Filter, opts.Meta)
-		if err != nil {
-			return nil, err
-		}
-		filter = n
+	node, err := filter.Bind(t, opts.Meta)
+	if err != nil {
+		return nil, err
 	}
-	var sortRaw any
-	if !isNull(st.Sort) {
-		if err := json.Unmarshal(st.Sort, &sortRaw); err != nil {
-			return nil, queryErrorf("sort: %v", err)
-		}
-	}
-	order, err := ParseSort(t, sortRaw, opts.Meta)
+	order, err := ParseSort(t, sort.v, opts.Meta)
 	if err != nil {
 		return nil, err
 	}
@@ -201,11 +189,14 @@ func Query(ctx context.Context, src Source, in QueryInput, opts QueryOptions) (*
 	}
 	reverse := lastPage || (beforeC != nil && afterC == nil)
 
-	cand, err := Compile(filter).Execute(ctx, src)
+	cand, err := Compile(node).Execute(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	page := &Page{Columns: st.Columns, Size: size}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	page := &Page{Columns: columns, Size: size}
 	if tailEnd {
 		rows, keys, err := Select(ctx, src, cand, order, Window{Limit: 1, Reverse: true})
 		if err != nil {
@@ -267,14 +258,12 @@ func reverseRows(rows []uint32, keys []Key) {
 	}
 }
 
-// Filter parses and runs a filter alone: the rows of src matching it.
-func Filter(ctx context.Context, src Source, raw json.RawMessage, meta string) (*roaring.Bitmap, error) {
-	var n Node = &And{}
-	if !isNull(raw) {
-		var err error
-		if n, err = ParseFilter(src.Table(), raw, meta); err != nil {
-			return nil, err
-		}
+// Matching binds and runs a filter alone: the rows of src matching it. It
+// stops with ctx's error once ctx ends.
+func Matching(ctx context.Context, src Source, f Filter, meta string) (*roaring.Bitmap, error) {
+	n, err := f.Bind(src.Table(), meta)
+	if err != nil {
+		return nil, err
 	}
 	return Compile(n).Execute(ctx, src)
 }

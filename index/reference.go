@@ -293,9 +293,9 @@ func (e *Reference) resolve(at refPlace, name string) (refColumn, error) {
 			return rc, nil
 		}
 		switch c.Type {
-		case "object":
+		case TypeObject:
 			at.prefix = c.Path + "."
-		case "link":
+		case TypeLink:
 			if at.row != nil {
 				at.row = at.row.Linked(c)
 			}
@@ -316,9 +316,9 @@ func (c refColumn) exists() bool {
 	case c.path != nil:
 		_, ok := c.jsonValue()
 		return ok
-	case c.col.Type == "object":
+	case c.col.Type == TypeObject:
 		for path, sub := range c.place.table.Columns {
-			if strings.HasPrefix(path, c.col.Path+".") && sub.Type != "object" && !c.place.row.Value(sub).IsNull() {
+			if strings.HasPrefix(path, c.col.Path+".") && sub.Type != TypeObject && !c.place.row.Value(sub).IsNull() {
 				return true
 			}
 		}
@@ -333,9 +333,9 @@ func (e *Reference) condition(c refColumn, v any) (refTruth, error) {
 	obj, isObj := v.(map[string]any)
 	if c.path == nil {
 		switch {
-		case c.col.Type == "object":
+		case c.col.Type == TypeObject:
 			return e.filterObject(refPlace{table: c.place.table, row: c.place.row, prefix: c.col.Path + "."}, v)
-		case c.col.Type == "link" && isObj && filtersLinked(obj):
+		case c.col.Type == TypeLink && isObj && filtersLinked(obj):
 			var row RowView
 			if c.place.row != nil {
 				row = c.place.row.Linked(c.col)
@@ -460,7 +460,7 @@ func (e *Reference) is(c refColumn, v any) refTruth {
 		}
 		return res
 	}
-	if c.path == nil && c.col.Type == "multiple" {
+	if c.path == nil && c.col.Type == TypeMultiple {
 		return c.leaf(func(val codec.Value) bool {
 			for _, s := range val.Strs {
 				if s == v {
@@ -470,7 +470,7 @@ func (e *Reference) is(c refColumn, v any) refTruth {
 			return false
 		}, nil)
 	}
-	if c.path == nil && c.col.Type == "json" {
+	if c.path == nil && c.col.Type == TypeJSON {
 		text, _ := v.(string)
 		return c.leaf(func(val codec.Value) bool { return val.Kind == codec.KindString && sameJSON(val.Str, text) }, nil)
 	}

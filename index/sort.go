@@ -57,7 +57,7 @@ func ParseSort(t *Table, raw any, meta string) (Order, error) {
 			return err
 		}
 		switch c.Type {
-		case "json", "vector", "file", "file[]", "object", "multiple", "text":
+		case TypeJSON, TypeVector, TypeFile, TypeFileArray, TypeObject, TypeMultiple, TypeText:
 			return sortErrorf("column [%s] of type %s cannot be sorted", name, c.Type)
 		}
 		switch d {
@@ -147,13 +147,9 @@ func resolveColumn(t *Table, name, meta string) (*Column, error) {
 	return c, nil
 }
 
-// SortError is an invalid sort expression.
-type SortError struct{ Message string }
-
-func (e *SortError) Error() string { return e.Message }
-
+// sortErrorf makes an *InputError with the "sort: " prefix.
 func sortErrorf(format string, args ...any) error {
-	return &SortError{Message: "sort: " + fmt.Sprintf(format, args...)}
+	return &InputError{Message: "sort: " + fmt.Sprintf(format, args...)}
 }
 
 // Key is the position of a row in an order: its sort values and its id.
@@ -355,7 +351,7 @@ func walkable(o Order) bool {
 		return !o.Random
 	}
 	c := o.Keys[0].Column
-	return indexed(c) && c.Type != "multiple" && c.ID != MetaIDColumn
+	return indexed(c) && c.Type != TypeMultiple && c.ID != MetaIDColumn
 }
 
 // selectHeap reads the key of every candidate and keeps the first Limit.

@@ -260,9 +260,9 @@ func sumTestSource(mode string) *memSource {
 	return ts
 }
 
-// sumInputOf reads a summarize request body.
-func sumInputOf(t *testing.T, body string) SummarizeInput {
-	t.Helper()
+// summarizeBody reads a summarize request body as the API does and runs
+// it.
+func summarizeBody(src Source, body string) (*SummarizeResult, error) {
 	var b struct {
 		Filter          json.RawMessage `json:"filter"`
 		Columns         json.RawMessage `json:"columns"`
@@ -275,24 +275,39 @@ func sumInputOf(t *testing.T, body string) SummarizeInput {
 		} `json:"page"`
 	}
 	if err := json.Unmarshal([]byte(body), &b); err != nil {
-		t.Fatalf("%s: %v", body, err)
+		return nil, err
 	}
-	return SummarizeInput{Filter: b.Filter, Columns: b.Columns, Summaries: b.Summaries, Sort: b.Sort,
-		SummariesFilter: b.SummariesFilter, Consistency: b.Consistency, PageSize: b.Page.Size}
+	in := SummarizeRequest{Consistency: b.Consistency, PageSize: b.Page.Size}
+	var err error
+	if in.Filter, err = ReadFilter(b.Filter); err != nil {
+		return nil, err
+	}
+	if in.Columns, err = ReadGroupColumns(b.Columns); err != nil {
+		return nil, err
+	}
+	if in.Summaries, err = ReadSummaries(b.Summaries); err != nil {
+		return nil, err
+	}
+	if in.Sort, err = ReadSort(b.Sort); err != nil {
+		return nil, err
+	}
+	if in.SummariesFilter, err = ReadSummariesFilter(b.SummariesFilter); err != nil {
+		return nil, err
+	}
+	return Summarize(context.Background(), src, in, "svc")
 }
 
 func TestSummarizeErrors(t *testing.T) {
 	src := sumTestSource("store")
 	f := func(body, want string) {
 		t.Helper()
-		_, err := Summarize(context.Background(), src, sumInputOf(t, body), "svc")
+		_, err := summarizeBody(src, body)
 		if err == nil {
 			t.Fatalf("%s: no error, want %q", body, want)
 		}
-		var se *SummarizeError
-		var fe *FilterError
-		if !errors.As(err, &se) && !errors.As(err, &fe) {
-			t.Fatalf("%s: error %T %v is not a SummarizeError", body, err, err)
+		var ie *InputError
+		if !errors.As(err, &ie) {
+			t.Fatalf("%s: error %T %v is not an InputError", body, err, err)
 		}
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: error %q, want %q", body, err, want)
@@ -345,11 +360,11 @@ func TestSummarizeErrors(t *testing.T) {
 // summarizeJSON runs a request and prints the output as JSON.
 func summarizeJSON(t *testing.T, src Source, body string) string {
 	t.Helper()
-	out, err := Summarize(context.Background(), src, sumInputOf(t, body), "svc")
+	out, err := summarizeBody(src, body)
 	if err != nil {
 		t.Fatalf("%s: %v", body, err)
 	}
-	b, err := json.Marshal(out)
+	b, err := json.Marshal(summaryObjects(out))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // collect returns the first n records of a stream.
@@ -275,11 +276,11 @@ func TestLoadIntoEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	u, err := e.CreateUser(engine.NewUser{Email: "gen@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "gen@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "gen", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "gen", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,10 +292,10 @@ func TestLoadIntoEngine(t *testing.T) {
 		name string
 		cols []engine.ColumnDef
 	}{{UsersTable, UsersColumns()}, {DocsTable, DocsColumns()}} {
-		if _, err := e.CreateTable(ref, tc.name); err != nil {
+		if _, err := e.Schema().CreateTable(ref, tc.name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.SetTableColumns(ref, tc.name, tc.cols); err != nil {
+		if _, err := e.Schema().SetTableColumns(ref, tc.name, tc.cols); err != nil {
 			t.Fatalf("columns of %s: %v", tc.name, err)
 		}
 	}
@@ -360,7 +361,11 @@ func TestLoadIntoEngine(t *testing.T) {
 		{`{"owner": "u00001"}`, count(func(d map[string]any) bool { return d["owner"] == "u00001" })},
 	}
 	for _, c := range checks {
-		rows, err := e.FilterRows(ref, DocsTable, json.RawMessage(c.filter), "svc")
+		filter, err := index.ReadFilter([]byte(c.filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.FilterRows(ref, DocsTable, filter)
 		if err != nil {
 			t.Errorf("%s: %v", c.filter, err)
 			continue
@@ -372,8 +377,15 @@ func TestLoadIntoEngine(t *testing.T) {
 
 	size := 20
 	for _, fq := range g.Queries(2 * len(filterKinds)).Filter {
-		res, err := e.Query(context.Background(), ref, DocsTable, engine.QueryInput{Filter: fq.Filter, Sort: fq.Sort,
-			Page: engine.PageInput{Size: &size}}, engine.QueryOptions{})
+		in := engine.QueryRequest{Page: engine.PageInput{Size: &size}}
+		var err error
+		if in.Filter, err = index.ReadFilter(fq.Filter); err != nil {
+			t.Fatal(err)
+		}
+		if in.Sort, err = index.ReadSort(fq.Sort); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Query(context.Background(), ref, DocsTable, in, engine.QueryOptions{})
 		if err != nil {
 			t.Errorf("%s %s %s: %v", fq.Kind, fq.Filter, fq.Sort, err)
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // runInProcess opens the server's data directory with the engine package
@@ -23,15 +24,22 @@ func (s *suite) runInProcess(dataDir string) error {
 	ref := engine.Ref{Workspace: s.ws[strings.LastIndexByte(s.ws, '-')+1:], Database: benchDB, Branch: "main"}
 	size := pageSize
 	opts := engine.QueryOptions{}
-	inputs := make([]engine.QueryInput, len(s.ds.q.Filter))
-	for i, q := range s.ds.q.Filter {
-		inputs[i] = engine.QueryInput{Filter: q.Filter, Page: engine.PageInput{Size: &size}}
-		if string(q.Sort) != "null" {
-			inputs[i].Sort = q.Sort
+	ctx := context.Background()
+	// query reads a query's JSON, as the API does, and runs it.
+	query := func(filter, sort json.RawMessage, page engine.PageInput) (*engine.QueryResult, error) {
+		in := engine.QueryRequest{Page: page}
+		var err error
+		if in.Filter, err = index.ReadFilter(filter); err != nil {
+			return nil, err
 		}
+		if in.Sort, err = index.ReadSort(sort); err != nil {
+			return nil, err
+		}
+		return e.Query(ctx, ref, gen.DocsTable, in, opts)
 	}
 	byKind, _, err := s.runMix(s.cfg.reps, func(_ string, i int) error {
-		_, err := e.Query(context.Background(), ref, gen.DocsTable, inputs[i], opts)
+		q := s.ds.q.Filter[i]
+		_, err := query(q.Filter, q.Sort, engine.PageInput{Size: &size})
 		return err
 	})
 	if err != nil {
@@ -41,11 +49,17 @@ func (s *suite) runInProcess(dataDir string) error {
 	if err := s.cursorWalks(sysInProc, func(q cursorQuery) (time.Duration, time.Duration, error) {
 		filter, _ := json.Marshal(q.filter)
 		sort, _ := json.Marshal(q.sortJSON())
-		in := engine.QueryInput{Filter: filter, Sort: sort, Page: engine.PageInput{Size: &size}}
+		var after *string
 		var first, last time.Duration
 		for page := 1; page <= cursorPages; page++ {
 			t0 := time.Now()
-			res, err := e.Query(context.Background(), ref, gen.DocsTable, in, opts)
+			var res *engine.QueryResult
+			var err error
+			if after == nil {
+				res, err = query(filter, sort, engine.PageInput{Size: &size})
+			} else {
+				res, err = query(nil, nil, engine.PageInput{Size: &size, After: after})
+			}
 			d := time.Since(t0)
 			if err != nil {
 				return 0, 0, err
@@ -58,7 +72,7 @@ func (s *suite) runInProcess(dataDir string) error {
 				return 0, 0, fmt.Errorf("only %d pages", page)
 			}
 			cursor := res.Cursor
-			in = engine.QueryInput{Page: engine.PageInput{Size: &size, After: &cursor}}
+			after = &cursor
 		}
 		return first, last, nil
 	}); err != nil {
@@ -70,11 +84,23 @@ func (s *suite) runInProcess(dataDir string) error {
 	columns, _ := json.Marshal(body["columns"])
 	summaries, _ := json.Marshal(body["summaries"])
 	groups := len(gen.Categories)
-	in := engine.SummarizeInput{Filter: filter, Columns: columns, Summaries: summaries, PageSize: &groups}
 	var got int
 	sr, err := s.timeReps(s.cfg.reps*10, func() error {
-		rows, err := e.Summarize(context.Background(), ref, gen.DocsTable, in, "")
-		got = len(rows)
+		in := engine.SummarizeRequest{PageSize: &groups}
+		var err error
+		if in.Filter, err = index.ReadFilter(filter); err != nil {
+			return err
+		}
+		if in.Columns, err = index.ReadGroupColumns(columns); err != nil {
+			return err
+		}
+		if in.Summaries, err = index.ReadSummaries(summaries); err != nil {
+			return err
+		}
+		res, err := e.Summarize(ctx, ref, gen.DocsTable, in)
+		if err == nil {
+			got = len(res.Rows)
+		}
 		return err
 	})
 	if err != nil {

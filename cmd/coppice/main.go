@@ -73,7 +73,7 @@ func runServe(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := api.Run(ctx, opts, stdout, nil); err != nil {
+	if err := serve(ctx, opts, stdout, nil); err != nil {
 		fmt.Fprintf(stderr, "coppice serve: %v\n", err)
 		return 1
 	}
@@ -82,17 +82,18 @@ func runServe(args []string, getenv func(string) string, stdout, stderr io.Write
 
 // serveFlags declares the flags of `coppice serve`, each defaulting to its
 // environment variable, else to the built-in default.
-func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, func() error) {
+func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, func() error) {
 	env := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
 		}
 		return def
 	}
-	o := &api.Options{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
+	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
+	o := &cfg.API
 	var regions, domains, maxBody, cacheSize, slow string
-	fs.StringVar(&o.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
-	fs.StringVar(&o.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
+	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
+	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
 		"wire compatibility: none, or xata for the legacy Xata SDKs (metadata key \"xata\", Xata page limits) (env COPPICE_COMPAT)")
 	fs.StringVar(&regions, "regions", env("COPPICE_REGIONS", ""),
@@ -109,13 +110,13 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
 	fs.StringVar(&slow, "slow-request", env("COPPICE_SLOW_REQUEST", api.DefaultSlowRequest.String()),
 		"log requests slower than this again at warn level, e.g. 500ms or 2s; 0 turns it off (env COPPICE_SLOW_REQUEST)")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", env("COPPICE_METRICS_ADDR", ""),
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", env("COPPICE_METRICS_ADDR", ""),
 		"serve Prometheus metrics at /metrics on this address, e.g. 127.0.0.1:9090; empty: off (env COPPICE_METRICS_ADDR)")
 	fs.StringVar(&o.PublicURL, "public-url", env("COPPICE_PUBLIC_URL", ""),
 		"base of the file URLs records hand out, as clients reach the server; default http://<addr> (env COPPICE_PUBLIC_URL)")
 	finish := func() error {
 		if o.PublicURL == "" {
-			o.PublicURL = "http://" + o.Addr
+			o.PublicURL = "http://" + cfg.Addr
 		}
 		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("--public-url must be an http or https URL, got %q", o.PublicURL)
@@ -131,7 +132,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		if err != nil || c <= 0 {
 			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
 		}
-		o.CacheSize = c
+		cfg.CacheSize = c
 		switch o.LogFormat {
 		case api.LogFormatText, api.LogFormatJSON:
 		default:
@@ -148,24 +149,24 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*api.Options, fun
 		o.Limits, err = limits(o.MaxBody)
 		return err
 	}
-	return o, finish
+	return cfg, finish
 }
 
 // serveOptions parses the arguments of `coppice serve`.
-func serveOptions(args []string, getenv func(string) string, stderr io.Writer) (api.Options, error) {
+func serveOptions(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	fs := flag.NewFlagSet("coppice serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	o, finish := serveFlags(fs, getenv)
+	cfg, finish := serveFlags(fs, getenv)
 	if err := fs.Parse(args); err != nil {
-		return api.Options{}, err
+		return serveConfig{}, err
 	}
 	if fs.NArg() > 0 {
-		return api.Options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return serveConfig{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if err := finish(); err != nil {
-		return api.Options{}, err
+		return serveConfig{}, err
 	}
-	return *o, nil
+	return *cfg, nil
 }
 
 // splitList splits a comma-separated list, dropping empty entries.

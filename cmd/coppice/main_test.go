@@ -114,7 +114,7 @@ func TestVersion(t *testing.T) {
 func TestServeOptions(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	f := func(args []string, want api.Options) {
+	f := func(args []string, want serveConfig) {
 		t.Helper()
 		got, err := serveOptions(args, getenv, os.Stderr)
 		if err != nil {
@@ -128,29 +128,33 @@ func TestServeOptions(t *testing.T) {
 		MaxInflightHeavy: api.DefaultMaxInflightHeavy(), MaxQueue: 256,
 		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
-	def := api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: api.DefaultMaxBody, CacheSize: engine.DefaultCacheSize, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}
+	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: engine.DefaultCacheSize,
+		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
+			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
 	f(nil, def)
 	obs := def
-	obs.LogFormat, obs.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
+	obs.API.LogFormat, obs.API.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
 	f([]string{"--log-format", "json", "--slow-request", "2s", "--metrics-addr", "127.0.0.1:9090"}, obs)
 	env = map[string]string{"COPPICE_LOG_FORMAT": "json", "COPPICE_SLOW_REQUEST": "2s", "COPPICE_METRICS_ADDR": "127.0.0.1:9090"}
 	f(nil, obs)
-	obs.SlowRequest = -1
+	obs.API.SlowRequest = -1
 	f([]string{"--slow-request", "0"}, obs)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
-	f(nil, api.Options{Addr: ":9000", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
+	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+			LogLevel: "debug", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
-		api.Options{Addr: ":1", DataDir: "/e", Compat: "none", Regions: []string{"r"}, Domains: []string{"z"},
-			MaxBody: 5, CacheSize: 4096, LogLevel: "warn", BootstrapKey: "k", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
+		serveConfig{Addr: ":1", DataDir: "/e", CacheSize: 4096, BootstrapKey: "k",
+			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
+				LogLevel: "warn", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
-	f([]string{"--addr", ":1"}, api.Options{Addr: ":1", DataDir: "/d", Compat: "xata", Regions: []string{"a", "b", "c"},
-		Domains: []string{"x.test", "y.test"}, MaxBody: 100, CacheSize: 1 << 20, LogLevel: "debug", BootstrapKey: "k", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim})
+	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", CacheSize: 1 << 20, BootstrapKey: "k",
+		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+			LogLevel: "debug", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 
 	// Byte sizes take units; every limit has a flag and a variable.
 	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
@@ -161,12 +165,14 @@ func TestServeOptions(t *testing.T) {
 	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
-	f(nil, api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-		MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom})
+	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
 	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
-		api.Options{Addr: "127.0.0.1:8080", DataDir: "./data", Compat: "none", Domains: []string{"localhost"},
-			MaxBody: 3 << 19, CacheSize: 2 << 30, LogLevel: "info", PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom})
+		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
+			API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	env = map[string]string{}
 
 	for _, args := range [][]string{

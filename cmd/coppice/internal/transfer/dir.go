@@ -13,11 +13,8 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
-
-// meta is the record metadata key the engine is asked for; records leave
-// this package without it.
-const meta = "svc"
 
 // timeLayout is how the API writes datetimes: RFC 3339 in UTC with
 // milliseconds. Exports from a data directory write them the same way.
@@ -69,7 +66,7 @@ func isLockError(err error) bool {
 
 // tables reads the branch schema from the engine.
 func (s *dirStore) tables(context.Context) ([]tableDef, error) {
-	d, err := s.eng.BranchDetails(s.ref)
+	d, err := s.eng.Branches().Details(s.ref)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +80,10 @@ func (s *dirStore) tables(context.Context) ([]tableDef, error) {
 // createTable creates the table, then sets its columns: two migrations,
 // as over HTTP.
 func (s *dirStore) createTable(_ context.Context, name string, cols []engine.ColumnDef) error {
-	if _, err := s.eng.CreateTable(s.ref, name); err != nil {
+	if _, err := s.eng.Schema().CreateTable(s.ref, name); err != nil {
 		return err
 	}
-	_, err := s.eng.SetTableColumns(s.ref, name, cols)
+	_, err := s.eng.Schema().SetTableColumns(s.ref, name, cols)
 	return err
 }
 
@@ -118,11 +115,22 @@ func (s *dirStore) insert(ctx context.Context, table string, recs [][]byte) erro
 
 // query runs one page through the engine and renders it as the API would.
 func (s *dirStore) query(ctx context.Context, table string, q queryRequest) (queryPage, error) {
-	in := engine.QueryInput{Filter: q.Filter, Sort: q.Sort, Columns: q.Columns, Page: engine.PageInput{Size: &q.Size}}
+	in := engine.QueryRequest{Page: engine.PageInput{Size: &q.Size}}
 	if q.After != "" {
-		in = engine.QueryInput{Page: engine.PageInput{Size: &q.Size, After: &q.After}}
+		in.Page.After = &q.After
+	} else {
+		var err error
+		if in.Filter, err = index.ReadFilter(q.Filter); err != nil {
+			return queryPage{}, err
+		}
+		if in.Sort, err = index.ReadSort(q.Sort); err != nil {
+			return queryPage{}, err
+		}
+		if in.Columns, err = index.ReadColumns(q.Columns); err != nil {
+			return queryPage{}, err
+		}
 	}
-	res, err := s.eng.Query(ctx, s.ref, table, in, engine.QueryOptions{Meta: meta})
+	res, err := s.eng.Query(ctx, s.ref, table, in, engine.QueryOptions{})
 	if err != nil {
 		return queryPage{}, err
 	}
@@ -135,26 +143,26 @@ func (s *dirStore) query(ctx context.Context, table string, q queryRequest) (que
 
 // count summarizes the matching records into one group.
 func (s *dirStore) count(ctx context.Context, table string, filter json.RawMessage) (int64, error) {
-	res, err := s.eng.Summarize(ctx, s.ref, table, engine.SummarizeInput{
-		Filter:    filter,
-		Columns:   json.RawMessage(`[]`),
-		Summaries: json.RawMessage(`{"total":{"count":"*"}}`),
-	}, meta)
+	f, err := index.ReadFilter(filter)
 	if err != nil {
 		return 0, err
 	}
-	if len(res) != 1 {
+	res, err := s.eng.Summarize(ctx, s.ref, table, engine.SummarizeRequest{
+		Filter:    f,
+		Columns:   []string{},
+		Summaries: []engine.Summary{{Name: "total", Function: "count", Column: "*"}},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0].Summaries) != 1 {
 		return 0, errors.New("summarize: unexpected answer")
 	}
-	switch n := res[0]["total"].(type) {
-	case int64:
-		return n, nil
-	case int:
-		return int64(n), nil
-	case float64:
-		return int64(n), nil
+	n, ok := res.Rows[0].Summaries[0].(int64)
+	if !ok {
+		return 0, errors.New("summarize: unexpected count")
 	}
-	return 0, errors.New("summarize: unexpected count")
+	return n, nil
 }
 
 // close closes the engine, releasing the directory.

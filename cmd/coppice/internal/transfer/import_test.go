@@ -136,10 +136,15 @@ func TestImportNDJSONCreate(t *testing.T) {
 	o := ImportOptions{Target: ts.target("events"), InputName: "-", Create: true, InferRows: 3}
 	sum, log := importText(t, o, eventsNDJSON)
 	checkSummary(t, sum, log, 7, 4, 3, []int64{4, 5, 6})
-	cols, err := ts.eng.TableColumns(ts.ref(), "events")
+	det, err := ts.eng.Branches().Details(ts.ref())
 	if err != nil {
 		t.Fatal(err)
 	}
+	events, err := det.Schema.Table("events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := events.Columns
 	want := []engine.ColumnDef{
 		{Name: "name", Type: engine.TypeString}, {Name: "age", Type: engine.TypeInt},
 		{Name: "score", Type: engine.TypeFloat}, {Name: "born", Type: engine.TypeDatetime},

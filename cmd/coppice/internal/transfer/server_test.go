@@ -103,10 +103,10 @@ func (ts *testServer) target(table string) Target {
 // createTable makes a table with columns through the engine.
 func (ts *testServer) createTable(name string, cols []engine.ColumnDef) {
 	ts.t.Helper()
-	if _, err := ts.eng.CreateTable(ts.ref(), name); err != nil {
+	if _, err := ts.eng.Schema().CreateTable(ts.ref(), name); err != nil {
 		ts.t.Fatal(err)
 	}
-	if _, err := ts.eng.SetTableColumns(ts.ref(), name, cols); err != nil {
+	if _, err := ts.eng.Schema().SetTableColumns(ts.ref(), name, cols); err != nil {
 		ts.t.Fatal(err)
 	}
 }
@@ -116,9 +116,9 @@ func (ts *testServer) ids(table string) []string {
 	ts.t.Helper()
 	var out []string
 	size := 200
-	in := engine.QueryInput{Page: engine.PageInput{Size: &size}}
+	in := engine.QueryRequest{Page: engine.PageInput{Size: &size}}
 	for {
-		res, err := ts.eng.Query(context.Background(), ts.ref(), table, in, engine.QueryOptions{Meta: "svc"})
+		res, err := ts.eng.Query(context.Background(), ts.ref(), table, in, engine.QueryOptions{})
 		if err != nil {
 			ts.t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func (ts *testServer) ids(table string) []string {
 			return out
 		}
 		cursor := res.Cursor
-		in = engine.QueryInput{Page: engine.PageInput{Size: &size, After: &cursor}}
+		in = engine.QueryRequest{Page: engine.PageInput{Size: &size, After: &cursor}}
 	}
 }
 

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
+)
+
+// eventLog collects the events of an engine and its log lines.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+	log    bytes.Buffer
+}
+
+func (l *eventLog) onEvent(ev Event) {
+	l.mu.Lock()
+	l.events = append(l.events, ev)
+	l.mu.Unlock()
+}
+
+// Write receives the log's lines.
+func (l *eventLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.log.Write(p)
+}
+
+// of returns the events of kind k.
+func (l *eventLog) of(k EventKind) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Event
+	for _, ev := range l.events {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestEventsAndBackgroundFailures checks that store builds and flattens
+// report events, and that a background build that fails is logged and
+// reported instead of dropped.
+func TestEventsAndBackgroundFailures(t *testing.T) {
+	l := &eventLog{}
+	db := openTestDB(t, Options{FlattenDepth: 2, BackgroundBuildRows: 2, OnEvent: l.onEvent,
+		Logger: slog.New(slog.NewTextHandler(l, nil))})
+	e := db.e
+	tn := testTables[0]
+	for i := range 3 {
+		if _, err := e.WriteOne(db.ref("main"), Op{Kind: OpInsert, Table: tn, ID: fmt.Sprintf("r%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A small table builds its store before answering.
+	d, b, tb, err := e.resolveTable(db.ref("main"), tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.StoreFor(b, tb, memstore.Required); err != nil {
+		t.Fatal(err)
+	}
+	if evs := l.of(EventStoreBuild); len(evs) != 1 || evs[0].Err != nil || evs[0].Duration <= 0 {
+		t.Errorf("store build events %+v, want one that succeeded", evs)
+	}
+
+	// Forks deeper than FlattenDepth flatten in the background.
+	prev := "main"
+	for i := range 3 {
+		next := fmt.Sprintf("b%d", i)
+		if err := e.Branches().Create(db.ref(next), CreateBranchRequest{From: prev}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.WriteOne(db.ref(next), Op{Kind: OpInsert, Table: tn, ID: next}); err != nil {
+			t.Fatal(err)
+		}
+		prev = next
+	}
+	e.bg.Wait()
+	if evs := l.of(EventFlatten); len(evs) == 0 || evs[0].Err != nil {
+		t.Errorf("flatten events %+v, want some that succeeded", evs)
+	}
+
+	// A record that cannot be decoded fails the background build of a
+	// branch's store: the failure is logged and reported.
+	d, b, tb, err = e.resolveTable(db.ref(prev), tn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := codec.RecordKey(nil, d.ID, b.Lineage[0].Layer, tb.ID, 1)
+	if err := e.pdb.Set(bad, []byte{0xFF, 0xFF}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := d.StoreFor(b, tb, memstore.Optional); s != nil || err != nil {
+		t.Fatalf("store %v, %v: want a background build", s, err)
+	}
+	e.bg.Wait()
+	failed := 0
+	for _, ev := range l.of(EventStoreBuild) {
+		if ev.Err != nil {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d failed store builds reported, want 1", failed)
+	}
+	if logged := l.log.String(); !strings.Contains(logged, "background work failed") || !strings.Contains(logged, "store_build") {
+		t.Errorf("the failure is not logged:\n%s", logged)
+	}
+}
