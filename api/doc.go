@@ -5,8 +5,9 @@
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
-// vector.go, files.go, schema.go for the schema edit endpoints, stats.go
-// for branch stats and the 501 answers of SQL and ask, users.go,
+// explain.go for the plans of those three, vector.go, files.go, schema.go
+// for the schema edit endpoints, stats.go for branch stats and the 501
+// answers of SQL and ask, users.go,
 // workspaces.go, members.go, invites.go; console.go serves the web
 // console of package console at /console); errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
