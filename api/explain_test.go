@@ -41,10 +41,10 @@ func startExplainFixture(t *testing.T, n int) *explainFixture {
 		name string
 		cols []engine.ColumnDef
 	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-		if _, err := ts.eng.CreateTable(ref, tbl.name); err != nil {
+		if _, err := ts.eng.Schema().CreateTable(ref, tbl.name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ts.eng.SetTableColumns(ref, tbl.name, tbl.cols); err != nil {
+		if _, err := ts.eng.Schema().SetTableColumns(ref, tbl.name, tbl.cols); err != nil {
 			t.Fatal(err)
 		}
 	}
