@@ -12,7 +12,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 CONTAINER ?= podman
 
-.PHONY: help build install image run test test-long bench bench-engine fuzz vet lint chromium
+.PHONY: help build install image run test test-long test-reliability bench bench-engine fuzz vet lint chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ chromium: ## install chromium for the browser tests when it is missing and this 
 	else \
 	  echo "chromium is missing (install it as root: apt-get install chromium): the browser tests will skip"; \
 	fi
+
+# Its short form runs in `make test`. Latency targets need a quiet machine.
+test-reliability: ## run the reliability suite in full (kill loops, signals, hostile clients) and print its figures
+	$(GO) test -tags $(GOTAGS) -count=1 -timeout 30m -v ./reliability/
 
 test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
 	$(GO) test -tags $(GOTAGS) -count=1 -timeout 60m ./...

@@ -13,8 +13,10 @@ import (
 func (s *Server) initLimits() {
 	l := s.opts.Limits.withDefaults(s.opts.MaxBody)
 	s.limits = l
-	s.slots = newSlots(l.MaxInflight, l.MaxQueue, l.MaxQueueWait)
-	s.bodies = &bodyBudget{q: s.slots, limit: l.MaxBodyInflight}
+	q := &queue{maxQueue: int64(l.MaxQueue), maxWait: l.MaxQueueWait}
+	s.slots = newSlots(l.MaxInflight, q)
+	s.heavy = newSlots(l.MaxInflightHeavy, q)
+	s.bodies = &bodyBudget{q: q, limit: l.MaxBodyInflight}
 	s.authFails = newAuthLimiter(l.AuthFailLimit, l.AuthFailWindow)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.timeLimit = &statusError{http.StatusServiceUnavailable, "request exceeded its time limit of " + l.RequestTimeout.String()}

@@ -64,7 +64,7 @@ func (s *Server) registerMetrics() error {
 	}
 	return s.metrics.GaugeFunc("coppice_http_requests_queued",
 		"Requests waiting in the admission queue for an execution slot or for body bytes.",
-		func() float64 { return float64(s.slots.waiting.Load()) })
+		func() float64 { return float64(s.slots.q.waiting.Load()) })
 }
 
 // countRejection counts an answer that a limit gave, if err is one.

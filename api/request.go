@@ -41,9 +41,10 @@ type request struct {
 	// it.
 	cctx context.Context
 	stop func()
-	// slot and bodyBytes are what admission took: an execution slot and
-	// bytes of the body budget.
+	// slot, heavySlot and bodyBytes are what admission took: an
+	// execution slot, a heavy request's slot and bytes of the body budget.
 	slot      bool
+	heavySlot bool
 	bodyBytes int64
 	// route is the endpoint the router matched; nil until then.
 	route *route

@@ -111,6 +111,7 @@ type Server struct {
 	// reqctx.go.
 	limits     Limits
 	slots      *slots
+	heavy      *slots // the heavy requests' own cap, see heavyRequest
 	bodies     *bodyBudget
 	authFails  *authLimiter
 	base       context.Context // parent of request contexts; ends at Shutdown
@@ -286,6 +287,9 @@ func (s *Server) routes() {
 	r.POST(t+"/summarize", s.handle(s.reads(s.summarizeTable)))
 	r.POST(t+"/aggregate", s.handle(s.reads(s.aggregateTable)))
 	r.POST(t+"/search", s.handle(s.reads(s.searchTable)))
+	r.POST(t+"/query/explain", s.handle(s.reads(s.explainQuery)))
+	r.POST(t+"/summarize/explain", s.handle(s.reads(s.explainSummarize)))
+	r.POST(t+"/search/explain", s.handle(s.reads(s.explainSearch)))
 	r.POST(t+"/vectorSearch", s.handle(s.reads(s.vectorSearch)))
 	r.POST(dbb+"/transaction", s.handle(s.writes(s.transaction)))
 	r.POST(dbb+"/search", s.handle(s.reads(s.searchBranch)))
@@ -392,7 +396,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, id, errShuttingDown)
 		return
 	}
-	if !s.admit(r, streamsBody(method, path)) {
+	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 )
 
 // Operations: a consistent copy of the whole data directory taken while it
@@ -89,7 +90,7 @@ func emptyFlush(err error) bool { return err.Error() == "pebble: empty table" }
 // end and checks its format and checksum, without restoring it. A backup
 // that fails here restores nothing.
 func VerifyBackup(r io.Reader) error {
-	return readBackup(r, func(k, v []byte) error { return nil })
+	return layers.ReadRange(r, func(k, v []byte) error { return nil })
 }
 
 // Stats is a report on the storage engine and the databases at one moment,
@@ -179,12 +180,7 @@ func (e *Engine) Stats(maxDatabases int) (Stats, error) {
 // stats is Stats's work.
 func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	st := Stats{Storage: storageStats(e.pdb.Metrics())}
-	e.cat.mu.RLock()
-	places := make([]Database, 0, len(e.cat.databases))
-	for _, p := range e.cat.databases {
-		places = append(places, *p)
-	}
-	e.cat.mu.RUnlock()
+	places := e.cat.Placements()
 	st.DatabaseCount = len(places)
 	dbs := make([]DatabaseStats, 0, len(places))
 	for _, p := range places {
@@ -207,7 +203,7 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	dbs = dbs[:min(len(dbs), max(maxDatabases, 0))]
 	for i := range dbs {
 		d := &dbs[i]
-		branches, err := e.ListBranches(d.Workspace, d.Name)
+		branches, err := e.branches.List(d.Workspace, d.Name)
 		if CodeOf(err) == CodeNotFound {
 			continue // deleted meanwhile
 		}
@@ -227,13 +223,7 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 		}
 	}
 	st.Databases = dbs
-	e.dbMu.RLock()
-	for _, d := range e.dbs {
-		d.storeMu.RLock()
-		st.BuildsInProgress += len(d.building)
-		d.storeMu.RUnlock()
-	}
-	e.dbMu.RUnlock()
+	st.BuildsInProgress = e.mem.BuildsInProgress()
 	return st, nil
 }
 

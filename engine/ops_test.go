@@ -27,10 +27,10 @@ func opsDB(t *testing.T, dir string) (*engine.Engine, engine.Ref) {
 	if _, err := e.CreateDatabase(engine.CreateDatabaseRequest{Name: "db", Region: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.CreateTable(ref, "t"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.SetTableColumns(ref, "t", []engine.ColumnDef{{Name: "s", Type: engine.TypeString}}); err != nil {
+	if _, err := e.Schema().SetTableColumns(ref, "t", []engine.ColumnDef{{Name: "s", Type: engine.TypeString}}); err != nil {
 		t.Fatal(err)
 	}
 	return e, ref
@@ -183,7 +183,7 @@ func TestStats(t *testing.T) {
 	if _, err := e.BulkInsert(context.Background(), ref, "t", recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CreateBranch(engine.Ref{Database: "db", Branch: "dev"}, engine.CreateBranchRequest{}); err != nil {
+	if err := e.Branches().Create(engine.Ref{Database: "db", Branch: "dev"}, engine.CreateBranchRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.WriteOne(engine.Ref{Database: "db", Branch: "dev"}, engine.Op{Kind: engine.OpDelete, Table: "t", ID: "r0000"}); err != nil {

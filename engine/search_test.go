@@ -300,7 +300,7 @@ func TestSearchDifferential(t *testing.T) {
 	next, searches, found := 0, 0, 0
 	for round := range rounds {
 		if round == 2 {
-			if err := e.CreateBranch(child, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(child, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			models["child"], refs["child"] = models["main"].clone(), child

@@ -85,7 +85,7 @@ func isLockError(err error) bool {
 
 // tables reads the branch schema from the engine.
 func (s *dirStore) tables(context.Context) ([]tableDef, error) {
-	d, err := s.eng.BranchDetails(s.ref)
+	d, err := s.eng.Branches().Details(s.ref)
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +99,10 @@ func (s *dirStore) tables(context.Context) ([]tableDef, error) {
 // createTable creates the table, then sets its columns: two migrations,
 // as over HTTP.
 func (s *dirStore) createTable(_ context.Context, name string, cols []engine.ColumnDef) error {
-	if _, err := s.eng.CreateTable(s.ref, name); err != nil {
+	if _, err := s.eng.Schema().CreateTable(s.ref, name); err != nil {
 		return err
 	}
-	_, err := s.eng.SetTableColumns(s.ref, name, cols)
+	_, err := s.eng.Schema().SetTableColumns(s.ref, name, cols)
 	return err
 }
 

@@ -183,13 +183,13 @@ func pruneDump(h codec.DumpHeader, body io.Reader, keep string, out io.Writer) (
 	if err != nil {
 		return nil, err
 	}
-	all, err := eng.ListBranches("", h.Database)
+	all, err := eng.Branches().List("", h.Database)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range all {
 		if !contains(kept, b.Name) {
-			if err := eng.DeleteBranch(engine.Ref{Database: h.Database, Branch: b.Name}); err != nil {
+			if err := eng.Branches().Delete(engine.Ref{Database: h.Database, Branch: b.Name}); err != nil {
 				return nil, err
 			}
 		}
@@ -203,7 +203,7 @@ func pruneDump(h codec.DumpHeader, body io.Reader, keep string, out io.Writer) (
 // lineageOf returns branch and the branches it was forked from, nearest
 // first, as long as each is still the branch the fork was taken from.
 func lineageOf(eng *engine.Engine, db, branch string) ([]string, error) {
-	d, err := eng.BranchDetails(engine.Ref{Database: db, Branch: branch})
+	d, err := eng.Branches().Details(engine.Ref{Database: db, Branch: branch})
 	if engine.CodeOf(err) == engine.CodeNotFound {
 		return nil, fmt.Errorf("branch [%s] is not in the dump of database [%s]", branch, db)
 	}
@@ -212,7 +212,7 @@ func lineageOf(eng *engine.Engine, db, branch string) ([]string, error) {
 	}
 	names := []string{branch}
 	for d.StartedFrom != nil && !contains(names, d.StartedFrom.BranchName) {
-		p, err := eng.BranchDetails(engine.Ref{Database: db, Branch: d.StartedFrom.BranchName})
+		p, err := eng.Branches().Details(engine.Ref{Database: db, Branch: d.StartedFrom.BranchName})
 		if err != nil || p.ID != d.StartedFrom.DBBranchID {
 			break // deleted, or another branch of the same name since
 		}

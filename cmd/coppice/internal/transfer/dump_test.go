@@ -15,7 +15,7 @@ import (
 // branchesOf lists the branches of a database by name.
 func branchesOf(t *testing.T, e *engine.Engine, ws, db string) []string {
 	t.Helper()
-	list, err := e.ListBranches(ws, db)
+	list, err := e.Branches().List(ws, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +64,16 @@ func TestDumpLoadRoundTrip(t *testing.T) {
 	}
 	// main → dev → feature, and main → other; each writes after its fork.
 	for _, f := range [][2]string{{"dev", "main"}, {"feature", "dev"}, {"other", "main"}} {
-		if err := ts.eng.CreateBranch(ref(f[0]), engine.CreateBranchRequest{From: f[1]}); err != nil {
+		if err := ts.eng.Branches().Create(ref(f[0]), engine.CreateBranchRequest{From: f[1]}); err != nil {
 			t.Fatal(err)
 		}
 		write(f[0], "only-"+f[0], f[0])
 	}
 	write("main", "p1", "changed on main after every fork")
-	if _, err := ts.eng.SetGitMapping(ts.core, "app", "feature-x", "feature"); err != nil {
+	if _, err := ts.eng.Branches().SetGitMapping(ts.core, "app", "feature-x", "feature"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.eng.SetGitMapping(ts.core, "app", "other-x", "other"); err != nil {
+	if _, err := ts.eng.Branches().SetGitMapping(ts.core, "app", "other-x", "other"); err != nil {
 		t.Fatal(err)
 	}
 	server := Target{URL: ts.url, APIKey: testKey, Workspace: ts.ws, Database: "app"}
@@ -137,7 +137,7 @@ func TestDumpLoadRoundTrip(t *testing.T) {
 	if got := branchesOf(t, e, other.core, "feature"); !reflect.DeepEqual(got, []string{"main", "dev", "feature"}) {
 		t.Errorf("branches of the pruned copy: %v", got)
 	}
-	if got, _ := e.GitMappings(other.core, "feature"); len(got) != 1 || got[0].GitBranch != "feature-x" {
+	if got, _ := e.Branches().GitMappings(other.core, "feature"); len(got) != 1 || got[0].GitBranch != "feature-x" {
 		t.Errorf("git mapping of the pruned copy: %+v", got)
 	}
 	for _, c := range []struct {
