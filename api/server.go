@@ -57,8 +57,9 @@ type Options struct {
 	// warn level; 0 means DefaultSlowRequest, a negative value turns the
 	// slow-request log off.
 	SlowRequest time.Duration
-	// Metrics receives the server's request metrics; nil means none.
-	// ServeMetrics serves them.
+	// Metrics receives the server's request metrics and reads the engine's
+	// at scrape time; nil means none. ServeMetrics serves them. One
+	// Metrics serves one Server.
 	Metrics *Metrics
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
@@ -103,6 +104,7 @@ type Server struct {
 	}
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
+	ops   opsState    // backups and loads in progress, see admin_backup.go
 	files fileURLs    // default base of file URLs, see files.go
 
 	// Limits and their state: admission.go, authlimit.go, conns.go,
@@ -167,6 +169,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.slow = opts.SlowRequest
 	}
 	s.initLimits()
+	if err := s.registerMetrics(); err != nil {
+		return nil, fmt.Errorf("api: metrics: %w", err)
+	}
 	s.labels.m = map[string]string{}
 	s.records = engine.NewRecordCache(recordCacheBytes)
 	s.encoded = newViewEncodings(recordCacheBytes)
@@ -208,6 +213,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
 	cl := newConnLimiter(ln, s.limits.MaxConns, s.limits.MaxConnsPerIP, s.log)
+	if s.metrics != nil {
+		cl.refused = s.metrics.connRefused
+	}
 	s.connsMu.Lock()
 	s.conns = append(s.conns, cl)
 	s.connsMu.Unlock()
@@ -288,6 +296,10 @@ func (s *Server) routes() {
 
 	// Files: binary endpoints and access URLs (files.go).
 	s.fileRoutes(t)
+
+	// Dumps and loads of databases (dump.go), backups (admin_backup.go).
+	s.dumpRoutes()
+	s.backupRoutes()
 
 	// Schema edits.
 	r.POST(dbb+"/schema/compare", s.handle(s.compareSchema))
@@ -384,7 +396,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, id, errShuttingDown)
 		return
 	}
-	if !s.admit(r, heavyRequest(method, path)) {
+	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {

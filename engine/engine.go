@@ -67,6 +67,7 @@ type Options struct {
 // Engine is an open data directory.
 type Engine struct {
 	pdb  *pebble.DB
+	dir  string // the data directory
 	opts Options
 	ids  *model.IDGen
 	obs  *observer
@@ -133,6 +134,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		pdb:     pdb,
+		dir:     dir,
 		opts:    opts,
 		ids:     model.NewIDGen(),
 		obs:     obs,
