@@ -195,14 +195,15 @@ type nodeView struct {
 
 // groupView is one node's view of one group.
 type groupView struct {
-	Group     uint64            `json:"group"`
-	Database  string            `json:"database"`
-	Replica   uint64            `json:"replica"`
-	Leader    uint64            `json:"leaderNode"`
-	Term      uint64            `json:"term"`
-	Applied   uint64            `json:"applied"`
-	LastIndex uint64            `json:"lastIndex"`
-	MemberOf  map[string]uint64 `json:"members"`
+	Group      uint64            `json:"group"`
+	Database   string            `json:"database"`
+	Replica    uint64            `json:"replica"`
+	Leader     uint64            `json:"leaderNode"`
+	Term       uint64            `json:"term"`
+	Applied    uint64            `json:"applied"`
+	FirstIndex uint64            `json:"firstIndex"`
+	LastIndex  uint64            `json:"lastIndex"`
+	MemberOf   map[string]uint64 `json:"members"`
 }
 
 // localView is this node's view.
@@ -211,7 +212,7 @@ func (s *Server) localView() nodeView {
 	v := nodeView{Node: st.Node, RaftAddr: st.RaftAddr, APIAddr: st.APIAddr, Recovered: st.Recovered, Groups: []groupView{}}
 	for _, g := range st.Groups {
 		gv := groupView{Group: g.Group, Database: g.Name, Replica: g.Replica, Leader: g.LeaderNode, Term: g.Term,
-			Applied: g.Applied, LastIndex: g.LastIndex, MemberOf: map[string]uint64{}}
+			Applied: g.Applied, FirstIndex: g.FirstIndex, LastIndex: g.LastIndex, MemberOf: map[string]uint64{}}
 		if g.Database == 0 {
 			gv.Database = "(catalog)"
 		}

@@ -82,6 +82,7 @@ func noAccess(label string) error {
 // status of its code, or the body of a bodyError. Internal errors are logged
 // with the request id and answered without details.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
+	s.countRejection(err)
 	var be *bodyError
 	if errors.As(err, &be) {
 		writeJSON(ctx, be.status, be.body)

@@ -327,7 +327,7 @@ func tags() []any {
 		{"Files", "file contents and file access URLs"},
 		{"Schema", "schema comparison, migrations and their history"},
 		{"Unsupported", "endpoints of the legacy API this server answers with 501"},
-		{"Operations", "health, readiness and this document"},
+		{"Operations", "backups, dumps and loads, health, readiness and this document"},
 	} {
 		out = append(out, obj{"name": t[0], "description": t[1]})
 	}

@@ -47,9 +47,10 @@ func clusterSchemas() obj {
 		"leaderNode": integer("the node that leads the group as this node knows it; 0: none"),
 		"term":       integer("the leader's term"),
 		"applied":    integer("the last entry applied here"),
+		"firstIndex": integer("the first entry this node's log still has: a replica missing an earlier one catches up from a snapshot"),
 		"lastIndex":  integer("the last entry in this node's log"),
 		"members":    obj{"type": "object", "description": "replica id → node", "additionalProperties": obj{"type": "integer"}},
-	}, "group", "database", "replica", "leaderNode", "term", "applied", "lastIndex", "members")
+	}, "group", "database", "replica", "leaderNode", "term", "applied", "firstIndex", "lastIndex", "members")
 	return obj{
 		"ClusterStatus": object(obj{
 			"node": integer("the node that answered"),

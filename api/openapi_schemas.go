@@ -293,6 +293,9 @@ func schemas(meta string) obj {
 	for k, v := range schemaEditSchemas() {
 		s[k] = v
 	}
+	for k, v := range explainSchemas() {
+		s[k] = v
+	}
 	for k, v := range clusterSchemas() {
 		s[k] = v
 	}

@@ -81,18 +81,7 @@ func readTableSearch(target, filter, boosters json.RawMessage) ([]fts.Target, en
 
 // searchTable: POST T/search. An empty body finds nothing.
 func (s *Server) searchTable(r *request) error {
-	ref, table, err := r.tableRef()
-	if err != nil {
-		return err
-	}
-	var body searchBody
-	if err := r.decode(&body, true); err != nil {
-		return err
-	}
-	if body.Tables != nil {
-		return invalid("unknown field \"tables\": a table search takes no tables list")
-	}
-	in, err := body.input()
+	ref, table, in, err := readTableSearchRequest(r)
 	if err != nil {
 		return err
 	}
@@ -102,6 +91,24 @@ func (s *Server) searchTable(r *request) error {
 	}
 	s.writeSearch(r, res)
 	return nil
+}
+
+// readTableSearchRequest reads the table and the body of a table search
+// (and of its explain).
+func readTableSearchRequest(r *request) (dbRef, string, engine.SearchRequest, error) {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return ref, "", engine.SearchRequest{}, err
+	}
+	var body searchBody
+	if err := r.decode(&body, true); err != nil {
+		return ref, "", engine.SearchRequest{}, err
+	}
+	if body.Tables != nil {
+		return ref, "", engine.SearchRequest{}, invalid("unknown field \"tables\": a table search takes no tables list")
+	}
+	in, err := body.input()
+	return ref, table, in, err
 }
 
 // searchBranch: POST DB/search, over every table or the listed ones.

@@ -71,6 +71,7 @@ type Options struct {
 // Engine is an open data directory.
 type Engine struct {
 	pdb  *pebble.DB
+	dir  string // the data directory
 	opts Options
 	ids  *model.IDGen
 	obs  *observer
@@ -140,6 +141,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		pdb:     pdb,
+		dir:     dir,
 		opts:    opts,
 		ids:     model.NewIDGen(),
 		obs:     obs,

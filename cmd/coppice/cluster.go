@@ -96,7 +96,7 @@ func bootstrapCluster(ctx context.Context, eng *engine.Engine, key string, out i
 func runCluster(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("coppice cluster", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	url := fs.String("url", envOr(getenv, "COPPICE_URL", "http://127.0.0.1:8080"), "URL of any node (env COPPICE_URL)")
+	url := fs.String("url", envOr(getenv)("COPPICE_URL", "http://127.0.0.1:8080"), "URL of any node (env COPPICE_URL)")
 	data := fs.String("data", "", "digest: the data directory of a stopped node")
 	id := fs.Uint64("id", 0, "add-node: the new node's --node-id")
 	raft := fs.String("raft-addr", "", "add-node: the new node's --raft-addr")
@@ -149,14 +149,6 @@ func runCluster(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return 1
 	}
 	return 0
-}
-
-// envOr returns the variable name, or def when it is empty.
-func envOr(getenv func(string) string, name, def string) string {
-	if v := getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // clusterUsage documents `coppice cluster`.

@@ -1,9 +1,14 @@
-// Command coppice runs the Coppice database service, and moves records
-// between files and its tables.
+// Command coppice runs the Coppice database service, moves records
+// between files and its tables, and backs up and restores servers and
+// databases.
 //
 //	coppice serve [flags]
 //	coppice import [flags] FILE
 //	coppice export [flags]
+//	coppice backup --to DIR [flags]
+//	coppice restore --from DIR --data DIR
+//	coppice dump --db NAME [--branch B] [flags]
+//	coppice load [--db NAME] [flags] FILE
 //	coppice cluster status|add-node|remove-node|digest
 //	coppice version
 //	coppice healthcheck [--url URL]
@@ -55,6 +60,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runImport(args[1:], getenv, stdout, stderr)
 	case "export":
 		return runExport(args[1:], getenv, stdout, stderr)
+	case "backup":
+		return runBackup(args[1:], getenv, stdout, stderr)
+	case "restore":
+		return runRestore(args[1:], stdout, stderr)
+	case "dump":
+		return runDump(args[1:], getenv, stdout, stderr)
+	case "load":
+		return runLoad(args[1:], getenv, stdout, stderr)
 	case "cluster":
 		return runCluster(args[1:], getenv, stdout, stderr)
 	}
@@ -195,6 +208,10 @@ Commands:
   serve        run the HTTP service (both API planes on one listener)
   import       load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
   export       write a table, or a query's result, as NDJSON: coppice export [flags]
+  backup       back up a whole server, online, or a data directory: coppice backup --to DIR [flags]
+  restore      make a data directory from a backup: coppice restore --from DIR --data DIR
+  dump         write one database to a versioned file: coppice dump --db NAME [--branch B] [flags]
+  load         create a database from a dump: coppice load [--db NAME] [flags] FILE
   cluster      show a cluster, add or remove a node: coppice cluster help
   version      show the version, commit and Go version (also --version)
   healthcheck  exit 0 if a local server's /healthz answers 200, else 1
@@ -227,4 +244,12 @@ flight, closes the connections and then the data directory, all within
 	importUsage(w)
 	fmt.Fprintln(w)
 	exportUsage(w)
+	fmt.Fprintln(w)
+	backupUsage(w)
+	fmt.Fprintln(w)
+	restoreUsage(w)
+	fmt.Fprintln(w)
+	dumpUsage(w)
+	fmt.Fprintln(w)
+	loadUsage(w)
 }

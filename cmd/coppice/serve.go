@@ -61,6 +61,9 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 		return err
 	}
 	api.RaiseOpenFileLimit(log)
+	if cfg.MetricsAddr != "" && cfg.API.Metrics == nil {
+		cfg.API.Metrics = api.NewMetrics()
+	}
 	eng, err := openEngine(cfg, log)
 	if err != nil {
 		return err
@@ -84,9 +87,6 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
-	}
-	if cfg.MetricsAddr != "" && cfg.API.Metrics == nil {
-		cfg.API.Metrics = api.NewMetrics()
 	}
 	srv, err := api.New(eng, cfg.API)
 	if err != nil {
@@ -137,13 +137,17 @@ func serverLogger(opts *api.Options) (*slog.Logger, error) {
 
 // openEngine opens the data directory, with records' metadata under the
 // key of the server's compatibility mode; the storage engine's log and the
-// failures of background work go to log.
+// failures of background work go to log, and its events to the metrics,
+// if any.
 func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat),
-		Cluster: cfg.Cluster})
+	opts := engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster}
+	if m := cfg.API.Metrics; m != nil {
+		opts.OnEvent = m.EngineEvent
+	}
+	return engine.Open(cfg.DataDir, opts)
 }
 
 // bootstrap creates the first accounts of a new data directory and prints

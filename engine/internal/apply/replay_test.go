@@ -340,7 +340,7 @@ func (g *logGen) catalogCommand(a *Applier, choice int) catalog.Command {
 	case 24:
 		id := pick(g, a.Catalog().DatabaseIDs())
 		p, _ := a.Catalog().PlacementOf(id)
-		next := append(slices.Clone(p.Replicas), catalog.Replica{ID: p.NextReplica, Node: uint64(g.r.IntN(4)), Addr: "n:7000", Join: g.r.IntN(2) == 0})
+		next := append(slices.Clone(p.Replicas), catalog.Replica{ID: p.NextReplicaID(), Node: uint64(g.r.IntN(4)), Addr: "n:7000", Join: g.r.IntN(2) == 0})
 		if len(p.Replicas) > 0 && g.r.IntN(2) == 0 {
 			next = slices.Clone(p.Replicas)
 			next[0].Removed = true

@@ -152,46 +152,24 @@ func (c *Catalog) Nodes() []Node {
 	return out
 }
 
-// Placement is where a database's replicas are.
-type Placement struct {
-	ID        uint32
-	Workspace string
-	Name      string
-	Replicas  []Replica
-	// NextReplica is the least replica id the group has never used.
-	NextReplica uint64
-}
-
-// Placements returns the placement of every database, by id.
-func (c *Catalog) Placements() []Placement {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]Placement, 0, len(c.databases))
-	for _, id := range sortedIDs(c.databases) {
-		d := c.databases[id]
-		out = append(out, d.placement())
+// NextReplicaID is the least replica id d's group has never used.
+func (d *Database) NextReplicaID() uint64 {
+	next := max(d.NextReplica, 1)
+	for _, r := range d.Replicas {
+		next = max(next, r.ID+1)
 	}
-	return out
+	return next
 }
 
-// PlacementOf returns the placement of database id.
-func (c *Catalog) PlacementOf(id uint32) (Placement, bool) {
+// PlacementOf returns a copy of the placement of database id.
+func (c *Catalog) PlacementOf(id uint32) (Database, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	d := c.databases[id]
 	if d == nil {
-		return Placement{}, false
+		return Database{}, false
 	}
-	return d.placement(), true
-}
-
-// placement returns where d's replicas are.
-func (d *Database) placement() Placement {
-	p := Placement{ID: d.ID, Workspace: d.Workspace, Name: d.Name, Replicas: slices.Clone(d.Replicas), NextReplica: max(d.NextReplica, 1)}
-	for _, r := range d.Replicas {
-		p.NextReplica = max(p.NextReplica, r.ID+1)
-	}
-	return p
+	return *d, true
 }
 
 // Reload replaces the whole catalog with what r holds: a replica of a

@@ -203,7 +203,7 @@ func TestCatalogCommandCodec(t *testing.T) {
 	if nodes := a.cat.Nodes(); len(nodes) != 1 || nodes[0].APIAddr != "n1:8080" {
 		t.Errorf("nodes %+v", nodes)
 	}
-	if p, ok := a.cat.PlacementOf(1); !ok || len(p.Replicas) != 2 || !p.Replicas[1].Removed || p.NextReplica != 3 || p.Name != "store" {
+	if p, ok := a.cat.PlacementOf(1); !ok || len(p.Replicas) != 2 || !p.Replicas[1].Removed || p.NextReplicaID() != 3 || p.Name != "store" {
 		t.Errorf("placement %+v", p)
 	}
 }

@@ -100,6 +100,25 @@ func (r *Registry) DB(id uint32) *DB {
 	return d
 }
 
+// BuildsInProgress counts the column stores being built in the
+// background, over every open database. It takes each database's store
+// lock after the registry's lock is released, as the lock order wants.
+func (r *Registry) BuildsInProgress() int {
+	r.mu.RLock()
+	dbs := make([]*DB, 0, len(r.dbs))
+	for _, d := range r.dbs {
+		dbs = append(dbs, d)
+	}
+	r.mu.RUnlock()
+	n := 0
+	for _, d := range dbs {
+		d.storeMu.RLock()
+		n += len(d.building)
+		d.storeMu.RUnlock()
+	}
+	return n
+}
+
 // DB is one open database as readers see it: the database the write path
 // applies commands to, and the structures derived from its keys in
 // memory, which it keeps current as its observer. Its store lock guards

@@ -353,10 +353,36 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 		}
 	}
 	c.converge(db)
+	var gone uint64 // the last entry of the database's group node 3 has
+	for _, g := range c.node(3).Status().Groups {
+		if g.Database == db {
+			gone = g.Applied
+		}
+	}
 	c.stop(3)
-	for i := range 300 {
+	// Until the others' logs no longer have what node 3 misses: snapshots
+	// and compactions run in the background.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
 		if err := c.write(uint64(1+i%2), db, fmt.Sprintf("b%d", i), i); err != nil {
 			t.Fatal(err)
+		}
+		if i < 100 {
+			continue
+		}
+		compacted := true
+		for id := uint64(1); id <= 2; id++ {
+			for _, g := range c.node(id).Status().Groups {
+				if g.Database == db && g.FirstIndex <= gone+1 {
+					compacted = false
+				}
+			}
+		}
+		if compacted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the logs still hold entry %d after %d writes", gone+1, i)
 		}
 	}
 	// A second database, placed while node 3 was away, reaches it through

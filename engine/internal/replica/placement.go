@@ -43,7 +43,7 @@ func (n *Node) reconcileLoop() {
 // node leads, match the catalog's placements.
 func (n *Node) reconcile() {
 	self := n.cfg.NodeID
-	placed := map[uint32]catalog.Placement{}
+	placed := map[uint32]catalog.Database{}
 	mine := map[uint32]catalog.Replica{}
 	for _, p := range n.cat.Placements() {
 		placed[p.ID] = p
@@ -83,7 +83,7 @@ func sortedKeys[V any](m map[uint32]V) []uint32 {
 
 // startGroup starts this node's replica r of p's group: a founding member
 // with the founding members, or a member added later, which joins.
-func (n *Node) startGroup(p catalog.Placement, r catalog.Replica) {
+func (n *Node) startGroup(p catalog.Database, r catalog.Replica) {
 	gc := consensus.GroupConfig{Group: groupOf(p.ID), Replica: r.ID, NewStateMachine: n.newStateMachine(p.ID), Join: r.Join}
 	if !r.Join {
 		gc.Members = map[uint64]string{}
@@ -107,7 +107,7 @@ func (n *Node) startGroup(p catalog.Placement, r catalog.Replica) {
 // here, and deletes its log and its copy of the database, unless the
 // database is placed here again under another replica id (then only the
 // old replica's log goes).
-func (n *Node) stopGroup(db uint32, replica uint64, p catalog.Placement) {
+func (n *Node) stopGroup(db uint32, replica uint64, p catalog.Database) {
 	if err := n.host.StopGroup(groupOf(db)); err != nil && !errors.Is(err, consensus.ErrUnknownGroup) {
 		n.log.Error("cannot stop a database's replica", "group", groupOf(db), "err", err)
 		return
@@ -128,7 +128,7 @@ func (n *Node) stopGroup(db uint32, replica uint64, p catalog.Placement) {
 // fixMembers makes the members of p's group match its placement, when this
 // node's replica r leads the group: it adds the replicas placed but not
 // members and removes those marked removed.
-func (n *Node) fixMembers(p catalog.Placement, r catalog.Replica) {
+func (n *Node) fixMembers(p catalog.Database, r catalog.Replica) {
 	group := groupOf(p.ID)
 	if leader, ok := n.host.Leader(group); !ok || leader != r.ID {
 		return
@@ -220,7 +220,7 @@ func (n *Node) AddNode(ctx context.Context, id uint64, raftAddr string) error {
 		if active(p.Replicas) >= n.cfg.Replicas || hasNode(p.Replicas, id) {
 			continue
 		}
-		next := append(slices.Clone(p.Replicas), catalog.Replica{ID: p.NextReplica, Node: id, Addr: raftAddr, Join: true})
+		next := append(slices.Clone(p.Replicas), catalog.Replica{ID: p.NextReplicaID(), Node: id, Addr: raftAddr, Join: true})
 		if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetReplicas{DB: p.ID, Prev: p.Replicas, Replicas: next})); err != nil {
 			return fmt.Errorf("place a replica of database %s: %w", p.Name, err)
 		}
@@ -277,7 +277,7 @@ func (n *Node) knownNode(id uint64) bool {
 // moveOff moves database p's replica off node id: it adds one on the
 // least loaded node without one, waits until it has caught up, and marks
 // the old one removed.
-func (n *Node) moveOff(ctx context.Context, p catalog.Placement, id uint64, members map[uint64]string) error {
+func (n *Node) moveOff(ctx context.Context, p catalog.Database, id uint64, members map[uint64]string) error {
 	replicas := slices.Clone(p.Replicas)
 	target := uint64(0)
 	for _, m := range sortedNodes(members) {
@@ -287,11 +287,11 @@ func (n *Node) moveOff(ctx context.Context, p catalog.Placement, id uint64, memb
 		}
 	}
 	if target != 0 {
-		next := append(slices.Clone(replicas), catalog.Replica{ID: p.NextReplica, Node: target, Addr: members[target], Join: true})
+		next := append(slices.Clone(replicas), catalog.Replica{ID: p.NextReplicaID(), Node: target, Addr: members[target], Join: true})
 		if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetReplicas{DB: p.ID, Prev: replicas, Replicas: next})); err != nil {
 			return err
 		}
-		if err := n.waitCaughtUp(ctx, p.ID, p.NextReplica); err != nil {
+		if err := n.waitCaughtUp(ctx, p.ID, p.NextReplicaID()); err != nil {
 			return err
 		}
 		replicas = next

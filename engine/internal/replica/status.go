@@ -18,9 +18,9 @@ type GroupStatus struct {
 	// LeaderNode the node it runs on.
 	Leader, LeaderNode uint64
 	Term               uint64
-	// Applied is the index of the last entry applied here, LastIndex the
-	// last in this node's log.
-	Applied, LastIndex uint64
+	// Applied is the index of the last entry applied here; FirstIndex and
+	// LastIndex are the first and last in this node's log.
+	Applied, FirstIndex, LastIndex uint64
 	// Members are the group's voting members by replica id, each with its
 	// node.
 	Members map[uint64]uint64
@@ -53,7 +53,7 @@ func (n *Node) Status() Status {
 	for _, gi := range n.host.Groups() {
 		db := DatabaseOf(gi.Group)
 		gs := GroupStatus{Group: gi.Group, Database: db, Name: names[db], Replica: gi.Replica, Leader: gi.Leader,
-			Term: gi.Term, Applied: gi.Applied, LastIndex: gi.LastIndex, Members: map[uint64]uint64{}}
+			Term: gi.Term, Applied: gi.Applied, FirstIndex: gi.FirstIndex, LastIndex: gi.LastIndex, Members: map[uint64]uint64{}}
 		for id := range gi.Members {
 			if db == 0 {
 				gs.Members[id] = id
