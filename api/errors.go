@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -89,6 +91,13 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
 	var tf *tooManyFailures
 	if errors.As(err, &tf) {
 		tf.write(ctx, reqID)
+		return
+	}
+	var ue *engine.UnavailableError
+	if errors.As(err, &ue) {
+		secs := int((ue.RetryAfter + time.Second - 1) / time.Second)
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		writeJSON(ctx, http.StatusServiceUnavailable, errorBody(reqID, ue.Message))
 		return
 	}
 	var rl *retryLater

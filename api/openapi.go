@@ -201,6 +201,7 @@ func parameters() obj {
 		"user_id":     p("user_id", "user id of a member", obj{"type": "string", "minLength": 1}),
 		"key_name":    p("key_name", "API key name", nameSchema),
 		"session_id":  p("session_id", "chat session", obj{"type": "string"}),
+		"node_id":     p("node_id", "a cluster node's id", obj{"type": "integer", "minimum": 1}),
 	}
 }
 

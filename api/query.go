@@ -93,9 +93,10 @@ func readQuery(r *request) (dbRef, string, engine.QueryRequest, error) {
 	if err := r.decode(&body, true); err != nil {
 		return ref, "", in, err
 	}
-	if c := body.Consistency; c != nil && *c != "strong" && *c != "eventual" {
-		// Accepted and ignored: a single node is always consistent.
-		return ref, "", in, invalid("consistency must be strong or eventual, got [%s]", *c)
+	if err := checkConsistency(body.Consistency); err != nil {
+		// Read by a cluster (cluster.go); a single node is always
+		// consistent.
+		return ref, "", in, err
 	}
 	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
 		return ref, "", in, err

@@ -23,6 +23,9 @@ type searchBody struct {
 	Page      *searchPage      `json:"page"`
 	// Tables is read by branch search only.
 	Tables json.RawMessage `json:"tables"`
+	// Consistency is read by a cluster (cluster.go); one node is always
+	// consistent.
+	Consistency *string `json:"consistency"`
 }
 
 type searchHighlight struct {
@@ -48,6 +51,9 @@ type searchTableEntry struct {
 // target, filter and boosters.
 func (b *searchBody) input() (engine.SearchRequest, error) {
 	in := engine.SearchRequest{Query: b.Query, Fuzziness: b.Fuzziness, Prefix: b.Prefix}
+	if err := checkConsistency(b.Consistency); err != nil {
+		return in, err
+	}
 	if h := b.Highlight; h != nil {
 		in.Highlight, in.EncodeHTML = h.Enabled, h.EncodeHTML
 	}

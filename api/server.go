@@ -77,6 +77,7 @@ type Options struct {
 // returns.
 type Server struct {
 	eng     *engine.Engine
+	cluster *engine.Cluster // nil on a single server; see cluster.go
 	opts    Options
 	log     *slog.Logger
 	meta    string // record metadata key: "svc" or "xata"
@@ -168,6 +169,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
+	if eng != nil {
+		s.cluster = eng.Cluster()
+	}
 	s.initLimits()
 	if err := s.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("api: metrics: %w", err)
@@ -238,6 +242,8 @@ func (s *Server) routes() {
 	)
 	// Users, API keys, workspaces, members and invites (control plane).
 	s.controlPlaneRoutes()
+	// A cluster's administration.
+	s.clusterRoutes()
 
 	// Databases (control plane).
 	r.GET(ws+"/dbs", s.handle(s.listDatabases))
@@ -516,10 +522,7 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 				}
 			}()
 		}
-		err := r.authenticateLimited()
-		if err == nil {
-			err = fn(r)
-		}
+		err := r.call(fn)
 		if err != nil {
 			s.writeError(ctx, r.id, r.contextError(err))
 		}

@@ -96,6 +96,8 @@ func summariesJSON(res *engine.SummarizeResult) []any {
 type aggregateBody struct {
 	Filter json.RawMessage `json:"filter"`
 	Aggs   json.RawMessage `json:"aggs"`
+	// Consistency is read by a cluster (cluster.go).
+	Consistency *string `json:"consistency"`
 }
 
 // aggregateTable: POST T/aggregate → {"aggs": {...}}; an empty body counts
@@ -107,6 +109,9 @@ func (s *Server) aggregateTable(r *request) error {
 	}
 	var body aggregateBody
 	if err := r.decode(&body, true); err != nil {
+		return err
+	}
+	if err := checkConsistency(body.Consistency); err != nil {
 		return err
 	}
 	var in engine.AggregateRequest

@@ -24,6 +24,8 @@ import (
 //	apply    the one write path                     → model, files, layers, catalog
 //	memstore derived structures, observers of apply → model, layers, apply
 //	consensus Raft groups behind a narrow interface (imports no part)
+//	replica  the cluster: groups whose state machines apply through apply
+//	                                        → model, layers, catalog, apply, consensus
 var allowedImports = map[string][]string{
 	"codec": {},
 	"index": {"codec"},
@@ -36,8 +38,11 @@ var allowedImports = map[string][]string{
 	"engine/internal/apply":     {"codec", "fts", "index", "engine/internal/model", "engine/internal/files", "engine/internal/layers", "engine/internal/catalog"},
 	"engine/internal/memstore":  {"codec", "fts", "index", "engine/internal/model", "engine/internal/layers", "engine/internal/apply"},
 	"engine/internal/consensus": {},
+	"engine/internal/replica": {"codec", "engine/internal/model", "engine/internal/layers", "engine/internal/catalog",
+		"engine/internal/apply", "engine/internal/consensus"},
 	"engine": {"codec", "index", "fts", "engine/internal/model", "engine/internal/files", "engine/internal/catalog",
-		"engine/internal/layers", "engine/internal/apply", "engine/internal/memstore"},
+		"engine/internal/layers", "engine/internal/apply", "engine/internal/memstore", "engine/internal/consensus",
+		"engine/internal/replica"},
 
 	"console": {},
 	// api reads request bodies with the parsers of index and fts, and
@@ -70,6 +75,8 @@ var libraryOwners = map[string][]string{
 	// which only this model reads, and the engine hands api the count and
 	// the sum as plain numbers.
 	"github.com/prometheus/client_model": {"api", "engine"},
+	// Raft, behind the engine's narrow interface of it.
+	"github.com/lni/dragonboat": {"engine/internal/consensus"},
 }
 
 // owns reports whether pkg is one of owners or under one of them.

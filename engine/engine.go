@@ -62,6 +62,10 @@ type Options struct {
 	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
 	// sets "xata".
 	Meta string
+	// Cluster, when set, makes the engine a node of a cluster that
+	// replicates every database and the catalog (cluster.go); nil is a
+	// single server.
+	Cluster *ClusterOptions
 }
 
 // Engine is an open data directory.
@@ -79,6 +83,9 @@ type Engine struct {
 	files    Files
 	branches Branches
 	schema   Schema
+
+	// cl is the cluster this engine is a node of; nil on a single server.
+	cl *Cluster
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -145,6 +152,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 		pdb.Close()
 		return nil, err
 	}
+	if opts.Cluster != nil {
+		if err := e.startCluster(dir, opts.Cluster); err != nil {
+			pdb.Close()
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -158,6 +171,11 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.bg.Wait()
+	if e.cl != nil {
+		if err := e.cl.close(); err != nil {
+			e.opts.Logger.Error("close cluster node", "err", err)
+		}
+	}
 	return e.pdb.Close()
 }
 
@@ -188,11 +206,15 @@ func (e *Engine) load() error {
 	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
 		BackgroundBuildRows: e.opts.BackgroundBuildRows, Background: e.background, Event: e.obs.event,
 	})
-	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.mem.Open})
+	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Replicated: e.opts.Cluster != nil,
+		Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
 	}
 	e.ap, e.cat = ap, ap.Catalog()
+	if e.opts.Cluster != nil {
+		return nil // the cluster's node makes the secrets once it can
+	}
 	// The secrets that sign cursors and file URLs are made now, so that
 	// no read has to make one (see the lock order in internal/apply).
 	for _, name := range []string{cursorSecretName, fileSecretName} {
@@ -203,12 +225,20 @@ func (e *Engine) load() error {
 	return nil
 }
 
-// apply applies a command to database d through the one write path.
+// apply applies a command to database d through the one write path, or
+// through its group in a cluster.
 func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
+	if e.cl != nil {
+		return e.cl.propose(apply.OnDatabase(d.ID, cmd))
+	}
 	return e.ap.Apply(apply.OnDatabase(d.ID, cmd))
 }
 
-// applyCatalog applies a catalog command through the one write path.
+// applyCatalog applies a catalog command through the one write path, or
+// through the catalog's group in a cluster.
 func (e *Engine) applyCatalog(cmd catalog.Command) (any, error) {
+	if e.cl != nil {
+		return e.cl.applyCatalog(cmd)
+	}
 	return e.ap.Apply(apply.OnCatalog(cmd))
 }

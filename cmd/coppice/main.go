@@ -9,6 +9,7 @@
 //	coppice restore --from DIR --data DIR
 //	coppice dump --db NAME [--branch B] [flags]
 //	coppice load [--db NAME] [flags] FILE
+//	coppice cluster status|add-node|remove-node|digest
 //	coppice version
 //	coppice healthcheck [--url URL]
 //
@@ -67,6 +68,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runDump(args[1:], getenv, stdout, stderr)
 	case "load":
 		return runLoad(args[1:], getenv, stdout, stderr)
+	case "cluster":
+		return runCluster(args[1:], getenv, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -118,6 +121,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
 		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
+	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
 		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
 	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
@@ -159,7 +163,10 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		if d == 0 {
 			o.SlowRequest = -1 // off
 		}
-		o.Limits, err = limits(o.MaxBody)
+		if o.Limits, err = limits(o.MaxBody); err != nil {
+			return err
+		}
+		cfg.Cluster, err = cluster(cfg.Addr)
 		return err
 	}
 	return cfg, finish
@@ -205,6 +212,7 @@ Commands:
   restore      make a data directory from a backup: coppice restore --from DIR --data DIR
   dump         write one database to a versioned file: coppice dump --db NAME [--branch B] [flags]
   load         create a database from a dump: coppice load [--db NAME] [flags] FILE
+  cluster      show a cluster, add or remove a node: coppice cluster help
   version      show the version, commit and Go version (also --version)
   healthcheck  exit 0 if a local server's /healthz answers 200, else 1
                (for container health checks; --url, default from COPPICE_ADDR)

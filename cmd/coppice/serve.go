@@ -33,6 +33,8 @@ type serveConfig struct {
 	MetricsAddr string
 	// API configures the HTTP server.
 	API api.Options
+	// Cluster, when set, makes the server a node of a cluster.
+	Cluster *engine.ClusterOptions
 }
 
 // serve is `coppice serve`: it opens the data directory (bootstrapping a
@@ -74,7 +76,14 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 			}
 		}
 	}()
-	if first {
+	switch {
+	case first && cfg.Cluster != nil && cfg.Cluster.NodeID == 1 && isFounder(cfg.Cluster):
+		// Only the first node of a new cluster bootstraps, once a
+		// majority runs; the others receive the accounts through it.
+		if err := bootstrapCluster(ctx, eng, cfg.BootstrapKey, out, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
+			return err
+		}
+	case first && cfg.Cluster == nil:
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
@@ -134,7 +143,7 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	opts := engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)}
+	opts := engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster}
 	if m := cfg.API.Metrics; m != nil {
 		opts.OnEvent = m.EngineEvent
 	}
