@@ -188,12 +188,18 @@ func (b *bodyBudget) grant() {
 // into its own pooled buffer: a body this small is taken from there.
 const prefetchedBody = 8 << 10
 
-// admit reads the request's body and takes an execution slot, and a heavy
-// slot first when heavy, or answers the request itself and returns false.
-// release gives back what admit took.
-func (s *Server) admit(r *request, heavy bool) bool {
+// admit reads the request's body, unless its handler streams it, and takes
+// an execution slot, and a heavy slot first when heavy, or answers the
+// request itself and returns false. release gives back what admit took.
+func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 	ctx := r.ctx
-	if hasBody(ctx) {
+	if streamBody {
+		// Whatever its handler leaves of the body (an answer before it
+		// reads it, from authentication on) would be read as the next
+		// request: the connection serves this one only.
+		ctx.SetConnectionClose()
+	}
+	if hasBody(ctx) && !streamBody {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()

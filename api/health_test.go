@@ -93,11 +93,12 @@ func TestReadyz(t *testing.T) {
 // answer; /healthz answers 503 with the reason.
 func TestDiskFullDegrades(t *testing.T) {
 	disk := engine.NewDiskFull(-1)
-	eng, err := engine.Open(t.TempDir(), engine.Options{FS: disk.FS()})
+	dir := t.TempDir()
+	eng, err := engine.Open(dir, engine.Options{FS: disk.FS()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := serveEngine(t, Options{}, eng)
+	ts := serveEngine(t, Options{}, eng, dir)
 	ts.createDB("app")
 	ts.createTable("app", "t", map[string]any{"name": "n", "type": "int"})
 	ts.expect(201, "PUT", "/db/app:main/tables/t/data/a", map[string]any{"n": 1})

@@ -76,11 +76,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case err := <-done:
 			if err != nil {
 				s.eachListener((*connLimiter).closeAll)
+				return err
 			}
-			return err
+			return s.waitStreams(ctx, tick.C)
 		case <-tick.C:
 		}
 	}
+}
+
+// waitStreams waits for the response streams (stream.go), which count as
+// requests in flight and may end just after their connection, or for ctx
+// to end.
+func (s *Server) waitStreams(ctx context.Context, tick <-chan time.Time) error {
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+		}
+	}
+	return nil
 }
 
 // InFlight returns the number of requests being handled.

@@ -59,6 +59,10 @@ type Limits struct {
 	// AuthFailWindow is the window of AuthFailLimit; 0 means
 	// DefaultAuthFailWindow.
 	AuthFailWindow time.Duration
+	// MaxLoad bounds the dump a load (POST /dbs/{db}/load) may send; the
+	// engine holds it in memory while it applies it, one load at a time.
+	// 0 means DefaultMaxLoad; at most MaxMaxLoad.
+	MaxLoad int64
 }
 
 // Defaults of Limits.
@@ -72,6 +76,10 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultAuthFailLimit     = 20
 	DefaultAuthFailWindow    = time.Minute
+	DefaultMaxLoad           = 1 << 30
+	// MaxMaxLoad is the largest MaxLoad: a load is one storage batch,
+	// which must stay below 4 GiB.
+	MaxMaxLoad = 3 << 30
 )
 
 // DefaultMaxInflight is the default of Limits.MaxInflight: four requests
@@ -148,5 +156,9 @@ func (l Limits) withDefaults(maxBody int) Limits {
 	if l.AuthFailWindow <= 0 {
 		l.AuthFailWindow = DefaultAuthFailWindow
 	}
+	if l.MaxLoad <= 0 {
+		l.MaxLoad = DefaultMaxLoad
+	}
+	l.MaxLoad = min(l.MaxLoad, MaxMaxLoad)
 	return l
 }

@@ -134,13 +134,8 @@ func TestHeavyCap(t *testing.T) {
 	ts.createTable("other", "t", map[string]any{"name": "txt", "type": "text"})
 	c := q.start(ts)
 	defer c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for ts.do("POST", q.path, map[string]any{}).status != 503 {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow query never took the heavy slot")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitTaken(t, ts.srv.heavy, "the slow query never took the heavy slot")
+	ts.expect(503, "POST", q.path, map[string]any{})
 	for _, heavy := range []struct {
 		path string
 		body any
@@ -167,7 +162,7 @@ func TestHeavyCap(t *testing.T) {
 		t.Errorf("cheap requests took %v next to the heavy one", d)
 	}
 	c.Close()
-	deadline = time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(3 * time.Second)
 	for ts.do("POST", "/db/slow:main/tables/t/query", map[string]any{"columns": []string{"id"}}).status != 200 {
 		if time.Now().After(deadline) {
 			t.Fatal("the heavy slot is still taken after the slow query's client left")
@@ -205,10 +200,18 @@ func TestHeavyRequest(t *testing.T) {
 // waitBusy waits until the server's only slot is taken: requests get 503.
 func waitBusy(t *testing.T, ts *testServer) {
 	t.Helper()
+	waitTaken(t, ts.srv.slots, "the slow query never took the slot")
+}
+
+// waitTaken waits until every slot of s is taken. It looks at the slots
+// themselves: a probe request could take the slot before the request it
+// waits for, which would then be refused.
+func waitTaken(t *testing.T, s *slots, failure string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for ts.do("GET", "/db/slow:main/tables/t/data/r1?columns=id", nil).status != 503 {
+	for len(s.free) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the slow query never took the slot")
+			t.Fatal(failure)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -50,6 +50,9 @@ type request struct {
 	route *route
 	// plan is what the handler ran, for the slow-request log; see setPlan.
 	plan PlanSummary
+	// strong is set, in a cluster, for a request that reads linearizably:
+	// it passes barriers (cluster.go).
+	strong bool
 }
 
 // authenticate resolves the Bearer key to a user and key.
@@ -258,6 +261,9 @@ func (r *request) resolveBranch() (dbRef, error) {
 	if db == "" || branch == "" {
 		return dbRef{}, invalid("invalid database branch [%s]: database and branch names must not be empty", raw)
 	}
+	if err := r.databaseBarrier(ws, db); err != nil {
+		return dbRef{}, err
+	}
 	return dbRef{Ref: engine.Ref{Workspace: ws, Database: db, Branch: branch}, Raw: raw}, nil
 }
 
@@ -277,7 +283,10 @@ func (r *request) dataDB() (ws, db string, err error) {
 	if ws, err = r.dataWorkspace(db); err != nil {
 		return "", "", err
 	}
-	return ws, db, perr
+	if perr != nil {
+		return ws, db, perr
+	}
+	return ws, db, r.databaseBarrier(ws, db)
 }
 
 // controlWorkspace resolves the {ws} parameter of /workspaces/{ws} paths for

@@ -30,6 +30,7 @@ type testServer struct {
 	url  string // http://host:port
 	base string // data-plane base: url + /ws/{workspace id}
 	key  string // the key requests carry; "" sends none
+	dir  string // the data directory
 }
 
 func startServer(t *testing.T, opts Options) *testServer {
@@ -43,17 +44,18 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 	t.Helper()
 	eopts.NoSync = true
 	eopts.Meta = MetaKey(opts.Compat)
-	eng, err := engine.Open(t.TempDir(), eopts)
+	dir := t.TempDir()
+	eng, err := engine.Open(dir, eopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveEngine(t, opts, eng)
+	return serveEngine(t, opts, eng, dir)
 }
 
-// serveEngine bootstraps an open engine and serves it as startServer
-// does; the test's cleanup closes it, and a failure to close is one unless
-// the engine's storage failed.
-func serveEngine(t *testing.T, opts Options, eng *engine.Engine) *testServer {
+// serveEngine bootstraps an engine open on dir and serves it as
+// startServer does; the test's cleanup closes it, and a failure to close
+// is one unless the engine's storage failed.
+func serveEngine(t *testing.T, opts Options, eng *engine.Engine, dir string) *testServer {
 	t.Helper()
 	info, err := Bootstrap(eng, testKey)
 	if err != nil {
@@ -87,7 +89,7 @@ func serveEngine(t *testing.T, opts Options, eng *engine.Engine) *testServer {
 			t.Errorf("close engine: %v", err)
 		}
 	})
-	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey}
+	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey, dir: dir}
 	ts.url = "http://" + ts.addr
 	ts.base = ts.url + "/ws/" + info.WorkspaceID
 	return ts

@@ -29,6 +29,9 @@ const (
 	CatCounter     byte = 0x1F // | name → u64 big-endian
 	CatInviteKey   byte = 0x18 // | sha256(invite key) → core(6) 0x00 inviteID
 	CatServerState byte = 0x19 // | name → server-wide settings (cursor secret, ...)
+	CatNode        byte = 0x1A // | node u64 → node JSON (a cluster's nodes)
+	CatRequest     byte = 0x1B // | request id → applied index u64 · result (a replicated catalog's recent requests)
+	CatRequestAt   byte = 0x1C // | applied index u64 · request id → empty (the same, by index)
 )
 
 // Layer 0 of every database holds its metadata: NSData | db | 0 | kind | ...
@@ -37,9 +40,11 @@ const (
 	MetaBranch      byte = 0x02 // | branch id u32 → branch JSON (name, lineage, ...; schema in older data)
 	MetaMigration   byte = 0x03 // | branch id u32 | seq u64 → migration JSON
 	MetaGitBranch   byte = 0x04 // | git branch name → service branch name
-	MetaSchema      byte = 0x05 // | branch id u32 → schema JSON as of its last whole write
-	MetaSchemaTable byte = 0x06 // | branch id u32 | table id u32 → table JSON written since, empty: removed
-	MetaWriteMark   byte = 0x07 // | layer u32 | table u32 → u64 seq of the last command that wrote the table's rows in the layer
+	MetaRequest     byte = 0x05 // | request id → applied index u64 · result (a replicated database's recent requests)
+	MetaRequestAt   byte = 0x06 // | applied index u64 · request id → empty (the same, by index)
+	MetaSchema      byte = 0x07 // | branch id u32 → schema JSON as of its last whole write
+	MetaSchemaTable byte = 0x08 // | branch id u32 | table id u32 → table JSON written since, empty: removed
+	MetaWriteMark   byte = 0x09 // | layer u32 | table u32 → u64 seq of the last command that wrote the table's rows in the layer
 )
 
 // Data kinds inside a layer (layer ≥ 1): NSData | db | layer | kind | table u32 | ...

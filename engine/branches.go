@@ -274,5 +274,12 @@ func (e *Engine) maybeFlatten(d *database, name string) {
 		return
 	}
 	// A failed flatten leaves the branch as it was; the next fork retries.
-	e.background(func() { e.obs.timed(EventFlatten, func() error { return e.ap.Flatten(d.DB, b.ID) }) })
+	e.background(func() {
+		e.obs.timed(EventFlatten, func() error {
+			if e.cl != nil {
+				return e.cl.flatten(d, b.ID)
+			}
+			return e.ap.Flatten(d.DB, b.ID)
+		})
+	})
 }

@@ -32,6 +32,11 @@ func (e *Engine) database(ws, name string) (*database, error) {
 	if d == nil {
 		return nil, model.NotFoundf("database [%s] not found", name)
 	}
+	if e.cl != nil {
+		if err := e.cl.check(d, name); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 

@@ -75,11 +75,16 @@ type Options struct {
 	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
 	// sets "xata".
 	Meta string
+	// Cluster, when set, makes the engine a node of a cluster that
+	// replicates every database and the catalog (cluster.go); nil is a
+	// single server.
+	Cluster *ClusterOptions
 }
 
 // Engine is an open data directory.
 type Engine struct {
 	pdb  *pebble.DB
+	dir  string // the data directory
 	opts Options
 	plan MemoryPlan
 	ids  *model.IDGen
@@ -92,6 +97,9 @@ type Engine struct {
 	files    Files
 	branches Branches
 	schema   Schema
+
+	// cl is the cluster this engine is a node of; nil on a single server.
+	cl *Cluster
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -147,6 +155,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		pdb:     pdb,
+		dir:     dir,
 		opts:    opts,
 		plan:    plan,
 		ids:     model.NewIDGen(),
@@ -157,6 +166,12 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err
+	}
+	if opts.Cluster != nil {
+		if err := e.startCluster(dir, opts.Cluster); err != nil {
+			pdb.Close()
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -172,6 +187,11 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.bg.Wait()
+	if e.cl != nil {
+		if err := e.cl.close(); err != nil {
+			e.opts.Logger.Error("close cluster node", "err", err)
+		}
+	}
 	fault := e.ap.Fault()
 	err := func() (err error) {
 		defer func() {
@@ -227,13 +247,17 @@ func (e *Engine) load() error {
 	})
 	memory := e.MemoryStats
 	e.obs.memory.Store(&memory)
-	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Logger: e.opts.Logger, Observe: e.mem.Open})
+	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Replicated: e.opts.Cluster != nil,
+		Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
 	}
 	e.ap, e.cat = ap, ap.Catalog()
 	fail := ap.Fail
 	e.obs.fail.Store(&fail)
+	if e.opts.Cluster != nil {
+		return nil // the cluster's node makes the secrets once it can
+	}
 	// The secrets that sign cursors and file URLs are made now, so that
 	// no read has to make one (see the lock order in internal/apply).
 	for _, name := range []string{cursorSecretName, fileSecretName} {
@@ -244,15 +268,26 @@ func (e *Engine) load() error {
 	return nil
 }
 
-// apply applies a command to database d through the one write path; the
-// structures it made grow are trimmed to their budget after.
+// apply applies a command to database d through the one write path, or
+// through its group in a cluster; the structures it made grow are trimmed
+// to their budget after.
 func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
-	res, err := e.ap.Apply(apply.OnDatabase(d.ID, cmd))
+	var res any
+	var err error
+	if e.cl != nil {
+		res, err = e.cl.propose(apply.OnDatabase(d.ID, cmd))
+	} else {
+		res, err = e.ap.Apply(apply.OnDatabase(d.ID, cmd))
+	}
 	e.mem.Reclaim()
 	return res, err
 }
 
-// applyCatalog applies a catalog command through the one write path.
+// applyCatalog applies a catalog command through the one write path, or
+// through the catalog's group in a cluster.
 func (e *Engine) applyCatalog(cmd catalog.Command) (any, error) {
+	if e.cl != nil {
+		return e.cl.applyCatalog(cmd)
+	}
 	return e.ap.Apply(apply.OnCatalog(cmd))
 }

@@ -53,6 +53,9 @@ type (
 	AggregateResult  = index.AggregateResult
 	AggResult        = index.AggResult
 	AggBucket        = index.AggBucket
+	QueryPlan        = index.QueryPlan
+	SummarizePlan    = index.SummarizePlan
+	ExplainNode      = index.ExplainNode
 )
 
 // FilterOf makes a Filter of a value built in Go (or decoded from JSON):
@@ -85,12 +88,16 @@ func (o *QueryOptions) defaults() {
 	}
 }
 
-// QueryResult is a page of records and its meta.
+// QueryResult is a page of records, its meta, and the plan that found it.
 type QueryResult struct {
 	Records []*Doc
 	Cursor  string
 	More    bool
 	Size    int
+	// Plan is how the query found the page. With QueryRequest.Explain its
+	// steps carry rows and times, and a "records" step, reading and
+	// projecting the page, sits between the query and the order.
+	Plan *QueryPlan
 }
 
 // cursorSecretName is the server-state entry holding the cursor key.
@@ -123,6 +130,10 @@ func (e *Engine) Meta() string { return e.opts.Meta }
 // Query runs a query (filter, sort, page, columns) on a table of a branch.
 // It stops with ctx's error when ctx ends.
 func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryRequest, opts QueryOptions) (*QueryResult, error) {
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	opts.defaults()
 	secret, err := e.cursorSecret()
 	if err != nil {
@@ -148,11 +159,24 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	if err != nil {
 		return nil, queryError(err)
 	}
+	var records *ExplainNode
+	var read time.Time
+	if in.Explain {
+		records = &ExplainNode{Kind: "records", Detail: "read and project"}
+		read = records.Begin()
+	}
 	docs, err := src.docs(page.Rows, proj)
 	if err != nil {
 		return nil, err
 	}
-	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size}, nil
+	if in.Explain {
+		root := page.Plan.Tree()
+		records.End(read, uint64(len(page.Rows)), uint64(len(docs)))
+		records.Time += root.Children[0].Time
+		records.Children, root.Children = root.Children, []*ExplainNode{records}
+		root.Actual, root.Time = uint64(len(docs)), time.Since(start)
+	}
+	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}, nil
 }
 
 // queryError turns the index package's input errors into CodeInvalid.

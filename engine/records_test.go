@@ -34,8 +34,9 @@ func recFixture(t testing.TB, tables map[string][]ColumnDef) (*Engine, Ref) {
 		t.Fatal(err)
 	}
 	ref := Ref{Workspace: ws.Core, Database: "db", Branch: "main"}
-	// Link targets first: create every table, then add columns.
-	for name := range tables {
+	// Link targets first: create every table, then add columns; both in
+	// name order, so the schema lists the tables the same way every run.
+	for _, name := range model.SortedKeys(tables) {
 		if _, err := e.Schema().CreateTable(ref, name); err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,10 @@ type SearchRequest struct {
 	// Tables selects the tables of a branch search; nil searches them all.
 	// A table search ignores it.
 	Tables []SearchTable
+	// Explain asks for the steps of the search as they ran, with their
+	// rows and times, in SearchResult.Plan. Without it no step is timed
+	// or counted.
+	Explain bool
 }
 
 // SearchTable is one table of a branch search, with its own filter, target
@@ -60,6 +64,21 @@ type SearchResult struct {
 	Records    []*SearchHit
 	TotalCount int
 	Warning    string
+	// Plan holds the steps of a search asked to Explain; nil otherwise.
+	// They are
+	//
+	//	search <settings>; size N[, offset M]   the page
+	//	  highlight <table>                     the hits read, highlighted
+	//	    top-k <k>                           the k best by score
+	//	      scoring <words, terms, columns>   the candidates holding the
+	//	                                        words, scored
+	//	        candidates                      what the filter leaves
+	//	          <the filter's steps>
+	//
+	// once per table searched, each step taking the rows of the one below.
+	// The root's actual rows are the records of the page; scoring's are
+	// the records that matched, which TotalCount adds up.
+	Plan *ExplainNode
 }
 
 // SearchHit is one found record: the whole record (links unexpanded), its
@@ -92,18 +111,30 @@ func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in 
 	if err != nil {
 		return nil, err
 	}
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	spec := SearchTable{Table: tableName, Filter: in.Filter, Target: in.Target, Boosters: in.Boosters}
-	th, err := e.searchOne(ctx, ref, spec, q)
+	th, err := e.searchOne(ctx, ref, spec, q, in.Explain)
 	if err != nil {
 		return nil, err
 	}
-	return pageHits([]*tableHits{th}, q), nil
+	res := pageHits([]*tableHits{th}, q)
+	if in.Explain {
+		res.Plan = searchTree(q, res, start, th)
+	}
+	return res, nil
 }
 
 // SearchBranch runs a full-text search over the tables of a branch (all,
 // or in.Tables) and merges their rankings. It stops with ctx's error when
 // ctx ends.
 func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, opts SearchOptions) (*SearchResult, error) {
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	q, err := searchQuery(&in, opts)
 	if err != nil {
 		return nil, err
@@ -137,13 +168,17 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 	}
 	var all []*tableHits
 	for _, s := range specs {
-		th, err := e.searchOne(ctx, ref, s, q)
+		th, err := e.searchOne(ctx, ref, s, q, in.Explain)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, th)
 	}
-	return pageHits(all, q), nil
+	res := pageHits(all, q)
+	if in.Explain {
+		res.Plan = searchTree(q, res, start, all...)
+	}
+	return res, nil
 }
 
 // tableHits are the best hits of one table, ranked, with the table's
@@ -152,6 +187,8 @@ type tableHits struct {
 	hits    []*SearchHit
 	total   int
 	warning string
+	// plan is the table's steps, when the search is explained.
+	plan *ExplainNode
 }
 
 // pageHits merges the tables' rankings (fts.Ranked's order) and cuts the
@@ -179,7 +216,7 @@ func rankOf(h *SearchHit) fts.Ranked { return fts.Ranked{Score: h.Score, Table: 
 
 // searchOne searches one table and returns its best offset+size hits,
 // read and highlighted.
-func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *fts.Query) (*tableHits, error) {
+func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *fts.Query, explain bool) (*tableHits, error) {
 	src, release, err := e.openSource(ctx, ref, spec.Table, memstore.Need{Search: true})
 	if err != nil {
 		return nil, err
@@ -188,11 +225,18 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	t, ss := src.t, src.view.Search
 	lex := ss.Lexicon()
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
+	if explain {
+		req.Stats = &fts.Stats{}
+	}
 	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)
 	if err != nil {
 		return nil, queryError(err)
 	}
 	out := &tableHits{total: r.Total, warning: r.Warning}
+	var read time.Time
+	if explain {
+		read = time.Now()
+	}
 	proj := index.AllColumns()
 	for _, h := range r.Hits {
 		var rec codec.Record
@@ -208,6 +252,9 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 			return nil, err
 		}
 		out.hits = append(out.hits, &SearchHit{Doc: doc, Table: t.Name, Score: h.Score, Highlight: r.Highlight(&rec)})
+	}
+	if explain {
+		out.plan = tableSearchTree(t.Name, req.Stats, q, len(r.Hits), len(out.hits), time.Since(read))
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
@@ -10,7 +11,14 @@ import (
 // Summarize groups and summarizes the records of a table of a branch
 // (spec §4.1.2): the groups in order, with the values index.SummaryRow
 // documents. It stops with ctx's error when ctx ends.
+//
+// With in.Explain, the result's Plan has rows and times, the root's time
+// the whole request's, the wait for the table's column store included.
 func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in SummarizeRequest) (*SummarizeResult, error) {
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	src, release, err := e.openSource(ctx, ref, table, memstore.Need{Store: memstore.Required})
 	if err != nil {
 		return nil, err
@@ -19,6 +27,9 @@ func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in Summar
 	res, err := index.Summarize(ctx, src, in, e.opts.Meta)
 	if err != nil {
 		return nil, queryError(err)
+	}
+	if in.Explain {
+		res.Plan.Tree().Time = time.Since(start)
 	}
 	return res, nil
 }

@@ -149,6 +149,8 @@ type TableRequest struct {
 	Target   []Target
 	Filter   index.Filter
 	Boosters []Booster
+	// Stats, when set, receive what the search did (stats.go).
+	Stats *Stats
 }
 
 // RowScore is a found record of one table: its row and score.
@@ -220,7 +222,7 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err := checkFilter(filter); err != nil {
 		return nil, err
 	}
-	cands, err := index.Compile(filter).Execute(ctx, src)
+	cands, err := req.Stats.candidates(ctx, src, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -251,9 +253,11 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err := boosters.apply(ctx, src, matched, x.total); err != nil {
 		return nil, err
 	}
+	req.Stats.scored(x, matched)
 	if r.Hits, err = x.top(matched, k); err != nil {
 		return nil, err
 	}
+	req.Stats.ranked(r.Hits)
 	x.free()
 	return r, nil
 }

@@ -46,6 +46,8 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		"failed authentications a client IP may make per --auth-fail-window; then its requests get 429 until the window ends; 0: no limit")
 	authWindow := str("auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", api.DefaultAuthFailWindow.String(),
 		"window of --auth-fail-limit, from an address's first failure")
+	maxLoad := str("max-load", "COPPICE_MAX_LOAD", formatByteSize(api.DefaultMaxLoad),
+		"largest dump coppice load may send, a byte size of at most 3GiB; the server holds a load in memory while it applies it, one at a time")
 
 	return func(maxBody int) (api.Limits, error) {
 		var l api.Limits
@@ -88,6 +90,9 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 			l.AuthFailLimit = -1 // no limit
 		}
 		dur("auth-fail-window", authWindow, &l.AuthFailWindow)
+		if l.MaxLoad, err = parseByteSize(*maxLoad); err != nil || l.MaxLoad <= 0 || l.MaxLoad > api.MaxMaxLoad {
+			errs = append(errs, fmt.Sprintf("--max-load must be a positive byte size of at most 3GiB, got %q", *maxLoad))
+		}
 		if len(errs) > 0 {
 			return api.Limits{}, fmt.Errorf("%s", strings.Join(errs, "; "))
 		}

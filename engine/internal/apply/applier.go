@@ -34,6 +34,12 @@ type Applier struct {
 type Options struct {
 	// NoSync acknowledges commands before they reach the disk.
 	NoSync bool
+	// Replicated says that the commands come from replicated logs
+	// (replicated.go): they are applied without a sync, the logs being
+	// the durable record, and the catalog's commands place and drop
+	// databases without writing their ranges, each database's first
+	// command coming through its own log.
+	Replicated bool
 	// Logger receives failures that have no caller to go to.
 	Logger *slog.Logger
 	// Observe, when set, returns the observers of a database as it opens
@@ -48,6 +54,9 @@ type Options struct {
 func Open(pdb *pebble.DB, opts Options) (*Applier, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Replicated {
+		opts.NoSync = true
 	}
 	a := &Applier{pdb: pdb, writeOp: &pebble.WriteOptions{Sync: !opts.NoSync}, opts: opts, dbs: map[uint32]*DB{}}
 	cat, err := catalog.Load(pdb)
@@ -99,11 +108,17 @@ func (a *Applier) addDB(d *DB) {
 // background flattening of deep branches, and, in a replicated
 // deployment, the state machine that applies the commands of its log.
 func (a *Applier) Apply(cmd Command) (any, error) {
+	return a.applyWith(cmd, nil)
+}
+
+// applyWith is Apply, with write, when not nil, staging more writes into
+// the command's batch once the command is staged (ApplyLogged).
+func (a *Applier) applyWith(cmd Command, write func(b *pebble.Batch, res any) error) (any, error) {
 	if err := a.Fault(); err != nil {
 		return nil, err
 	}
 	if cmd.Catalog != nil {
-		return a.applyCatalog(cmd.Catalog)
+		return a.applyCatalog(cmd.Catalog, write)
 	}
 	if cmd.DB == nil {
 		return nil, fmt.Errorf("engine: empty command")
@@ -112,7 +127,7 @@ func (a *Applier) Apply(cmd Command) (any, error) {
 	if d == nil {
 		return nil, model.NotFoundf("database not found")
 	}
-	return a.apply(d, cmd.DB)
+	return a.apply(d, cmd.DB, write)
 }
 
 // stage applies cmd to d into batch b, which the caller commits, and
@@ -133,8 +148,8 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 
 // apply applies cmd as one command on database d: under d.mu, in one
 // batch, published and synced before it returns. It returns the command's
-// result.
-func (a *Applier) apply(d *DB, cmd DBCommand) (res any, err error) {
+// result. write, when not nil, stages more writes into the batch.
+func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	d.mu.Lock()
 	unlocked := false
 	unlock := func() {
@@ -155,6 +170,12 @@ func (a *Applier) apply(d *DB, cmd DBCommand) (res any, err error) {
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()
 		return nil, err
+	}
+	if write != nil {
+		if err := write(tx.batch, res); err != nil {
+			tx.batch.Close()
+			return nil, err
+		}
 	}
 	if len(tx.dropLayers) > 0 {
 		defer func() {

@@ -17,6 +17,10 @@ type InitDatabase struct {
 }
 
 func (c *InitDatabase) apply(tx *Tx) (any, error) {
+	if tx.st.Branches.Len() > 0 || tx.d.nextBranch > 0 {
+		// Once only: a replicated log may carry a second one.
+		return nil, model.Errorf(model.CodeAlreadyExists, "database is already initialized")
+	}
 	b := &model.Branch{
 		ID: tx.allocBranch(), PublicID: c.PublicID, Name: c.Branch, CreatedAt: c.Now,
 		Metadata: c.Metadata, Lineage: model.Lineage{{Layer: tx.allocLayer(), Seq: model.MaxSeq}}, Schema: &model.Schema{},

@@ -4,19 +4,28 @@ import (
 	"bytes"
 	"log/slog"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 )
 
 // applyCatalog applies a catalog command as one synced batch and returns
-// its result.
-func (a *Applier) applyCatalog(cmd catalog.Command) (any, error) {
+// its result; write, when not nil, stages more writes into the batch.
+func (a *Applier) applyCatalog(cmd catalog.Command, write func(b *pebble.Batch, res any) error) (any, error) {
 	a.catMu.Lock()
 	defer a.catMu.Unlock()
 	t := catalog.NewTx(a.pdb.NewBatch())
 	defer t.Release()
-	res, err := catalog.Stage(a.cat, t, catalogHost{a}, cmd)
+	var h catalog.Host = catalogHost{a}
+	if a.opts.Replicated {
+		h = replicatedHost{catalogHost{a}}
+	}
+	res, err := catalog.Stage(a.cat, t, h, cmd)
+	if err == nil && write != nil {
+		err = write(t.Batch(), res)
+	}
 	if err != nil {
 		t.Batch().Close()
 		return nil, err

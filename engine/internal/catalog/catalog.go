@@ -83,6 +83,11 @@ type Database struct {
 	Region    string    `json:"region"`
 	CreatedAt time.Time `json:"createdAt"`
 	UIColor   string    `json:"uiColor,omitempty"`
+	// Replicas are the database's copies in a cluster (cluster.go), and
+	// NextReplica the least replica id its group has never used; a single
+	// server has none.
+	Replicas    []Replica `json:"replicas,omitempty"`
+	NextReplica uint64    `json:"nextReplica,omitempty"`
 }
 
 // Catalog is the in-memory copy of the global catalog, written through:
@@ -105,6 +110,7 @@ type Catalog struct {
 	dbNames    map[string]uint32 // workspace 0x00 name → database id
 	dbCounter  uint32
 	state      map[string][]byte // server-wide settings
+	nodes      map[uint64]*Node  // a cluster's nodes (cluster.go)
 
 	hashes keyHashes // of secrets that authenticated lately
 }
@@ -117,6 +123,7 @@ func newCatalog() *Catalog {
 		workspaces: map[string]*Workspace{}, members: map[string]map[string]*Member{},
 		invites: map[string]map[string]*Invite{}, inviteKeys: map[[32]byte]string{},
 		databases: map[uint32]*Database{}, dbNames: map[string]uint32{}, state: map[string][]byte{},
+		nodes: map[uint64]*Node{},
 	}
 }
 
@@ -176,6 +183,11 @@ func Load(r pebble.Reader) (*Catalog, error) {
 			}
 		case codec.CatServerState:
 			c.state[string(k[2:])] = append([]byte(nil), v...)
+		case codec.CatNode:
+			n := &Node{}
+			if err = json.Unmarshal(v, n); err == nil {
+				c.nodes[n.ID] = n
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -129,6 +129,12 @@ func TestCatalogCommandCodec(t *testing.T) {
 			First: &FirstBranch{Name: "main", PublicID: "bb_1", Now: at}},
 		&RestoreDatabase{Database: Database{Workspace: "acme01", Name: "copy", Region: "local", CreatedAt: at}, Backup: []byte("range")},
 		&PlaceDatabase{Database: Database{Name: "embedded", Region: "local", CreatedAt: at}},
+		&SetNode{Node: Node{ID: 1, RaftAddr: "n1:7000", APIAddr: "n1:8080"}},
+		&SetNode{Node: Node{ID: 2, RaftAddr: "n2:7000"}},
+		&SetReplicas{DB: 1, Replicas: []Replica{{ID: 1, Node: 1, Addr: "n1:7000"}, {ID: 2, Node: 2, Addr: "n2:7000", Join: true}}},
+		&SetReplicas{DB: 1, Prev: []Replica{{ID: 1, Node: 1, Addr: "n1:7000"}, {ID: 2, Node: 2, Addr: "n2:7000", Join: true}},
+			Replicas: []Replica{{ID: 1, Node: 1, Addr: "n1:7000"}, {ID: 2, Node: 2, Addr: "n2:7000", Join: true, Removed: true}}},
+		&RemoveNode{ID: 2},
 		&UpdateDatabase{WS: "acme01", Name: "shop", NewName: "store", UIColor: &color},
 		&DropDatabase{WS: "", Name: "embedded"},
 		&DropDatabase{WS: "acme01", Name: "copy"},
@@ -192,6 +198,13 @@ func TestCatalogCommandCodec(t *testing.T) {
 	}
 	if dbs := a.cat.Databases("acme01"); len(dbs) != 1 || dbs[0].Name != "store" || dbs[0].UIColor != "red" {
 		t.Errorf("databases %+v", dbs)
+	}
+	// A cluster's shape: node 1 alone, holding the one replica left.
+	if nodes := a.cat.Nodes(); len(nodes) != 1 || nodes[0].APIAddr != "n1:8080" {
+		t.Errorf("nodes %+v", nodes)
+	}
+	if p, ok := a.cat.PlacementOf(1); !ok || len(p.Replicas) != 2 || !p.Replicas[1].Removed || p.NextReplicaID() != 3 || p.Name != "store" {
+		t.Errorf("placement %+v", p)
 	}
 }
 

@@ -112,6 +112,19 @@ func (c *Catalog) DatabaseIDs() []uint32 {
 	return out
 }
 
+// Placements returns a copy of the placement of every database, in id
+// order: what reports over all databases walk.
+func (c *Catalog) Placements() []Database {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Database, 0, len(c.databases))
+	for _, d := range c.databases {
+		out = append(out, *d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
 // ServerState returns a server-wide setting, or nil when it is not set.
 func (c *Catalog) ServerState(name string) []byte {
 	c.mu.RLock()

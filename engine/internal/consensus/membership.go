@@ -93,6 +93,9 @@ type GroupInfo struct {
 	// LastIndex is the last index in this node's log; LastIndex − Applied
 	// entries are waiting to be committed or applied here.
 	LastIndex uint64
+	// FirstIndex is the first entry this node's log still has: a
+	// follower that misses an earlier one catches up from a snapshot.
+	FirstIndex uint64
 	// Ready is false until the replica has loaded its state and heard of
 	// its membership.
 	Ready bool
@@ -146,7 +149,7 @@ func (h *Host) info(g *group, si dragonboat.ShardInfo) GroupInfo {
 		gi.Applied = g.sm.applied.Load()
 	}
 	if lr, err := h.nh.GetLogReader(g.id); err == nil {
-		_, gi.LastIndex = lr.GetRange()
+		gi.FirstIndex, gi.LastIndex = lr.GetRange()
 	} else if !errors.Is(err, dragonboat.ErrLogDBNotCreatedOrClosed) {
 		gi.Ready = false
 	}

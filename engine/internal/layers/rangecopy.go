@@ -28,7 +28,13 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // WriteRange writes the key range of database db, as r holds it, to w in
 // the format above. r should be a snapshot: the copy is then consistent.
 func WriteRange(r pebble.Reader, db uint32, w io.Writer) error {
-	prefix := codec.DatabasePrefix(db)
+	return WritePrefixed(r, codec.DatabasePrefix(db), backupMagic, w)
+}
+
+// WritePrefixed writes every key under prefix, without the prefix, in the
+// format of a backup opened by magic instead: other ranges (a replicated
+// catalog) are copied the same way.
+func WritePrefixed(r pebble.Reader, prefix []byte, magic string, w io.Writer) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -36,7 +42,7 @@ func WriteRange(r pebble.Reader, db uint32, w io.Writer) error {
 	defer it.Close()
 	h := crc32.New(crcTable)
 	bw := bufio.NewWriter(io.MultiWriter(w, h))
-	if _, err := bw.WriteString(backupMagic); err != nil {
+	if _, err := bw.WriteString(magic); err != nil {
 		return err
 	}
 	var lb [binary.MaxVarintLen64]byte
@@ -70,10 +76,15 @@ func WriteRange(r pebble.Reader, db uint32, w io.Writer) error {
 // key and value. The checksum is only known at the end, so fn's effects
 // must be discardable (a batch that is dropped on error).
 func ReadRange(r io.Reader, fn func(k, v []byte) error) error {
+	return ReadPrefixed(r, backupMagic, fn)
+}
+
+// ReadPrefixed is ReadRange of what WritePrefixed wrote with magic.
+func ReadPrefixed(r io.Reader, want string, fn func(k, v []byte) error) error {
 	h := crc32.New(crcTable)
 	br := bufio.NewReader(r)
-	magic := make([]byte, len(backupMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != backupMagic {
+	magic := make([]byte, len(want))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != want {
 		return model.Invalidf("not a Coppice backup")
 	}
 	h.Write(magic)

@@ -73,7 +73,12 @@ func (d *DB) buildInBackground(root *model.Branch, t *model.Table) {
 	if b == nil {
 		return
 	}
-	if !d.reg.opts.Background(func() { b.run(context.Background()) }) {
+	d.reg.backgroundBuilds.Add(1)
+	if !d.reg.opts.Background(func() {
+		defer d.reg.backgroundBuilds.Add(-1)
+		b.run(context.Background())
+	}) {
+		d.reg.backgroundBuilds.Add(-1)
 		b.snap.Close()
 		d.Unpin()
 		b.abandon(errors.New("engine: closing"))

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/engine/internal/apply"
@@ -40,6 +41,8 @@ type Registry struct {
 	pdb    *pebble.DB
 	opts   Options
 	budget *Budget
+
+	backgroundBuilds atomic.Int64 // column stores being built in the background
 
 	mu  sync.RWMutex // guards dbs and opts; a leaf of the lock order (apply's doc)
 	dbs map[uint32]*DB
@@ -115,6 +118,10 @@ func (r *Registry) DB(id uint32) *DB {
 	r.mu.RUnlock()
 	return d
 }
+
+// BuildsInProgress counts the column stores being built in the
+// background, over every open database.
+func (r *Registry) BuildsInProgress() int { return int(r.backgroundBuilds.Load()) }
 
 // DB is one open database as readers see it: the database the write path
 // applies commands to, and the structures derived from its keys in
