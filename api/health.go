@@ -16,7 +16,8 @@ import (
 //     balancer or supervisor restarts the server when it fails.
 //   - GET /readyz: 200 once the server accepts requests on its listener,
 //     503 before that and from the start of Shutdown, so a load balancer
-//     stops sending new requests while the ones in flight drain.
+//     stops sending new requests while the ones in flight drain; 503 with
+//     the reason, as /healthz, once its storage failed.
 //   - GET /openapi.json: the OpenAPI document of both planes (openapi.go).
 
 // readiness is the state /readyz reports. The zero value is not ready.
@@ -74,6 +75,10 @@ var (
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	if !s.health.ready() {
 		writeJSON(ctx, http.StatusServiceUnavailable, bodyNotReady)
+		return
+	}
+	if err := s.eng.Health(); err != nil {
+		writeJSON(ctx, http.StatusServiceUnavailable, map[string]any{"status": "degraded", "message": err.Error()})
 		return
 	}
 	writeJSON(ctx, http.StatusOK, bodyReady)

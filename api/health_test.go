@@ -90,19 +90,35 @@ func TestReadyz(t *testing.T) {
 
 // TestDiskFullDegrades: once the disk under the engine is full, a write
 // gets 503 naming the cause, and so does every write after it; reads still
-// answer; /healthz answers 503 with the reason.
+// answer; /healthz and /readyz answer 503 with the reason, and the metrics
+// say writes are refused.
 func TestDiskFullDegrades(t *testing.T) {
 	disk := engine.NewDiskFull(-1)
 	dir := t.TempDir()
-	eng, err := engine.Open(dir, engine.Options{FS: disk.FS()})
+	m := NewMetrics()
+	eng, err := engine.Open(dir, engine.Options{FS: disk.FS(), OnEvent: m.EngineEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := serveEngine(t, Options{}, eng, dir)
+	ts := serveEngine(t, Options{Metrics: m}, eng, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := ServeMetrics(m, ln, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer stop()
+	refused := func() float64 {
+		t.Helper()
+		return series(scrape(t, "http://"+ln.Addr().String()+"/metrics")["coppice_storage_writes_refused"], nil).GetGauge().GetValue()
+	}
 	ts.createDB("app")
 	ts.createTable("app", "t", map[string]any{"name": "n", "type": "int"})
 	ts.expect(201, "PUT", "/db/app:main/tables/t/data/a", map[string]any{"n": 1})
 	ts.expect(200, "GET", ts.url+"/healthz", nil, withKey(""))
+	ts.expect(200, "GET", ts.url+"/readyz", nil, withKey(""))
+	if v := refused(); v != 0 {
+		t.Errorf("writes refused %v before the disk filled", v)
+	}
 
 	disk.Fill()
 	for i, id := range []string{"b", "c"} {
@@ -116,8 +132,13 @@ func TestDiskFullDegrades(t *testing.T) {
 		t.Errorf("read on a full disk: %s", r.raw)
 	}
 	ts.expect(200, "POST", "/db/app:main/tables/t/query", map[string]any{})
-	r := ts.expect(503, "GET", ts.url+"/healthz", nil, withKey(""))
-	if r.obj()["status"] != "degraded" || !strings.Contains(r.obj()["message"].(string), "no space left on device") {
-		t.Errorf("/healthz on a full disk: %s", r.raw)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		r := ts.expect(503, "GET", ts.url+path, nil, withKey(""))
+		if r.obj()["status"] != "degraded" || !strings.Contains(r.obj()["message"].(string), "no space left on device") {
+			t.Errorf("%s on a full disk: %s", path, r.raw)
+		}
+	}
+	if v := refused(); v != 1 {
+		t.Errorf("writes refused %v on a full disk", v)
 	}
 }

@@ -25,7 +25,6 @@ const MaxDatabaseSeries = 50
 type engineEvents struct {
 	stalls, stallSeconds                     prometheus.Counter
 	builds, buildFailures, buildSeconds      prometheus.Counter
-	evictions                                prometheus.Counter
 	flattens, flattenFailures, flattenSecond prometheus.Counter
 }
 
@@ -40,7 +39,6 @@ func newEngineEvents() *engineEvents {
 		builds:          c("coppice_store_builds_total", "In-memory column stores of tables built from storage."),
 		buildFailures:   c("coppice_store_build_failures_total", "Builds of in-memory column stores that failed (logged)."),
 		buildSeconds:    c("coppice_store_build_seconds_total", "Time spent building in-memory column stores."),
-		evictions:       c("coppice_memory_evictions_total", "Entries of in-memory caches dropped to stay within their bounds."),
 		flattens:        c("coppice_branch_flattens_total", "Branch lineages flattened into one layer in the background."),
 		flattenFailures: c("coppice_branch_flatten_failures_total", "Background flattens that failed (logged)."),
 		flattenSecond:   c("coppice_branch_flatten_seconds_total", "Time spent flattening branch lineages."),
@@ -50,12 +48,12 @@ func newEngineEvents() *engineEvents {
 // collectors lists the counters for registration.
 func (ev *engineEvents) collectors() []prometheus.Collector {
 	return []prometheus.Collector{ev.stalls, ev.stallSeconds, ev.builds, ev.buildFailures, ev.buildSeconds,
-		ev.evictions, ev.flattens, ev.flattenFailures, ev.flattenSecond}
+		ev.flattens, ev.flattenFailures, ev.flattenSecond}
 }
 
 // EngineEvent counts one of the engine's events; it is the function to set
-// as engine.Options.OnEvent. Flushes and compactions are counted from the
-// storage engine's own numbers at scrape time instead.
+// as engine.Options.OnEvent. Flushes, compactions and evictions are
+// counted from the engine's own numbers at scrape time instead.
 func (m *Metrics) EngineEvent(e engine.Event) {
 	ev := m.events
 	switch e.Kind {
@@ -69,8 +67,6 @@ func (m *Metrics) EngineEvent(e engine.Event) {
 		}
 		ev.builds.Inc()
 		ev.buildSeconds.Add(e.Duration.Seconds())
-	case engine.EventEviction:
-		ev.evictions.Add(float64(e.Count))
 	case engine.EventFlatten:
 		if e.Err != nil {
 			ev.flattenFailures.Inc()
@@ -116,10 +112,18 @@ var (
 	descDBRecords       = desc("coppice_database_records", "Records of a database, summed over its branches (a record two branches share counts twice); the "+strconv.Itoa(MaxDatabaseSeries)+" largest databases only.", "workspace", "database")
 	descDBBranches      = desc("coppice_database_branches", "Branches of a database; the "+strconv.Itoa(MaxDatabaseSeries)+" largest databases only.", "workspace", "database")
 	descDBDiskBytes     = desc("coppice_database_disk_bytes", "Estimated bytes of a database's keys in table files (recent writes still in the write-ahead log not included); the "+strconv.Itoa(MaxDatabaseSeries)+" largest databases only.", "workspace", "database")
+	descMemLimit        = desc("coppice_memory_limit_bytes", "Memory the server may take in all (--memory-limit); 0: no limit.")
+	descMemBudget       = desc("coppice_memory_budget_bytes", "The budget of the structures derived in memory: --memory-limit less the block cache, the memtables and the reserve; 0: no limit.")
+	descMemUsed         = desc("coppice_memory_used_bytes", "Bytes the structures derived in memory take, by kind.", "kind")
+	descMemStructures   = desc("coppice_memory_structures", "Structures under the memory budget, by kind.", "kind")
+	descMemEvictions    = desc("coppice_memory_evictions_total", "Structures evicted, and caches emptied, to stay within the memory budget, by kind.", "kind")
+	descMemEvictedBytes = desc("coppice_memory_evicted_bytes_total", "Bytes of the structures evicted and caches emptied, by kind.", "kind")
+	descWritesRefused   = desc("coppice_storage_writes_refused", "1 once the storage failed (a full disk, an I/O error) and writes are refused until a restart, else 0.")
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
 		descCompactionsNow, descCompactionDebt, descCompactionSecs, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,
-		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes}
+		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes, descMemLimit, descMemBudget,
+		descMemUsed, descMemStructures, descMemEvictions, descMemEvictedBytes, descWritesRefused}
 )
 
 // Describe sends the descriptions of every family.
@@ -139,8 +143,8 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	s := st.Storage
 	gauge(descDiskBytes, float64(s.DiskBytes))
@@ -171,4 +175,18 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDBBranches, float64(d.Branches), d.Workspace, d.Name)
 		gauge(descDBDiskBytes, float64(d.DiskBytes), d.Workspace, d.Name)
 	}
+	mem := st.Memory
+	gauge(descMemLimit, float64(mem.MemoryLimit))
+	gauge(descMemBudget, float64(mem.Limit))
+	for kind, k := range mem.Kinds {
+		gauge(descMemUsed, float64(k.Used), kind)
+		gauge(descMemStructures, float64(k.Structures), kind)
+		counter(descMemEvictions, float64(k.Evictions), kind)
+		counter(descMemEvictedBytes, float64(k.EvictedBytes), kind)
+	}
+	refused := 0.0
+	if st.WritesRefused != "" {
+		refused = 1
+	}
+	gauge(descWritesRefused, refused)
 }

@@ -15,11 +15,11 @@ import (
 )
 
 // TestEngineMetrics scrapes the engine's families after a short workload:
-// storage numbers, per-database numbers (capped at MaxDatabaseSeries) and
-// the counters of the engine's events.
+// storage numbers, per-database numbers (capped at MaxDatabaseSeries), the
+// memory budget's figures and the counters of the engine's events.
 func TestEngineMetrics(t *testing.T) {
 	m := NewMetrics()
-	ts := startServerEngine(t, Options{Metrics: m}, engine.Options{OnEvent: m.EngineEvent})
+	ts := startServerEngine(t, Options{Metrics: m}, engine.Options{OnEvent: m.EngineEvent, MemoryLimit: 1 << 30})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +73,9 @@ func TestEngineMetrics(t *testing.T) {
 		"coppice_branch_flatten_failures_total": dto.MetricType_COUNTER, "coppice_branch_flatten_seconds_total": dto.MetricType_COUNTER,
 		"coppice_databases": dto.MetricType_GAUGE, "coppice_database_records": dto.MetricType_GAUGE,
 		"coppice_database_branches": dto.MetricType_GAUGE, "coppice_database_disk_bytes": dto.MetricType_GAUGE,
+		"coppice_memory_limit_bytes": dto.MetricType_GAUGE, "coppice_memory_budget_bytes": dto.MetricType_GAUGE,
+		"coppice_memory_used_bytes": dto.MetricType_GAUGE, "coppice_memory_structures": dto.MetricType_GAUGE,
+		"coppice_memory_evicted_bytes_total": dto.MetricType_COUNTER, "coppice_storage_writes_refused": dto.MetricType_GAUGE,
 	} {
 		if f := fams[name]; f == nil || f.GetType() != kind || len(f.GetMetric()) == 0 {
 			t.Errorf("family %s: %v, want a %v", name, f, kind)
@@ -107,10 +110,41 @@ func TestEngineMetrics(t *testing.T) {
 	if v := value("coppice_storage_write_stalls_total", nil); v != 0 {
 		t.Errorf("write stalls: %v", v)
 	}
+	if v := value("coppice_storage_writes_refused", nil); v != 0 {
+		t.Errorf("writes refused: %v", v)
+	}
+	// The memory budget: the limit, its share for derived structures, and
+	// each kind of structure; the summary's column store is counted.
+	if v := value("coppice_memory_limit_bytes", nil); v != 1<<30 {
+		t.Errorf("memory limit: %v", v)
+	}
+	if v := value("coppice_memory_budget_bytes", nil); v != float64(engine.PlanMemory(1<<30, 0).Derived) {
+		t.Errorf("memory budget: %v", v)
+	}
+	for _, name := range []string{"coppice_memory_used_bytes", "coppice_memory_structures", "coppice_memory_evictions_total",
+		"coppice_memory_evicted_bytes_total"} {
+		if n := len(fams[name].GetMetric()); n != 5 {
+			t.Errorf("%s: %d kinds", name, n)
+		}
+	}
+	column := map[string]string{"kind": "column_store"}
+	if v := value("coppice_memory_used_bytes", column); v <= 0 {
+		t.Errorf("column stores use %v bytes after a summary", v)
+	}
+	if v := value("coppice_memory_structures", column); v < 1 {
+		t.Errorf("%v column stores after a summary", v)
+	}
+	if v := value("coppice_memory_evictions_total", column); v != 0 {
+		t.Errorf("%v column stores evicted under a budget of hundreds of MiB", v)
+	}
+	mem := ts.eng.MemoryStats()
+	if v := value("coppice_memory_used_bytes", map[string]string{"kind": "record_cache"}); v != float64(mem.Kinds["record_cache"].Used) {
+		t.Errorf("record cache: %v bytes, the engine says %+v", v, mem.Kinds["record_cache"])
+	}
 
 	// Events the workload does not cause.
 	m.EngineEvent(engine.Event{Kind: engine.EventWriteStall, Duration: 1500 * time.Millisecond})
-	m.EngineEvent(engine.Event{Kind: engine.EventEviction, Count: 7})
+	m.EngineEvent(engine.Event{Kind: engine.EventEviction, Count: 7}) // counted from the engine's figures
 	m.EngineEvent(engine.Event{Kind: engine.EventFlatten, Duration: time.Second})
 	m.EngineEvent(engine.Event{Kind: engine.EventFlatten, Err: errors.New("disk full")})
 	m.EngineEvent(engine.Event{Kind: engine.EventStoreBuild, Err: errors.New("disk full")})
@@ -118,12 +152,15 @@ func TestEngineMetrics(t *testing.T) {
 	fams = scrape(t, url)
 	for name, want := range map[string]float64{
 		"coppice_storage_write_stalls_total": 1, "coppice_storage_write_stall_seconds_total": 1.5,
-		"coppice_memory_evictions_total": 7, "coppice_branch_flattens_total": 1, "coppice_branch_flatten_seconds_total": 1,
+		"coppice_branch_flattens_total": 1, "coppice_branch_flatten_seconds_total": 1,
 		"coppice_branch_flatten_failures_total": 1, "coppice_store_build_failures_total": 1,
 	} {
 		if v := value(name, nil); v != want {
 			t.Errorf("%s = %v, want %v", name, v, want)
 		}
+	}
+	if v := value("coppice_memory_evictions_total", column); v != 0 {
+		t.Errorf("an eviction event counted: %v column stores evicted", v)
 	}
 
 	// More databases than the cap: all are counted, the largest listed.

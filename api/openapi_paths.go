@@ -508,16 +508,22 @@ func unsupportedOps() []apiOp {
 	}
 }
 
+// degradedExample is the answer of the health endpoints once the storage
+// failed.
+var degradedExample = obj{"status": "degraded",
+	"message": "storage failed, writes are refused until the server restarts: write 000002.log: no space left on device"}
+
 // builtinOps are the routes serve answers itself.
 func builtinOps() []apiOp {
 	return []apiOp{
 		{method: "GET", path: "/healthz", tag: "Operations", summary: "Liveness",
-			desc: "200 while the process serves requests.", public: true,
-			responses: obj{"200": reply("alive", "Status", obj{"status": "ok"})}},
+			desc: "200 while the process serves requests; 503 with the reason once its storage failed and it refuses writes until a restart.", public: true,
+			responses: obj{"200": reply("alive", "Status", obj{"status": "ok"}),
+				"503": reply("writes refused", "Status", degradedExample)}},
 		{method: "GET", path: "/readyz", tag: "Operations", summary: "Readiness",
-			desc: "200 once the server accepts requests; 503 before that and from the start of a shutdown, while requests in flight drain.", public: true,
+			desc: "200 once the server accepts requests; 503 before that and from the start of a shutdown, while requests in flight drain, and, with the reason, once its storage failed.", public: true,
 			responses: obj{"200": reply("ready", "Status", obj{"status": "ready"}),
-				"503": reply("not ready", "Status", obj{"status": "unavailable"})}},
+				"503": reply("not ready, or writes refused", "Status", obj{"status": "unavailable"})}},
 		{method: "GET", path: "/openapi.json", tag: "Operations", summary: "This document",
 			desc: "The OpenAPI 3.1 document of both planes, for the server's mode.", public: true,
 			responses: obj{"200": obj{"description": "the document", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}},

@@ -91,7 +91,8 @@ func schemas(meta string) obj {
 				"message": strDesc("why it failed"),
 			}, "index", "message")),
 		}, "errors"),
-		"Status": object(obj{"status": strDesc("ok, ready or unavailable")}, "status"),
+		"Status": object(obj{"status": strDesc("ok, ready, unavailable or degraded"),
+			"message": strDesc("why the storage failed, when degraded")}, "status"),
 
 		"TableName":       name("table name"),
 		"BranchName":      name("branch name"),

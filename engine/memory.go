@@ -70,22 +70,36 @@ func PlanMemory(limit, cacheSize int64) MemoryPlan {
 // MemoryStats are the figures of the memory budget of the derived
 // structures, for metrics and operators.
 type MemoryStats struct {
-	// Limit is the budget in bytes (0: none), and Used what the
-	// structures take now.
+	// MemoryLimit is what the whole engine may take (Options.MemoryLimit;
+	// 0: none).
+	MemoryLimit int64
+	// Limit is the budget of the derived structures in bytes
+	// (MemoryPlan.Derived; 0: none), and Used what they take now.
 	Limit, Used int64
-	// ByKind is Used by kind of structure: column_store, search_store,
-	// vector_store, bitmap_cache, record_cache.
-	ByKind map[string]int64
 	// Structures is the number of structures under the budget.
 	Structures int
-	// Evictions counts the structures evicted since Open, and
-	// EvictedBytes their sizes.
+	// Evictions counts the structures evicted, and the caches emptied, to
+	// stay within the budget since Open, and EvictedBytes their sizes.
+	Evictions, EvictedBytes int64
+	// Kinds are the same figures by kind of structure: column_store,
+	// search_store, vector_store, bitmap_cache, record_cache.
+	Kinds map[string]MemoryKindStats
+}
+
+// MemoryKindStats are the budget's figures for one kind of structure.
+type MemoryKindStats struct {
+	Used                    int64
+	Structures              int
 	Evictions, EvictedBytes int64
 }
 
 // MemoryStats returns the figures of the memory budget now.
 func (e *Engine) MemoryStats() MemoryStats {
 	s := e.mem.Budget().Stats()
-	return MemoryStats{Limit: s.Limit, Used: s.Used, ByKind: s.ByKind, Structures: s.Entries,
-		Evictions: s.Evictions, EvictedBytes: s.EvictedBytes}
+	m := MemoryStats{MemoryLimit: e.plan.Limit, Limit: s.Limit, Used: s.Used, Structures: s.Entries,
+		Evictions: s.Evictions, EvictedBytes: s.EvictedBytes, Kinds: make(map[string]MemoryKindStats, len(s.Kinds))}
+	for name, k := range s.Kinds {
+		m.Kinds[name] = MemoryKindStats{Used: k.Used, Structures: k.Entries, Evictions: k.Evictions, EvictedBytes: k.EvictedBytes}
+	}
+	return m
 }

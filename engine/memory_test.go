@@ -67,7 +67,7 @@ func TestMemoryBudget(t *testing.T) {
 	if sum, _ := sumOf(t, e, main); sum != base {
 		t.Fatalf("main: sum %v, want %v", sum, base)
 	}
-	one := e.MemoryStats().ByKind["column_store"]
+	one := e.MemoryStats().Kinds["column_store"].Used
 	if one <= 0 {
 		t.Fatalf("no column store counted after a summary: %+v", e.MemoryStats())
 	}
@@ -94,8 +94,20 @@ func TestMemoryBudget(t *testing.T) {
 			}
 		}
 	}
-	if s := e.MemoryStats(); s.Evictions == 0 || s.EvictedBytes == 0 {
+	s := e.MemoryStats()
+	if s.Evictions == 0 || s.EvictedBytes == 0 {
 		t.Fatalf("no eviction under a budget of two stores: %+v", s)
+	}
+	if k := s.Kinds["column_store"]; k.Evictions == 0 || k.EvictedBytes == 0 || k.Structures == 0 || k.Used == 0 {
+		t.Fatalf("column stores: %+v", k)
+	}
+	var used, evictions int64
+	for _, k := range s.Kinds {
+		used += k.Used
+		evictions += k.Evictions
+	}
+	if used != s.Used || evictions != s.Evictions || s.Limit != limit {
+		t.Fatalf("kinds %+v do not add up to %+v", s.Kinds, s)
 	}
 }
 
@@ -289,7 +301,7 @@ func TestBuildStopsWithContext(t *testing.T) {
 	if _, err := e.Summarize(cancelled, main, "t", SummarizeRequest{Columns: []string{"s"}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("summary with an ended context: %v", err)
 	}
-	if s := e.MemoryStats(); s.Structures != 0 && s.ByKind["column_store"] != 0 {
+	if s := e.MemoryStats(); s.Structures != 0 && s.Kinds["column_store"].Used != 0 {
 		t.Fatalf("an abandoned build left a store: %+v", s)
 	}
 	if sum, count := sumOf(t, e, main); count != 2000 || sum != 2000*1999/2 {

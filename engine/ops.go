@@ -105,6 +105,11 @@ type Stats struct {
 	// BuildsInProgress is the number of in-memory structures (column
 	// stores of tables) being built in the background.
 	BuildsInProgress int
+	// Memory are the figures of the memory budget.
+	Memory MemoryStats
+	// WritesRefused is why the engine refuses writes since its storage
+	// failed (Health), or "" while it takes them.
+	WritesRefused string
 }
 
 // StorageStats are the storage engine's numbers. Counters count from the
@@ -224,6 +229,10 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	}
 	st.Databases = dbs
 	st.BuildsInProgress = e.mem.BuildsInProgress()
+	st.Memory = e.MemoryStats()
+	if err := e.Health(); err != nil {
+		st.WritesRefused = err.Error()
+	}
 	return st, nil
 }
 

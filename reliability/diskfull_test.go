@@ -15,7 +15,7 @@ import (
 // suite's build of coppice puts its data on a disk that fills up at SIGUSR1
 // (COPPICE_TEST_DISK_FULL=signal, an error-injecting filesystem under the
 // storage engine). Writes then get 503 naming the cause, reads still
-// answer, /healthz answers 503, SIGTERM ends the process with status 0
+// answer, /healthz and /readyz answer 503, SIGTERM ends the process with status 0
 // within the shutdown timeout, and a restart, on a disk with room again,
 // finds every acknowledged write, each request the fault cut off applied
 // entirely or not at all.
@@ -62,9 +62,11 @@ func TestDiskFull(t *testing.T) {
 	if err != nil || r.Status != 200 {
 		t.Errorf("a query on the full disk: %v %v", r, err)
 	}
-	r, err = c.Do("GET", "/healthz", nil)
-	if err != nil || r.Status != 503 || !strings.Contains(string(r.Body), "no space left on device") {
-		t.Errorf("/healthz on the full disk: %v %v", r, err)
+	for _, health := range []string{"/healthz", "/readyz"} {
+		r, err = c.Do("GET", health, nil)
+		if err != nil || r.Status != 503 || !strings.Contains(string(r.Body), "no space left on device") {
+			t.Errorf("%s on the full disk: %v %v", health, r, err)
+		}
 	}
 	exit := s.Terminate(shutdownTimeout + 5*time.Second)
 	if exit.Code != 0 || exit.Took > shutdownTimeout {

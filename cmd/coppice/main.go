@@ -245,7 +245,9 @@ TiB (powers of 1024; also K, M, G, T), KB, MB, GB, TB (powers of 1000).
 Durations are Go durations such as 30s, 2m or 1m30s.
 
 Health: GET /healthz answers 200 while the server is alive; GET /readyz answers
-200 once it serves and 503 from the start of a shutdown; neither needs a key.
+200 once it serves and 503 from the start of a shutdown; both answer 503 with
+the reason once the storage failed (a full disk) and writes are refused until
+a restart; neither needs a key.
 GET /openapi.json describes the API. SIGINT or SIGTERM cancels the requests in
 flight, closes the connections and then the data directory, all within
 --shutdown-timeout, and exits 0.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
-	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Queries read the same postings again and again (a category, active=true),
@@ -200,7 +199,7 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 func (c *BitmapCache) reset(e uint64) {
 	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
 		if c.at == e && c.entries > 0 && c.reg != nil {
-			c.reg.event(model.Event{Kind: model.EventEviction, Count: c.entries, Bytes: uint64(c.bytes)})
+			c.reg.budget.Overflowed(KindBitmapCache, c.bytes)
 		}
 		c.at, c.m, c.scans, c.entries, c.bytes = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0, 0
 		if c.entry != nil {

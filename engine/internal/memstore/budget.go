@@ -67,8 +67,8 @@ type Budget struct {
 
 	reclaimMu sync.Mutex // one reclaimer at a time
 
-	evictions    atomic.Int64
-	evictedBytes atomic.Int64
+	evictions    [kinds]atomic.Int64 // by kind of the structure evicted
+	evictedBytes [kinds]atomic.Int64
 	event        func(model.Event)
 }
 
@@ -240,38 +240,63 @@ func (b *Budget) Reclaim() {
 			e.evict()
 			e.drop()
 		}
+		b.evictions[e.kind].Add(1)
+		b.evictedBytes[e.kind].Add(size)
 		n++
 		freed += size
 	}
 	if n > 0 {
-		b.evictions.Add(int64(n))
-		b.evictedBytes.Add(freed)
 		b.event(model.Event{Kind: model.EventEviction, Count: n, Bytes: uint64(freed), Duration: time.Since(start)})
 	}
+}
+
+// Overflowed counts a cache of kind k that emptied itself, of size
+// bytes, because it held more entries than it may: an eviction, though
+// not one of the budget's.
+func (b *Budget) Overflowed(k Kind, size int64) {
+	b.evictions[k].Add(1)
+	b.evictedBytes[k].Add(size)
+	b.event(model.Event{Kind: model.EventEviction, Count: 1, Bytes: uint64(max(size, 0))})
 }
 
 // Stats are a budget's figures at one moment.
 type Stats struct {
 	// Limit is the budget in bytes (0: none); Used what its structures
-	// take now, and ByKind the same by kind of structure.
+	// take now.
 	Limit, Used int64
-	ByKind      map[string]int64
 	// Entries is the number of structures under the budget.
 	Entries int
-	// Evictions counts the structures evicted since the engine opened,
-	// and EvictedBytes their sizes.
+	// Evictions counts the structures evicted, and the caches emptied,
+	// since the engine opened, and EvictedBytes their sizes.
+	Evictions, EvictedBytes int64
+	// Kinds are the same figures by kind of structure (Kind.String).
+	Kinds map[string]KindStats
+}
+
+// KindStats are a budget's figures for one kind of structure.
+type KindStats struct {
+	Used                    int64
+	Entries                 int
 	Evictions, EvictedBytes int64
 }
 
 // Stats returns the budget's figures.
 func (b *Budget) Stats() Stats {
-	s := Stats{Limit: b.limit.Load(), Used: b.used.Load(), ByKind: map[string]int64{},
-		Evictions: b.evictions.Load(), EvictedBytes: b.evictedBytes.Load()}
+	var by [kinds]KindStats
 	for k := range kinds {
-		s.ByKind[k.String()] = b.byKin[k].Load()
+		by[k] = KindStats{Used: b.byKin[k].Load(), Evictions: b.evictions[k].Load(), EvictedBytes: b.evictedBytes[k].Load()}
 	}
 	b.mu.Lock()
-	s.Entries = len(b.entries)
+	for e := range b.entries {
+		by[e.kind].Entries++
+	}
 	b.mu.Unlock()
+	s := Stats{Limit: b.limit.Load(), Used: b.used.Load(), Kinds: make(map[string]KindStats, kinds)}
+	for k := range kinds {
+		s.Entries += by[k].Entries
+		s.Evictions += by[k].Evictions
+		s.EvictedBytes += by[k].EvictedBytes
+		s.Kinds[k.String()] = by[k]
+	}
 	return s
 }

@@ -54,10 +54,23 @@ func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 	if want := []string{"b", "c", "a"}; !slices.Equal(evicted, want) {
 		t.Fatalf("evicted %v, want %v", evicted, want)
 	}
-	if s := b.Stats(); s.Used != 200 || s.ByKind["column_store"] != 200 {
+	s := b.Stats()
+	if s.Used != 200 || s.Entries != 2 || s.Evictions != 3 || s.EvictedBytes != 900 {
 		t.Fatalf("stats %+v", s)
+	}
+	if k := s.Kinds["column_store"]; k != (KindStats{Used: 200, Entries: 1, Evictions: 2, EvictedBytes: 600}) {
+		t.Fatalf("column stores: %+v", k)
+	}
+	if k := s.Kinds["bitmap_cache"]; k != (KindStats{Used: 0, Entries: 1, Evictions: 1, EvictedBytes: 300}) {
+		t.Fatalf("bitmap caches: %+v", k)
 	}
 	if len(events) != 2 || events[0].Kind != model.EventEviction || events[1].Count != 2 || events[1].Bytes != 600 {
 		t.Fatalf("events %+v", events)
+	}
+	// A cache that empties itself for holding too many entries counts as
+	// evicted, though the budget did not ask.
+	b.Overflowed(KindBitmapCache, 70)
+	if k := b.Stats().Kinds["bitmap_cache"]; k.Evictions != 2 || k.EvictedBytes != 370 || len(events) != 3 || events[2].Bytes != 70 {
+		t.Fatalf("after an overflow: %+v, events %+v", k, events)
 	}
 }
