@@ -107,7 +107,7 @@ func TestManyBranchMemory(t *testing.T) {
 	stop()
 
 	evictions, used := budgetFigures(s.Logs())
-	report(t, "evicted (structures, cache entries)", fmt.Sprint(evictions), "")
+	report(t, "structures evicted, caches emptied", fmt.Sprint(evictions), "")
 	report(t, "budget in use at the end", fmt.Sprintf("%.0f MiB", float64(used)/(1<<20)), "")
 	target := fmt.Sprintf("≤ %d MiB (limit + 300 MiB)", (limit+slack)>>20)
 	report(t, "peak RSS", fmt.Sprintf("%.0f MiB", float64(peak.max())/(1<<20)), target)

@@ -21,8 +21,8 @@ const (
 	// search or vector store) built from storage.
 	EventStoreBuild
 	// EventEviction is in-memory data dropped to stay within the memory
-	// budget or a cache's bound; Count is how many structures or entries
-	// went, Bytes how much memory.
+	// budget or a cache's bound; Count is how many structures went (a
+	// cache emptied counts as one), Bytes how much memory.
 	EventEviction
 	// EventFlatten is a branch's frozen ancestors copied into one layer.
 	EventFlatten
@@ -57,7 +57,8 @@ type Event struct {
 	// Bytes is what a flush or compaction wrote, or what an eviction
 	// freed.
 	Bytes uint64
-	// Count is the structures or entries an eviction dropped.
+	// Count is the structures an eviction dropped, a cache emptied
+	// counting as one.
 	Count int
 	// Err is why the work failed; nil when it succeeded.
 	Err error
