@@ -126,3 +126,43 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestSchemaEditsCountTables: changes of one table, however many, keep one
+// key of that table written one by one, and never write the schema whole
+// again; changes of many tables do, once they outnumber a quarter of it.
+func TestSchemaEditsCountTables(t *testing.T) {
+	db := openTestDB(t, Options{})
+	edits := func() int {
+		t.Helper()
+		_, b, err := db.branchState("main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.SchemaEdits
+	}
+	base := edits()
+	for i := range 100 {
+		if _, err := db.e.Schema().AddColumn(db.ref("main"), testTables[0], ColumnDef{Name: fmt.Sprintf("c%d", i), Type: TypeInt}); err != nil {
+			t.Fatal(err)
+		}
+		if n := edits(); n > base+1 {
+			t.Fatalf("after %d changes of one table: %d tables written one by one", i+1, n)
+		}
+	}
+	for i := range 40 {
+		if _, err := db.e.Schema().CreateTable(db.ref("main"), fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := edits(); n >= base+1+40 {
+		t.Fatalf("40 new tables written one by one, %d in all: never whole again", n)
+	}
+	db.reopen()
+	_, b, err := db.branchState("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb := b.Schema.TableByName(testTables[0]); tb == nil || len(tb.Columns) < 100 {
+		t.Fatalf("after reopening: %+v", tb)
+	}
+}

@@ -3,8 +3,10 @@ package apply
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -14,7 +16,8 @@ import (
 // them, so that adding the ten-thousandth table writes one table, not ten
 // thousand. Once the tables written one by one outnumber a quarter of the
 // schema, the next change writes it whole again: a change costs, amortized,
-// what the tables it changes cost. codec/KEYS.md has the keys.
+// what the tables it changes cost, and changes of the same few tables
+// never write it whole. codec/KEYS.md has the keys.
 
 // schemaKey is the key of a branch's whole schema.
 func schemaKey(db, branch uint32) []byte {
@@ -28,7 +31,8 @@ func schemaTablePrefix(db, branch uint32) []byte {
 }
 
 // maxSchemaEdits is how many tables written one by one a schema of n
-// tables keeps before it is written whole again.
+// tables keeps before it is written whole again. A table written one by
+// one again replaces its key and counts once.
 func maxSchemaEdits(n int) int { return 16 + n/4 }
 
 // putSchema stages the schema of b, which replaces prev (nil for a new
@@ -41,9 +45,26 @@ func (tx *Tx) putSchema(prev, b *model.Branch) error {
 	}
 	if prev != nil {
 		ids, ok := b.Schema.Changes(prev.Schema)
-		if ok && prev.SchemaEdits+len(ids) <= maxSchemaEdits(len(b.Schema.Tables)) {
-			b.SchemaEdits = prev.SchemaEdits + len(ids)
-			for _, id := range ids {
+		edits := prev.SchemaEdits
+		keys := make([][]byte, len(ids))
+		for i, id := range ids {
+			if !ok {
+				break
+			}
+			keys[i] = codec.AppendU32(schemaTablePrefix(tx.d.ID, b.ID), id)
+			_, closer, err := tx.batch.Get(keys[i])
+			switch {
+			case err == nil:
+				closer.Close() // written one by one already: replaced
+			case errors.Is(err, pebble.ErrNotFound):
+				edits++
+			default:
+				return err
+			}
+		}
+		if ok && edits <= maxSchemaEdits(len(b.Schema.Tables)) {
+			b.SchemaEdits = edits
+			for i, id := range ids {
 				var v []byte
 				if t := b.Schema.TableByID(id); t != nil {
 					var err error
@@ -51,8 +72,7 @@ func (tx *Tx) putSchema(prev, b *model.Branch) error {
 						return err
 					}
 				}
-				k := codec.AppendU32(schemaTablePrefix(tx.d.ID, b.ID), id)
-				if err := tx.batch.Set(k, v, nil); err != nil {
+				if err := tx.batch.Set(keys[i], v, nil); err != nil {
 					return err
 				}
 			}
