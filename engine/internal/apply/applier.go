@@ -161,6 +161,10 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 		tx.batch.Close()
 		return nil, err
 	}
+	// Nothing reads the batch from here on: what remains to stage (the
+	// bitmap deltas, which outnumber the command's other keys in a bulk
+	// load) goes into a batch without an index.
+	tx.batch = a.unindexed(tx.batch)
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()
 		return nil, err
@@ -194,6 +198,19 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 		return nil, err
 	}
 	return res, nil
+}
+
+// unindexed returns a batch without an index holding b's writes, and
+// closes b.
+func (a *Applier) unindexed(b *pebble.Batch) *pebble.Batch {
+	nb := a.pdb.NewBatchWithSize(len(b.Repr()) * 2)
+	if err := nb.Apply(b, nil); err != nil {
+		// Only a committed or closed batch refuses: b is neither.
+		nb.Close()
+		return b
+	}
+	b.Close()
+	return nb
 }
 
 // inspect runs fn on database d as a command runs, under d.mu and seeing
