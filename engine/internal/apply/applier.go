@@ -163,8 +163,11 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 	}
 	// Nothing reads the batch from here on: what remains to stage (the
 	// bitmap deltas, which outnumber the command's other keys in a bulk
-	// load) goes into a batch without an index.
-	tx.batch = a.unindexed(tx.batch)
+	// load) goes into a batch without an index, when there are enough of
+	// them to pay for the copy.
+	if tx.pending.Bitmaps() >= unindexAt {
+		tx.batch = a.unindexed(tx.batch)
+	}
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()
 		return nil, err
@@ -199,6 +202,10 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 	}
 	return res, nil
 }
+
+// unindexAt is the number of staged bitmaps from which a command's deltas
+// are written into a copy of its batch without an index.
+const unindexAt = 512
 
 // unindexed returns a batch without an index holding b's writes, and
 // closes b.

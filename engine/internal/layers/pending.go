@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -140,16 +141,20 @@ func (p *Pending) Write(b *pebble.Batch, forks map[uint32]uint64, seq uint64) er
 	var buf, key []byte
 	for _, pt := range tables {
 		_, forked := forks[pt.layer]
-		ids := make([]string, 0, len(pt.byID))
-		for id := range pt.byID {
-			ids = append(ids, id)
+		type entry struct {
+			id string
+			pb *pendingBitmap
 		}
-		slices.Sort(ids)
+		entries := make([]entry, 0, len(pt.byID))
+		for id, pb := range pt.byID {
+			entries = append(entries, entry{id, pb})
+		}
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
-		for _, id := range ids {
-			key = append(append(key[:0], prefix...), id...)
+		for _, e := range entries {
+			key = append(append(key[:0], prefix...), e.id...)
 			n := len(key)
-			for _, cd := range pt.byID[id].deltas() {
+			for _, cd := range e.pb.deltas() {
 				buf = codec.AppendDelta(buf[:0], cd.delta)
 				key = binary.BigEndian.AppendUint16(key[:n], cd.chunk)
 				if err := b.Merge(key, buf, nil); err != nil {
@@ -173,6 +178,18 @@ func (p *Pending) Write(b *pebble.Batch, forks map[uint32]uint64, seq uint64) er
 // NewPending returns an empty set of staged changes of database db.
 func NewPending(db uint32) *Pending {
 	return &Pending{db: db, tables: map[layerTable]*PendingTable{}}
+}
+
+// Bitmaps counts the bitmaps with staged changes; p may be nil.
+func (p *Pending) Bitmaps() int {
+	if p == nil {
+		return 0
+	}
+	n := 0
+	for _, pt := range p.tables {
+		n += len(pt.byID)
+	}
+	return n
 }
 
 // Table returns the staged changes of a table of a layer, made on first use.
