@@ -144,7 +144,15 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 // batch, published and synced before it returns. It returns the command's
 // result. write, when not nil, stages more writes into the batch.
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
+	if w, ok := cmd.(*WriteRecords); ok && write == nil && a.groups(w) {
+		return a.applyGrouped(d, w)
+	}
 	d.mu.Lock()
+	return a.applyLocked(d, cmd, write)
+}
+
+// applyLocked is apply with d.mu held; it releases it.
+func (a *Applier) applyLocked(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	unlocked := false
 	unlock := func() {
 		if !unlocked {

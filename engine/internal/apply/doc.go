@@ -11,7 +11,9 @@
 // stored in the database's own key range. So the same commands, in the
 // same order, on the same state, write the same bytes, and every command
 // has a versioned encoding (Encode, Decode) that keeps it so;
-// codec_test.go checks both for every kind.
+// codec_test.go checks both for every kind. Where nothing replays them (no
+// replication), concurrent single-record writes are applied together as
+// one command, with one batch and one sync (group.go).
 //
 // The seam for replication. A replicated deployment proposes the encoded
 // command instead of applying it; each replica's state machine decodes
@@ -49,7 +51,8 @@
 //  6. Applier.dbMu and Engine.dbMu guard the maps of open databases.
 //  7. Leaves, under which nothing is taken: the bitmap caches' and column
 //     indexes' locks, the record cache's shard locks, the catalog's
-//     key-hash cache and layers.FillSet.
+//     key-hash cache, layers.FillSet and DB.gmu, the queue of
+//     single-record writes waiting to be applied in a group.
 //
 // Readers therefore never take catMu: the server's secrets, which a read
 // may need to sign a URL, are made when the engine opens.
