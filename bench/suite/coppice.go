@@ -51,6 +51,7 @@ func (s *suite) runCoppice() error {
 		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request", batchSize, s.cfg.loaders))
 	s.coppiceDisk = dirSize(dataDir)
 	s.rssAfterLoad = srv.peakRSS()
+	s.try("W1 import", func() error { return s.coppiceImportW1(srv) })
 
 	s.try("W2", func() error { return s.coppiceW2(srv) })
 	s.try("W3", func() error { return s.coppiceW3(srv) })
@@ -61,6 +62,7 @@ func (s *suite) runCoppice() error {
 	s.rssAfterQueries = srv.peakRSS()
 	s.try("W6", func() error { return s.coppiceW6(srv) })
 	s.try("W7", func() error { return s.coppiceW7(srv) })
+	s.try("W7 import", func() error { return s.coppiceImportW7(srv) })
 
 	err = srv.stop()
 	s.rssEnd = srv.peakKB

@@ -150,7 +150,15 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 // batch, published and synced before it returns. It returns the command's
 // result. write, when not nil, stages more writes into the batch.
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
+	if w, ok := cmd.(*WriteRecords); ok && write == nil && a.groups(w) {
+		return a.applyGrouped(d, w)
+	}
 	d.mu.Lock()
+	return a.applyLocked(d, cmd, write)
+}
+
+// applyLocked is apply with d.mu held; it releases it.
+func (a *Applier) applyLocked(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	unlocked := false
 	unlock := func() {
 		if !unlocked {
@@ -166,6 +174,13 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 	if res, err = cmd.apply(tx); err != nil {
 		tx.batch.Close()
 		return nil, err
+	}
+	// Nothing reads the batch from here on: what remains to stage (the
+	// bitmap deltas, which outnumber the command's other keys in a bulk
+	// load) goes into a batch without an index, when there are enough of
+	// them to pay for the copy.
+	if tx.pending.Bitmaps() >= unindexAt {
+		tx.batch = a.unindexed(tx.batch)
 	}
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()
@@ -200,6 +215,23 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 		return nil, err
 	}
 	return res, nil
+}
+
+// unindexAt is the number of staged bitmaps from which a command's deltas
+// are written into a copy of its batch without an index.
+const unindexAt = 512
+
+// unindexed returns a batch without an index holding b's writes, and
+// closes b.
+func (a *Applier) unindexed(b *pebble.Batch) *pebble.Batch {
+	nb := a.pdb.NewBatchWithSize(len(b.Repr()) * 2)
+	if err := nb.Apply(b, nil); err != nil {
+		// Only a committed or closed batch refuses: b is neither.
+		nb.Close()
+		return b
+	}
+	b.Close()
+	return nb
 }
 
 // inspect runs fn on database d as a command runs, under d.mu and seeing

@@ -56,6 +56,11 @@ type DB struct {
 	untracked uint32
 
 	observers []Observer // told of every command; set when the database opens
+
+	// gmu guards queue, the single-record writes waiting to be applied
+	// in a group (group.go); it is a leaf, taken alone or under mu.
+	gmu   sync.Mutex
+	queue []*groupReq
 }
 
 // State returns the database's current state.

@@ -11,7 +11,9 @@
 // stored in the database's own key range. So the same commands, in the
 // same order, on the same state, write the same bytes, and every command
 // has a versioned encoding (Encode, Decode) that keeps it so;
-// codec_test.go checks both for every kind.
+// codec_test.go checks both for every kind. Where nothing replays them (no
+// replication), concurrent single-record writes are applied together as
+// one command, with one batch and one sync (group.go).
 //
 // The seam for replication. A replicated deployment proposes the encoded
 // command instead of applying it; each replica's state machine decodes
@@ -56,8 +58,9 @@
 //  8. Leaves, under which nothing is taken: the bitmap caches' and column
 //     indexes' locks, a structure's queue of changes, the record cache's
 //     shard locks, the memory budget's and its entries' locks, a
-//     database's write marks, the catalog's key-hash cache and
-//     layers.FillSet.
+//     database's write marks, the catalog's key-hash cache,
+//     layers.FillSet and DB.gmu, the queue of single-record writes
+//     waiting to be applied in a group.
 //
 // The memory budget evicts structures holding none of these: it is
 // called where its caller holds none (memstore's Budget.Reclaim).

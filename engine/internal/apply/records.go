@@ -474,31 +474,38 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	}
 	tx.changes = append(tx.changes, RowChange{Branch: w.br.ID, Table: t.ID, Row: row, Rec: rec})
 	// Bitmaps of the top layer.
+	pt := tx.pendingTable(top, t.ID)
+	if old != nil && oldLevel > 0 {
+		pt.Add(codec.MaskBitmapID(), row, true)
+	}
+	if old == nil || oldLevel > 0 {
+		// Nothing to take away: the row joins each of its bitmaps, staged
+		// straight from the record.
+		if rec != nil {
+			w.joinAll(pt, t, row, rec)
+		}
+		return nil
+	}
 	if w.before == nil {
 		w.before, w.after = map[string]struct{}{}, map[string]struct{}{}
 	}
 	before, after := w.before, w.after
 	clear(before)
 	clear(after)
-	if old != nil && oldLevel == 0 {
-		layers.AddMemberships(before, t, old)
-	}
-	if old != nil && oldLevel > 0 {
-		tx.addBitmap(top, t.ID, string(codec.MaskBitmapID()), row, true)
-	}
+	layers.AddMemberships(before, t, old)
 	if rec != nil {
 		layers.AddMemberships(after, t, rec)
 		tx.changes[len(tx.changes)-1].Lens = layers.FieldLengths(after)
 	}
 	for id := range before {
 		if _, ok := after[id]; !ok {
-			tx.addBitmap(top, t.ID, id, row, false)
+			pt.Add([]byte(id), row, false)
 		}
 	}
 	var terms map[string]struct{}
 	for id := range after {
 		if _, ok := before[id]; !ok {
-			tx.addBitmap(top, t.ID, id, row, true)
+			pt.Add([]byte(id), row, true)
 			if term, ok := layers.TermOf(id); ok {
 				if terms == nil {
 					terms = tx.termsOf(w.br.ID, t.ID)
@@ -508,6 +515,29 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 		}
 	}
 	return nil
+}
+
+// joinAll stages the addition of a row to every bitmap rec belongs to,
+// notes the words new to the layer and the lengths of its text fields.
+func (w *writer) joinAll(pt *layers.PendingTable, t *model.Table, row uint32, rec *codec.Record) {
+	tx := w.tx
+	ch := &tx.changes[len(tx.changes)-1]
+	var terms map[string]struct{}
+	layers.VisitMemberships(t, rec, func(id []byte, term string) {
+		pt.Add(id, row, true)
+		if term != "" {
+			if terms == nil {
+				terms = tx.termsOf(w.br.ID, t.ID)
+			}
+			if _, ok := terms[term]; !ok {
+				terms[term] = struct{}{}
+			}
+			return
+		}
+		if fl, ok := layers.LengthOfID(id); ok {
+			ch.Lens = append(ch.Lens, fl)
+		}
+	})
 }
 
 // writeID stores (or, deleted, removes) the id map entry of a record in the

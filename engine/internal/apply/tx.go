@@ -201,13 +201,12 @@ func (tx *Tx) finish() error {
 	return tx.pending.Write(tx.batch, tx.state().Fork, tx.seq)
 }
 
-// addBitmap stages a change of one row in a bitmap of the top layer. Each
-// call must be exact: add only a row not in the set, remove only one in it.
-func (tx *Tx) addBitmap(layer, tableID uint32, bitmapID string, row uint32, add bool) {
+// pendingTable returns the staged bitmap changes of a table of a layer.
+func (tx *Tx) pendingTable(layer, tableID uint32) *layers.PendingTable {
 	if tx.pending == nil {
-		tx.pending = layers.NewPending()
+		tx.pending = layers.NewPending(tx.d.ID)
 	}
-	tx.pending.Add(tx.d.ID, layer, tableID, bitmapID, row, add)
+	return tx.pending.Table(layer, tableID)
 }
 
 // termsOf returns the set of words new to the top layer of a branch's

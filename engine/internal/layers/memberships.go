@@ -20,29 +20,41 @@ func Memberships(t *model.Table, rec *codec.Record) map[string]struct{} {
 
 // AddMemberships adds the bitmap ids a record's row belongs to to out.
 func AddMemberships(out map[string]struct{}, t *model.Table, rec *codec.Record) {
-	out[string(codec.LiveBitmapID())] = struct{}{}
+	VisitMemberships(t, rec, func(id []byte, _ string) { out[string(id)] = struct{}{} })
+}
+
+// VisitMemberships calls fn with each bitmap id a record's row belongs
+// to, without building a set: the id is fn's only for the call, and an id
+// may come more than once (a value repeated in a multiple). term is the
+// word a term bitmap names (TermOf), "" for every other bitmap. Writers of
+// new rows stage their postings this way, one call per (row, bitmap).
+func VisitMemberships(t *model.Table, rec *codec.Record, fn func(id []byte, term string)) {
+	buf := make([]byte, 0, 64)
+	buf = append(buf, codec.BitmapLive)
+	fn(buf, "")
 	for _, f := range rec.Fields {
 		c := t.ByID[f.Col]
 		if c == nil {
 			continue
 		}
-		out[string(codec.ExistsBitmapID(c.ID))] = struct{}{}
+		buf = codec.AppendU32(append(buf[:0], codec.BitmapExists), c.ID)
+		fn(buf, "")
 		if fts.Searchable(c.Type) {
-			textMemberships(out, c, f.Val)
+			buf = textMemberships(buf, c, f.Val, fn)
 		}
 		if !c.Type.Indexed() {
 			continue
 		}
 		if f.Val.Kind == codec.KindStrings {
 			for _, s := range f.Val.Strs {
-				id, _ := codec.PostingBitmapID(nil, c.ID, codec.String(s))
-				out[string(id)] = struct{}{}
+				buf, _ = codec.PostingBitmapID(buf[:0], c.ID, codec.String(s))
+				fn(buf, "")
 			}
 			continue
 		}
-		id, err := codec.PostingBitmapID(nil, c.ID, f.Val)
-		if err == nil {
-			out[string(id)] = struct{}{}
+		var err error
+		if buf, err = codec.PostingBitmapID(buf[:0], c.ID, f.Val); err == nil {
+			fn(buf, "")
 		}
 	}
 }
@@ -50,8 +62,9 @@ func AddMemberships(out map[string]struct{}, t *model.Table, rec *codec.Record) 
 // fieldPool recycles the analysis buffers of textMemberships.
 var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
 
-// textMemberships adds the search bitmaps of one text field to out.
-func textMemberships(out map[string]struct{}, c *model.Column, v codec.Value) {
+// textMemberships calls fn with the search bitmaps of one text field,
+// using buf as scratch, and returns it.
+func textMemberships(buf []byte, c *model.Column, v codec.Value, fn func(id []byte, term string)) []byte {
 	f := fieldPool.Get().(*fts.Field)
 	defer fieldPool.Put(f)
 	f.Reset()
@@ -63,21 +76,22 @@ func textMemberships(out map[string]struct{}, c *model.Column, v codec.Value) {
 			f.Add(s)
 		}
 	default:
-		return
+		return buf
 	}
-	out[string(codec.LengthBitmapID(nil, c.ID, fts.LengthBucket(f.Words)))] = struct{}{}
-	var buf []byte
+	buf = codec.LengthBitmapID(buf[:0], c.ID, fts.LengthBucket(f.Words))
+	fn(buf, "")
 	for term, n := range f.TF {
 		buf = codec.TermBitmapID(buf[:0], c.ID, term)
-		out[string(buf)] = struct{}{}
+		fn(buf, term)
 		for i, l := range fts.TFLevels {
 			if n < int(l) {
 				break
 			}
 			buf = codec.TermTFBitmapID(buf[:0], c.ID, uint8(i), term)
-			out[string(buf)] = struct{}{}
+			fn(buf, "")
 		}
 	}
+	return buf
 }
 
 // TermOf returns the word a term bitmap id names: 05 · col u32 · 40 ·
@@ -126,6 +140,14 @@ func WriteTermKeys(batch *pebble.Batch, db, layer, table uint32, ids []string) e
 type FieldLength struct {
 	Col    uint32
 	Bucket uint8
+}
+
+// LengthOfID is LengthOf of an id as bytes.
+func LengthOfID(id []byte) (FieldLength, bool) {
+	if len(id) != 6 || id[0] != codec.BitmapLength {
+		return FieldLength{}, false
+	}
+	return FieldLength{binary.BigEndian.Uint32(id[1:5]), id[5]}, true
 }
 
 // FieldLengths picks the length bitmaps out of a row's memberships.

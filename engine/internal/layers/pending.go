@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -10,20 +11,31 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// Pending holds the bitmap changes of one command, by bitmap (the
-// chunk key without its chunk), so that reads inside the command find a
-// bitmap's changes directly. A change is recorded as it comes, one word
-// per row; the net delta of each chunk is worked out when the command
-// finishes (or a read inside it needs one). A bulk insert adds increasing
-// rows to each bitmap only, and then that is a copy.
+// Pending holds the bitmap changes of one command on one database, by
+// table of a layer and then by bitmap id, so that a writer staging a row
+// finds its table once and each of the row's bitmaps with one lookup of
+// its id, and reads inside the command find a bitmap's changes directly.
+// A change is recorded as it comes, one word per row; the net delta of
+// each chunk is worked out when the command finishes (or a read inside it
+// needs one). A bulk insert adds increasing rows to each bitmap only, and
+// then that is a copy: the postings of a batch are sorted row lists, and
+// each (bitmap, chunk) gets one merge operand for the whole command.
 type Pending struct {
-	byBitmap map[string]*pendingBitmap
-	key      []byte // scratch for lookups
+	db     uint32
+	tables map[layerTable]*PendingTable
+}
+
+// layerTable names a table of a layer.
+type layerTable struct{ layer, table uint32 }
+
+// PendingTable holds the staged changes of one table of one layer.
+type PendingTable struct {
+	layer, table uint32
+	byID         map[string]*pendingBitmap
 }
 
 // pendingBitmap holds the changes of one bitmap.
 type pendingBitmap struct {
-	layer uint32 // for the history log
 	// ops are row<<1 | 1 for an add, row<<1 for a removal, in call order.
 	ops []uint64
 	// simple: the ops are adds of strictly increasing rows.
@@ -36,13 +48,16 @@ type chunkDelta struct {
 	delta codec.Delta
 }
 
-// get returns the staged changes of the bitmap whose chunk keys start with
-// prefix, or nil.
-func (p *Pending) get(prefix []byte) *pendingBitmap {
+// get returns the staged changes of a bitmap of a table of a layer, or nil.
+func (p *Pending) get(layer, table uint32, bitmapID []byte) *pendingBitmap {
 	if p == nil {
 		return nil
 	}
-	return p.byBitmap[string(prefix)]
+	pt := p.tables[layerTable{layer, table}]
+	if pt == nil {
+		return nil
+	}
+	return pt.byID[string(bitmapID)]
 }
 
 // deltas returns the net change of each chunk the bitmap's rows fall in,
@@ -109,41 +124,50 @@ func (pb *pendingBitmap) applyTo(set *roaring.Bitmap) {
 	}
 }
 
-// Write merges every staged delta into the batch in key order, and logs
-// each in the history of a layer that has forks.
+// Write merges every staged delta into the batch in key order (tables by
+// layer and id, bitmaps by id), and logs each in the history of a layer
+// that has forks.
 func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool), seq uint64) error {
-	type entry struct {
-		prefix string
-		pb     *pendingBitmap
+	tables := make([]*PendingTable, 0, len(p.tables))
+	for _, pt := range p.tables {
+		tables = append(tables, pt)
 	}
-	entries := make([]entry, 0, len(p.byBitmap))
-	for prefix, pb := range p.byBitmap {
-		entries = append(entries, entry{prefix, pb})
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.prefix, b.prefix) })
-	var buf, key []byte
-	// A command's bitmaps are nearly all in one layer: its fork state is
-	// looked up once per layer change.
-	layer, forked := uint32(0), false
-	for i, e := range entries {
-		prefix, pb := e.prefix, e.pb
-		if i == 0 || pb.layer != layer {
-			layer = pb.layer
-			_, forked = forks(layer)
+	slices.SortFunc(tables, func(a, b *PendingTable) int {
+		if a.layer != b.layer {
+			return cmp.Compare(a.layer, b.layer)
 		}
-		for _, cd := range pb.deltas() {
-			buf = codec.AppendDelta(buf[:0], cd.delta)
-			key = binary.BigEndian.AppendUint16(append(key[:0], prefix...), cd.chunk)
-			if err := b.Merge(key, buf, nil); err != nil {
-				return err
-			}
-			if forked {
-				// The log key is the current key under the history kind,
-				// then the commit's seq.
-				hk := slices.Clone(key)
-				hk[9] = codec.KindBitmapHist
-				if err := b.Set(codec.AppendU64(hk, seq), buf, nil); err != nil {
+		return cmp.Compare(a.table, b.table)
+	})
+	var buf, key []byte
+	for _, pt := range tables {
+		_, forked := forks(pt.layer)
+		type entry struct {
+			id string
+			pb *pendingBitmap
+		}
+		entries := make([]entry, 0, len(pt.byID))
+		for id, pb := range pt.byID {
+			entries = append(entries, entry{id, pb})
+		}
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
+		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
+		for _, e := range entries {
+			key = append(append(key[:0], prefix...), e.id...)
+			n := len(key)
+			for _, cd := range e.pb.deltas() {
+				buf = codec.AppendDelta(buf[:0], cd.delta)
+				key = binary.BigEndian.AppendUint16(key[:n], cd.chunk)
+				if err := b.Merge(key, buf, nil); err != nil {
 					return err
+				}
+				if forked {
+					// The log key is the current key under the history kind,
+					// then the commit's seq.
+					hk := slices.Clone(key)
+					hk[9] = codec.KindBitmapHist
+					if err := b.Set(codec.AppendU64(hk, seq), buf, nil); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -151,20 +175,41 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 	return nil
 }
 
-// NewPending returns an empty set of staged changes.
-func NewPending() *Pending {
-	return &Pending{byBitmap: map[string]*pendingBitmap{}}
+// NewPending returns an empty set of staged changes of database db.
+func NewPending(db uint32) *Pending {
+	return &Pending{db: db, tables: map[layerTable]*PendingTable{}}
 }
 
-// Add stages a change of one row in a bitmap of layer of database db.
-// Each call must be exact: add only a row not in the set, remove only one
-// in it.
-func (p *Pending) Add(db, layer, tableID uint32, bitmapID string, row uint32, add bool) {
-	p.key = append(codec.TablePrefix(p.key[:0], db, layer, codec.KindBitmapCur, tableID), bitmapID...)
-	pb := p.byBitmap[string(p.key)]
+// Bitmaps counts the bitmaps with staged changes; p may be nil.
+func (p *Pending) Bitmaps() int {
+	if p == nil {
+		return 0
+	}
+	n := 0
+	for _, pt := range p.tables {
+		n += len(pt.byID)
+	}
+	return n
+}
+
+// Table returns the staged changes of a table of a layer, made on first use.
+func (p *Pending) Table(layer, table uint32) *PendingTable {
+	k := layerTable{layer, table}
+	pt := p.tables[k]
+	if pt == nil {
+		pt = &PendingTable{layer: layer, table: table, byID: map[string]*pendingBitmap{}}
+		p.tables[k] = pt
+	}
+	return pt
+}
+
+// Add stages a change of one row in a bitmap of the table. Each call must
+// be exact: add only a row not in the set, remove only one in it.
+func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
+	pb := pt.byID[string(bitmapID)]
 	if pb == nil {
-		pb = &pendingBitmap{layer: layer, simple: true}
-		p.byBitmap[string(p.key)] = pb
+		pb = &pendingBitmap{simple: true}
+		pt.byID[string(bitmapID)] = pb
 	}
 	op := uint64(row) << 1
 	if add {

@@ -271,7 +271,7 @@ func ReadLayerBitmap(r pebble.Reader, db uint32, lr model.LayerRef, tableID uint
 	if err := it.Close(); err != nil {
 		return nil, err
 	}
-	if pb := pending.get(prefix); pb != nil && lr.Seq == model.MaxSeq {
+	if pb := pending.get(lr.Layer, tableID, bitmapID); pb != nil && lr.Seq == model.MaxSeq {
 		pb.applyTo(set)
 	}
 	if lr.Seq == model.MaxSeq {
