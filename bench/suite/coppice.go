@@ -224,8 +224,10 @@ func docIndex(i, n int) int { return int(uint64(i) * 7919 % uint64(n)) }
 // suite's connections, starting at request offset.
 func (s *suite) pointGets(srv *server, branch string, n, offset int) (series, error) {
 	prefix := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/data/")
-	return httpLoad(srv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
-		srv.fill(req, "GET", prefix+gen.DocID(docIndex(offset+i, s.ds.n)), nil)
+	return withCPU(srv.cpu, func() (series, error) {
+		return httpLoad(srv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
+			srv.fill(req, "GET", prefix+gen.DocID(docIndex(offset+i, s.ds.n)), nil)
+		})
 	})
 }
 
@@ -312,8 +314,9 @@ func (s *suite) kindOrder() []string {
 }
 
 // runMix runs every query of the mix once with op, then reps more times
-// timed, and returns the latencies by kind and over all.
-func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]*series, series, error) {
+// timed, and returns the latencies by kind and over all; with cpu, each
+// timed query is also charged the server CPU time cpu reports across it.
+func (s *suite) runMix(reps int, cpu func() time.Duration, op func(kind string, i int) error) (map[string]*series, series, error) {
 	filters := s.ds.q.Filter
 	for i, q := range filters {
 		if err := op(q.Kind, i); err != nil {
@@ -324,16 +327,20 @@ func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]
 	var all series
 	for range reps {
 		for i, q := range filters {
-			t0 := time.Now()
-			if err := op(q.Kind, i); err != nil {
+			one, err := withCPU(cpu, func() (series, error) {
+				t0 := time.Now()
+				err := op(q.Kind, i)
+				d := time.Since(t0)
+				return series{lat: []time.Duration{d}, elapsed: d}, err
+			})
+			if err != nil {
 				return nil, series{}, fmt.Errorf("%s query %d: %w", q.Kind, i, err)
 			}
-			d := time.Since(t0)
 			if byKind[q.Kind] == nil {
 				byKind[q.Kind] = &series{}
 			}
-			byKind[q.Kind].add(series{lat: []time.Duration{d}, elapsed: d})
-			all.add(series{lat: []time.Duration{d}, elapsed: d})
+			byKind[q.Kind].add(one)
+			all.add(one)
 		}
 	}
 	return byKind, all, nil
@@ -343,7 +350,7 @@ func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]
 func (s *suite) coppiceMix(srv *server, branch string, reps int) (map[string]*series, series, error) {
 	mix := s.mix()
 	path := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/query")
-	return s.runMix(reps, func(_ string, i int) error {
+	return s.runMix(reps, srv.cpu, func(_ string, i int) error {
 		status, body, err := srv.do("POST", path, mix[i].body)
 		if err == nil && status != 200 {
 			err = fmt.Errorf("status %d: %s", status, trim(body, 300))
@@ -439,13 +446,19 @@ func (s *suite) coppiceW4(srv *server) error {
 	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/summarize")
 	body, _ := json.Marshal(summarizeBody())
 	var groups int
-	sr, err := s.timeReps(s.cfg.reps*10, func() error {
+	summarize := func() error {
 		var out struct {
 			Summaries []map[string]any `json:"summaries"`
 		}
 		err := srv.call("POST", path, body, 200, &out)
 		groups = len(out.Summaries)
 		return err
+	}
+	if err := summarize(); err != nil { // warm-up
+		return err
+	}
+	sr, err := withCPU(srv.cpu, func() (series, error) {
+		return sequential(s.cfg.reps*10, func(int) error { return summarize() })
 	})
 	if err != nil {
 		return err
@@ -487,12 +500,14 @@ func (s *suite) coppiceW5(srv *server) error {
 		for _, b := range bodies { // warm-up
 			srv.do("POST", path, b)
 		}
-		sr, err := sequential(len(bodies), func(i int) error {
-			status, body, err := srv.do("POST", path, bodies[i])
-			if err == nil && status != 200 {
-				err = fmt.Errorf("search %s: status %d: %s", qs[i], status, trim(body, 300))
-			}
-			return err
+		sr, err := withCPU(srv.cpu, func() (series, error) {
+			return sequential(len(bodies), func(i int) error {
+				status, body, err := srv.do("POST", path, bodies[i])
+				if err == nil && status != 200 {
+					err = fmt.Errorf("search %s: status %d: %s", qs[i], status, trim(body, 300))
+				}
+				return err
+			})
 		})
 		if err != nil {
 			s.rep.missing("W5", c.name, sysCoppice, "failed: "+err.Error())

@@ -199,6 +199,36 @@ func trim(b []byte, n int) string {
 	return string(b)
 }
 
+// clockTicks is the unit of the CPU times of /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// cpu returns the CPU time the process has used so far, user and system,
+// over all its threads; 0 when /proc cannot say. The kernel counts it in
+// clock ticks, so only sums over many requests are meaningful.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing parenthesis (state is field 3).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
 // peakRSS returns VmHWM of the process in kB.
 func (s *server) peakRSS() int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
