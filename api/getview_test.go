@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand"
@@ -275,6 +276,36 @@ func TestNewChecksMeta(t *testing.T) {
 		eng.Close()
 		if (err == nil) != c.ok {
 			t.Errorf("engine %s, compat %s: error %v", c.meta, c.compat, err)
+		}
+	}
+}
+
+// TestPointGetRecordCacheOff: a server with the record cache turned off
+// answers point gets as one with the cache does, before and after writes.
+func TestPointGetRecordCacheOff(t *testing.T) {
+	on := startServer(t, Options{})
+	off := startServer(t, Options{RecordCacheSize: -1})
+	if off.srv.records != nil || off.srv.encoded != nil || on.srv.records == nil {
+		t.Fatalf("record cache of the servers: on %v, off %v", on.srv.records != nil, off.srv.records != nil)
+	}
+	for _, ts := range []*testServer{on, off} {
+		ts.createDB("d")
+		ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"}, map[string]any{"name": "n", "type": "int"})
+		ts.expect(201, "PUT", "/db/d:main/tables/t/data/r1", map[string]any{"s": "one", "n": 1})
+	}
+	answer := func(ts *testServer) string {
+		r := ts.expect(200, "GET", "/db/d:main/tables/t/data/r1", nil)
+		m := r.obj() // the metadata's times differ between the servers
+		return keys(m) + " " + m["s"].(string) + " " + fmt.Sprint(m["n"])
+	}
+	for round, want := range []string{"id,n,s,svc one 1", "id,n,s,svc one 1", "id,n,s,svc two 2"} {
+		if round == 2 {
+			for _, ts := range []*testServer{on, off} {
+				ts.expect(200, "PATCH", "/db/d:main/tables/t/data/r1", map[string]any{"s": "two", "n": 2})
+			}
+		}
+		if a, b := answer(on), answer(off); a != want || b != want {
+			t.Fatalf("round %d: with the cache %q, without %q, want %q", round, a, b, want)
 		}
 	}
 }

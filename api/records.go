@@ -174,7 +174,12 @@ func (s *Server) getRecord(r *request) error {
 		if err != nil {
 			return err
 		}
-		body := s.encoded.encoding(v, s.appendView)
+		var body []byte
+		if s.encoded != nil {
+			body = s.encoded.encoding(v, s.appendView)
+		} else {
+			body = s.appendView(nil, v)
+		}
 		r.ctx.SetStatusCode(http.StatusOK)
 		r.ctx.SetContentType("application/json")
 		r.ctx.SetBody(body)

@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize, slow string
+	var regions, domains, maxBody, cacheSize, recordCache, slow string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -120,6 +120,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"request body limit, a byte size such as 32MiB; larger bodies get 413 (env COPPICE_MAX_BODY)")
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
 		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
+	fs.StringVar(&recordCache, "record-cache-size", env("COPPICE_RECORD_CACHE_SIZE", formatByteSize(api.DefaultRecordCacheSize)),
+		"records point reads keep as read, and again their encodings, a byte size such as 64MiB: a hot record is answered without reading or encoding it; 0 turns it off (env COPPICE_RECORD_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
 	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
@@ -150,6 +152,14 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 			return fmt.Errorf("--cache-size must be a positive byte size, got %q", cacheSize)
 		}
 		cfg.CacheSize = c
+		rc, err := parseByteSize(recordCache)
+		if err != nil || rc < 0 || rc > math.MaxInt32 {
+			return fmt.Errorf("--record-cache-size must be a byte size below 2GiB, or 0 for off, got %q", recordCache)
+		}
+		o.RecordCacheSize = int(rc)
+		if rc == 0 {
+			o.RecordCacheSize = -1 // off
+		}
 		switch o.LogFormat {
 		case api.LogFormatText, api.LogFormatJSON:
 		default:
