@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
@@ -55,12 +56,15 @@ func (s *Server) queryTable(r *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.Query(r.context(), ref.Ref, table, in, s.queryOptions())
+	opts := s.queryOptions()
+	opts.Views = true // encoded from their stored values when the columns allow
+	res, err := s.eng.Query(r.context(), ref.Ref, table, in, opts)
 	if err != nil {
 		return err
 	}
 	r.setPlan(res.Plan)
-	b := append(make([]byte, 0, 512*len(res.Records)+256), `{"meta":{"page":{"cursor":`...)
+	buf := responseBuffers.Get().(*[]byte)
+	b := append((*buf)[:0], `{"meta":{"page":{"cursor":`...)
 	b = appendString(b, res.Cursor)
 	b = append(b, `,"more":`...)
 	b = strconv.AppendBool(b, res.More)
@@ -68,6 +72,13 @@ func (s *Server) queryTable(r *request) error {
 	b = strconv.AppendInt(b, int64(res.Size), 10)
 	b = append(b, `}},"records":[`...)
 	first := true
+	for _, v := range res.Views {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = s.appendView(b, v)
+	}
 	for _, d := range res.Records {
 		if d == nil {
 			continue
@@ -79,7 +90,25 @@ func (s *Server) queryTable(r *request) error {
 		b = s.appendDoc(b, d)
 	}
 	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
+	putResponseBuffer(buf, b)
 	return nil
+}
+
+// responseBuffers holds the buffers query answers are encoded into before
+// the response copies them, so that a page costs no new buffer.
+var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledResponse is the largest buffer kept for reuse: a rare huge page
+// should not pin its memory.
+const maxPooledResponse = 1 << 20
+
+// putResponseBuffer returns b, grown from *buf, to the pool.
+func putResponseBuffer(buf *[]byte, b []byte) {
+	if cap(b) > maxPooledResponse {
+		return
+	}
+	*buf = b[:0]
+	responseBuffers.Put(buf)
 }
 
 // readQuery reads the table and the body of a query (and of its explain).
