@@ -348,6 +348,42 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkGetView reads one record per op by id as the server's point
+// reads do, in random order: "cold" without a record cache, so every read
+// goes to storage (the block cache), "cached" through a record cache that
+// holds the whole table after a first pass, as a hot working set is
+// served.
+func BenchmarkGetView(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	for _, n := range benchSizes(b) {
+		for _, cached := range []bool{false, true} {
+			name := sizeLabel(n) + "/cold"
+			if cached {
+				name = sizeLabel(n) + "/cached"
+			}
+			b.Run(name, func(b *testing.B) {
+				f := get(b, n)
+				var c *engine.RecordCache
+				if cached {
+					c = engine.NewRecordCache(n * 2048)
+					for _, id := range f.ids {
+						if _, err := f.env.e.GetView(c, f.ref, benchTable, id); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := f.env.e.GetView(c, f.ref, benchTable, f.ids[i%len(f.ids)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkUpdate changes two indexed columns of one random record per op,
 // synced.
 func BenchmarkUpdate(b *testing.B) {
