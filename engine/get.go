@@ -105,7 +105,16 @@ func ComparePaths(a, b string) int {
 // columns, of those p selects (nil: every column). The view shares the
 // record's values: they must not change afterwards.
 func newRecordView(t *model.Table, rec *codec.Record, p *index.Projection) *RecordView {
-	v := &RecordView{
+	v := &RecordView{}
+	fillRecordView(v, nil, t, rec, p)
+	return v
+}
+
+// fillRecordView builds a view as newRecordView does into v, taking its
+// fields from the front of *pool when it has room, so that the views of a
+// page can share one allocation.
+func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec.Record, p *index.Projection) {
+	*v = RecordView{
 		ID: rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 	}
@@ -119,12 +128,17 @@ func newRecordView(t *model.Table, rec *codec.Record, p *index.Projection) *Reco
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].Path, cols[b].Path) })
-	v.Fields = make([]FieldView, len(order))
+	if pool != nil && cap(*pool)-len(*pool) >= len(order) {
+		n := len(*pool)
+		*pool = (*pool)[:n+len(order)]
+		v.Fields = (*pool)[n : n+len(order) : n+len(order)]
+	} else {
+		v.Fields = make([]FieldView, len(order))
+	}
 	for j, i := range order {
 		c := cols[i]
 		v.Fields[j] = FieldView{Path: c.Path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
 	}
-	return v
 }
 
 // readRecord reads the visible version of a record of a table of a branch

@@ -216,11 +216,16 @@ func (s *source) plain(p *index.Projection) bool {
 // plain projection.
 func (s *source) views(rows []uint32, p *index.Projection) ([]*RecordView, error) {
 	byRow := make([]*RecordView, len(rows))
+	// One allocation for the page's views and, while they fit, one for
+	// their fields.
+	views := make([]RecordView, len(rows))
+	fields := make([]FieldView, 0, len(rows)*len(s.t.ByID))
 	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
 	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
 		// The view takes the decoded values, which the next decode into
 		// rec leaves alone.
-		byRow[i] = newRecordView(s.t, rec, p)
+		fillRecordView(&views[i], &fields, s.t, rec, p)
+		byRow[i] = &views[i]
 		return nil
 	})
 	if err != nil {
