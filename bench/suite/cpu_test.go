@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -25,6 +26,13 @@ func TestServerCPU(t *testing.T) {
 	}
 	if d, wall := s.cpu()-c0, time.Since(w0); d > 3*wall+20*time.Millisecond {
 		t.Fatalf("cpu time %v over %v of wall time in one goroutine (x=%d)", d, wall, x)
+	}
+	// Both sources agree to within the ticks' resolution.
+	pid := strconv.Itoa(os.Getpid())
+	if d, ok := threadsOnCPU(pid); ok {
+		if ticks := ticksUsed(pid); d < ticks-50*time.Millisecond || d > ticks+50*time.Millisecond {
+			t.Fatalf("threads ran %v, the process used %v", d, ticks)
+		}
 	}
 }
 

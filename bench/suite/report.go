@@ -126,7 +126,7 @@ func (r *Report) render(w *bufio.Writer) {
 	}
 	fmt.Fprintf(w, "\n%d met, %d missed, %d not judged.\n", met, missed, open)
 	fmt.Fprintf(w, "\n## Measurements\n\n")
-	fmt.Fprintf(w, "Latencies are of one operation (a request, a query, a batch of a load); throughput is over the wall time of the series. Server CPU is the Coppice server's CPU time (user and system, all threads, background work included) per operation over the series, from /proc/<pid>/stat before and after each phase; the load generator shares the cores.\n\n")
+	fmt.Fprintf(w, "Latencies are of one operation (a request, a query, a batch of a load); throughput is over the wall time of the series. Server CPU is the time the Coppice server's threads ran (background work included) per operation over the series, from /proc/<pid>/task/*/schedstat before and after each request or phase; the load generator shares the cores.\n\n")
 	fmt.Fprintf(w, "| workload | case | system | p50 | p99 | server CPU/op | throughput | n | note |\n|---|---|---|---|---|---|---|---|---|\n")
 	rows := slices.Clone(r.Rows)
 	slices.SortStableFunc(rows, func(a, b Row) int { return strings.Compare(a.Workload, b.Workload) })
