@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
@@ -92,23 +91,6 @@ func (s *Server) queryTable(r *request) error {
 	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
 	putResponseBuffer(buf, b)
 	return nil
-}
-
-// responseBuffers holds the buffers query answers are encoded into before
-// the response copies them, so that a page costs no new buffer.
-var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledResponse is the largest buffer kept for reuse: a rare huge page
-// should not pin its memory.
-const maxPooledResponse = 1 << 20
-
-// putResponseBuffer returns b, grown from *buf, to the pool.
-func putResponseBuffer(buf *[]byte, b []byte) {
-	if cap(b) > maxPooledResponse {
-		return
-	}
-	*buf = b[:0]
-	responseBuffers.Put(buf)
 }
 
 // readQuery reads the table and the body of a query (and of its explain).
