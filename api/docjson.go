@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +17,23 @@ import (
 // appending to a buffer rather than through maps and encoding/json: the
 // output is the same (keys sorted, no HTML escaping, numbers and strings
 // as encoding/json writes them) at a fraction of the allocations.
+
+// responseBuffers holds the buffers answers of records are encoded into
+// before the response copies them, so that an answer costs no new buffer.
+var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledResponse is the largest buffer kept for reuse: a rare huge page
+// should not pin its memory.
+const maxPooledResponse = 1 << 20
+
+// putResponseBuffer returns b, grown from *buf, to the pool.
+func putResponseBuffer(buf *[]byte, b []byte) {
+	if cap(b) > maxPooledResponse {
+		return
+	}
+	*buf = b[:0]
+	responseBuffers.Put(buf)
+}
 
 // rawJSON is an encoded JSON value; writeJSON sends it as is.
 type rawJSON []byte

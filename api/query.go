@@ -55,12 +55,15 @@ func (s *Server) queryTable(r *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.Query(r.context(), ref.Ref, table, in, s.queryOptions())
+	opts := s.queryOptions()
+	opts.Views = true // encoded from their stored values when the columns allow
+	res, err := s.eng.Query(r.context(), ref.Ref, table, in, opts)
 	if err != nil {
 		return err
 	}
 	r.setPlan(res.Plan)
-	b := append(make([]byte, 0, 512*len(res.Records)+256), `{"meta":{"page":{"cursor":`...)
+	buf := responseBuffers.Get().(*[]byte)
+	b := append((*buf)[:0], `{"meta":{"page":{"cursor":`...)
 	b = appendString(b, res.Cursor)
 	b = append(b, `,"more":`...)
 	b = strconv.AppendBool(b, res.More)
@@ -68,6 +71,13 @@ func (s *Server) queryTable(r *request) error {
 	b = strconv.AppendInt(b, int64(res.Size), 10)
 	b = append(b, `}},"records":[`...)
 	first := true
+	for _, v := range res.Views {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = s.appendView(b, v)
+	}
 	for _, d := range res.Records {
 		if d == nil {
 			continue
@@ -79,6 +89,7 @@ func (s *Server) queryTable(r *request) error {
 		b = s.appendDoc(b, d)
 	}
 	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
+	putResponseBuffer(buf, b)
 	return nil
 }
 

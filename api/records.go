@@ -174,10 +174,17 @@ func (s *Server) getRecord(r *request) error {
 		if err != nil {
 			return err
 		}
-		body := s.encoded.encoding(v, s.appendView)
 		r.ctx.SetStatusCode(http.StatusOK)
 		r.ctx.SetContentType("application/json")
-		r.ctx.SetBody(body)
+		if s.encoded != nil {
+			r.ctx.SetBody(s.encoded.encoding(v, s.appendView))
+			return nil
+		}
+		// No cache: encode into a pooled buffer, which the response copies.
+		buf := responseBuffers.Get().(*[]byte)
+		b := s.appendView((*buf)[:0], v)
+		r.ctx.SetBody(b)
+		putResponseBuffer(buf, b)
 		return nil
 	}
 	rec, err := s.eng.Get(c.ref.Ref, c.table, id)

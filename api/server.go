@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -70,6 +71,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits bound requests and connections; see limits.go.
 	Limits Limits
+	// RecordCacheSize is the memory in bytes that point reads keep records
+	// in as read, and again their encodings, so that a hot record is
+	// answered without reading or encoding it again; 0 means
+	// DefaultRecordCacheSize, a negative value turns the cache off.
+	RecordCacheSize int
 }
 
 // Server is the HTTP front end: both planes of the API on one handler. It is
@@ -95,8 +101,8 @@ type Server struct {
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
-	records  *engine.RecordCache     // point reads by id
-	encoded  *viewEncodings          // the encodings of records' views
+	records  *engine.RecordCache     // point reads by id; nil: off
+	encoded  *viewEncodings          // the encodings of records' views; nil: off
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
 
 	labels struct { // workspace label → core, see workspaceCore
@@ -124,9 +130,9 @@ type Server struct {
 	conns      []*connLimiter // the listeners Serve accepts on
 }
 
-// recordCacheBytes is the memory budget of the records point reads keep,
-// and again of their encodings.
-const recordCacheBytes = 32 << 20
+// DefaultRecordCacheSize is the default Options.RecordCacheSize: the
+// memory of the records point reads keep, and again of their encodings.
+const DefaultRecordCacheSize = 32 << 20
 
 // MetaKey is the record metadata key of a compatibility mode: "xata" in
 // compat mode, else "svc". The engine a server serves is opened with it
@@ -177,8 +183,10 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("api: metrics: %w", err)
 	}
 	s.labels.m = map[string]string{}
-	s.records = engine.NewRecordCache(recordCacheBytes)
-	s.encoded = newViewEncodings(recordCacheBytes)
+	if n := cmp.Or(opts.RecordCacheSize, DefaultRecordCacheSize); n > 0 {
+		s.records = engine.NewRecordCache(n)
+		s.encoded = newViewEncodings(n)
+	}
 	s.regions = configuredRegions(opts.Compat, opts.Regions)
 	s.domains = []string{"localhost"}
 	if len(opts.Domains) > 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Benchmarks of the storage engine, sized by powers of ten: 1e3, 1e4 and 1e5
@@ -349,6 +351,42 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+// BenchmarkGetView reads one record per op by id as the server's point
+// reads do, in random order: "cold" without a record cache, so every read
+// goes to storage (the block cache), "cached" through a record cache that
+// holds the whole table after a first pass, as a hot working set is
+// served.
+func BenchmarkGetView(b *testing.B) {
+	get := perSize(b, buildWriteFixture)
+	for _, n := range benchSizes(b) {
+		for _, cached := range []bool{false, true} {
+			name := sizeLabel(n) + "/cold"
+			if cached {
+				name = sizeLabel(n) + "/cached"
+			}
+			b.Run(name, func(b *testing.B) {
+				f := get(b, n)
+				var c *engine.RecordCache
+				if cached {
+					c = engine.NewRecordCache(n * 2048)
+					for _, id := range f.ids {
+						if _, err := f.env.e.GetView(c, f.ref, benchTable, id); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if _, err := f.env.e.GetView(c, f.ref, benchTable, f.ids[i%len(f.ids)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkUpdate changes two indexed columns of one random record per op,
 // synced.
 func BenchmarkUpdate(b *testing.B) {
@@ -425,32 +463,53 @@ func warmUp(b *testing.B, e *engine.Engine, ids []string, refs ...engine.Ref) {
 // interleavedReads times point reads of ids through two branches in
 // alternating blocks, switching which side goes first, so that drift and
 // cache warmth favor neither. One op is one read on each side. It returns
-// the nanoseconds per read of each side.
-func interleavedReads(b *testing.B, e *engine.Engine, x, y engine.Ref, ids []string) (nsX, nsY float64) {
+// the wall time per read of each side, and the CPU time this goroutine's
+// thread spent per read of each side, which waits for a core on a shared
+// machine do not inflate.
+func interleavedReads(b *testing.B, e *engine.Engine, x, y engine.Ref, ids []string) (side [2]sideCost) {
 	const block = 64
-	var dx, dy time.Duration
-	read := func(ref engine.Ref, from, k int) time.Duration {
-		t0 := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	read := func(s int, ref engine.Ref, from, k int) {
+		t0, c0 := time.Now(), threadCPU()
 		for j := range k {
 			if _, err := e.Get(ref, benchTable, ids[(from+j)%len(ids)]); err != nil {
 				b.Fatalf("get %v %s: %v", ref, ids[(from+j)%len(ids)], err)
 			}
 		}
-		return time.Since(t0)
+		side[s].wall += time.Since(t0)
+		side[s].cpu += threadCPU() - c0
 	}
 	for done, blk := 0, 0; done < b.N; blk++ {
 		k := min(block, b.N-done)
 		from := done % len(ids)
 		if blk%2 == 0 {
-			dx += read(x, from, k)
-			dy += read(y, from, k)
+			read(0, x, from, k)
+			read(1, y, from, k)
 		} else {
-			dy += read(y, from, k)
-			dx += read(x, from, k)
+			read(1, y, from, k)
+			read(0, x, from, k)
 		}
 		done += k
 	}
-	return float64(dx.Nanoseconds()) / float64(b.N), float64(dy.Nanoseconds()) / float64(b.N)
+	return side
+}
+
+// sideCost is the time one side of an interleaved comparison took.
+type sideCost struct{ wall, cpu time.Duration }
+
+// reportSides reports the wall and CPU time per op of the two sides of an
+// interleaved comparison, named x and y, and the ratios y/x of both.
+func reportSides(b *testing.B, unit, x, y string, side [2]sideCost) {
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(side[0].wall), x+"-ns/"+unit)
+	b.ReportMetric(per(side[1].wall), y+"-ns/"+unit)
+	b.ReportMetric(per(side[1].wall)/per(side[0].wall), y+"/"+x)
+	if side[0].cpu > 0 {
+		b.ReportMetric(per(side[0].cpu), x+"-cpu-ns/"+unit)
+		b.ReportMetric(per(side[1].cpu), y+"-cpu-ns/"+unit)
+		b.ReportMetric(per(side[1].cpu)/per(side[0].cpu), y+"/"+x+"-cpu")
+	}
 }
 
 // childFixture is a dataset on main with one child forked from it.
@@ -479,10 +538,7 @@ func BenchmarkChildRead(b *testing.B) {
 	run := func(b *testing.B, f *childFixture) {
 		b.StartTimer()
 		b.ResetTimer()
-		nsMain, nsChild := interleavedReads(b, f.env.e, f.main, f.child, f.ids)
-		b.ReportMetric(nsMain, "main-ns/get")
-		b.ReportMetric(nsChild, "child-ns/get")
-		b.ReportMetric(nsChild/nsMain, "child/main")
+		reportSides(b, "get", "main", "child", interleavedReads(b, f.env.e, f.main, f.child, f.ids))
 	}
 	for _, n := range benchSizes(b) {
 		b.Run(sizeLabel(n)+"/fresh", func(b *testing.B) {
@@ -507,10 +563,12 @@ func BenchmarkChildRead(b *testing.B) {
 	}
 }
 
-// BenchmarkMainWith20Children compares point reads on main of two databases
-// holding the same records and the same history of updates, one of which has
-// 20 live children forked at different times, with writes on main and on the
-// new child between forks (target: ≤ 1.1× main alone).
+// BenchmarkMainWith20Children compares main of two databases holding the
+// same records and the same history of updates, one of which has 20 live
+// children forked at different times, with writes on main and on the new
+// child between forks (target: ≤ 1.1× main alone): "get" times point reads
+// by id, "queries" a mix of filter, sort and page-20 queries, each
+// interleaved with the same work on main alone.
 func BenchmarkMainWith20Children(b *testing.B) {
 	const children = 20
 	type fixture struct {
@@ -537,13 +595,86 @@ func BenchmarkMainWith20Children(b *testing.B) {
 		return f
 	})
 	for _, n := range benchSizes(b) {
-		b.Run(sizeLabel(n), func(b *testing.B) {
+		b.Run(sizeLabel(n)+"/get", func(b *testing.B) {
 			f := get(b, n)
 			b.ResetTimer()
-			nsAlone, nsWith := interleavedReads(b, f.env.e, f.alone, f.with, f.ids)
-			b.ReportMetric(nsAlone, "alone-ns/get")
-			b.ReportMetric(nsWith, "with20-ns/get")
-			b.ReportMetric(nsWith/nsAlone, "with20/alone")
+			reportSides(b, "get", "alone", "with20", interleavedReads(b, f.env.e, f.alone, f.with, f.ids))
+		})
+		b.Run(sizeLabel(n)+"/queries", func(b *testing.B) {
+			f := get(b, n)
+			mix := benchQueryMix(b)
+			for range 2 { // warm both sides' caches
+				for _, q := range mix {
+					runBenchQuery(b, f.env.e, f.alone, q)
+					runBenchQuery(b, f.env.e, f.with, q)
+				}
+			}
+			b.ResetTimer()
+			reportSides(b, "query", "alone", "with20", interleavedQueries(b, f.env.e, f.alone, f.with, mix))
 		})
 	}
+}
+
+// benchQueryMix is a mix of page-20 queries on the table of benchColumns,
+// like the W3 mix: an equality, a range, an equality with a sort, three
+// ranges with a sort, and an array membership with a sort.
+func benchQueryMix(b *testing.B) []engine.QueryRequest {
+	size := 20
+	q := func(filter, sort string) engine.QueryRequest {
+		f, err := index.ReadFilter([]byte(filter))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var srt engine.Sort
+		if sort != "" {
+			if srt, err = index.ReadSort([]byte(sort)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return engine.QueryRequest{Filter: f, Sort: srt, Page: engine.PageInput{Size: &size}}
+	}
+	return []engine.QueryRequest{
+		q(`{"category":"cat1"}`, ""),
+		q(`{"price":{"$ge":20,"$lt":22}}`, ""),
+		q(`{"category":"cat4","active":true}`, `{"created_at":"desc"}`),
+		q(`{"price":{"$ge":10,"$lt":40},"views":{"$lt":100},"created_at":{"$ge":"2022-01-01T00:00:00Z"}}`, `{"views":"desc"}`),
+		q(`{"tags":{"$includes":"tag7"}}`, `{"price":"asc"}`),
+	}
+}
+
+// runBenchQuery runs one query and fails the benchmark when it finds
+// nothing.
+func runBenchQuery(b *testing.B, e *engine.Engine, ref engine.Ref, q engine.QueryRequest) {
+	res, err := e.Query(context.Background(), ref, benchTable, q, engine.QueryOptions{})
+	if err != nil {
+		b.Fatalf("query %v: %v", ref, err)
+	}
+	if len(res.Records) == 0 {
+		b.Fatalf("query on %v matches nothing", ref)
+	}
+}
+
+// interleavedQueries times the queries of mix through two branches as
+// interleavedReads times reads: one op is one query on each side, the
+// sides alternating which goes first.
+func interleavedQueries(b *testing.B, e *engine.Engine, x, y engine.Ref, mix []engine.QueryRequest) (side [2]sideCost) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	run := func(s int, ref engine.Ref, q engine.QueryRequest) {
+		t0, c0 := time.Now(), threadCPU()
+		runBenchQuery(b, e, ref, q)
+		side[s].wall += time.Since(t0)
+		side[s].cpu += threadCPU() - c0
+	}
+	for i := range b.N {
+		q := mix[i%len(mix)]
+		if (i/len(mix))%2 == 0 {
+			run(0, x, q)
+			run(1, y, q)
+		} else {
+			run(1, y, q)
+			run(0, x, q)
+		}
+	}
+	return side
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Point reads by id are the most frequent request of the service, and Get
@@ -101,9 +102,19 @@ func ComparePaths(a, b string) int {
 }
 
 // newRecordView builds the view of a stored record through a table's
-// columns. rec must not change afterwards: the view shares its values.
-func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
-	v := &RecordView{
+// columns, of those p selects (nil: every column). The view shares the
+// record's values: they must not change afterwards.
+func newRecordView(t *model.Table, rec *codec.Record, p *index.Projection) *RecordView {
+	v := &RecordView{}
+	fillRecordView(v, nil, t, rec, p)
+	return v
+}
+
+// fillRecordView builds a view as newRecordView does into v, taking its
+// fields from the front of *pool when it has room, so that the views of a
+// page can share one allocation.
+func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec.Record, p *index.Projection) {
+	*v = RecordView{
 		ID: rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 	}
@@ -112,17 +123,22 @@ func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 	cols := make([]*model.Column, len(rec.Fields))
 	order := make([]int, 0, len(rec.Fields))
 	for i, f := range rec.Fields {
-		if cols[i] = t.ByID[f.Col]; cols[i] != nil { // else a deleted column
+		if cols[i] = t.ByID[f.Col]; cols[i] != nil && (p == nil || p.Selected(cols[i].Path)) { // else a deleted or unselected column
 			order = append(order, i)
 		}
 	}
 	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].Path, cols[b].Path) })
-	v.Fields = make([]FieldView, len(order))
+	if pool != nil && cap(*pool)-len(*pool) >= len(order) {
+		n := len(*pool)
+		*pool = (*pool)[:n+len(order)]
+		v.Fields = (*pool)[n : n+len(order) : n+len(order)]
+	} else {
+		v.Fields = make([]FieldView, len(order))
+	}
 	for j, i := range order {
 		c := cols[i]
 		v.Fields[j] = FieldView{Path: c.Path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
 	}
-	return v
 }
 
 // readRecord reads the visible version of a record of a table of a branch
@@ -186,7 +202,7 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	if err := e.readRecord(d, b, t, id, rec); err != nil {
 		return nil, err
 	}
-	v := newRecordView(t, rec)
+	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
 	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
 		c.Put(bc, id, e0, t, v, viewSize(v))

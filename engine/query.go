@@ -74,6 +74,11 @@ type QueryOptions struct {
 	MaxSize, MaxOffset, MaxDepth int
 	// NoDepthLimit turns off the size+offset rule (compat mode).
 	NoDepthLimit bool
+	// Views asks for the page as QueryResult.Views instead of Records
+	// when the columns need no other record read (no expanded link, no
+	// reverse link, no file column): the stored values with their
+	// columns, for callers that encode records themselves.
+	Views bool
 }
 
 func (o *QueryOptions) defaults() {
@@ -90,10 +95,15 @@ func (o *QueryOptions) defaults() {
 
 // QueryResult is a page of records, its meta, and the plan that found it.
 type QueryResult struct {
+	// Records is the page, unless Views holds it.
 	Records []*Doc
-	Cursor  string
-	More    bool
-	Size    int
+	// Views is the page when QueryOptions.Views asked for it and the
+	// columns allowed it; then Records is nil. A view holds the selected
+	// columns only.
+	Views  []*RecordView
+	Cursor string
+	More   bool
+	Size   int
 	// Plan is how the query found the page. With QueryRequest.Explain its
 	// steps carry rows and times, and a "records" step, reading and
 	// projecting the page, sits between the query and the order.
@@ -165,18 +175,69 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 		records = &ExplainNode{Kind: "records", Detail: "read and project"}
 		read = records.Begin()
 	}
-	docs, err := src.docs(page.Rows, proj)
+	res := &QueryResult{Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}
+	n := 0
+	if opts.Views && src.plain(proj) {
+		res.Views, err = src.views(page.Rows, proj)
+		n = len(res.Views)
+	} else {
+		res.Records, err = src.docs(page.Rows, proj)
+		n = len(res.Records)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if in.Explain {
 		root := page.Plan.Tree()
-		records.End(read, uint64(len(page.Rows)), uint64(len(docs)))
+		records.End(read, uint64(len(page.Rows)), uint64(n))
 		records.Time += root.Children[0].Time
 		records.Children, root.Children = root.Children, []*ExplainNode{records}
-		root.Actual, root.Time = uint64(len(docs)), time.Since(start)
+		root.Actual, root.Time = uint64(n), time.Since(start)
 	}
-	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}, nil
+	return res, nil
+}
+
+// plain reports whether a projection reads nothing but the records of the
+// page: no expanded link, no reverse link and no file column, whose
+// values come from other reads.
+func (s *source) plain(p *index.Projection) bool {
+	if len(p.Links) > 0 || len(p.RevLinks) > 0 || len(p.FileFields) > 0 {
+		return false
+	}
+	for _, c := range s.t.ByID {
+		if model.IsFileType(c.Type) && p.Selected(c.Path) {
+			return false
+		}
+	}
+	return true
+}
+
+// views reads rows in order as views of the columns p selects, for a
+// plain projection.
+func (s *source) views(rows []uint32, p *index.Projection) ([]*RecordView, error) {
+	byRow := make([]*RecordView, len(rows))
+	// One allocation for the page's views and, while they fit, one for
+	// their fields.
+	views := make([]RecordView, len(rows))
+	fields := make([]FieldView, 0, len(rows)*len(s.t.ByID))
+	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+		// The view takes the decoded values, which the next decode into
+		// rec leaves alone.
+		fillRecordView(&views[i], &fields, s.t, rec, p)
+		byRow[i] = &views[i]
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := byRow[:0]
+	for _, v := range byRow {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 // queryError turns the index package's input errors into CodeInvalid.

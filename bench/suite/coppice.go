@@ -226,8 +226,10 @@ func docIndex(i, n int) int { return int(uint64(i) * 7919 % uint64(n)) }
 // suite's connections, starting at request offset.
 func (s *suite) pointGets(srv *server, branch string, n, offset int) (series, error) {
 	prefix := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/data/")
-	return httpLoad(srv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
-		srv.fill(req, "GET", prefix+gen.DocID(docIndex(offset+i, s.ds.n)), nil)
+	return withCPU(srv.cpu, func() (series, error) {
+		return httpLoad(srv.client, n, s.cfg.conns, 200, func(req *fasthttp.Request, i int) {
+			srv.fill(req, "GET", prefix+gen.DocID(docIndex(offset+i, s.ds.n)), nil)
+		})
 	})
 }
 
@@ -314,8 +316,9 @@ func (s *suite) kindOrder() []string {
 }
 
 // runMix runs every query of the mix once with op, then reps more times
-// timed, and returns the latencies by kind and over all.
-func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]*series, series, error) {
+// timed, and returns the latencies by kind and over all; with cpu, each
+// timed query is also charged the server CPU time cpu reports across it.
+func (s *suite) runMix(reps int, cpu func() time.Duration, op func(kind string, i int) error) (map[string]*series, series, error) {
 	filters := s.ds.q.Filter
 	for i, q := range filters {
 		if err := op(q.Kind, i); err != nil {
@@ -326,16 +329,20 @@ func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]
 	var all series
 	for range reps {
 		for i, q := range filters {
-			t0 := time.Now()
-			if err := op(q.Kind, i); err != nil {
+			one, err := withCPU(cpu, func() (series, error) {
+				t0 := time.Now()
+				err := op(q.Kind, i)
+				d := time.Since(t0)
+				return series{lat: []time.Duration{d}, elapsed: d}, err
+			})
+			if err != nil {
 				return nil, series{}, fmt.Errorf("%s query %d: %w", q.Kind, i, err)
 			}
-			d := time.Since(t0)
 			if byKind[q.Kind] == nil {
 				byKind[q.Kind] = &series{}
 			}
-			byKind[q.Kind].add(series{lat: []time.Duration{d}, elapsed: d})
-			all.add(series{lat: []time.Duration{d}, elapsed: d})
+			byKind[q.Kind].add(one)
+			all.add(one)
 		}
 	}
 	return byKind, all, nil
@@ -345,7 +352,7 @@ func (s *suite) runMix(reps int, op func(kind string, i int) error) (map[string]
 func (s *suite) coppiceMix(srv *server, branch string, reps int) (map[string]*series, series, error) {
 	mix := s.mix()
 	path := s.tablePath(srv, benchDB, branch, gen.DocsTable, "/query")
-	return s.runMix(reps, func(_ string, i int) error {
+	return s.runMix(reps, srv.cpu, func(_ string, i int) error {
 		status, body, err := srv.do("POST", path, mix[i].body)
 		if err == nil && status != 200 {
 			err = fmt.Errorf("status %d: %s", status, trim(body, 300))
@@ -441,13 +448,19 @@ func (s *suite) coppiceW4(srv *server) error {
 	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/summarize")
 	body, _ := json.Marshal(summarizeBody())
 	var groups int
-	sr, err := s.timeReps(s.cfg.reps*10, func() error {
+	summarize := func() error {
 		var out struct {
 			Summaries []map[string]any `json:"summaries"`
 		}
 		err := srv.call("POST", path, body, 200, &out)
 		groups = len(out.Summaries)
 		return err
+	}
+	if err := summarize(); err != nil { // warm-up
+		return err
+	}
+	sr, err := withCPU(srv.cpu, func() (series, error) {
+		return sequential(s.cfg.reps*10, func(int) error { return summarize() })
 	})
 	if err != nil {
 		return err
@@ -489,12 +502,14 @@ func (s *suite) coppiceW5(srv *server) error {
 		for _, b := range bodies { // warm-up
 			srv.do("POST", path, b)
 		}
-		sr, err := sequential(len(bodies), func(i int) error {
-			status, body, err := srv.do("POST", path, bodies[i])
-			if err == nil && status != 200 {
-				err = fmt.Errorf("search %s: status %d: %s", qs[i], status, trim(body, 300))
-			}
-			return err
+		sr, err := withCPU(srv.cpu, func() (series, error) {
+			return sequential(len(bodies), func(i int) error {
+				status, body, err := srv.do("POST", path, bodies[i])
+				if err == nil && status != 200 {
+					err = fmt.Errorf("search %s: status %d: %s", qs[i], status, trim(body, 300))
+				}
+				return err
+			})
 		})
 		if err != nil {
 			s.rep.missing("W5", c.name, sysCoppice, "failed: "+err.Error())
@@ -557,14 +572,33 @@ func (s *suite) coppiceW6(srv *server) error {
 
 	// Main alone against main with 20 live children forked at different
 	// times (main written between forks), in alternating rounds: the
-	// children are deleted after each round.
+	// children are deleted after each round. Main alone gets the same
+	// writes before it is measured, so that the two sides differ by the
+	// children only: a write makes main's cached records and bitmaps stale
+	// whether or not it has children.
 	for i := range 10 {
 		if err := srv.call("DELETE", srv.dataPath(benchDB, "b"+strconv.Itoa(i), ""), nil, 200, nil); err != nil {
 			return err
 		}
 	}
+	// writes updates 5 docs of main, group i of round r and side.
+	writes := func(r, side, i int) error {
+		for k := range 5 {
+			id := gen.DocID(docIndex(i*5+k+1, s.ds.n))
+			if err := srv.call("PATCH", s.tablePath(srv, benchDB, "main", gen.DocsTable, "/data/"+id),
+				map[string]any{"views": r*10000 + side*1000 + i*10 + k}, 200, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var alone, with, aloneQ, withQ series
 	for r := range 2 {
+		for i := range 20 {
+			if err := writes(r, 0, i); err != nil {
+				return err
+			}
+		}
 		g, err := s.pointGets(srv, "main", gets/2, r*gets)
 		if err != nil {
 			return err
@@ -576,12 +610,8 @@ func (s *suite) coppiceW6(srv *server) error {
 		}
 		aloneQ.add(q)
 		for i := range 20 {
-			for k := range 5 {
-				id := gen.DocID(docIndex(i*5+k+1, s.ds.n))
-				if err := srv.call("PATCH", s.tablePath(srv, benchDB, "main", gen.DocsTable, "/data/"+id),
-					map[string]any{"views": r*1000 + i*10 + k}, 200, nil); err != nil {
-					return err
-				}
+			if err := writes(r, 1, i); err != nil {
+				return err
 			}
 			if err := srv.call("PUT", srv.dataPath(benchDB, "live"+strconv.Itoa(i), ""), map[string]any{"from": "main"}, 201, nil); err != nil {
 				return err
@@ -601,7 +631,7 @@ func (s *suite) coppiceW6(srv *server) error {
 			}
 		}
 	}
-	s.rep.add("W6", "point get, main alone", sysCoppice, alone.summary("req/s"), "")
+	s.rep.add("W6", "point get, main alone", sysCoppice, alone.summary("req/s"), "after the same 100 updates on main")
 	s.rep.add("W6", "point get, main with 20 children", sysCoppice, with.summary("req/s"), "5 updates on main between forks; 2 rounds alternating with main alone")
 	s.rep.add("W6", "query mix, main alone", sysCoppice, aloneQ.summary("q/s"), "")
 	s.rep.add("W6", "query mix, main with 20 children", sysCoppice, withQ.summary("q/s"), "")

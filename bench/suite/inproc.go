@@ -37,7 +37,7 @@ func (s *suite) runInProcess(dataDir string) error {
 		}
 		return e.Query(ctx, ref, gen.DocsTable, in, opts)
 	}
-	byKind, _, err := s.runMix(s.cfg.reps, func(_ string, i int) error {
+	byKind, _, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error {
 		q := s.ds.q.Filter[i]
 		_, err := query(q.Filter, q.Sort, engine.PageInput{Size: &size})
 		return err

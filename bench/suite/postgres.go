@@ -331,7 +331,7 @@ func (s *suite) pgW3(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		stmts[i] = stmt{sql, args}
 	}
-	byKind, _, err := s.runMix(s.cfg.reps, func(_ string, i int) error {
+	byKind, _, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error {
 		_, err := pgSelect(ctx, conn, stmts[i].sql, stmts[i].args)
 		return err
 	})

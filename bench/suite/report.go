@@ -44,7 +44,7 @@ type Report struct {
 // add appends a measured row.
 func (r *Report) add(workload, cas, system string, s Summary, note string) {
 	r.Rows = append(r.Rows, Row{Workload: workload, Case: cas, System: system, S: &s, Note: note})
-	logf("%s %s %s: p50 %s p99 %s %s %s", workload, cas, system, fmtDur(s.P50), fmtDur(s.P99), fmtRate(s.Rate, s.Unit), note)
+	logf("%s %s %s: p50 %s p99 %s cpu/op %s %s %s", workload, cas, system, fmtDur(s.P50), fmtDur(s.P99), fmtCPU(s.CPU), fmtRate(s.Rate, s.Unit), note)
 }
 
 // missing appends a row for a case a system could not run.
@@ -126,18 +126,18 @@ func (r *Report) render(w *bufio.Writer) {
 	}
 	fmt.Fprintf(w, "\n%d met, %d missed, %d not judged.\n", met, missed, open)
 	fmt.Fprintf(w, "\n## Measurements\n\n")
-	fmt.Fprintf(w, "Latencies are of one operation (a request, a query, a batch of a load); throughput is over the wall time of the series.\n\n")
-	fmt.Fprintf(w, "| workload | case | system | p50 | p99 | throughput | n | note |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "Latencies are of one operation (a request, a query, a batch of a load); throughput is over the wall time of the series. Server CPU is the time the Coppice server's threads ran (background work included) per operation over the series, from /proc/<pid>/task/*/schedstat before and after each request or phase; the load generator shares the cores.\n\n")
+	fmt.Fprintf(w, "| workload | case | system | p50 | p99 | server CPU/op | throughput | n | note |\n|---|---|---|---|---|---|---|---|---|\n")
 	rows := slices.Clone(r.Rows)
 	slices.SortStableFunc(rows, func(a, b Row) int { return strings.Compare(a.Workload, b.Workload) })
 	for _, row := range rows {
 		if row.S == nil {
-			fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | %s |\n", row.Workload, row.Case, row.System, row.Note)
+			fmt.Fprintf(w, "| %s | %s | %s | — | — | — | — | — | %s |\n", row.Workload, row.Case, row.System, row.Note)
 			continue
 		}
 		s := row.S
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %s |\n", row.Workload, row.Case, row.System,
-			fmtDur(s.P50), fmtDur(s.P99), fmtRate(s.Rate, s.Unit), s.N, row.Note)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", row.Workload, row.Case, row.System,
+			fmtDur(s.P50), fmtDur(s.P99), fmtCPU(s.CPU), fmtRate(s.Rate, s.Unit), s.N, row.Note)
 	}
 	if len(r.Notes) > 0 {
 		fmt.Fprintf(w, "\n## Notes\n\n")

@@ -30,6 +30,9 @@ type server struct {
 	exited  chan error
 	// peakKB is VmHWM read just before the process was stopped.
 	peakKB int64
+	// cpuSource is where cpu reads the CPU time from; 0 until its first
+	// call.
+	cpuSource int
 }
 
 // freeAddr returns a loopback address with a port nobody listens on now.
@@ -197,6 +200,88 @@ func trim(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// clockTicks is the unit of the CPU times of /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// cpu returns the CPU time the process has used so far, over all its
+// threads; 0 when /proc cannot say. It sums the nanoseconds each thread
+// spent on a CPU (/proc/<pid>/task/*/schedstat), precise enough for one
+// request; where the kernel keeps no such count, it reads user and system
+// time in clock ticks (/proc/<pid>/stat), meaningful over many requests
+// only. The first call picks the source for the process's lifetime.
+func (s *server) cpu() time.Duration {
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	if s.cpuSource == 0 {
+		s.cpuSource = cpuFromStat
+		if _, ok := threadsOnCPU(pid); ok {
+			s.cpuSource = cpuFromSchedstat
+		}
+	}
+	if s.cpuSource == cpuFromSchedstat {
+		d, _ := threadsOnCPU(pid)
+		return d
+	}
+	return ticksUsed(pid)
+}
+
+// Sources of server.cpu.
+const (
+	cpuFromSchedstat = 1 + iota
+	cpuFromStat
+)
+
+// threadsOnCPU sums the time the threads of a process have run, from the
+// first field of each thread's schedstat.
+func threadsOnCPU(pid string) (time.Duration, bool) {
+	dir := "/proc/" + pid + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return time.Duration(sum), true
+}
+
+// ticksUsed reads the user and system time of a process from its stat.
+func ticksUsed(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after its closing parenthesis (state is field 3).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks
 }
 
 // peakRSS returns VmHWM of the process in kB.

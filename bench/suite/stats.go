@@ -16,6 +16,9 @@ type Summary struct {
 	Elapsed  time.Duration
 	Rate     float64 // units per second
 	Unit     string  // "req/s", "docs/s", …
+	// CPU is the server's CPU time (user and system, all threads) per
+	// unit, read from /proc before and after; 0 when not measured.
+	CPU time.Duration
 }
 
 // summarize sorts lat in place and returns its quantiles; the rate counts
@@ -43,23 +46,50 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 }
 
 // series is a set of latencies and the wall time they took; units counts
-// what a rate is of (0 means one per latency).
+// what a rate is of (0 means one per latency). cpu is the server CPU time
+// the series cost, when measured (cpuN operations of it were).
 type series struct {
 	lat     []time.Duration
 	elapsed time.Duration
 	units   int
+	cpu     time.Duration
+	cpuN    int
 }
 
-// add appends the latencies, time and units of o.
+// add appends the latencies, time, units and CPU time of o.
 func (s *series) add(o series) {
 	s.lat = append(s.lat, o.lat...)
 	s.elapsed += o.elapsed
 	s.units += o.units
+	s.cpu += o.cpu
+	s.cpuN += o.cpuN
 }
 
-// summary sorts the latencies and summarizes them.
+// summary sorts the latencies and summarizes them, with the server CPU
+// time per unit when it was measured for every operation.
 func (s series) summary(unit string) Summary {
-	return summarize(s.lat, s.elapsed, s.units, unit)
+	sum := summarize(s.lat, s.elapsed, s.units, unit)
+	if s.cpuN > 0 && s.cpuN == len(s.lat) {
+		units := s.units
+		if units <= 0 {
+			units = len(s.lat)
+		}
+		sum.CPU = s.cpu / time.Duration(units)
+	}
+	return sum
+}
+
+// withCPU runs a measurement and charges it the CPU time cpu reports
+// across it; cpu nil measures nothing.
+func withCPU(cpu func() time.Duration, run func() (series, error)) (series, error) {
+	if cpu == nil {
+		return run()
+	}
+	c0 := cpu()
+	s, err := run()
+	s.cpu += cpu() - c0
+	s.cpuN = len(s.lat)
+	return s, err
 }
 
 // measure runs op n times on conc goroutines in a closed loop (each
@@ -135,6 +165,14 @@ func fmtDur(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
+}
+
+// fmtCPU prints a CPU time per operation, or a dash when not measured.
+func fmtCPU(d time.Duration) string {
+	if d == 0 {
+		return "—"
+	}
+	return fmtDur(d)
 }
 
 // fmtRate prints a rate with its unit.

@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize, memLimit, slow string
+	var regions, domains, maxBody, cacheSize, memLimit, recordCache, slow string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -122,6 +122,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"memory the server may take, a byte size such as 2GiB: the storage cache, the in-memory column stores, indexes and caches (evicted least recently used first past their share) and requests in flight; the Go runtime's limit follows it (default: half the machine's or the container's memory) (env COPPICE_MEMORY_LIMIT)")
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", ""),
 		"storage block cache, a byte size such as 512MiB, taken from --memory-limit; more keeps more records in memory (default: an eighth of --memory-limit, at most "+formatByteSize(engine.DefaultCacheSize)+") (env COPPICE_CACHE_SIZE)")
+	fs.StringVar(&recordCache, "record-cache-size", env("COPPICE_RECORD_CACHE_SIZE", formatByteSize(api.DefaultRecordCacheSize)),
+		"records point reads keep as read, and again their encodings, a byte size such as 64MiB: a hot record is answered without reading or encoding it; 0 turns it off (env COPPICE_RECORD_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
 	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
@@ -158,6 +160,14 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 				return fmt.Errorf("--cache-size must be a positive byte size of at most half of --memory-limit, got %q", cacheSize)
 			}
 			cfg.CacheSize = c
+		}
+		rc, err := parseByteSize(recordCache)
+		if err != nil || rc < 0 || rc > math.MaxInt32 {
+			return fmt.Errorf("--record-cache-size must be a byte size below 2GiB, or 0 for off, got %q", recordCache)
+		}
+		o.RecordCacheSize = int(rc)
+		if rc == 0 {
+			o.RecordCacheSize = -1 // off
 		}
 		switch o.LogFormat {
 		case api.LogFormatText, api.LogFormatJSON:

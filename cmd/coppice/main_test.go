@@ -42,7 +42,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	for _, s := range []string{
 		"serve", "-addr", "COPPICE_ADDR", "-data", "COPPICE_DATA", "-compat", "COPPICE_COMPAT",
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
-		"-cache-size", "COPPICE_CACHE_SIZE", "-memory-limit", "COPPICE_MEMORY_LIMIT", "-public-url", "COPPICE_PUBLIC_URL",
+		"-cache-size", "COPPICE_CACHE_SIZE", "-memory-limit", "COPPICE_MEMORY_LIMIT", "-record-cache-size", "COPPICE_RECORD_CACHE_SIZE",
+		"-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"import", "export", "-url", "COPPICE_URL", "-api-key", "COPPICE_API_KEY", "-workspace", "COPPICE_WORKSPACE",
 		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
@@ -133,7 +134,7 @@ func TestServeOptions(t *testing.T) {
 		MaxLoad: api.DefaultMaxLoad}
 	mem := defaultMemoryLimit()
 	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: mem,
-		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
+		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
 	f(nil, def)
 	obs := def
@@ -149,21 +150,28 @@ func TestServeOptions(t *testing.T) {
 	f(nil, mine)
 	mine.MemoryLimit, mine.CacheSize = 3<<29, 100<<20
 	f([]string{"--memory-limit", "1.5GiB", "--cache-size", "100MiB"}, mine)
+	env = map[string]string{}
+	rc := def
+	rc.API.RecordCacheSize = -1 // off
+	f([]string{"--record-cache-size", "0"}, rc)
+	rc.API.RecordCacheSize = 64 << 20
+	env = map[string]string{"COPPICE_RECORD_CACHE_SIZE": "64MiB"}
+	f(nil, rc)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
 	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", MemoryLimit: mem, CacheSize: 1 << 20, BootstrapKey: "k",
-		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
 		serveConfig{Addr: ":1", DataDir: "/e", MemoryLimit: mem, CacheSize: 4096, BootstrapKey: "k",
-			API: api.Options{Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
+			API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
 				LogLevel: "warn", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
 	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", MemoryLimit: mem, CacheSize: 1 << 20, BootstrapKey: "k",
-		API: api.Options{Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
+		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 
 	// Byte sizes take units; every limit has a flag and a variable.
@@ -176,12 +184,12 @@ func TestServeOptions(t *testing.T) {
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second, MaxLoad: 2 << 30}
 	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CacheSize: 2 << 30,
-		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
 	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
 		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CacheSize: 2 << 30,
-			API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
+			API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	env = map[string]string{}
 
@@ -194,6 +202,7 @@ func TestServeOptions(t *testing.T) {
 		{"--shutdown-timeout", "0"}, {"--auth-fail-limit", "-1"}, {"--auth-fail-window", "1"},
 		{"--log-format", "xml"}, {"--slow-request", "soon"}, {"--slow-request", "-1s"},
 		{"--max-load", "0"}, {"--max-load", "4GiB"}, {"--max-load", "big"},
+		{"--record-cache-size", "-1"}, {"--record-cache-size", "3GiB"}, {"--record-cache-size", "many"},
 	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
