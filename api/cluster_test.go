@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -309,6 +310,19 @@ func TestClusterHTTP(t *testing.T) {
 		t.Errorf("the page after node 1's cursor, on node 2: %v", next)
 	}
 
+	// A dump taken through one node loads through another, as a new
+	// database every node holds, and dumps to the same bytes.
+	dump := c.node(1).expectRaw(200, "GET", "/dbs/shop/dump", nil, "", true).body
+	c.node(2).expectRaw(201, "POST", "/dbs/shopcopy/load", dump, "application/octet-stream", true)
+	c.node(3).expect(200, "GET", "/db/shopcopy:dev/tables/people/data/b1", nil)
+	if again := c.node(3).expectRaw(200, "GET", "/dbs/shopcopy/dump", nil, "", true).body; !bytes.Equal(dumpBody(t, again), dumpBody(t, dump)) {
+		t.Error("the loaded copy dumps to other bytes")
+	}
+	single.expectRaw(201, "POST", "/dbs/shopcopy/load", dump, "application/octet-stream", true)
+	if got := single.expect(200, "GET", "/db/shopcopy:main/tables/people/data/p1", nil).raw; !bytes.Equal(got, c.node(1).expect(200, "GET", "/db/shopcopy:main/tables/people/data/p1", nil).raw) {
+		t.Error("a cluster's dump loads on a single server other than on the cluster")
+	}
+
 	// Writes through each node, each read at once through another.
 	dbb := "/db/shop:main/tables/people"
 	// A write that needs what another node changed a moment ago: a
@@ -426,6 +440,17 @@ func TestClusterHTTP(t *testing.T) {
 			t.Errorf("group %d (%s) has %d replicas: %+v", g.Group, g.Database, len(g.Replicas), g.Replicas)
 		}
 	}
+}
+
+// dumpBody returns a dump without its header line, which names the
+// database.
+func dumpBody(t *testing.T, dump []byte) []byte {
+	t.Helper()
+	i := bytes.IndexByte(dump, '\n')
+	if i < 0 {
+		t.Fatalf("a dump without a header line: %.100q", dump)
+	}
+	return dump[i+1:]
 }
 
 // join4 starts node 4, which is not in the join list, and adds it through

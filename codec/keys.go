@@ -42,6 +42,7 @@ const (
 	MetaGitBranch byte = 0x04 // | git branch name → service branch name
 	MetaRequest   byte = 0x05 // | request id → applied index u64 · result (a replicated database's recent requests)
 	MetaRequestAt byte = 0x06 // | applied index u64 · request id → empty (the same, by index)
+	MetaLoad      byte = 0x07 // | part u32 → bytes of a backup being loaded through a replicated log
 )
 
 // Data kinds inside a layer (layer ≥ 1): NSData | db | layer | kind | table u32 | ...

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/consensus"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/replica"
 )
 
@@ -154,9 +156,43 @@ func (c *Cluster) applyCatalog(cmd catalog.Command) (any, error) {
 		res, err := c.node.PlaceDatabase(context.Background(), cmd)
 		return res, c.mapErr(err)
 	case *catalog.RestoreDatabase:
-		return nil, Errorf(CodeUnsupported, "restoring a backup into a cluster is not supported yet: restore it on a single server")
+		return c.restore(cmd)
 	}
 	return c.propose(apply.OnCatalog(cmd))
+}
+
+// loadPart bounds the part of a backup one entry of a database's log
+// carries.
+const loadPart = 8 << 20
+
+// restore restores a backup as a new database: it places the database,
+// empty, then loads the backup through the database's own group, part by
+// part (apply.LoadRange). A backup that does not check out is refused
+// before anything is placed; a load that fails midway drops the database.
+func (c *Cluster) restore(cmd *catalog.RestoreDatabase) (any, error) {
+	if err := layers.ReadRange(bytes.NewReader(cmd.Backup), func(k, v []byte) error { return nil }); err != nil {
+		return nil, err
+	}
+	res, err := c.node.PlaceDatabase(context.Background(), &catalog.PlaceDatabase{Database: cmd.Database})
+	if err != nil {
+		return nil, c.mapErr(err)
+	}
+	p := res.(*catalog.Database)
+	backup := cmd.Backup
+	for part := uint32(0); ; part++ {
+		n := min(len(backup), loadPart)
+		load := &apply.LoadRange{Part: part, Data: backup[:n], Last: n == len(backup)}
+		if _, err := c.propose(apply.OnDatabase(p.ID, load)); err != nil {
+			if _, derr := c.propose(apply.OnCatalog(&catalog.DropDatabase{WS: p.Workspace, Name: p.Name})); derr != nil {
+				c.e.opts.Logger.Error("a database whose load failed could not be dropped", "database", p.Name, "err", derr)
+			}
+			return nil, err
+		}
+		if load.Last {
+			return p, nil
+		}
+		backup = backup[n:]
+	}
 }
 
 // flatten flattens a deep branch through its database's group: the two

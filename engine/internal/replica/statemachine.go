@@ -38,7 +38,7 @@ func (s *stateMachine) appliedKey() []byte {
 	if s.db == 0 {
 		return codec.CatalogKey(codec.CatCounter, []byte("applied"))
 	}
-	return codec.MetaKey(s.db, codec.MetaCounter, []byte("applied"))
+	return apply.AppliedKey(s.db)
 }
 
 func (s *stateMachine) requestKey(id reqID) []byte {
