@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/coppice-db/coppice/engine"
 )
 
@@ -420,4 +422,51 @@ func (s *Server) removeClusterNode(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
 	return nil
+}
+
+// forwardedHeader marks a request one node passed to another, which
+// answers it itself or not at all.
+const forwardedHeader = "X-Coppice-Forwarded"
+
+// forward passes a request this node cannot serve, because it holds no
+// replica of its database (engine.UnavailableError.Forward), to a node that
+// can, and answers with that node's answer; it reports whether it did. A
+// request passed on once is not passed on again, and one whose body the
+// handler streams (a load) is not passed on: both get the 503.
+func (s *Server) forward(r *request, err error) bool {
+	var ue *engine.UnavailableError
+	if s.cluster == nil || !errors.As(err, &ue) || ue.Forward == "" || r.route != nil && r.route.pattern == loadRoute ||
+		len(r.ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+		return false
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	r.ctx.Request.CopyTo(req)
+	req.UseHostHeader = true // the workspace may be in the Host header
+	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cluster.NodeID(), 10))
+	deadline, _ := r.context().Deadline()
+	if err := s.peer(ue.Forward).DoDeadline(req, resp, deadline); err != nil {
+		s.log.Warn("cannot pass a request on to a node with a replica", "request", r.id, "node", ue.Forward, "err", err)
+		return false
+	}
+	resp.CopyTo(&r.ctx.Response)
+	r.ctx.Response.Header.SetCanonical(headerRequestID, []byte(r.id))
+	return true
+}
+
+// peer returns the client of the node at addr, made on first use.
+func (s *Server) peer(addr string) *fasthttp.HostClient {
+	s.peers.Lock()
+	defer s.peers.Unlock()
+	if s.peers.m == nil {
+		s.peers.m = map[string]*fasthttp.HostClient{}
+	}
+	c := s.peers.m[addr]
+	if c == nil {
+		c = &fasthttp.HostClient{Addr: addr, MaxConns: 256, MaxIdleConnDuration: time.Minute}
+		s.peers.m[addr] = c
+	}
+	return c
 }

@@ -417,8 +417,20 @@ func TestClusterHTTP(t *testing.T) {
 		}
 	}
 
-	// Node 4 joins; node 3 leaves, its replicas moving to node 4.
+	// Node 4 joins. It holds no replica (every database has its three),
+	// and passes requests on to a node that does.
 	c.join4(t)
+	var v4 nodeView
+	json.Unmarshal(c.node(4).expect(200, "GET", c.node(4).url+"/admin/cluster/node", nil).raw, &v4)
+	for _, g := range v4.Groups {
+		if g.Database == "shop" {
+			t.Fatal("node 4 holds a replica of shop from the start")
+		}
+	}
+	c.node(4).expect(200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
+	c.node(4).expect(201, "PUT", dbb+"/data/via4", map[string]any{"name": "via 4"})
+	c.node(1).expect(200, "GET", dbb+"/data/via4", nil)
+	// Node 3 leaves, its replicas moving to node 4.
 	c.node(1).expect(204, "DELETE", c.node(1).url+"/admin/cluster/nodes/3", nil)
 	c.stopNode(3)
 	c.retry(4, 200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)

@@ -75,6 +75,10 @@ func (n *ClusterNetwork) Heal() { n.n.Heal() }
 type UnavailableError struct {
 	Message    string
 	RetryAfter time.Duration
+	// Forward, when set, is where to send the request instead: the API
+	// address (host:port) of a node holding a replica of the database the
+	// request names, which this node does not hold.
+	Forward string
 }
 
 // Error returns the message.
@@ -211,16 +215,38 @@ func (c *Cluster) flatten(d *database, branchID uint32) error {
 	return err
 }
 
-// check fails for a database without a replica here, and reports one that
-// is not started yet (no first branch) as missing.
+// check fails for a database without a replica here, naming a node that
+// has one, and reports one that is not started yet (no first branch) as
+// missing.
 func (c *Cluster) check(d *database, name string) error {
 	if !c.node.Placed(d.ID) {
-		return c.mapErr(replica.ErrNotHosted)
+		err := c.mapErr(replica.ErrNotHosted).(*UnavailableError)
+		err.Forward = c.holder(d.ID)
+		return err
 	}
 	if len(d.State().Branches) == 0 {
 		return Errorf(CodeNotFound, "database [%s] not found", name)
 	}
 	return nil
+}
+
+// holder returns the API address of a node holding a replica of database
+// db, "" when none is known.
+func (c *Cluster) holder(db uint32) string {
+	p, ok := c.e.cat.PlacementOf(db)
+	if !ok {
+		return ""
+	}
+	addrs := map[uint64]string{}
+	for _, n := range c.e.cat.Nodes() {
+		addrs[n.ID] = n.APIAddr
+	}
+	for _, r := range p.Replicas {
+		if !r.Removed && addrs[r.Node] != "" {
+			return addrs[r.Node]
+		}
+	}
+	return ""
 }
 
 // NodeID is this node's id.
