@@ -47,6 +47,7 @@ type testCluster struct {
 // rowCounter is an observer that counts the rows of applied commands.
 type rowCounter struct{ n *atomic.Int64 }
 
+// Prepare counts the rows of tx once it is applied.
 func (o rowCounter) Prepare(tx *apply.Tx) func(bool) {
 	rows := len(tx.Rows())
 	return func(ok bool) {
@@ -56,6 +57,7 @@ func (o rowCounter) Prepare(tx *apply.Tx) func(bool) {
 	}
 }
 
+// Dropped has nothing to forget.
 func (rowCounter) Dropped() {}
 
 // testLogger shows the Raft library's and the nodes' log only with
