@@ -261,15 +261,27 @@ func (c *Cluster) CatalogBarrier(ctx context.Context) error {
 	return c.mapErr(c.node.Barrier(ctx, 0))
 }
 
-// DatabaseBarrier is CatalogBarrier for the database ws/name: reads of it
-// after the barrier see every write acknowledged before. A database that
-// does not exist passes: the read that follows says so.
-func (c *Cluster) DatabaseBarrier(ctx context.Context, ws, name string) error {
+// DatabaseBarrier is CatalogBarrier for the database ws/name as this
+// node's catalog knows it: reads of it after the barrier see every write
+// acknowledged before. It returns the id of that database, 0 when there is
+// none here (a database that does not exist, or has no replica here,
+// passes: the request that follows says so).
+func (c *Cluster) DatabaseBarrier(ctx context.Context, ws, name string) (uint32, error) {
+	id := c.DatabaseID(ws, name)
+	if id == 0 {
+		return 0, nil
+	}
+	return id, c.mapErr(c.node.Barrier(ctx, id))
+}
+
+// DatabaseID returns the id of the database ws/name when this node holds a
+// replica of it, else 0.
+func (c *Cluster) DatabaseID(ws, name string) uint32 {
 	id, err := c.e.cat.FindDatabase(ws, name)
 	if err != nil || !c.node.Placed(id) {
-		return nil
+		return 0
 	}
-	return c.mapErr(c.node.Barrier(ctx, id))
+	return id
 }
 
 // ClusterNode is a node of a cluster as the catalog lists it.
