@@ -323,6 +323,26 @@ func TestClusterHTTP(t *testing.T) {
 		t.Error("a cluster's dump loads on a single server other than on the cluster")
 	}
 
+	// A database deleted through one node is gone on every other, and its
+	// group stops everywhere.
+	c.node(3).expect(200, "DELETE", c.node(3).url+"/workspaces/"+c.info.WorkspaceID+"/dbs/shopcopy", nil)
+	for id := uint64(1); id <= 3; id++ {
+		c.node(id).expect(404, "GET", "/db/shopcopy:main/tables/people/data/p1", nil)
+	}
+	waitGone := time.Now().Add(10 * time.Second)
+	for groups := -1; groups != 0; {
+		groups = 0
+		for _, g := range c.status(1).Groups {
+			if g.Database == "shopcopy" {
+				groups += len(g.Replicas)
+			}
+		}
+		if time.Now().After(waitGone) {
+			t.Fatalf("%d replicas of a deleted database still run", groups)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	// Writes through each node, each read at once through another.
 	dbb := "/db/shop:main/tables/people"
 	// A write that needs what another node changed a moment ago: a
