@@ -213,8 +213,11 @@ func (n *Node) AddNode(ctx context.Context, id uint64, raftAddr string) error {
 		}
 		return err
 	}
-	if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: catalog.Node{ID: id, RaftAddr: raftAddr}})); err != nil {
-		return err
+	if !n.knownNode(id) {
+		// The node registers its API address itself once it runs.
+		if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: catalog.Node{ID: id, RaftAddr: raftAddr}})); err != nil {
+			return err
+		}
 	}
 	for _, p := range n.cat.Placements() {
 		if active(p.Replicas) >= n.cfg.Replicas || hasNode(p.Replicas, id) {
