@@ -37,7 +37,8 @@
 // group adds and removes members to match. A new database is placed on
 // this node and the least loaded others, up to Config.Replicas, through
 // the meta group, and then started with its first branch through its own
-// group (Node.PlaceDatabase); a backup is loaded into a new database the
+// group (Node.PlaceDatabase), by the group's leader if the creating node
+// dies before; a backup is loaded into a new database the
 // same way, in parts (apply.LoadRange). Adding a node and moving replicas
 // off one are only catalog commands; a move interrupted by a crash goes on
 // when the nodes come back.

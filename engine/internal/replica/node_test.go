@@ -528,3 +528,37 @@ func TestLoadReplicated(t *testing.T) {
 		}
 	}
 }
+
+// TestStartAfterCreatorDied places a database as its creating node would
+// and leaves it there, as if that node died before it started the
+// database with its first branch: the leader of the database's group
+// starts it.
+func TestStartAfterCreatorDied(t *testing.T) {
+	c := newTestCluster(t, 3, 0)
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	first := &catalog.FirstBranch{Name: "trunk", PublicID: "bb_orphan", Now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	place := &catalog.PlaceDatabase{Database: catalog.Database{Name: "orphan", Region: "local", Replicas: c.node(1).Placement(), First: first}, First: first}
+	res, err := c.node(1).Propose(ctx, apply.OnCatalog(place))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.(*catalog.Database).ID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		started := 0
+		for id := uint64(1); id <= 3; id++ {
+			if d := c.ap(id).DB(db); d != nil && d.State().Branches["trunk"] != nil {
+				started++
+			}
+		}
+		if started == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database is started on %d nodes of 3", started)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.converge(db)
+}
