@@ -77,6 +77,7 @@ bench-cluster: ## replicated inserts and point reads vs a single server, 16 and 
 	  -timeout 30m ./api/ 2>&1 | tee $$out; \
 	grep -q '^ok' $$out || { echo "benchmarks failed; output in $$out"; exit 1; }
 
-vet: ## go vet and gofmt check
+vet: ## go vet and gofmt check, of the module and of the benchmark suite's module
 	$(GO) vet -tags $(GOTAGS) ./...
+	cd bench/suite && $(GO) vet -tags $(GOTAGS) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
