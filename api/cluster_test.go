@@ -295,6 +295,10 @@ func TestClusterHTTP(t *testing.T) {
 	want := clusterScript(t, region, func(int) *testServer { return single }, "shop")
 
 	c := startCluster(t, 3)
+	// A backup of one node's data directory is no backup of the cluster.
+	if r := c.node(2).do("POST", c.node(2).url+"/admin/backup", nil); r.status != 501 || !strings.Contains(string(r.raw), "coppice dump") {
+		t.Errorf("a backup of a node: %d %s", r.status, r.raw)
+	}
 	got := clusterScript(t, region, func(i int) *testServer { return c.node(uint64(1 + i%3)) }, "shop")
 	for i := range want {
 		if g, w := unrandom(got[i]), unrandom(want[i]); g != w {
@@ -363,6 +367,29 @@ func TestClusterHTTP(t *testing.T) {
 		}
 	}
 	c.converged(1)
+
+	// A file URL is a capability: any node serves it from its replica,
+	// catching up first when the write that made it is not there yet.
+	c.node(1).expect(200, "POST", dbb+"/columns", map[string]any{"name": "doc", "type": "file"})
+	c.node(1).expect(201, "PUT", dbb+"/data/f1", map[string]any{"doc": map[string]any{"name": "a.txt", "mediaType": "text/plain", "base64Content": b64("alpha")}})
+	doc := c.node(1).expect(200, "GET", dbb+"/data/f1?columns=doc.signedUrl,doc.uploadUrl", nil).obj()["doc"].(map[string]any)
+	// URLs name the node that made them; any other serves them as well.
+	fileURL := func(u any) string { return u.(string)[strings.Index(u.(string), "/file/"):] }
+	signed, upload := fileURL(doc["signedUrl"]), fileURL(doc["uploadUrl"])
+	c.node(2).expectRaw(201, "PUT", c.node(2).url+upload, []byte("beta"), "text/plain", false)
+	fileOn := func(id uint64, want string) {
+		t.Helper()
+		url := fileURL(c.node(id).expect(200, "GET", dbb+"/data/f1?columns=doc.signedUrl", nil).obj()["doc"].(map[string]any)["signedUrl"])
+		if r := c.node(id).expectRaw(200, "GET", c.node(id).url+url, nil, "", false); string(r.body) != want {
+			t.Errorf("node %d serves the file as %q", id, r.body)
+		}
+	}
+	for id := uint64(1); id <= 3; id++ {
+		fileOn(id, "beta")
+	}
+	if r := c.node(3).raw("GET", c.node(3).url+signed, nil, "", false); r.status != 404 {
+		t.Errorf("a signed URL of the file's first version: %d %s", r.status, r.body)
+	}
 
 	// A node cut off from the others: linearizable reads and writes wait
 	// for the bound, then 503 with Retry-After; eventual reads answer.
@@ -449,6 +476,7 @@ func TestClusterHTTP(t *testing.T) {
 	}
 	c.node(4).expect(200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
 	c.node(4).expect(201, "PUT", dbb+"/data/via4", map[string]any{"name": "via 4"})
+	fileOn(4, "beta")
 	c.node(1).expect(200, "GET", dbb+"/data/via4", nil)
 	// Node 3 leaves, its replicas moving to node 4.
 	c.node(1).expect(204, "DELETE", c.node(1).url+"/admin/cluster/nodes/3", nil)

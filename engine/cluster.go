@@ -9,9 +9,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/consensus"
+	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/replica"
 )
@@ -128,6 +132,44 @@ func (e *Engine) startCluster(dir string, opts *ClusterOptions) error {
 	return nil
 }
 
+// checkDataDirKind refuses a data directory of the other kind: a single
+// server's (or one `coppice restore` made) under a node of a cluster, whose
+// catalog's group would never carry what it holds, and a node's replica
+// under a single server, whose writes would part it from its groups. A
+// node's catalog has the index of the last meta-group entry it applied; a
+// single server's has none.
+func checkDataDirKind(pdb *pebble.DB, dir string, clustered bool) error {
+	has := func(k []byte) (bool, error) {
+		it, err := pdb.NewIter(&pebble.IterOptions{LowerBound: k, UpperBound: codec.PrefixEnd(k)})
+		if err != nil {
+			return false, err
+		}
+		found := it.First()
+		return found, it.Close()
+	}
+	node, err := has(replica.CatalogAppliedKey())
+	if err != nil {
+		return err
+	}
+	switch {
+	case clustered && !node:
+		for _, kind := range []byte{codec.CatUser, codec.CatDatabase, codec.CatServerState} {
+			single, err := has(codec.CatalogKey(kind))
+			if err != nil {
+				return err
+			}
+			if single {
+				return fmt.Errorf("engine: %s holds a single server's data (or a restored backup), which a node of a cluster cannot take over: "+
+					"start the node on an empty data directory, then move each database in with coppice dump (from the single server) and coppice load (into the cluster)", dir)
+			}
+		}
+	case !clustered && node:
+		return fmt.Errorf("engine: %s is the data directory of a node of a cluster: start it with its cluster flags (--node-id, --raft-addr, --join); "+
+			"to take a database to a single server, dump it from the cluster (coppice dump) and load it there (coppice load)", dir)
+	}
+	return nil
+}
+
 // close stops the node; the engine closes the storage after it.
 func (c *Cluster) close() error { return c.node.Close() }
 
@@ -220,14 +262,37 @@ func (c *Cluster) flatten(d *database, branchID uint32) error {
 // missing.
 func (c *Cluster) check(d *database, name string) error {
 	if !c.node.Placed(d.ID) {
-		err := c.mapErr(replica.ErrNotHosted).(*UnavailableError)
-		err.Forward = c.holder(d.ID)
-		return err
+		return c.notHosted(d.ID)
 	}
 	if len(d.State().Branches) == 0 {
 		return Errorf(CodeNotFound, "database [%s] not found", name)
 	}
 	return nil
+}
+
+// notHosted is the failure of a request for database db, which has no
+// replica on this node, naming a node that has one.
+func (c *Cluster) notHosted(db uint32) error {
+	err := c.mapErr(replica.ErrNotHosted).(*UnavailableError)
+	err.Forward = c.holder(db)
+	return err
+}
+
+// caughtUp is how a file URL (a capability: it is served without a read
+// barrier) is answered by a replica that lags behind the write that made
+// it: when reading it failed as only a lagging replica could make it fail
+// (the file, or the secret that signs it, not here yet), caughtUp passes
+// the barriers of the catalog and of the URL's database and reports
+// whether the read is worth making again.
+func (c *Cluster) caughtUp(accessID string, err error) bool {
+	if code := CodeOf(err); code != CodeNotFound && code != CodeForbidden {
+		return false
+	}
+	loc, derr := files.DecodeAccessID(accessID)
+	if derr != nil || c.node.Barrier(context.Background(), 0) != nil {
+		return false
+	}
+	return !c.node.Placed(loc.DB) || c.node.Barrier(context.Background(), loc.DB) == nil
 }
 
 // holder returns the API address of a node holding a replica of database

@@ -151,6 +151,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 		closing: make(chan struct{}),
 	}
 	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
+	if err := checkDataDirKind(pdb, dir, opts.Cluster != nil); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err

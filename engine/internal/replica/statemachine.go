@@ -34,10 +34,14 @@ var _ consensus.StateMachine = (*stateMachine)(nil)
 // up within seconds, far fewer entries.
 const requestWindow = 1 << 16
 
+// CatalogAppliedKey is the key of the index of the last meta-group entry
+// applied: a data directory that has it is a node's.
+func CatalogAppliedKey() []byte { return codec.CatalogKey(codec.CatCounter, []byte("applied")) }
+
 // appliedKey is the key of the index of the last entry applied.
 func (s *stateMachine) appliedKey() []byte {
 	if s.db == 0 {
-		return codec.CatalogKey(codec.CatCounter, []byte("applied"))
+		return CatalogAppliedKey()
 	}
 	return apply.AppliedKey(s.db)
 }
