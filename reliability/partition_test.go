@@ -152,6 +152,7 @@ func (c *testCluster) leaderSeenBy(node int, db string) int {
 // nodes. The node cut off must acknowledge no write and answer
 // linearizable reads and writes 503 with Retry-After, eventual reads 200;
 // the other two elect a leader and acknowledge writes. After each heal,
+// every node must serve linearizable reads again within a minute, and
 // every acknowledged write must be on every node; at the end the nodes'
 // data directories must be byte-identical.
 func TestClusterPartition(t *testing.T) {
@@ -172,7 +173,7 @@ func TestClusterPartition(t *testing.T) {
 	must(t, err)
 	c.converge()
 	var tries, acked, unavailable, eventual int
-	var elected time.Duration
+	var elected, rejoin time.Duration
 	for round := range rounds {
 		cut := c.leader("pt")
 		var majority []*harness.Client
@@ -235,7 +236,23 @@ func TestClusterPartition(t *testing.T) {
 		<-done
 		cancel()
 		nw.heal(cut)
+		healed := time.Now()
 		c.converge()
+		// The node cut off catches up, which may take seconds, and serves
+		// linearizable reads again; so does every node.
+		for _, cl := range c.clients() {
+			for {
+				r, err := cl.Do("GET", "/db/pt:main/tables/items/data/none", nil)
+				if err == nil && r.Status == 404 {
+					break
+				}
+				if time.Since(healed) > 60*time.Second {
+					t.Fatalf("round %d: a minute after the heal, a node answers a linearizable read %v %v", round+1, r, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		rejoin = max(rejoin, time.Since(healed))
 		for n, cl := range c.clients() {
 			bad, err := l.Verify(cl)
 			must(t, err)
@@ -256,6 +273,7 @@ func TestClusterPartition(t *testing.T) {
 	}
 	report(t, "partitions cutting the leader off", fmt.Sprint(rounds), "")
 	report(t, "mean time to a majority leader", (elected / time.Duration(rounds)).Round(time.Millisecond).String(), "")
+	report(t, "longest wait, heal to reads on all", rejoin.Round(time.Millisecond).String(), "")
 	report(t, "requests to the node cut off", fmt.Sprint(tries), "")
 	report(t, "of them acknowledged", fmt.Sprint(acked), "0")
 	report(t, "of them 503 with Retry-After", fmt.Sprint(unavailable), fmt.Sprint(tries))
