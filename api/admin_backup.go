@@ -26,7 +26,10 @@ import (
 // with every file's size and SHA-256. The checkpoint is removed when the
 // stream ends, however it ends. It is for the server administrator only,
 // with an unscoped key, as every /admin route: a backup holds every
-// workspace's data and the hashes of every API key.
+// workspace's data and the hashes of every API key. A node of a cluster
+// answers 501: its data directory is one replica without the Raft logs
+// that make it one, which neither a cluster nor a single server could
+// start from; dumps of its databases move them instead.
 //
 // One backup runs at a time. A checkpoint keeps the table files of its
 // moment alive while it streams, so a long stream on a busy server holds
@@ -50,6 +53,11 @@ func (s *Server) adminBackup(r *request) error {
 	}
 	if !r.user.Admin {
 		return engine.Errorf(engine.CodeForbidden, "only the server administrator may back up the server")
+	}
+	if s.cluster != nil {
+		return engine.Errorf(engine.CodeUnsupported, "a backup of a whole server is not supported in a cluster: "+
+			"dump each database instead (GET /dbs/{db}/dump, coppice dump) and load the dumps into a cluster or a single server "+
+			"(POST /dbs/{db}/load, coppice load)")
 	}
 	if !s.ops.backup.TryLock() {
 		return engine.Errorf(engine.CodeConflict, "a backup is already running; retry when it ends")

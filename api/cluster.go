@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/coppice-db/coppice/engine"
 )
 
@@ -82,7 +84,7 @@ func (r *request) call(fn func(r *request) error) error {
 		r.strong = !r.eventual() && !r.clusterView()
 	}
 	if r.strong {
-		if err := r.s.cluster.CatalogBarrier(r.context()); err != nil {
+		if err := r.barriers(); err != nil {
 			return err
 		}
 	}
@@ -90,6 +92,35 @@ func (r *request) call(fn func(r *request) error) error {
 		return err
 	}
 	return fn(r)
+}
+
+// barriers passes the catalog's barrier and, at the same time, the
+// barrier of the database the path names, when the workspace is in the
+// path and this node's catalog knows the database already: both read
+// indexes then cost one round trip. databaseBarrier skips the second
+// barrier of the same database; a database the catalog's barrier reveals
+// to be another one gets its own.
+func (r *request) barriers() error {
+	var early chan error
+	if dbb, err := r.param("dbb"); err == nil && dbb != "" && r.wsLabel != "" {
+		db, _, _ := strings.Cut(dbb, ":")
+		if core, ok := r.s.workspaceCore(r.wsLabel); ok && db != "" {
+			early = make(chan error, 1)
+			ctx := r.context()
+			go func() {
+				id, err := r.s.cluster.DatabaseBarrier(ctx, core, db)
+				r.earlyDB = id
+				early <- err
+			}()
+		}
+	}
+	err := r.s.cluster.CatalogBarrier(r.context())
+	if early != nil {
+		if eerr := <-early; err == nil {
+			err = eerr
+		}
+	}
+	return err
 }
 
 // clusterView reports whether the request reads the cluster's status,
@@ -141,12 +172,16 @@ func mayBeStale(err error) bool {
 }
 
 // databaseBarrier is the barrier of database db of workspace ws, for a
-// request that had the catalog's.
+// request that had the catalog's, unless barriers passed it already.
 func (r *request) databaseBarrier(ws, db string) error {
 	if r.s.cluster == nil || !r.strong {
 		return nil
 	}
-	return r.s.cluster.DatabaseBarrier(r.context(), ws, db)
+	if r.earlyDB != 0 && r.s.cluster.DatabaseID(ws, db) == r.earlyDB {
+		return nil
+	}
+	_, err := r.s.cluster.DatabaseBarrier(r.context(), ws, db)
+	return err
 }
 
 // checkConsistency checks the consistency field of a body: strong,
@@ -420,4 +455,51 @@ func (s *Server) removeClusterNode(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
 	return nil
+}
+
+// forwardedHeader marks a request one node passed to another, which
+// answers it itself or not at all.
+const forwardedHeader = "X-Coppice-Forwarded"
+
+// forward passes a request this node cannot serve, because it holds no
+// replica of its database (engine.UnavailableError.Forward), to a node that
+// can, and answers with that node's answer; it reports whether it did. A
+// request passed on once is not passed on again, and one whose body the
+// handler streams (a load) is not passed on: both get the 503.
+func (s *Server) forward(r *request, err error) bool {
+	var ue *engine.UnavailableError
+	if s.cluster == nil || !errors.As(err, &ue) || ue.Forward == "" || r.route != nil && r.route.pattern == loadRoute ||
+		len(r.ctx.Request.Header.Peek(forwardedHeader)) > 0 {
+		return false
+	}
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	r.ctx.Request.CopyTo(req)
+	req.UseHostHeader = true // the workspace may be in the Host header
+	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cluster.NodeID(), 10))
+	deadline, _ := r.context().Deadline()
+	if err := s.peer(ue.Forward).DoDeadline(req, resp, deadline); err != nil {
+		s.log.Warn("cannot pass a request on to a node with a replica", "request", r.id, "node", ue.Forward, "err", err)
+		return false
+	}
+	resp.CopyTo(&r.ctx.Response)
+	r.ctx.Response.Header.SetCanonical(headerRequestID, []byte(r.id))
+	return true
+}
+
+// peer returns the client of the node at addr, made on first use.
+func (s *Server) peer(addr string) *fasthttp.HostClient {
+	s.peers.Lock()
+	defer s.peers.Unlock()
+	if s.peers.m == nil {
+		s.peers.m = map[string]*fasthttp.HostClient{}
+	}
+	c := s.peers.m[addr]
+	if c == nil {
+		c = &fasthttp.HostClient{Addr: addr, MaxConns: 256, MaxIdleConnDuration: time.Minute}
+		s.peers.m[addr] = c
+	}
+	return c
 }

@@ -76,7 +76,10 @@ func send(b *testing.B, method, url string, body []byte, want int) {
 // Point reads are read by id: GET of a record (linearizable in a
 // cluster), and a query by id, which in a cluster can ask for eventual
 // consistency and be answered by any replica alone. Each sub-benchmark
-// reports req/s. Run it with make bench-cluster on a quiet machine.
+// reports req/s, and the CPU time the process spent per request (the
+// servers, the nodes' replication and the load generator together), which
+// says what a machine of its own per node would gain. Run it with make
+// bench-cluster on a quiet machine.
 func BenchmarkCluster(b *testing.B) {
 	base := b.TempDir()
 	listen := func() net.Listener {
@@ -157,7 +160,7 @@ func BenchmarkCluster(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/c%d", l.name, clients), func(b *testing.B) {
 				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 				var worker atomic.Int64
-				start := time.Now()
+				start, cpu := time.Now(), processCPU()
 				b.RunParallel(func(pb *testing.PB) {
 					n := l.targets[int(worker.Add(1))%len(l.targets)]
 					for pb.Next() {
@@ -165,6 +168,7 @@ func BenchmarkCluster(b *testing.B) {
 					}
 				})
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/req")
 			})
 		}
 	}

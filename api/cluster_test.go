@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -294,6 +295,10 @@ func TestClusterHTTP(t *testing.T) {
 	want := clusterScript(t, region, func(int) *testServer { return single }, "shop")
 
 	c := startCluster(t, 3)
+	// A backup of one node's data directory is no backup of the cluster.
+	if r := c.node(2).do("POST", c.node(2).url+"/admin/backup", nil); r.status != 501 || !strings.Contains(string(r.raw), "coppice dump") {
+		t.Errorf("a backup of a node: %d %s", r.status, r.raw)
+	}
 	got := clusterScript(t, region, func(i int) *testServer { return c.node(uint64(1 + i%3)) }, "shop")
 	for i := range want {
 		if g, w := unrandom(got[i]), unrandom(want[i]); g != w {
@@ -307,6 +312,39 @@ func TestClusterHTTP(t *testing.T) {
 	next := c.node(2).expect(200, "POST", dev, map[string]any{"page": map[string]any{"after": cursor}}).obj()
 	if recs, _ := next["records"].([]any); len(recs) == 0 {
 		t.Errorf("the page after node 1's cursor, on node 2: %v", next)
+	}
+
+	// A dump taken through one node loads through another, as a new
+	// database every node holds, and dumps to the same bytes.
+	dump := c.node(1).expectRaw(200, "GET", "/dbs/shop/dump", nil, "", true).body
+	c.node(2).expectRaw(201, "POST", "/dbs/shopcopy/load", dump, "application/octet-stream", true)
+	c.node(3).expect(200, "GET", "/db/shopcopy:dev/tables/people/data/b1", nil)
+	if again := c.node(3).expectRaw(200, "GET", "/dbs/shopcopy/dump", nil, "", true).body; !bytes.Equal(dumpBody(t, again), dumpBody(t, dump)) {
+		t.Error("the loaded copy dumps to other bytes")
+	}
+	single.expectRaw(201, "POST", "/dbs/shopcopy/load", dump, "application/octet-stream", true)
+	if got := single.expect(200, "GET", "/db/shopcopy:main/tables/people/data/p1", nil).raw; !bytes.Equal(got, c.node(1).expect(200, "GET", "/db/shopcopy:main/tables/people/data/p1", nil).raw) {
+		t.Error("a cluster's dump loads on a single server other than on the cluster")
+	}
+
+	// A database deleted through one node is gone on every other, and its
+	// group stops everywhere.
+	c.node(3).expect(200, "DELETE", c.node(3).url+"/workspaces/"+c.info.WorkspaceID+"/dbs/shopcopy", nil)
+	for id := uint64(1); id <= 3; id++ {
+		c.node(id).expect(404, "GET", "/db/shopcopy:main/tables/people/data/p1", nil)
+	}
+	waitGone := time.Now().Add(10 * time.Second)
+	for groups := -1; groups != 0; {
+		groups = 0
+		for _, g := range c.status(1).Groups {
+			if g.Database == "shopcopy" {
+				groups += len(g.Replicas)
+			}
+		}
+		if time.Now().After(waitGone) {
+			t.Fatalf("%d replicas of a deleted database still run", groups)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	// Writes through each node, each read at once through another.
@@ -329,6 +367,29 @@ func TestClusterHTTP(t *testing.T) {
 		}
 	}
 	c.converged(1)
+
+	// A file URL is a capability: any node serves it from its replica,
+	// catching up first when the write that made it is not there yet.
+	c.node(1).expect(200, "POST", dbb+"/columns", map[string]any{"name": "doc", "type": "file"})
+	c.node(1).expect(201, "PUT", dbb+"/data/f1", map[string]any{"doc": map[string]any{"name": "a.txt", "mediaType": "text/plain", "base64Content": b64("alpha")}})
+	doc := c.node(1).expect(200, "GET", dbb+"/data/f1?columns=doc.signedUrl,doc.uploadUrl", nil).obj()["doc"].(map[string]any)
+	// URLs name the node that made them; any other serves them as well.
+	fileURL := func(u any) string { return u.(string)[strings.Index(u.(string), "/file/"):] }
+	signed, upload := fileURL(doc["signedUrl"]), fileURL(doc["uploadUrl"])
+	c.node(2).expectRaw(201, "PUT", c.node(2).url+upload, []byte("beta"), "text/plain", false)
+	fileOn := func(id uint64, want string) {
+		t.Helper()
+		url := fileURL(c.node(id).expect(200, "GET", dbb+"/data/f1?columns=doc.signedUrl", nil).obj()["doc"].(map[string]any)["signedUrl"])
+		if r := c.node(id).expectRaw(200, "GET", c.node(id).url+url, nil, "", false); string(r.body) != want {
+			t.Errorf("node %d serves the file as %q", id, r.body)
+		}
+	}
+	for id := uint64(1); id <= 3; id++ {
+		fileOn(id, "beta")
+	}
+	if r := c.node(3).raw("GET", c.node(3).url+signed, nil, "", false); r.status != 404 {
+		t.Errorf("a signed URL of the file's first version: %d %s", r.status, r.body)
+	}
 
 	// A node cut off from the others: linearizable reads and writes wait
 	// for the bound, then 503 with Retry-After; eventual reads answer.
@@ -403,8 +464,21 @@ func TestClusterHTTP(t *testing.T) {
 		}
 	}
 
-	// Node 4 joins; node 3 leaves, its replicas moving to node 4.
+	// Node 4 joins. It holds no replica (every database has its three),
+	// and passes requests on to a node that does.
 	c.join4(t)
+	var v4 nodeView
+	json.Unmarshal(c.node(4).expect(200, "GET", c.node(4).url+"/admin/cluster/node", nil).raw, &v4)
+	for _, g := range v4.Groups {
+		if g.Database == "shop" {
+			t.Fatal("node 4 holds a replica of shop from the start")
+		}
+	}
+	c.node(4).expect(200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
+	c.node(4).expect(201, "PUT", dbb+"/data/via4", map[string]any{"name": "via 4"})
+	fileOn(4, "beta")
+	c.node(1).expect(200, "GET", dbb+"/data/via4", nil)
+	// Node 3 leaves, its replicas moving to node 4.
 	c.node(1).expect(204, "DELETE", c.node(1).url+"/admin/cluster/nodes/3", nil)
 	c.stopNode(3)
 	c.retry(4, 200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
@@ -426,6 +500,17 @@ func TestClusterHTTP(t *testing.T) {
 			t.Errorf("group %d (%s) has %d replicas: %+v", g.Group, g.Database, len(g.Replicas), g.Replicas)
 		}
 	}
+}
+
+// dumpBody returns a dump without its header line, which names the
+// database.
+func dumpBody(t *testing.T, dump []byte) []byte {
+	t.Helper()
+	i := bytes.IndexByte(dump, '\n')
+	if i < 0 {
+		t.Fatalf("a dump without a header line: %.100q", dump)
+	}
+	return dump[i+1:]
 }
 
 // join4 starts node 4, which is not in the join list, and adds it through

@@ -82,14 +82,26 @@ func (s *Server) fileIndexRoute(method, path string, ctx *fasthttp.RequestCtx) f
 }
 
 // handleNoAuth is handle without authentication: the access URLs carry
-// their own authorization.
+// their own authorization. They are capabilities, so in a cluster they
+// pass no read barrier: the node answers from its replica (which catches
+// up first when it does not have the file yet), or passes the request on
+// to a node with a replica of the file's database.
 func (s *Server) handleNoAuth(fn func(r *request) error) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		r, _ := ctx.UserValue(keyRequest).(*request)
 		if r == nil {
 			r = &request{ctx: ctx, s: s}
+			defer func() {
+				if r.stop != nil {
+					r.stop()
+				}
+			}()
 		}
-		if err := fn(r); err != nil {
+		err := fn(r)
+		if err != nil && s.forward(r, err) {
+			return
+		}
+		if err != nil {
 			s.writeError(ctx, r.id, err)
 		}
 	}

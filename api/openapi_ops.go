@@ -16,8 +16,9 @@ func operationsOps() []apiOp {
 		{method: "POST", path: "/admin/backup", tag: "Operations", summary: "Back up the server (administrator only)",
 			desc: "Takes a consistent checkpoint of the whole data directory as of now on the server's disk (writes pause only while it " +
 				"is noted) and streams it; the checkpoint is removed when the stream ends. `coppice restore` makes a data directory of it. " +
-				"Anyone but the server administrator, or a key scoped to a workspace, gets a 403; a backup while another runs a 409.",
-			responses: obj{"200": tarReply}, errors: []int{403, 409}},
+				"Anyone but the server administrator, or a key scoped to a workspace, gets a 403; a backup while another runs a 409; " +
+				"a node of a cluster a 501 (dump each database instead).",
+			responses: obj{"200": tarReply}, errors: []int{403, 409, 501}},
 		{method: "GET", path: docDBS + "/dump", tag: "Operations", summary: "Dump a database",
 			desc: "Every branch with its lineage, schema, migrations and records, files and the git branch mapping, from one snapshot, " +
 				"in a versioned file that POST /dbs/{db_name}/load reads on this server or another.",

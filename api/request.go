@@ -51,8 +51,10 @@ type request struct {
 	// plan is what the handler ran, for the slow-request log; see setPlan.
 	plan PlanSummary
 	// strong is set, in a cluster, for a request that reads linearizably:
-	// it passes barriers (cluster.go).
-	strong bool
+	// it passes barriers (cluster.go); earlyDB is the database whose
+	// barrier it passed with the catalog's, 0 for none.
+	strong  bool
+	earlyDB uint32
 }
 
 // authenticate resolves the Bearer key to a user and key.

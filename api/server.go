@@ -84,6 +84,12 @@ type Options struct {
 type Server struct {
 	eng     *engine.Engine
 	cluster *engine.Cluster // nil on a single server; see cluster.go
+	// peers are the clients of the other nodes of a cluster, by API
+	// address, that requests are passed on to (cluster.go).
+	peers struct {
+		sync.Mutex
+		m map[string]*fasthttp.HostClient
+	}
 	opts    Options
 	log     *slog.Logger
 	meta    string // record metadata key: "svc" or "xata"
@@ -532,6 +538,9 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 			}()
 		}
 		err := r.call(fn)
+		if err != nil && s.forward(r, err) {
+			return
+		}
 		if err != nil {
 			s.writeError(ctx, r.id, r.contextError(err))
 		}

@@ -45,6 +45,7 @@ const (
 	MetaSchema      byte = 0x07 // | branch id u32 → schema JSON as of its last whole write
 	MetaSchemaTable byte = 0x08 // | branch id u32 | table id u32 → table JSON written since, empty: removed
 	MetaWriteMark   byte = 0x09 // | layer u32 | table u32 → u64 seq of the last command that wrote the table's rows in the layer
+	MetaLoad        byte = 0x0A // | part u32 → bytes of a backup being loaded through a replicated log
 )
 
 // Data kinds inside a layer (layer ≥ 1): NSData | db | layer | kind | table u32 | ...

@@ -3,6 +3,7 @@ package engine
 import (
 	"io"
 
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
@@ -16,6 +17,10 @@ func (e *Engine) BackupDatabase(ws, name string, w io.Writer) error {
 	}
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
+	if e.cl != nil {
+		// The bookkeeping of the database's group is not its contents.
+		return layers.WriteRangeWithout(snap, d.ID, apply.Bookkeeping, w)
+	}
 	return layers.WriteRange(snap, d.ID, w)
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/consensus"
+	"github.com/coppice-db/coppice/engine/internal/files"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/replica"
 )
 
@@ -73,6 +79,10 @@ func (n *ClusterNetwork) Heal() { n.n.Heal() }
 type UnavailableError struct {
 	Message    string
 	RetryAfter time.Duration
+	// Forward, when set, is where to send the request instead: the API
+	// address (host:port) of a node holding a replica of the database the
+	// request names, which this node does not hold.
+	Forward string
 }
 
 // Error returns the message.
@@ -122,6 +132,44 @@ func (e *Engine) startCluster(dir string, opts *ClusterOptions) error {
 	return nil
 }
 
+// checkDataDirKind refuses a data directory of the other kind: a single
+// server's (or one `coppice restore` made) under a node of a cluster, whose
+// catalog's group would never carry what it holds, and a node's replica
+// under a single server, whose writes would part it from its groups. A
+// node's catalog has the index of the last meta-group entry it applied; a
+// single server's has none.
+func checkDataDirKind(pdb *pebble.DB, dir string, clustered bool) error {
+	has := func(k []byte) (bool, error) {
+		it, err := pdb.NewIter(&pebble.IterOptions{LowerBound: k, UpperBound: codec.PrefixEnd(k)})
+		if err != nil {
+			return false, err
+		}
+		found := it.First()
+		return found, it.Close()
+	}
+	node, err := has(replica.CatalogAppliedKey())
+	if err != nil {
+		return err
+	}
+	switch {
+	case clustered && !node:
+		for _, kind := range []byte{codec.CatUser, codec.CatDatabase, codec.CatServerState} {
+			single, err := has(codec.CatalogKey(kind))
+			if err != nil {
+				return err
+			}
+			if single {
+				return fmt.Errorf("engine: %s holds a single server's data (or a restored backup), which a node of a cluster cannot take over: "+
+					"start the node on an empty data directory, then move each database in with coppice dump (from the single server) and coppice load (into the cluster)", dir)
+			}
+		}
+	case !clustered && node:
+		return fmt.Errorf("engine: %s is the data directory of a node of a cluster: start it with its cluster flags (--node-id, --raft-addr, --join); "+
+			"to take a database to a single server, dump it from the cluster (coppice dump) and load it there (coppice load)", dir)
+	}
+	return nil
+}
+
 // close stops the node; the engine closes the storage after it.
 func (c *Cluster) close() error { return c.node.Close() }
 
@@ -154,9 +202,43 @@ func (c *Cluster) applyCatalog(cmd catalog.Command) (any, error) {
 		res, err := c.node.PlaceDatabase(context.Background(), cmd)
 		return res, c.mapErr(err)
 	case *catalog.RestoreDatabase:
-		return nil, Errorf(CodeUnsupported, "restoring a backup into a cluster is not supported yet: restore it on a single server")
+		return c.restore(cmd)
 	}
 	return c.propose(apply.OnCatalog(cmd))
+}
+
+// loadPart bounds the part of a backup one entry of a database's log
+// carries.
+const loadPart = 8 << 20
+
+// restore restores a backup as a new database: it places the database,
+// empty, then loads the backup through the database's own group, part by
+// part (apply.LoadRange). A backup that does not check out is refused
+// before anything is placed; a load that fails midway drops the database.
+func (c *Cluster) restore(cmd *catalog.RestoreDatabase) (any, error) {
+	if err := layers.ReadRange(bytes.NewReader(cmd.Backup), func(k, v []byte) error { return nil }); err != nil {
+		return nil, err
+	}
+	res, err := c.node.PlaceDatabase(context.Background(), &catalog.PlaceDatabase{Database: cmd.Database})
+	if err != nil {
+		return nil, c.mapErr(err)
+	}
+	p := res.(*catalog.Database)
+	backup := cmd.Backup
+	for part := uint32(0); ; part++ {
+		n := min(len(backup), loadPart)
+		load := &apply.LoadRange{Part: part, Data: backup[:n], Last: n == len(backup)}
+		if _, err := c.propose(apply.OnDatabase(p.ID, load)); err != nil {
+			if _, derr := c.propose(apply.OnCatalog(&catalog.DropDatabase{WS: p.Workspace, Name: p.Name})); derr != nil {
+				c.e.opts.Logger.Error("a database whose load failed could not be dropped", "database", p.Name, "err", derr)
+			}
+			return nil, err
+		}
+		if load.Last {
+			return p, nil
+		}
+		backup = backup[n:]
+	}
 }
 
 // flatten flattens a deep branch through its database's group: the two
@@ -175,16 +257,61 @@ func (c *Cluster) flatten(d *database, branchID uint32) error {
 	return err
 }
 
-// check fails for a database without a replica here, and reports one that
-// is not started yet (no first branch) as missing.
+// check fails for a database without a replica here, naming a node that
+// has one, and reports one that is not started yet (no first branch) as
+// missing.
 func (c *Cluster) check(d *database, name string) error {
 	if !c.node.Placed(d.ID) {
-		return c.mapErr(replica.ErrNotHosted)
+		return c.notHosted(d.ID)
 	}
 	if d.State().Branches.Len() == 0 {
 		return Errorf(CodeNotFound, "database [%s] not found", name)
 	}
 	return nil
+}
+
+// notHosted is the failure of a request for database db, which has no
+// replica on this node, naming a node that has one.
+func (c *Cluster) notHosted(db uint32) error {
+	err := c.mapErr(replica.ErrNotHosted).(*UnavailableError)
+	err.Forward = c.holder(db)
+	return err
+}
+
+// caughtUp is how a file URL (a capability: it is served without a read
+// barrier) is answered by a replica that lags behind the write that made
+// it: when reading it failed as only a lagging replica could make it fail
+// (the file, or the secret that signs it, not here yet), caughtUp passes
+// the barriers of the catalog and of the URL's database and reports
+// whether the read is worth making again.
+func (c *Cluster) caughtUp(accessID string, err error) bool {
+	if code := CodeOf(err); code != CodeNotFound && code != CodeForbidden {
+		return false
+	}
+	loc, derr := files.DecodeAccessID(accessID)
+	if derr != nil || c.node.Barrier(context.Background(), 0) != nil {
+		return false
+	}
+	return !c.node.Placed(loc.DB) || c.node.Barrier(context.Background(), loc.DB) == nil
+}
+
+// holder returns the API address of a node holding a replica of database
+// db, "" when none is known.
+func (c *Cluster) holder(db uint32) string {
+	p, ok := c.e.cat.PlacementOf(db)
+	if !ok {
+		return ""
+	}
+	addrs := map[uint64]string{}
+	for _, n := range c.e.cat.Nodes() {
+		addrs[n.ID] = n.APIAddr
+	}
+	for _, r := range p.Replicas {
+		if !r.Removed && addrs[r.Node] != "" {
+			return addrs[r.Node]
+		}
+	}
+	return ""
 }
 
 // NodeID is this node's id.
@@ -199,15 +326,27 @@ func (c *Cluster) CatalogBarrier(ctx context.Context) error {
 	return c.mapErr(c.node.Barrier(ctx, 0))
 }
 
-// DatabaseBarrier is CatalogBarrier for the database ws/name: reads of it
-// after the barrier see every write acknowledged before. A database that
-// does not exist passes: the read that follows says so.
-func (c *Cluster) DatabaseBarrier(ctx context.Context, ws, name string) error {
+// DatabaseBarrier is CatalogBarrier for the database ws/name as this
+// node's catalog knows it: reads of it after the barrier see every write
+// acknowledged before. It returns the id of that database, 0 when there is
+// none here (a database that does not exist, or has no replica here,
+// passes: the request that follows says so).
+func (c *Cluster) DatabaseBarrier(ctx context.Context, ws, name string) (uint32, error) {
+	id := c.DatabaseID(ws, name)
+	if id == 0 {
+		return 0, nil
+	}
+	return id, c.mapErr(c.node.Barrier(ctx, id))
+}
+
+// DatabaseID returns the id of the database ws/name when this node holds a
+// replica of it, else 0.
+func (c *Cluster) DatabaseID(ws, name string) uint32 {
 	id, err := c.e.cat.FindDatabase(ws, name)
 	if err != nil || !c.node.Placed(id) {
-		return nil
+		return 0
 	}
-	return c.mapErr(c.node.Barrier(ctx, id))
+	return id
 }
 
 // ClusterNode is a node of a cluster as the catalog lists it.

@@ -11,6 +11,9 @@
 // the in-memory structures derived from them. A command is one Pebble
 // batch, synced before the call returns; concurrent writers share fsyncs.
 // A database can be backed up and restored as one key range (backup.go).
+// With Options.Cluster the engine is a node of a cluster (cluster.go):
+// commands are proposed to the Raft group of their database or of the
+// catalog and applied by every replica through the same path.
 //
 // An Engine is safe for concurrent use.
 package engine
@@ -164,6 +167,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 		closing: make(chan struct{}),
 	}
 	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
+	if err := checkDataDirKind(pdb, dir, opts.Cluster != nil); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err

@@ -125,6 +125,12 @@ func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
 	if err != nil {
 		return loc, nil, err
 	}
+	if e.cl != nil && !e.cl.node.Placed(loc.DB) {
+		if _, ok := e.cat.PlacementOf(loc.DB); ok {
+			return loc, nil, e.cl.notHosted(loc.DB)
+		}
+		return loc, nil, model.NotFoundf("file not found")
+	}
 	d := e.mem.DB(loc.DB)
 	if d == nil {
 		return loc, nil, model.NotFoundf("file not found")
@@ -153,6 +159,15 @@ func locate(d *database, loc files.Loc) (*model.Branch, *model.Table, *model.Col
 // public file, or any file with a valid read signature (verify). The file
 // must still be at the version the URL names.
 func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
+	f, data, err := fs.readByAccess(accessID, verify)
+	if fs.e.cl != nil && fs.e.cl.caughtUp(accessID, err) {
+		f, data, err = fs.readByAccess(accessID, verify)
+	}
+	return f, data, err
+}
+
+// readByAccess is ReadByAccess on this node's replica as it is.
+func (fs *Files) readByAccess(accessID, verify string) (*File, []byte, error) {
 	e := fs.e
 	loc, d, err := e.accessFile(accessID)
 	if err != nil {
@@ -204,6 +219,16 @@ func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
 // signature; the file must still exist (at any version). mediaType "" keeps
 // the stored one.
 func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
+	f, err := fs.uploadByAccess(accessID, verify, mediaType, content)
+	if fs.e.cl != nil && fs.e.cl.caughtUp(accessID, err) {
+		f, err = fs.uploadByAccess(accessID, verify, mediaType, content)
+	}
+	return f, err
+}
+
+// uploadByAccess is UploadByAccess, resolving the URL on this node's
+// replica as it is.
+func (fs *Files) uploadByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
 	e := fs.e
 	ok, err := e.checkFileURL(files.PurposeUpload, accessID, verify)
 	if err != nil {

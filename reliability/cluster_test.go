@@ -27,18 +27,37 @@ type testCluster struct {
 	nodes []*harness.Server // node i+1
 }
 
-// startCluster starts n nodes at once; node 1 bootstraps the accounts.
+// placement says where node i+1 of a cluster runs: its API and Raft
+// addresses, and the command it runs under (none: this network namespace).
+type placement struct {
+	api, raft string
+	wrap      []string
+}
+
+// startCluster starts n nodes at once on loopback; node 1 bootstraps the
+// accounts.
 func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	var at []placement
+	for range n {
+		at = append(at, placement{api: harness.FreeAddr(t), raft: harness.FreeAddr(t)})
+	}
+	return startClusterAt(t, at)
+}
+
+// startClusterAt starts a node at each placement at once; node 1
+// bootstraps the accounts.
+func startClusterAt(t *testing.T, at []placement) *testCluster {
 	t.Helper()
 	key := "cpk_rel_" + strings.NewReplacer("/", "_").Replace(t.Name()) + "_cluster_9d2e"
 	secrets.Add(key)
 	var raft []string
-	for range n {
-		raft = append(raft, harness.FreeAddr(t))
+	for _, p := range at {
+		raft = append(raft, p.raft)
 	}
 	c := &testCluster{t: t, key: key}
-	for i := range n {
-		s := harness.New(t, harness.Config{Binary: binary, Key: key,
+	for i, p := range at {
+		s := harness.New(t, harness.Config{Binary: binary, Key: key, Addr: p.api, Wrap: p.wrap,
 			Args: []string{"--node-id", fmt.Sprint(i + 1), "--raft-addr", raft[i], "--join", strings.Join(raft, ","), "--cluster-wait", "3s"},
 			Env:  []string{"COPPICE_LOG_LEVEL=info"}})
 		c.nodes = append(c.nodes, s)

@@ -62,9 +62,27 @@ func clusterFlags(fs *flag.FlagSet, env func(name, def string) string) func(apiA
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("--cluster-wait must be a duration such as 5s, got %q", wait)
 		}
-		return &engine.ClusterOptions{NodeID: id, RaftAddr: raftAddr, ListenAddr: raftListen, APIAddr: apiAddr,
+		return &engine.ClusterOptions{NodeID: id, RaftAddr: raftAddr, ListenAddr: raftListen, APIAddr: advertised(apiAddr, raftAddr),
 			Join: peers, Replicas: n, MaxWait: d}, nil
 	}
+}
+
+// advertised returns the API address the other nodes are told: --addr,
+// with the host of --raft-addr when --addr listens on every interface
+// (0.0.0.0, ::, or no host), since the nodes reach each other there.
+func advertised(apiAddr, raftAddr string) string {
+	host, port, err := net.SplitHostPort(apiAddr)
+	if err != nil {
+		return apiAddr
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return apiAddr
+	}
+	rhost, _, err := net.SplitHostPort(raftAddr)
+	if err != nil {
+		return apiAddr
+	}
+	return net.JoinHostPort(rhost, port)
 }
 
 // bootstrapCluster creates the first accounts of a new cluster through its

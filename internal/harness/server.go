@@ -62,6 +62,10 @@ type Config struct {
 	// process runs under (set with prlimit(1), which needs root to raise
 	// the hard limit above the caller's).
 	NoFile uint64
+	// Wrap, when set, is a command the process runs under, such as
+	// ["ip", "netns", "exec", "ns1"] (which executes the server in its
+	// place, so that signals reach it).
+	Wrap []string
 	// ReadyTimeout bounds the wait for the server to answer; 0: 30 s.
 	ReadyTimeout time.Duration
 }
@@ -137,6 +141,10 @@ func (s *Server) start() error {
 		n := strconv.FormatUint(s.cfg.NoFile, 10)
 		args = append([]string{"--nofile=" + n + ":" + n, "--", name}, args...)
 		name = "prlimit"
+	}
+	if len(s.cfg.Wrap) > 0 {
+		args = append(append(append([]string{}, s.cfg.Wrap[1:]...), name), args...)
+		name = s.cfg.Wrap[0]
 	}
 	f, err := os.Create(filepath.Join(s.cfg.Dir, fmt.Sprintf("run-%d.log", s.Runs)))
 	if err != nil {

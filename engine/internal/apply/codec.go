@@ -132,6 +132,7 @@ const (
 	dbWriteFile
 	dbStartFlatten
 	dbFinishFlatten
+	dbLoadRange
 )
 
 func (*InitDatabase) kind() dbKind      { return dbInit }
@@ -147,6 +148,7 @@ func (*SetTableColumns) kind() dbKind   { return dbSetTableColumns }
 func (*WriteFile) kind() dbKind         { return dbWriteFile }
 func (*StartFlatten) kind() dbKind      { return dbStartFlatten }
 func (*FinishFlatten) kind() dbKind     { return dbFinishFlatten }
+func (*LoadRange) kind() dbKind         { return dbLoadRange }
 
 // dbCommands makes an empty command of each kind, for decoding.
 var dbCommands = map[dbKind]func() DBCommand{
@@ -163,6 +165,7 @@ var dbCommands = map[dbKind]func() DBCommand{
 	dbWriteFile:         func() DBCommand { return new(WriteFile) },
 	dbStartFlatten:      func() DBCommand { return new(StartFlatten) },
 	dbFinishFlatten:     func() DBCommand { return new(FinishFlatten) },
+	dbLoadRange:         func() DBCommand { return new(LoadRange) },
 }
 
 // dbCodecVersion is the version of the encoding.

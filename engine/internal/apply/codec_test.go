@@ -169,6 +169,14 @@ func TestDatabaseCommandCodec(t *testing.T) {
 	if got := len(a.d.State().Branches.At("dev2").Lineage); got != 2 {
 		t.Errorf("dev2 has %d layers after flattening, want 2", got)
 	}
+	// A part of a backup applies only through a replicated log
+	// (ApplyLogged, see the replica package): its encoding round-trips,
+	// and Apply refuses it.
+	_, dec := roundTrip(t, a, b, OnDatabase(a.d.ID, &LoadRange{Part: 1, Data: []byte{0, 1, 2}, Last: true}))
+	if _, err := a.a.Apply(dec); model.CodeOf(err) != model.CodeUnsupported {
+		t.Errorf("LoadRange through Apply: %v", err)
+	}
+	seen[dbLoadRange] = true
 	for k := range dbCommands {
 		if !seen[k] {
 			t.Errorf("database command kind %d is not exercised", k)

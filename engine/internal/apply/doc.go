@@ -15,13 +15,19 @@
 // replication), concurrent single-record writes are applied together as
 // one command, with one batch and one sync (group.go).
 //
-// The seam for replication. A replicated deployment proposes the encoded
-// command instead of applying it; each replica's state machine decodes
-// the entries of its log and calls Apply(decoded) on them in log order,
-// and EncodeResult carries the result back to the proposer. Flattening a
-// deep branch is two commands around a copy that depends only on the
-// first (Flatten, Materialize); dropping the layers a command unreferences
-// is its deterministic consequence.
+// The seam for replication. A replicated deployment (Options.Replicated,
+// package replica) proposes the encoded command instead of applying it;
+// each replica's state machine decodes the entries of its log and applies
+// them in log order with ApplyLogged, which writes the entry's bookkeeping
+// in the command's batch and does not sync, and EncodeResult carries the
+// result back to the proposer. Flattening a deep branch is two commands
+// around a copy that depends only on the first (Flatten, Materialize); a
+// replica makes the copy as it applies the second. Dropping the layers a
+// command unreferences is its deterministic consequence. A replicated
+// catalog places a database empty, its first branch (or a backup, in
+// parts: LoadRange) coming through the database's own log, and a replica
+// catches up from another's range (ReplaceDatabase, ReplaceCatalog)
+// (replicated.go).
 //
 // Observers. The structures derived from a database's keys register an
 // Observer when the database opens (Options.Observe) and are told of every

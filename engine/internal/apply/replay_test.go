@@ -519,7 +519,11 @@ func (g *logGen) dbCommand(d *DB) DBCommand {
 		}
 		return &CreateBranch{Name: g.id("deep"), From: branch, PublicID: g.id("bb_"), Now: now}
 	case n < 32:
-		// An initialized database refuses a second first branch.
+		// An initialized database refuses a second first branch, and a
+		// part of a backup outside a replicated log is refused.
+		if g.r.IntN(4) == 0 {
+			return &LoadRange{Data: []byte("coppice-backup-1\n"), Last: true}
+		}
 		return &InitDatabase{Branch: branch, PublicID: g.id("bb_"), Now: now}
 	}
 	return &WriteRecords{Branch: branch, Now: now, Bulk: true, Ops: []model.Op{

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"io"
 	"slices"
 
@@ -25,6 +26,9 @@ import (
 // command's batch, so that the two commit together. A command that fails
 // writes nothing.
 func (a *Applier) ApplyLogged(cmd Command, write func(b *pebble.Batch, res any) error) (any, error) {
+	if l, ok := cmd.DB.(*LoadRange); ok {
+		return nil, a.loadRange(cmd.Database, l, write)
+	}
 	if d, ok := cmd.DB.(*FinishFlatten); ok {
 		if err := a.copyForFlatten(cmd.Database, d); err != nil {
 			return nil, err
@@ -225,7 +229,7 @@ const catalogMagic = "coppice-catalog-1\n"
 // WriteCatalog writes the whole catalog as r holds it, a snapshot, to w:
 // what ReplaceCatalog reads.
 func WriteCatalog(r pebble.Reader, w io.Writer) error {
-	return layers.WritePrefixed(r, []byte{codec.NSCatalog}, catalogMagic, w)
+	return layers.WritePrefixed(r, []byte{codec.NSCatalog}, catalogMagic, nil, w)
 }
 
 // Rehydrate gives a decoded result (DecodeResult) the schema objects a
@@ -266,4 +270,118 @@ func (a *Applier) Rehydrate(cmd Command, res any) (any, error) {
 		}
 	}
 	return res, nil
+}
+
+// LoadRange is one part of a backup (layers.WriteRange) loaded into a new
+// database through the database's replicated log, whose entries are
+// bounded: the parts are staged in the database's range, in order, and
+// the last one checks the whole backup and installs it as the database's
+// contents, in one batch. It applies through ApplyLogged only, to a
+// database without branches; its result is nil.
+type LoadRange struct {
+	Part uint32 `json:"part"`
+	Data []byte `json:"data"`
+	Last bool   `json:"last,omitempty"`
+}
+
+// apply refuses a LoadRange outside a replicated log.
+func (c *LoadRange) apply(*Tx) (any, error) {
+	return nil, model.Errorf(model.CodeUnsupported, "a backup is loaded part by part through a replicated log only")
+}
+
+// loadRange applies a LoadRange to database db (see LoadRange), with
+// write staging the entry's bookkeeping.
+func (a *Applier) loadRange(db uint32, c *LoadRange, write func(b *pebble.Batch, res any) error) error {
+	d := a.DB(db)
+	if d == nil {
+		return model.NotFoundf("database not found")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dropped {
+		return model.NotFoundf("database not found")
+	}
+	if d.State().Branches.Len() > 0 {
+		return model.Errorf(model.CodeAlreadyExists, "a backup loads into an empty database only")
+	}
+	staged := codec.MetaKey(db, codec.MetaLoad, nil)
+	var parts [][]byte
+	it, err := a.pdb.NewIter(&pebble.IterOptions{LowerBound: staged, UpperBound: codec.PrefixEnd(staged)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		parts = append(parts, slices.Clone(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if int(c.Part) != len(parts) {
+		return model.Invalidf("part %d of a backup, where part %d is due", c.Part, len(parts))
+	}
+	b := a.pdb.NewBatch()
+	defer b.Close()
+	if !c.Last {
+		if err := b.Set(codec.MetaKey(db, codec.MetaLoad, codec.AppendU32(nil, c.Part)), c.Data, nil); err != nil {
+			return err
+		}
+		if err := write(b, nil); err != nil {
+			return err
+		}
+		return a.pdb.Apply(b, pebble.NoSync)
+	}
+	all := bytes.Join(append(parts, c.Data), nil)
+	pre := codec.DatabasePrefix(db)
+	if err := b.DeleteRange(staged, codec.PrefixEnd(staged), nil); err != nil {
+		return err
+	}
+	if err := layers.ReadRange(bytes.NewReader(all), func(k, v []byte) error {
+		if Bookkeeping(k) {
+			return nil // of the group the backup came from, if any
+		}
+		return b.Set(append(slices.Clip(pre), k...), v, nil)
+	}); err != nil {
+		return err
+	}
+	if err := write(b, nil); err != nil {
+		return err
+	}
+	if err := a.pdb.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	nd, err := loadDB(a.pdb, db)
+	if err != nil {
+		return err
+	}
+	d.dropped = true
+	for _, o := range d.observers {
+		o.Dropped()
+	}
+	a.addDB(nd)
+	return nil
+}
+
+// appliedCounter is the counter of a database's range holding, in a
+// cluster, the last entry of its group applied to it.
+const appliedCounter = "applied"
+
+// AppliedKey is the key of that counter.
+func AppliedKey(db uint32) []byte { return counterKey(db, appliedCounter) }
+
+// Bookkeeping reports whether k, a key of a database's range without the
+// range's prefix, is a replicated log's bookkeeping rather than the
+// database's contents: the applied index, the recent requests, a load's
+// parts. Backups leave them out.
+func Bookkeeping(k []byte) bool {
+	meta := codec.LayerPrefix(0, codec.MetaLayer)[len(codec.DatabasePrefix(0)):]
+	if !bytes.HasPrefix(k, meta) || len(k) == len(meta) {
+		return false
+	}
+	switch k[len(meta)] {
+	case codec.MetaRequest, codec.MetaRequestAt, codec.MetaLoad:
+		return true
+	case codec.MetaCounter:
+		return string(k[len(meta)+1:]) == appliedCounter
+	}
+	return false
 }

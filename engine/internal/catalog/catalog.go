@@ -88,6 +88,10 @@ type Database struct {
 	// server has none.
 	Replicas    []Replica `json:"replicas,omitempty"`
 	NextReplica uint64    `json:"nextReplica,omitempty"`
+	// First is, in a cluster, the first branch the database's group
+	// starts with, so that any replica's leader can start it when the
+	// node that created the database could not.
+	First *FirstBranch `json:"first,omitempty"`
 }
 
 // Catalog is the in-memory copy of the global catalog, written through:

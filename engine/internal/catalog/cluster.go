@@ -188,6 +188,7 @@ func (c *Catalog) Reload(r pebble.Reader) error {
 	return nil
 }
 
+// init registers the cluster's commands for decoding, beside the others.
 func init() {
 	commands[kindSetNode] = func() Command { return new(SetNode) }
 	commands[kindRemoveNode] = func() Command { return new(RemoveNode) }

@@ -28,13 +28,21 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // WriteRange writes the key range of database db, as r holds it, to w in
 // the format above. r should be a snapshot: the copy is then consistent.
 func WriteRange(r pebble.Reader, db uint32, w io.Writer) error {
-	return WritePrefixed(r, codec.DatabasePrefix(db), backupMagic, w)
+	return WritePrefixed(r, codec.DatabasePrefix(db), backupMagic, nil, w)
 }
 
-// WritePrefixed writes every key under prefix, without the prefix, in the
-// format of a backup opened by magic instead: other ranges (a replicated
-// catalog) are copied the same way.
-func WritePrefixed(r pebble.Reader, prefix []byte, magic string, w io.Writer) error {
+// WriteRangeWithout is WriteRange leaving out the keys skip reports (given
+// without the database's prefix): the bookkeeping a cluster keeps in the
+// range, which a backup does not carry.
+func WriteRangeWithout(r pebble.Reader, db uint32, skip func(k []byte) bool, w io.Writer) error {
+	return WritePrefixed(r, codec.DatabasePrefix(db), backupMagic, skip, w)
+}
+
+// WritePrefixed writes every key under prefix, without the prefix, but
+// those skip (when not nil) reports, in the format of a backup opened by
+// magic instead: other ranges (a replicated catalog) are copied the same
+// way.
+func WritePrefixed(r pebble.Reader, prefix []byte, magic string, skip func(k []byte) bool, w io.Writer) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -52,6 +60,9 @@ func WritePrefixed(r pebble.Reader, prefix []byte, magic string, w io.Writer) er
 			return err
 		}
 		k := it.Key()[len(prefix):]
+		if skip != nil && skip(k) {
+			continue
+		}
 		bw.Write(lb[:binary.PutUvarint(lb[:], uint64(len(k)))])
 		bw.Write(k)
 		bw.Write(lb[:binary.PutUvarint(lb[:], uint64(len(v)))])

@@ -335,7 +335,9 @@ func (n *Node) Placed(db uint32) bool {
 }
 
 // register records this node's addresses in the catalog, once the meta
-// group takes proposals, and again whenever they change.
+// group takes proposals, and again whenever the catalog has others (an
+// AddNode that raced with it, a restart on another API address); it looks
+// every few seconds until the node closes.
 func (n *Node) register() {
 	defer n.wg.Done()
 	self := catalog.Node{ID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAddr, APIAddr: n.cfg.APIAddr}
@@ -344,7 +346,11 @@ func (n *Node) register() {
 		for _, nd := range n.cat.Nodes() {
 			known = known || nd == self
 		}
+		wait := 5 * time.Second
 		if !known {
+			wait = 250 * time.Millisecond // till the meta group has it
+		}
+		if !known && n.isMember() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			go func() {
 				select {
@@ -353,17 +359,26 @@ func (n *Node) register() {
 				case <-ctx.Done():
 				}
 			}()
-			_, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: self}))
+			if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: self})); err != nil {
+				wait = time.Second
+			}
 			cancel()
-			known = err == nil
-		}
-		if known {
-			return
 		}
 		select {
 		case <-n.stop:
 			return
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// isMember reports whether this node is a member of the meta group, as far
+// as it knows: only a member's proposals go anywhere.
+func (n *Node) isMember() bool {
+	gi, err := n.host.GroupInfo(MetaGroup)
+	if err != nil {
+		return false
+	}
+	_, ok := gi.Members[n.cfg.NodeID]
+	return ok
 }

@@ -47,6 +47,7 @@ type testCluster struct {
 // rowCounter is an observer that counts the rows of applied commands.
 type rowCounter struct{ n *atomic.Int64 }
 
+// Prepare counts the rows of tx once it is applied.
 func (o rowCounter) Prepare(tx *apply.Tx) func(bool) {
 	rows := len(tx.Rows())
 	return func(ok bool) {
@@ -56,6 +57,7 @@ func (o rowCounter) Prepare(tx *apply.Tx) func(bool) {
 	}
 }
 
+// Dropped has nothing to forget.
 func (rowCounter) Dropped() {}
 
 // testLogger shows the Raft library's and the nodes' log only with
@@ -470,4 +472,94 @@ func TestFlattenReplicated(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLoadReplicated restores a backup as a new database through its
+// group, in parts: every replica ends with the same range, the backup's
+// records readable and the database writable; a part out of order is
+// refused and changes nothing.
+func TestLoadReplicated(t *testing.T) {
+	c := newTestCluster(t, 3, 0)
+	src := c.createDB(1, "src")
+	for i := range 20 {
+		if err := c.write(1, src, fmt.Sprintf("r%d", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var backup bytes.Buffer
+	snap := c.nodes[1].pdb.NewSnapshot()
+	err := layers.WriteRange(snap, src, &backup)
+	snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	res, err := c.node(2).PlaceDatabase(ctx, &catalog.PlaceDatabase{Database: catalog.Database{Name: "copy", Region: "local"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.(*catalog.Database).ID
+	data := backup.Bytes()
+	cut := []int{0, len(data) / 3, 2 * len(data) / 3, len(data)}
+	if _, err := c.node(3).Propose(ctx, apply.OnDatabase(db, &apply.LoadRange{Part: 1, Data: data[:5]})); model.CodeOf(err) != model.CodeInvalid {
+		t.Errorf("a part out of order: %v", err)
+	}
+	for i := range 3 {
+		load := &apply.LoadRange{Part: uint32(i), Data: data[cut[i]:cut[i+1]], Last: i == 2}
+		if _, err := c.node(uint64(1+i)).Propose(ctx, apply.OnDatabase(db, load)); err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+	}
+	if err := c.write(3, db, "after", 1); err != nil {
+		t.Fatal(err)
+	}
+	c.converge(src, db)
+	for id := uint64(1); id <= 3; id++ {
+		b := c.ap(id).DB(db).State().Branches.At("main")
+		if b == nil {
+			t.Fatalf("node %d: the loaded database has no main branch", id)
+		}
+		tbl, _ := b.Schema.Table("t")
+		for _, rec := range []string{"r0", "r19", "after"} {
+			if _, _, ok, err := layers.LookupID(c.nodes[id].pdb, db, b.Lineage, tbl.ID, rec); err != nil || !ok {
+				t.Errorf("node %d: %s: %v %v", id, rec, ok, err)
+			}
+		}
+	}
+}
+
+// TestStartAfterCreatorDied places a database as its creating node would
+// and leaves it there, as if that node died before it started the
+// database with its first branch: the leader of the database's group
+// starts it.
+func TestStartAfterCreatorDied(t *testing.T) {
+	c := newTestCluster(t, 3, 0)
+	c.leaderOf(0) // the catalog's first election, which a loaded machine slows down
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	first := &catalog.FirstBranch{Name: "trunk", PublicID: "bb_orphan", Now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	place := &catalog.PlaceDatabase{Database: catalog.Database{Name: "orphan", Region: "local", Replicas: c.node(1).Placement(), First: first}, First: first}
+	res, err := c.node(1).Propose(ctx, apply.OnCatalog(place))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.(*catalog.Database).ID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		started := 0
+		for id := uint64(1); id <= 3; id++ {
+			if d := c.ap(id).DB(db); d != nil && d.State().Branches.At("trunk") != nil {
+				started++
+			}
+		}
+		if started == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the database is started on %d nodes of 3", started)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.converge(db)
 }

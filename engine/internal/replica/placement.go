@@ -68,6 +68,30 @@ func (n *Node) reconcile() {
 	}
 	for _, db := range sortedKeys(mine) {
 		n.fixMembers(placed[db], mine[db])
+		n.fixStart(placed[db], mine[db])
+	}
+}
+
+// fixStart starts p's database with its first branch when this node's
+// replica r leads its group and the database has none yet: the node that
+// created it died before it could. Starting it twice is harmless: the
+// second InitDatabase fails.
+func (n *Node) fixStart(p catalog.Database, r catalog.Replica) {
+	f := p.First
+	if f == nil {
+		return // a database that comes from a backup, or of a single server
+	}
+	if leader, ok := n.host.Leader(groupOf(p.ID)); !ok || leader != r.ID {
+		return
+	}
+	if d := n.ap.DB(p.ID); d == nil || d.State().Branches.Len() > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := n.Propose(ctx, apply.OnDatabase(p.ID, &apply.InitDatabase{Branch: f.Name, PublicID: f.PublicID, Now: f.Now, Metadata: f.Metadata}))
+	if err != nil && model.CodeOf(err) != model.CodeAlreadyExists {
+		n.log.Warn("cannot start a database with its first branch", "database", p.Name, "err", err)
 	}
 }
 
@@ -213,8 +237,11 @@ func (n *Node) AddNode(ctx context.Context, id uint64, raftAddr string) error {
 		}
 		return err
 	}
-	if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: catalog.Node{ID: id, RaftAddr: raftAddr}})); err != nil {
-		return err
+	if !n.knownNode(id) {
+		// The node registers its API address itself once it runs.
+		if _, err := n.Propose(ctx, apply.OnCatalog(&catalog.SetNode{Node: catalog.Node{ID: id, RaftAddr: raftAddr}})); err != nil {
+			return err
+		}
 	}
 	for _, p := range n.cat.Placements() {
 		if active(p.Replicas) >= n.cfg.Replicas || hasNode(p.Replicas, id) {
@@ -373,6 +400,7 @@ func sortedNodes(members map[uint64]string) []uint64 {
 func (n *Node) PlaceDatabase(ctx context.Context, cmd *catalog.PlaceDatabase) (any, error) {
 	place := *cmd
 	place.Database.Replicas = n.Placement()
+	place.Database.First = cmd.First
 	res, err := n.Propose(ctx, apply.OnCatalog(&place))
 	if err != nil {
 		return nil, err

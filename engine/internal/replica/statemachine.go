@@ -26,6 +26,7 @@ type stateMachine struct {
 	db uint32 // the database; 0 for the meta group
 }
 
+// stateMachine is what the consensus package runs.
 var _ consensus.StateMachine = (*stateMachine)(nil)
 
 // requestWindow is how many log entries a request record outlives: a
@@ -33,14 +34,19 @@ var _ consensus.StateMachine = (*stateMachine)(nil)
 // up within seconds, far fewer entries.
 const requestWindow = 1 << 16
 
-// keys of a group's bookkeeping.
+// CatalogAppliedKey is the key of the index of the last meta-group entry
+// applied: a data directory that has it is a node's.
+func CatalogAppliedKey() []byte { return codec.CatalogKey(codec.CatCounter, []byte("applied")) }
+
+// appliedKey is the key of the index of the last entry applied.
 func (s *stateMachine) appliedKey() []byte {
 	if s.db == 0 {
-		return codec.CatalogKey(codec.CatCounter, []byte("applied"))
+		return CatalogAppliedKey()
 	}
-	return codec.MetaKey(s.db, codec.MetaCounter, []byte("applied"))
+	return apply.AppliedKey(s.db)
 }
 
+// requestKey is the key of request id's record.
 func (s *stateMachine) requestKey(id reqID) []byte {
 	if s.db == 0 {
 		return codec.CatalogKey(codec.CatRequest, id[:])
