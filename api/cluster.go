@@ -24,9 +24,9 @@ import (
 // reads anything it passes a barrier of the catalog (users, keys,
 // workspaces, databases) and, once it names a database, of that database,
 // so that it sees every write acknowledged before it arrived, on any node.
-// A query, summarize, aggregate or search with "consistency": "eventual"
-// skips both and reads this node's replicas as they are, and so does the
-// cluster's status. Writes are proposed to their group and answered once a
+// A query, summarize, aggregate or search with "consistency": "eventual",
+// and a point get with ?consistency=eventual, skip both and read this
+// node's replicas as they are, and so does the cluster's status. Writes are proposed to their group and answered once a
 // majority has them; a write of records skips the barriers unless it fails
 // for want of them (call). A group without a leader makes a request wait
 // up to the engine's bound, then answer 503 with Retry-After.
@@ -35,11 +35,19 @@ import (
 // "consistency": "eventual".
 var eventualRoutes = []string{"/query", "/summarize", "/aggregate", "/search"}
 
-// eventual reports whether the request reads with "consistency":
-// "eventual". It looks only at the routes that take the field, and at a
-// body that mentions it; the handler checks the body in full.
+// eventual reports whether the request reads with eventual consistency: a
+// point get with ?consistency=eventual, or a query, summarize, aggregate or
+// search whose body says "consistency": "eventual". It looks only at the
+// routes that take it, and at a body that mentions it; the handler checks
+// the parameter or the body in full.
 func (r *request) eventual() bool {
-	if r.route == nil || r.route.method != "POST" {
+	if r.route == nil {
+		return false
+	}
+	if r.route.method == "GET" {
+		return r.route.pattern == pointGetRoute && string(r.ctx.QueryArgs().Peek("consistency")) == "eventual"
+	}
+	if r.route.method != "POST" {
 		return false
 	}
 	ok := false
@@ -191,6 +199,22 @@ func checkConsistency(c *string) error {
 		return invalid("consistency must be strong or eventual, got [%s]", *c)
 	}
 	return nil
+}
+
+// queryConsistency checks the consistency query parameter of a point get
+// as checkConsistency checks the body field: strong, eventual, or absent
+// (strong); an empty value is neither.
+func (r *request) queryConsistency() error {
+	args := r.ctx.QueryArgs()
+	if !args.Has("consistency") {
+		return nil
+	}
+	switch v := args.Peek("consistency"); string(v) {
+	case "strong", "eventual":
+		return nil
+	default:
+		return invalid("query parameter consistency must be strong or eventual, got [%s]", v)
+	}
 }
 
 // clusterRoutes registers the administration of a cluster. On a single

@@ -284,7 +284,8 @@ func unrandom(s string) string { return randomParts.ReplaceAllString(s, "…") }
 // TestClusterHTTP drives a 3-node cluster through the HTTP API: answers
 // equal a single server's, request by request, whichever node gets each;
 // writes on every node are read linearizably on every other; eventual
-// reads answer from the local replica; a node cut off answers 503 with
+// reads and gets answer from the local replica, or, on a node without one,
+// from a node that has one; a node cut off answers 503 with
 // Retry-After to linearizable reads and writes; the leader of a database
 // stops and the others go on; a node that missed more than its log keeps
 // catches up from a snapshot; a node is added and another removed, its
@@ -406,6 +407,9 @@ func TestClusterHTTP(t *testing.T) {
 	if r := cut.do("PUT", dbb+"/data/cut", map[string]any{"name": "x"}); r.status != 503 {
 		t.Errorf("a write on a cut-off node: %d %s", r.status, r.raw)
 	}
+	if rec := cut.expect(200, "GET", dbb+"/data/w1?consistency=eventual", nil).obj(); rec["name"] != "w1" {
+		t.Errorf("an eventual get on a cut-off node: %v", rec)
+	}
 	q := cut.expect(200, "POST", dbb+"/query", map[string]any{"filter": map[string]any{"id": "w1"}, "consistency": "eventual"})
 	if recs, _ := q.obj()["records"].([]any); len(recs) != 1 {
 		t.Errorf("an eventual read on a cut-off node: %s", q.raw)
@@ -475,6 +479,7 @@ func TestClusterHTTP(t *testing.T) {
 		}
 	}
 	c.node(4).expect(200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
+	c.node(4).expect(200, "GET", fmt.Sprintf("%s/data/s%d?consistency=eventual", dbb, last), nil)
 	c.node(4).expect(201, "PUT", dbb+"/data/via4", map[string]any{"name": "via 4"})
 	fileOn(4, "beta")
 	c.node(1).expect(200, "GET", dbb+"/data/via4", nil)
@@ -500,6 +505,94 @@ func TestClusterHTTP(t *testing.T) {
 			t.Errorf("group %d (%s) has %d replicas: %+v", g.Group, g.Database, len(g.Replicas), g.Replicas)
 		}
 	}
+}
+
+// TestClusterEventualGet checks GET of a record with ?consistency=eventual:
+// on a single server it answers what a GET without it does; in a 3-node
+// cluster a write through node 1 becomes visible through it on every node,
+// and it answers from the replica while the group has no majority, where a
+// linearizable get answers 503. Any other value is a 400 on both.
+func TestClusterEventualGet(t *testing.T) {
+	rec := "/db/ev:main/tables/people/data/p1"
+	badValues := func(ts *testServer) {
+		t.Helper()
+		for _, v := range []string{"bogus", "", "EVENTUAL", "linearizable"} {
+			r := ts.expect(400, "GET", rec+"?consistency="+v, nil)
+			if msg, _ := r.obj()["message"].(string); !strings.Contains(msg, "consistency must be strong or eventual") {
+				t.Errorf("?consistency=%s: %s", v, r.raw)
+			}
+		}
+	}
+
+	single := startServer(t, Options{})
+	single.createDB("ev")
+	single.createTable("ev", "people", map[string]any{"name": "name", "type": "string"})
+	single.expect(201, "PUT", rec, map[string]any{"name": "Ann"})
+	for _, q := range []string{"", "?columns=name"} {
+		want := single.expect(200, "GET", rec+q, nil).raw
+		sep := "?"
+		if q != "" {
+			sep = "&"
+		}
+		for _, v := range []string{"strong", "eventual"} {
+			if got := single.expect(200, "GET", rec+q+sep+"consistency="+v, nil).raw; !bytes.Equal(got, want) {
+				t.Errorf("GET %s with consistency=%s: %s, without: %s", q, v, got, want)
+			}
+		}
+	}
+	single.expect(404, "GET", "/db/ev:main/tables/people/data/nope?consistency=eventual", nil)
+	badValues(single)
+
+	c := startCluster(t, 3)
+	c.node(1).createDB("ev")
+	c.node(1).createTable("ev", "people", map[string]any{"name": "name", "type": "string"})
+	// Every replica has the accounts, the database and its table: an
+	// eventual read authenticates with its own replica of the catalog.
+	c.converged(1)
+	// seen waits until node id's replica answers the record with name.
+	seen := func(id uint64, name string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := c.node(id).do("GET", rec+"?consistency=eventual", nil)
+			if r.status == 200 && r.obj()["name"] == name {
+				return
+			}
+			// A replica that has not applied the record yet answers 404.
+			if r.status != 200 && r.status != 404 || time.Now().After(deadline) {
+				t.Fatalf("node %d: an eventual get: %d %s, want the name %s", id, r.status, r.raw, name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for i, name := range []string{"Ann", "Bea", "Cy"} {
+		c.retry(1, []int{201, 200, 200}[i], "PUT", rec, map[string]any{"name": name})
+		for id := uint64(1); id <= 3; id++ {
+			seen(id, name)
+		}
+	}
+	badValues(c.node(2))
+
+	// Nodes 2 and 3 stop: node 1's groups have no majority. A linearizable
+	// get waits for the bound and answers 503; an eventual get answers from
+	// node 1's replica.
+	c.stopNode(2)
+	c.stopNode(3)
+	n1 := c.node(1)
+	if r := n1.do("GET", rec, nil); r.status != 503 || r.header.Get("Retry-After") == "" {
+		t.Errorf("a linearizable get without a majority: %d %s, Retry-After %q", r.status, r.raw, r.header.Get("Retry-After"))
+	}
+	if r := n1.do("GET", rec+"?consistency=strong", nil); r.status != 503 {
+		t.Errorf("a get with consistency=strong without a majority: %d %s", r.status, r.raw)
+	}
+	start := time.Now()
+	if got := n1.expect(200, "GET", rec+"?consistency=eventual", nil).obj(); got["name"] != "Cy" {
+		t.Errorf("an eventual get without a majority: %v", got)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("an eventual get without a majority took %v", waited)
+	}
+	n1.expect(404, "GET", "/db/ev:main/tables/people/data/nope?consistency=eventual", nil)
 }
 
 // dumpBody returns a dump without its header line, which names the

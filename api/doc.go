@@ -67,7 +67,8 @@
 //     client sent, since cursors carry them. Page limits are the spec's
 //     (size ≤ 200, offset ≤ 800, size + offset ≤ 1000) or, in compat mode,
 //     size ≤ 1000 and offset ≤ 49000. consistency (strong or eventual, also on
-//     summarize, aggregate and search) matters in a cluster only (cluster.go).
+//     summarize, aggregate and search, and a query parameter of a point get)
+//     matters in a cluster only (cluster.go).
 //   - Bulk failures answer 400 with {"errors":[{message, status}]} unless
 //     every failure has the same status (e.g. all 422 for existing ids).
 //   - Files: file URLs are Options.PublicURL (default http://{listen

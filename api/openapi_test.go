@@ -425,6 +425,8 @@ func openAPISession(t *testing.T, ts *testServer, v *validator) {
 	c(400, "POST", "/db/{db_branch_name}/tables/{table_name}/data", map[string]any{"name": "Bo", "email": "bob@example.com"}, "app:main", "users")
 	c(200, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}", nil, "app:main", "users", ann)
 	c(200, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}?columns=*,team.*,photo.signedUrl,photo.uploadUrl", nil, "app:main", "users", ann)
+	c(200, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}?consistency=eventual", nil, "app:main", "users", ann)
+	c(400, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}?consistency=latest", nil, "app:main", "users", ann)
 	c(404, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}", nil, "app:main", "users", "nope")
 	c(404, "GET", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}", nil, "app:main", "nope", "x")
 	c(200, "PATCH", "/db/{db_branch_name}/tables/{table_name}/data/{record_id}?columns=name,age", map[string]any{"age": map[string]any{"$increment": 1}}, "app:main", "users", ann)

@@ -157,8 +157,12 @@ func (s *Server) writeByID(r *request, op engine.Op, createOnly bool) error {
 	return r.writeResult(&c, status, res)
 }
 
-// getRecord: GET T/data/{id}.
+// getRecord: GET T/data/{id}; ?consistency=eventual reads a cluster
+// node's replica as it is (cluster.go).
 func (s *Server) getRecord(r *request) error {
+	if err := r.queryConsistency(); err != nil {
+		return err
+	}
 	c, err := r.recordCall()
 	if err != nil {
 		return err
