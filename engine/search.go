@@ -52,6 +52,9 @@ type SearchOptions struct {
 	// Now is the origin of date boosters without one; zero means the
 	// current time.
 	Now time.Time
+	// Exhaustive scores every matching record (fts.Settings.Exhaustive):
+	// the same answer, for tests and benchmarks to compare with.
+	Exhaustive bool
 }
 
 // SearchResult is a page of ranked records.
@@ -80,6 +83,7 @@ func searchQuery(in *SearchRequest, opts SearchOptions) (*fts.Query, error) {
 	q, err := fts.NewQuery(fts.Settings{
 		Query: in.Query, Fuzziness: in.Fuzziness, Prefix: in.Prefix,
 		Highlight: in.Highlight, EncodeHTML: in.EncodeHTML, Size: in.Size, Offset: in.Offset, Now: opts.Now,
+		Exhaustive: opts.Exhaustive,
 	})
 	return q, queryError(err)
 }
