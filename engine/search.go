@@ -204,12 +204,7 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	}
 	lex := ss.lex.Load()
 	if lex.Pending() > maxPendingTerms {
-		if compact, err := lex.Compact(); err == nil {
-			// The same terms in one automaton: other readers may keep
-			// either; a write that extended it meanwhile wins.
-			ss.lex.CompareAndSwap(lex, compact)
-			lex = compact
-		}
+		e.compactLexicon(ss, lex)
 	}
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
 	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)
@@ -234,4 +229,25 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		out.hits = append(out.hits, &SearchHit{Doc: doc, Table: t.Name, Score: h.Score, Highlight: r.Highlight(&rec)})
 	}
 	return out, nil
+}
+
+// compactLexicon folds the terms written since a vocabulary was built into
+// a new automaton, in the background: rebuilding a large dictionary takes
+// milliseconds that no search should wait for, and searches meanwhile
+// read the written terms from their sorted list. One compaction runs at a
+// time per store.
+func (e *Engine) compactLexicon(ss *searchStore, lex *fts.Lexicon) {
+	if !ss.compacting.CompareAndSwap(false, true) {
+		return
+	}
+	if !e.background(func() {
+		defer ss.compacting.Store(false)
+		if compact, err := lex.Compact(); err == nil {
+			// The same terms in one automaton: other readers may keep
+			// either; a write that extended it meanwhile wins.
+			ss.lex.CompareAndSwap(lex, compact)
+		}
+	}) {
+		ss.compacting.Store(false)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
@@ -585,4 +586,65 @@ func FuzzSearchRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSearchCompactsVocabulary writes more new words than a vocabulary
+// keeps outside its automaton: the next search answers at once, the
+// vocabulary is rebuilt in the background, and searches answer the same
+// before and after.
+func TestSearchCompactsVocabulary(t *testing.T) {
+	e, ref := recFixture(t, searchTables)
+	search := func(q string) []string {
+		t.Helper()
+		fuzz := 1.0
+		res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &fuzz}, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range res.Records {
+			out = append(out, fmt.Sprintf("%s %.6f", h.Doc.ID, h.Score))
+		}
+		return out
+	}
+	search("first") // builds the search store before the words are written
+	var batch []map[string]any
+	for i := range maxPendingTerms + 100 {
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("w%05d", i), "body": fmt.Sprintf("word%05d common", i)})
+		if len(batch) == MaxBulkRecords || i == maxPendingTerms+99 {
+			if _, err := e.BulkInsert(ctx, ref, "docs", batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	store := func() *searchStore {
+		_, d, err := e.database(ref.Workspace, ref.Database)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := d.state.Load().branch(ref.Branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.storeMu.RLock()
+		defer d.storeMu.RUnlock()
+		return d.search[storeKey{b.ID, b.Schema.ByName["docs"].ID}]
+	}
+	if n := store().lex.Load().Pending(); n <= maxPendingTerms {
+		t.Fatalf("%d words outside the automaton, want more than %d", n, maxPendingTerms)
+	}
+	before := search("word00042 word01234")
+	if len(before) < 2 {
+		t.Fatalf("found %v, want word00042 and word01234 at least", before)
+	}
+	for deadline := time.Now().Add(10 * time.Second); store().lex.Load().Pending() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the vocabulary was not rebuilt")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if after := search("word00042 word01234"); !slices.Equal(after, before) {
+		t.Fatalf("after the rebuild found %v, before %v", after, before)
+	}
 }

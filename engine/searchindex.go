@@ -171,10 +171,12 @@ type searchStore struct {
 	version uint64
 	lex     atomic.Pointer[fts.Lexicon] // set under storeMu; a search may compact it
 	cols    map[uint32]*fts.FieldLengths
+	// compacting is set while a compaction of lex runs in the background.
+	compacting atomic.Bool
 }
 
 // maxPendingTerms is how many words a vocabulary keeps outside its
-// automaton before a search rebuilds it.
+// automaton before a search has it rebuilt.
 const maxPendingTerms = 2048
 
 // buildSearchStore reads the vocabulary and field lengths of a table of a
