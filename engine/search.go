@@ -207,7 +207,11 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		e.compactLexicon(ss, lex)
 	}
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
-	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)
+	ssrc := &searchSource{source: src, store: ss, lex: lex}
+	r, err := fts.Search(ctx, ssrc, q, req, e.opts.Meta, q.Offset+q.Size)
+	if cerr := ssrc.close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, queryError(err)
 	}
