@@ -12,7 +12,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 CONTAINER ?= podman
 
-.PHONY: help build install image run test test-long bench bench-engine fuzz vet lint chromium
+.PHONY: help build install image run cluster test test-long test-reliability bench bench-engine bench-cluster fuzz vet lint chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ image: ## build the container image coppice:latest with $(CONTAINER) (podman or 
 run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPICE_ADDR/COPPICE_DATA or the defaults apply
 	./bin/coppice serve$(if $(ADDR), --addr $(ADDR))$(if $(DATA), --data $(DATA))
 
+cluster: build ## start 3 nodes on loopback (API 127.0.0.1:8081-8083, Raft :7081-7083, data in CLUSTER_DATA=./data-cluster); Ctrl-C stops them
+	./deploy/cluster.sh $(or $(CLUSTER_DATA),./data-cluster)
+
 test: vet chromium ## run the test suite (what CI runs): unit, model, fuzz-seed and browser tests
 	$(GO) test -tags $(GOTAGS) -short -count=1 ./...
 
@@ -43,6 +46,10 @@ chromium: ## install chromium for the browser tests when it is missing and this 
 	else \
 	  echo "chromium is missing (install it as root: apt-get install chromium): the browser tests will skip"; \
 	fi
+
+# Its short form runs in `make test`. Latency targets need a quiet machine.
+test-reliability: ## run the reliability suite in full (kill loops, signals, hostile clients) and print its figures
+	$(GO) test -tags $(GOTAGS) -count=1 -timeout 30m -v ./reliability/
 
 test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
 	$(GO) test -tags $(GOTAGS) -count=1 -timeout 60m ./...
@@ -63,6 +70,14 @@ bench-engine: ## run the engine benchmarks (sizes up to 1e6) into bench/results/
 	  -benchtime $(or $(BENCHTIME),2s) -timeout 120m ./engine/ 2>&1 | tee $$out; \
 	grep -q '^ok' $$out || { echo "benchmarks failed; output in $$out"; exit 1; }
 
-vet: ## go vet and gofmt check
+bench-cluster: ## replicated inserts and point reads vs a single server, 16 and 64 clients, into bench/results/cluster-DATE.txt
+	@mkdir -p bench/results
+	@out=bench/results/cluster-$$(date -u +%Y%m%d-%H%M%S).txt; \
+	$(GO) test -tags $(GOTAGS) -run '^$$' -bench '^BenchmarkCluster$$' -benchtime $(or $(BENCHTIME),3s) \
+	  -timeout 30m ./api/ 2>&1 | tee $$out; \
+	grep -q '^ok' $$out || { echo "benchmarks failed; output in $$out"; exit 1; }
+
+vet: ## go vet and gofmt check, of the module and of the benchmark suite's module
 	$(GO) vet -tags $(GOTAGS) ./...
+	cd bench/suite && $(GO) vet -tags $(GOTAGS) ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }

@@ -100,7 +100,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, r *request, start time.Time) {
 	if info {
 		rec := slog.NewRecord(now, slog.LevelInfo, "request", 0)
 		rec.AddAttrs(attrs...)
-		rec.AddAttrs(slog.Int("bytes_in", len(ctx.Request.Body())), slog.Int("bytes_out", len(ctx.Response.Body())))
+		rec.AddAttrs(bodySizes(ctx)...)
 		s.logRecord(rec)
 	}
 	if slow {
@@ -141,9 +141,8 @@ func (s *Server) finishRejected(ctx *fasthttp.RequestCtx, id string) {
 		slog.String("method", methodLabel(string(ctx.Method()))),
 		slog.String("route", unmatchedRoute),
 		slog.Int("status", status),
-		slog.Int("bytes_in", len(ctx.Request.Body())),
-		slog.Int("bytes_out", len(ctx.Response.Body())),
 	)
+	rec.AddAttrs(bodySizes(ctx)...)
 	s.logRecord(rec)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,23 +19,31 @@ import (
 
 // Admission: before its handler runs, a request reads its body within the
 // server's budget of body bytes, then takes one of the slots of requests
-// executing at once. Both wait in a bounded queue for a bounded time when
-// they are all taken, and answer 503 with Retry-After beyond that. The
-// body comes first so that a slow upload holds no slot. Health checks are
+// executing at once; a heavy request (heavyRequest) first takes one of the
+// fewer heavy slots. All of them wait in one bounded queue for a bounded
+// time when they are all taken, and answer 503 with Retry-After beyond
+// that. The body comes first so that a slow upload holds no slot, and the
+// heavy slot before the shared one so that heavy requests waiting for
+// their turn hold none of the slots cheap requests need. Health checks are
 // exempt.
 
-// slots is the cap on requests executing at once and its queue.
-type slots struct {
-	free     chan struct{} // one token per slot
-	waiting  atomic.Int64  // requests in the queue, slots and body bytes
+// queue bounds the requests waiting for slots or body bytes: how many and
+// for how long.
+type queue struct {
+	waiting  atomic.Int64
 	maxQueue int64
 	maxWait  time.Duration
 }
 
-// newSlots returns n slots with a queue of maxQueue requests waiting up to
-// maxWait.
-func newSlots(n, maxQueue int, maxWait time.Duration) *slots {
-	s := &slots{free: make(chan struct{}, n), maxQueue: int64(maxQueue), maxWait: maxWait}
+// slots is a cap on requests executing at once, waiting in a queue.
+type slots struct {
+	free chan struct{} // one token per slot
+	q    *queue
+}
+
+// newSlots returns n slots waiting in q.
+func newSlots(n int, q *queue) *slots {
+	s := &slots{free: make(chan struct{}, n), q: q}
 	for range n {
 		s.free <- struct{}{}
 	}
@@ -61,11 +70,11 @@ func (s *slots) acquire(ctx context.Context) error {
 	if s.tryAcquire() {
 		return nil
 	}
-	if !s.enqueue() {
+	if !s.q.enqueue() {
 		return errBusy
 	}
-	defer s.waiting.Add(-1)
-	t := time.NewTimer(s.maxWait)
+	defer s.q.waiting.Add(-1)
+	t := time.NewTimer(s.q.maxWait)
 	defer t.Stop()
 	select {
 	case <-s.free:
@@ -78,9 +87,9 @@ func (s *slots) acquire(ctx context.Context) error {
 }
 
 // enqueue counts a request into the queue when there is room.
-func (s *slots) enqueue() bool {
-	if s.waiting.Add(1) > s.maxQueue {
-		s.waiting.Add(-1)
+func (q *queue) enqueue() bool {
+	if q.waiting.Add(1) > q.maxQueue {
+		q.waiting.Add(-1)
 		return false
 	}
 	return true
@@ -93,7 +102,7 @@ func (s *slots) release() { s.free <- struct{}{} }
 // weighted semaphore whose waiters are served in arrival order and share
 // the slots' queue.
 type bodyBudget struct {
-	q     *slots // for the queue's bounds
+	q     *queue
 	limit int64
 
 	mu      sync.Mutex
@@ -179,11 +188,18 @@ func (b *bodyBudget) grant() {
 // into its own pooled buffer: a body this small is taken from there.
 const prefetchedBody = 8 << 10
 
-// admit reads the request's body and takes an execution slot, or answers
-// the request itself and returns false. finish gives back what admit took.
-func (s *Server) admit(r *request) bool {
+// admit reads the request's body, unless its handler streams it, and takes
+// an execution slot, and a heavy slot first when heavy, or answers the
+// request itself and returns false. release gives back what admit took.
+func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 	ctx := r.ctx
-	if hasBody(ctx) {
+	if streamBody {
+		// Whatever its handler leaves of the body (an answer before it
+		// reads it, from authentication on) would be read as the next
+		// request: the connection serves this one only.
+		ctx.SetConnectionClose()
+	}
+	if hasBody(ctx) && !streamBody {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()
@@ -193,6 +209,15 @@ func (s *Server) admit(r *request) bool {
 			s.writeError(ctx, r.id, err)
 			return false
 		}
+	}
+	if heavy {
+		if !s.heavy.tryAcquire() {
+			if err := s.heavy.acquire(r.context()); err != nil {
+				s.writeError(ctx, r.id, err)
+				return false
+			}
+		}
+		r.heavySlot = true
 	}
 	if !s.slots.tryAcquire() {
 		if err := s.slots.acquire(r.context()); err != nil {
@@ -204,6 +229,27 @@ func (s *Server) admit(r *request) bool {
 	return true
 }
 
+// heavyRequest reports whether a request is a read whose cost grows with
+// the data it reads, bounded only by its deadline: a query, search,
+// summary, aggregation or vector search (the POST routes ending in those
+// names). It looks at the path alone, before routing; a record whose id is
+// one of those names, upserted by POST, counts as heavy too, which only
+// makes it wait for a heavy slot. Bulk inserts and transactions are not
+// heavy: their work is bounded by their body (--max-body, and the body
+// budget for all at once), and most of their time is the wait for the
+// group-committed sync, which needs no CPU; a cap of one would also
+// commit them one sync at a time.
+func heavyRequest(method, path string) bool {
+	if method != "POST" {
+		return false
+	}
+	switch path[strings.LastIndexByte(path, '/')+1:] {
+	case "query", "search", "summarize", "aggregate", "vectorSearch":
+		return true
+	}
+	return false
+}
+
 // hasBody reports whether a request comes with a body: a positive
 // Content-Length, or chunked (-1). Without either a request has none (a
 // GET reports -2).
@@ -212,10 +258,13 @@ func hasBody(ctx *fasthttp.RequestCtx) bool {
 	return n > 0 || n == -1
 }
 
-// release gives back a request's slot and body bytes.
+// release gives back a request's slots and body bytes.
 func (s *Server) release(r *request) {
 	if r.slot {
 		s.slots.release()
+	}
+	if r.heavySlot {
+		s.heavy.release()
 	}
 	if r.bodyBytes > 0 {
 		s.bodies.release(r.bodyBytes)

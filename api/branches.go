@@ -51,7 +51,7 @@ func (s *Server) listBranches(r *request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.eng.ListBranches(ws, db)
+	list, err := s.eng.Branches().List(ws, db)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) getBranch(r *request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.eng.BranchDetails(ref.Ref)
+	d, err := s.eng.Branches().Details(ref.Ref)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Server) createBranch(r *request) error {
 		}
 		req.Metadata = &md
 	}
-	if err := s.eng.CreateBranch(ref.Ref, req); err != nil {
+	if err := s.eng.Branches().Create(ref.Ref, req); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusCreated, map[string]any{"databaseName": ref.Database, "branchName": ref.Branch, "status": "completed"})
@@ -131,7 +131,7 @@ func (s *Server) deleteBranch(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.DeleteBranch(ref.Ref); err != nil {
+	if err := s.eng.Branches().Delete(ref.Ref); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"status": "completed"})
@@ -144,7 +144,7 @@ func (s *Server) getBranchMetadata(r *request) error {
 	if err != nil {
 		return err
 	}
-	det, err := s.eng.BranchDetails(ref.Ref)
+	det, err := s.eng.Branches().Details(ref.Ref)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (s *Server) setBranchMetadata(r *request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.eng.SetBranchMetadata(ref.Ref, md); err != nil {
+	if err := s.eng.Branches().SetMetadata(ref.Ref, md); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)

@@ -30,6 +30,9 @@ type connLimiter struct {
 	closing   chan struct{} // closed by Close: stops a paused Accept
 	closeOnce sync.Once
 	lastWarn  time.Time // of the last descriptor shortage logged; Accept's goroutine only
+	// refused, if set before Serve, is called for every connection
+	// refused (metrics).
+	refused func()
 }
 
 // newConnLimiter wraps ln. perAddr 0 means no limit per address.
@@ -111,6 +114,9 @@ func (l *connLimiter) admit(c net.Conn) *trackedConn {
 		// A fresh socket's send buffer takes this at once; the deadline
 		// only guards against the unexpected.
 		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		if l.refused != nil {
+			l.refused()
+		}
 		_, _ = c.Write(refusal)
 		_ = c.Close()
 	}

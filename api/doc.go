@@ -5,10 +5,13 @@
 //
 // One file per endpoint family (databases.go, branches.go, git.go,
 // tables.go, records.go, transactions.go, query.go, summarize.go, search.go,
-// vector.go, files.go, schema.go for the schema edit endpoints, stats.go
-// for branch stats and the 501 answers of SQL and ask, users.go,
-// workspaces.go, members.go, invites.go; console.go serves the web
-// console of package console at /console); errors.go holds the one
+// explain.go for the plans of those three, vector.go, files.go, schema.go
+// for the schema edit endpoints, stats.go for branch stats and the 501
+// answers of SQL and ask, users.go, workspaces.go, members.go, invites.go;
+// dump.go for database dumps and loads, admin_backup.go for online
+// backups, both streamed (stream.go); console.go serves the web console of
+// package console at /console); metrics_engine.go exports the engine's
+// numbers; errors.go holds the one
 // table from engine error codes to HTTP statuses; render.go and docjson.go
 // turn the engine's projected records into JSON. routes.go keeps the
 // route template of every endpoint, which accesslog.go (access and
@@ -63,7 +66,8 @@
 //   - Queries: filter, sort and columns reach the engine as the raw JSON the
 //     client sent, since cursors carry them. Page limits are the spec's
 //     (size ≤ 200, offset ≤ 800, size + offset ≤ 1000) or, in compat mode,
-//     size ≤ 1000 and offset ≤ 49000. consistency is checked and ignored.
+//     size ≤ 1000 and offset ≤ 49000. consistency (strong or eventual, also on
+//     summarize, aggregate and search) matters in a cluster only (cluster.go).
 //   - Bulk failures answer 400 with {"errors":[{message, status}]} unless
 //     every failure has the same status (e.g. all 422 for existing ids).
 //   - Files: file URLs are Options.PublicURL (default http://{listen

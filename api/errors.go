@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -80,6 +82,7 @@ func noAccess(label string) error {
 // status of its code, or the body of a bodyError. Internal errors are logged
 // with the request id and answered without details.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
+	s.countRejection(err)
 	var be *bodyError
 	if errors.As(err, &be) {
 		writeJSON(ctx, be.status, be.body)
@@ -88,6 +91,13 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, reqID string, err error) {
 	var tf *tooManyFailures
 	if errors.As(err, &tf) {
 		tf.write(ctx, reqID)
+		return
+	}
+	var ue *engine.UnavailableError
+	if errors.As(err, &ue) {
+		secs := int((ue.RetryAfter + time.Second - 1) / time.Second)
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		writeJSON(ctx, http.StatusServiceUnavailable, errorBody(reqID, ue.Message))
 		return
 	}
 	var rl *retryLater

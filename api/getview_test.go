@@ -116,10 +116,10 @@ func appendViewMatchesAppendDoc(t *testing.T, compat string) {
 	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: "db", Region: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.CreateTable(ref, "items"); err != nil {
+	if _, err := eng.Schema().CreateTable(ref, "items"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.SetTableColumns(ref, "items", viewColumns); err != nil {
+	if _, err := eng.Schema().SetTableColumns(ref, "items", viewColumns); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewSource(1))

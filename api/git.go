@@ -11,7 +11,7 @@ func (s *Server) listGitBranches(r *request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.eng.GitMappings(ws, db)
+	list, err := s.eng.Branches().GitMappings(ws, db)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) addGitBranch(r *request) error {
 	if body.XataBranch == "" {
 		return invalid("xataBranch is required")
 	}
-	replaced, err := s.eng.SetGitMapping(ws, db, body.GitBranch, body.XataBranch)
+	replaced, err := s.eng.Branches().SetGitMapping(ws, db, body.GitBranch, body.XataBranch)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *Server) removeGitBranch(r *request) error {
 	if git == "" {
 		return invalid("query parameter gitBranch is required")
 	}
-	if _, err := s.eng.SetGitMapping(ws, db, git, ""); err != nil {
+	if _, err := s.eng.Branches().SetGitMapping(ws, db, git, ""); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusNoContent, nil)
@@ -82,7 +82,7 @@ func (s *Server) resolveBranch(r *request) error {
 	}
 	git, _ := r.query("gitBranch")
 	fallback, _ := r.query("fallbackBranch")
-	res, err := s.eng.ResolveBranch(ws, db, git, fallback)
+	res, err := s.eng.Branches().Resolve(ws, db, git, fallback)
 	if err != nil {
 		return err
 	}

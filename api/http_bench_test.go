@@ -150,10 +150,10 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: httpBenchDB, Region: "local"}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := eng.CreateTable(ref, httpBenchTable); err != nil {
+	if _, err := eng.Schema().CreateTable(ref, httpBenchTable); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := eng.SetTableColumns(ref, httpBenchTable, httpBenchColumns); err != nil {
+	if _, err := eng.Schema().SetTableColumns(ref, httpBenchTable, httpBenchColumns); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]map[string]any, 0, engine.MaxBulkRecords)

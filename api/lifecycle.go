@@ -13,8 +13,10 @@ import (
 func (s *Server) initLimits() {
 	l := s.opts.Limits.withDefaults(s.opts.MaxBody)
 	s.limits = l
-	s.slots = newSlots(l.MaxInflight, l.MaxQueue, l.MaxQueueWait)
-	s.bodies = &bodyBudget{q: s.slots, limit: l.MaxBodyInflight}
+	q := &queue{maxQueue: int64(l.MaxQueue), maxWait: l.MaxQueueWait}
+	s.slots = newSlots(l.MaxInflight, q)
+	s.heavy = newSlots(l.MaxInflightHeavy, q)
+	s.bodies = &bodyBudget{q: q, limit: l.MaxBodyInflight}
 	s.authFails = newAuthLimiter(l.AuthFailLimit, l.AuthFailWindow)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.timeLimit = &statusError{http.StatusServiceUnavailable, "request exceeded its time limit of " + l.RequestTimeout.String()}
@@ -74,11 +76,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case err := <-done:
 			if err != nil {
 				s.eachListener((*connLimiter).closeAll)
+				return err
 			}
-			return err
+			return s.waitStreams(ctx, tick.C)
 		case <-tick.C:
 		}
 	}
+}
+
+// waitStreams waits for the response streams (stream.go), which count as
+// requests in flight and may end just after their connection, or for ctx
+// to end.
+func (s *Server) waitStreams(ctx context.Context, tick <-chan time.Time) error {
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+		}
+	}
+	return nil
 }
 
 // InFlight returns the number of requests being handled.

@@ -18,6 +18,10 @@ type Limits struct {
 	// MaxInflight is how many requests execute at once; 0 means
 	// DefaultMaxInflight().
 	MaxInflight int
+	// MaxInflightHeavy is how many heavy requests (queries, searches,
+	// summaries, aggregations, vector searches) execute at once, within
+	// MaxInflight; 0 means DefaultMaxInflightHeavy().
+	MaxInflightHeavy int
 	// MaxQueue is how many requests may wait for a slot when all are
 	// taken; beyond it they get 503. 0 means DefaultMaxQueue; negative
 	// means none wait.
@@ -55,6 +59,10 @@ type Limits struct {
 	// AuthFailWindow is the window of AuthFailLimit; 0 means
 	// DefaultAuthFailWindow.
 	AuthFailWindow time.Duration
+	// MaxLoad bounds the dump a load (POST /dbs/{db}/load) may send; the
+	// engine holds it in memory while it applies it, one load at a time.
+	// 0 means DefaultMaxLoad; at most MaxMaxLoad.
+	MaxLoad int64
 }
 
 // Defaults of Limits.
@@ -68,6 +76,10 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultAuthFailLimit     = 20
 	DefaultAuthFailWindow    = time.Minute
+	DefaultMaxLoad           = 1 << 30
+	// MaxMaxLoad is the largest MaxLoad: a load is one storage batch,
+	// which must stay below 4 GiB.
+	MaxMaxLoad = 3 << 30
 )
 
 // DefaultMaxInflight is the default of Limits.MaxInflight: four requests
@@ -77,6 +89,15 @@ const (
 // add memory and contention. The floor lets the legacy SDK's ten parallel
 // requests and a few writers run without queueing on a small machine.
 func DefaultMaxInflight() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
+
+// DefaultMaxInflightHeavy is the default of Limits.MaxInflightHeavy: one
+// less than the CPUs, and at least one. A heavy request computes for as
+// long as its data or its deadline lets it; were there one per CPU, they
+// would take every CPU, and a point get would wait for the scheduler to
+// preempt one (tens of milliseconds each time it blocks and wakes). With
+// one CPU left, cheap requests always find one. The cost is that heavy
+// requests queue on a small machine: on 2 CPUs, one at a time.
+func DefaultMaxInflightHeavy() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // DefaultMaxConns is the default of Limits.MaxConns for an open-file
 // limit: three quarters of it, at most 65,536, at least 16. The rest is
@@ -94,6 +115,10 @@ func (l Limits) withDefaults(maxBody int) Limits {
 	if l.MaxInflight <= 0 {
 		l.MaxInflight = DefaultMaxInflight()
 	}
+	if l.MaxInflightHeavy <= 0 {
+		l.MaxInflightHeavy = DefaultMaxInflightHeavy()
+	}
+	l.MaxInflightHeavy = min(l.MaxInflightHeavy, l.MaxInflight)
 	switch {
 	case l.MaxQueue == 0:
 		l.MaxQueue = DefaultMaxQueue
@@ -131,5 +156,9 @@ func (l Limits) withDefaults(maxBody int) Limits {
 	if l.AuthFailWindow <= 0 {
 		l.AuthFailWindow = DefaultAuthFailWindow
 	}
+	if l.MaxLoad <= 0 {
+		l.MaxLoad = DefaultMaxLoad
+	}
+	l.MaxLoad = min(l.MaxLoad, MaxMaxLoad)
 	return l
 }

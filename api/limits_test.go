@@ -123,13 +123,95 @@ func TestInflightCapAndClientGone(t *testing.T) {
 	t.Logf("slot free %v after the client closed its connection", time.Since(start))
 }
 
+// TestHeavyCap: heavy requests have slots of their own, fewer than the
+// execution slots: with the one heavy slot taken by a slow query, other
+// heavy requests are refused (no queue here) while point gets and writes
+// are served at once; the query's end frees the heavy slot.
+func TestHeavyCap(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{MaxInflight: 4, MaxInflightHeavy: 1, MaxQueue: -1}})
+	q := newSlowQuery(ts)
+	ts.createDB("other")
+	ts.createTable("other", "t", map[string]any{"name": "txt", "type": "text"})
+	c := q.start(ts)
+	defer c.Close()
+	waitTaken(t, ts.srv.heavy, "the slow query never took the heavy slot")
+	ts.expect(503, "POST", q.path, map[string]any{})
+	for _, heavy := range []struct {
+		path string
+		body any
+	}{
+		{"/db/slow:main/tables/t/search", map[string]any{"query": "a"}},
+		{"/db/slow:main/tables/t/summarize", map[string]any{}},
+		{"/db/slow:main/tables/t/aggregate", map[string]any{}},
+		{"/db/slow:main/search", map[string]any{"query": "a"}},
+	} {
+		if r := ts.expect(503, "POST", heavy.path, heavy.body); !strings.Contains(errMessage(r), "busy") {
+			t.Errorf("%s: %s", heavy.path, r.raw)
+		}
+	}
+	// Writes go to another database: those on the slow query's branch
+	// wait for it in the engine, whatever the slots.
+	start := time.Now()
+	ts.expect(200, "GET", "/db/slow:main/tables/t/data/r1?columns=id", nil)
+	ts.expect(201, "PUT", "/db/other:main/tables/t/data/r2", map[string]any{"txt": "b"})
+	ts.expect(200, "PATCH", "/db/other:main/tables/t/data/r2", map[string]any{"txt": "c"})
+	ts.expect(200, "POST", "/db/other:main/tables/t/bulk", map[string]any{"records": []any{map[string]any{"txt": "d"}}})
+	ts.expect(200, "POST", "/db/other:main/transaction", map[string]any{"operations": []any{}})
+	ts.expect(200, "GET", "/db/slow:main", nil)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("cheap requests took %v next to the heavy one", d)
+	}
+	c.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for ts.do("POST", "/db/slow:main/tables/t/query", map[string]any{"columns": []string{"id"}}).status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("the heavy slot is still taken after the slow query's client left")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHeavyRequest: which requests take a heavy slot.
+func TestHeavyRequest(t *testing.T) {
+	f := func(method, path string, want bool) {
+		t.Helper()
+		if got := heavyRequest(method, path); got != want {
+			t.Errorf("%s %s: heavy %v, want %v", method, path, got, want)
+		}
+	}
+	for _, p := range []string{"/tables/t/query", "/tables/t/search", "/tables/t/summarize", "/tables/t/aggregate",
+		"/tables/t/vectorSearch"} {
+		f("POST", "/db/db:main"+p, true)
+		f("GET", "/db/db:main"+p, false)
+	}
+	f("POST", "/db/db:main/transaction", false)
+	f("POST", "/db/db:main/tables/t/bulk", false)
+	f("POST", "/db/db:main/search", true)
+	f("POST", "/db/db:main/tables/t/data", false)
+	f("POST", "/db/db:main/tables/t/data/r1", false)
+	f("GET", "/db/db:main/tables/t/data/query", false)
+	f("POST", "/db/db:main/tables/t/columns", false)
+	f("POST", "/db/db:main/sql", false)
+	f("PUT", "/workspaces/w/dbs/query", false)
+	f("POST", "/", false)
+	f("POST", "", false)
+}
+
 // waitBusy waits until the server's only slot is taken: requests get 503.
 func waitBusy(t *testing.T, ts *testServer) {
 	t.Helper()
+	waitTaken(t, ts.srv.slots, "the slow query never took the slot")
+}
+
+// waitTaken waits until every slot of s is taken. It looks at the slots
+// themselves: a probe request could take the slot before the request it
+// waits for, which would then be refused.
+func waitTaken(t *testing.T, s *slots, failure string) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for ts.do("GET", "/db/slow:main/tables/t/data/r1?columns=id", nil).status != 503 {
+	for len(s.free) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the slow query never took the slot")
+			t.Fatal(failure)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -31,6 +31,9 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	inFlight prometheus.Gauge
+	events   *engineEvents // fed by EngineEvent, see metrics_engine.go
+	// rejections counts what the limits turn away, see metrics_limits.go.
+	rejections *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	series map[seriesKey]*routeSeries // the children of requests and latency in use
@@ -57,7 +60,8 @@ type routeSeries struct {
 var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
 // NewMetrics returns a registry with the HTTP families, the Go runtime and
-// process collectors and coppice_build_info.
+// process collectors, coppice_build_info and the counters of the engine's
+// events (EngineEvent). A Server given it adds the families of its engine.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -74,7 +78,9 @@ func NewMetrics() *Metrics {
 			Name: "coppice_http_requests_in_flight",
 			Help: "HTTP requests being handled now.",
 		}),
-		series: map[seriesKey]*routeSeries{},
+		events:     newEngineEvents(),
+		rejections: newRejections(),
+		series:     map[seriesKey]*routeSeries{},
 	}
 	bi := ReadBuildInfo()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -88,6 +94,8 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.reg.MustRegister(m.events.collectors()...)
+	m.reg.MustRegister(m.rejections)
 	return m
 }
 

@@ -201,6 +201,7 @@ func parameters() obj {
 		"user_id":     p("user_id", "user id of a member", obj{"type": "string", "minLength": 1}),
 		"key_name":    p("key_name", "API key name", nameSchema),
 		"session_id":  p("session_id", "chat session", obj{"type": "string"}),
+		"node_id":     p("node_id", "a cluster node's id", obj{"type": "integer", "minimum": 1}),
 	}
 }
 
@@ -326,7 +327,7 @@ func tags() []any {
 		{"Files", "file contents and file access URLs"},
 		{"Schema", "schema comparison, migrations and their history"},
 		{"Unsupported", "endpoints of the legacy API this server answers with 501"},
-		{"Operations", "health, readiness and this document"},
+		{"Operations", "backups, dumps and loads, health, readiness and this document"},
 	} {
 		out = append(out, obj{"name": t[0], "description": t[1]})
 	}

@@ -29,7 +29,7 @@ const (
 func apiOps(meta string) []apiOp {
 	var ops []apiOp
 	for _, part := range [][]apiOp{userOps(meta), workspaceOps(), databaseOps(), branchOps(), tableOps(meta),
-		recordOps(meta), queryOps(meta), fileOps(), schemaOps(), unsupportedOps(), builtinOps()} {
+		recordOps(meta), queryOps(meta), explainOps(), fileOps(), schemaOps(), clusterOps(), unsupportedOps(), operationsOps(), builtinOps()} {
 		ops = append(ops, part...)
 	}
 	return ops

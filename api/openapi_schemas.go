@@ -293,6 +293,12 @@ func schemas(meta string) obj {
 	for k, v := range schemaEditSchemas() {
 		s[k] = v
 	}
+	for k, v := range explainSchemas() {
+		s[k] = v
+	}
+	for k, v := range clusterSchemas() {
+		s[k] = v
+	}
 	return s
 }
 
@@ -419,7 +425,7 @@ func querySchemas(meta string) obj {
 			"start":  obj{"type": []any{"string", "null"}, "description": "the first page of a cursor's query"},
 			"end":    obj{"type": []any{"string", "null"}, "description": "the last page of a cursor's query"},
 		}),
-		"Consistency": obj{"type": "string", "enum": []any{"strong", "eventual"}, "description": "accepted and ignored: one node is always consistent"},
+		"Consistency": obj{"type": "string", "enum": []any{"strong", "eventual"}, "description": "strong (the default) sees every write acknowledged before the request; eventual reads the answering node's replica as it is, which in a cluster may lag (one node is always consistent)"},
 		"QueryRequest": object(obj{
 			"columns":     ref("ColumnsSelection"),
 			"filter":      ref(filter),
@@ -451,6 +457,7 @@ func querySchemas(meta string) obj {
 			"filter": ref(filter),
 			"aggs": obj{"type": "object", "description": "name → {count|sum|min|max|average|percentiles|uniqueCount|dateHistogram|topValues|numericHistogram: …}",
 				"additionalProperties": obj{"type": "object"}},
+			"consistency": ref("Consistency"),
 		}),
 		"AggregateResponse": object(obj{"aggs": openObject("name → result: a number, null, or {values: …} for percentiles and buckets", nil)}, "aggs"),
 		"TargetExpression": with(arrayOf(obj{"anyOf": []any{
@@ -482,14 +489,15 @@ func querySchemas(meta string) obj {
 			"offset": obj{"type": "integer", "minimum": 0, "maximum": 800, "default": 0},
 		}),
 		"SearchTableRequest": object(obj{
-			"query":     obj{"type": "string", "minLength": 1},
-			"fuzziness": obj{"type": "integer", "minimum": 0, "maximum": 2, "default": 1},
-			"prefix":    obj{"type": "string", "enum": []any{"phrase", "disabled"}, "default": "disabled"},
-			"target":    ref("TargetExpression"),
-			"filter":    ref(filter),
-			"boosters":  arrayOf(ref("BoosterExpression")),
-			"highlight": ref("Highlight"),
-			"page":      ref("SearchPage"),
+			"query":       obj{"type": "string", "minLength": 1},
+			"fuzziness":   obj{"type": "integer", "minimum": 0, "maximum": 2, "default": 1},
+			"prefix":      obj{"type": "string", "enum": []any{"phrase", "disabled"}, "default": "disabled"},
+			"target":      ref("TargetExpression"),
+			"filter":      ref(filter),
+			"boosters":    arrayOf(ref("BoosterExpression")),
+			"highlight":   ref("Highlight"),
+			"page":        ref("SearchPage"),
+			"consistency": ref("Consistency"),
 		}),
 		"SearchBranchRequest": object(obj{
 			"query":     obj{"type": "string", "minLength": 1},
@@ -500,8 +508,9 @@ func querySchemas(meta string) obj {
 				object(obj{"table": ref("TableName"), "filter": ref(filter), "target": ref("TargetExpression"),
 					"boosters": arrayOf(ref("BoosterExpression"))}, "table"),
 			}}), "description", "default: every table"),
-			"highlight": ref("Highlight"),
-			"page":      ref("SearchPage"),
+			"highlight":   ref("Highlight"),
+			"page":        ref("SearchPage"),
+			"consistency": ref("Consistency"),
 		}, "query"),
 		"SearchResponse": object(obj{
 			"records":    with(arrayOf(ref("Record")), "description", "by score, each with "+meta+".score, "+meta+".table and "+meta+".highlight"),

@@ -51,35 +51,15 @@ func (s *Server) queryOptions() engine.QueryOptions {
 // queryTable: POST T/query. An empty body is {}. Invalid filters, sorts,
 // cursors and pages are 400 with the engine's message.
 func (s *Server) queryTable(r *request) error {
-	ref, table, err := r.tableRef()
+	ref, table, in, err := readQuery(r)
 	if err != nil {
 		return err
-	}
-	var body queryBody
-	if err := r.decode(&body, true); err != nil {
-		return err
-	}
-	if c := body.Consistency; c != nil && *c != "strong" && *c != "eventual" {
-		// Accepted and ignored: a single node is always consistent.
-		return invalid("consistency must be strong or eventual, got [%s]", *c)
-	}
-	var in engine.QueryRequest
-	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
-		return err
-	}
-	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
-		return err
-	}
-	if in.Columns, err = index.ReadColumns(body.Columns); err != nil {
-		return err
-	}
-	if p := body.Page; p != nil {
-		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}
 	}
 	res, err := s.eng.Query(r.context(), ref.Ref, table, in, s.queryOptions())
 	if err != nil {
 		return err
 	}
+	r.setPlan(res.Plan)
 	b := append(make([]byte, 0, 512*len(res.Records)+256), `{"meta":{"page":{"cursor":`...)
 	b = appendString(b, res.Cursor)
 	b = append(b, `,"more":`...)
@@ -100,4 +80,35 @@ func (s *Server) queryTable(r *request) error {
 	}
 	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
 	return nil
+}
+
+// readQuery reads the table and the body of a query (and of its explain).
+func readQuery(r *request) (dbRef, string, engine.QueryRequest, error) {
+	var in engine.QueryRequest
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return ref, "", in, err
+	}
+	var body queryBody
+	if err := r.decode(&body, true); err != nil {
+		return ref, "", in, err
+	}
+	if err := checkConsistency(body.Consistency); err != nil {
+		// Read by a cluster (cluster.go); a single node is always
+		// consistent.
+		return ref, "", in, err
+	}
+	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
+		return ref, "", in, err
+	}
+	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
+		return ref, "", in, err
+	}
+	if in.Columns, err = index.ReadColumns(body.Columns); err != nil {
+		return ref, "", in, err
+	}
+	if p := body.Page; p != nil {
+		in.Page = engine.PageInput{Size: p.Size, Offset: p.Offset, After: p.After, Before: p.Before, Start: p.Start, End: p.End}
+	}
+	return ref, table, in, nil
 }

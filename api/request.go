@@ -41,14 +41,18 @@ type request struct {
 	// it.
 	cctx context.Context
 	stop func()
-	// slot and bodyBytes are what admission took: an execution slot and
-	// bytes of the body budget.
+	// slot, heavySlot and bodyBytes are what admission took: an
+	// execution slot, a heavy request's slot and bytes of the body budget.
 	slot      bool
+	heavySlot bool
 	bodyBytes int64
 	// route is the endpoint the router matched; nil until then.
 	route *route
 	// plan is what the handler ran, for the slow-request log; see setPlan.
 	plan PlanSummary
+	// strong is set, in a cluster, for a request that reads linearizably:
+	// it passes barriers (cluster.go).
+	strong bool
 }
 
 // authenticate resolves the Bearer key to a user and key.
@@ -257,6 +261,9 @@ func (r *request) resolveBranch() (dbRef, error) {
 	if db == "" || branch == "" {
 		return dbRef{}, invalid("invalid database branch [%s]: database and branch names must not be empty", raw)
 	}
+	if err := r.databaseBarrier(ws, db); err != nil {
+		return dbRef{}, err
+	}
 	return dbRef{Ref: engine.Ref{Workspace: ws, Database: db, Branch: branch}, Raw: raw}, nil
 }
 
@@ -276,7 +283,10 @@ func (r *request) dataDB() (ws, db string, err error) {
 	if ws, err = r.dataWorkspace(db); err != nil {
 		return "", "", err
 	}
-	return ws, db, perr
+	if perr != nil {
+		return ws, db, perr
+	}
+	return ws, db, r.databaseBarrier(ws, db)
 }
 
 // controlWorkspace resolves the {ws} parameter of /workspaces/{ws} paths for

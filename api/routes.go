@@ -92,6 +92,7 @@ var paramNames = map[string]string{
 	"user":      "user_id",
 	"name":      "key_name",
 	"sessionId": "session_id",
+	"node":      "node_id",
 }
 
 // routeTemplate renames the parameters of a router pattern after

@@ -161,12 +161,12 @@ func (s *Server) compareSchema(r *request) error {
 	if len(target.Tables) == 0 && len(schemaOps) > 0 {
 		// An empty schema with operations: the operations are the
 		// client's migrations, and build the target.
-		c, err = s.eng.CompareSchema(ref.Ref, engine.CompareRequest{Operations: schemaOps, Hints: branchOps})
+		c, err = s.eng.Schema().Compare(ref.Ref, engine.CompareRequest{Operations: schemaOps, Hints: branchOps})
 		if engine.CodeOf(err) == engine.CodeInvalid {
 			return invalid("schemaOperations: %s", err.Error())
 		}
 	} else {
-		c, err = s.eng.CompareSchema(ref.Ref, engine.CompareRequest{Schema: &target, Hints: append(schemaOps, branchOps...)})
+		c, err = s.eng.Schema().Compare(ref.Ref, engine.CompareRequest{Schema: &target, Hints: append(schemaOps, branchOps...)})
 	}
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func (s *Server) compareBranchSchemas(r *request) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.eng.CompareSchema(ref.Ref, engine.CompareRequest{Branch: target, Hints: hints})
+	c, err := s.eng.Schema().Compare(ref.Ref, engine.CompareRequest{Branch: target, Hints: hints})
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (s *Server) applySchemaEdits(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.ApplyMigration(ref.Ref, engine.MigrationRequest{Operations: ops, Source: body.Edits.SourceMigrationID})
+	ch, err := s.eng.Schema().ApplyMigration(ref.Ref, engine.MigrationRequest{Operations: ops, Source: body.Edits.SourceMigrationID})
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (s *Server) previewSchemaEdits(r *request) error {
 			return err
 		}
 	}
-	orig, upd, err := s.eng.PreviewMigration(ref.Ref, ops)
+	orig, upd, err := s.eng.Schema().PreviewMigration(ref.Ref, ops)
 	if err != nil {
 		return err
 	}
@@ -305,7 +305,7 @@ func (s *Server) updateSchema(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.ApplyMigration(ref.Ref, engine.MigrationRequest{Operations: ops, Parent: body.ParentID})
+	ch, err := s.eng.Schema().ApplyMigration(ref.Ref, engine.MigrationRequest{Operations: ops, Parent: body.ParentID})
 	if err != nil {
 		return err
 	}
@@ -369,7 +369,7 @@ func (s *Server) schemaHistory(r *request) error {
 	if body.Since != nil {
 		req.Since = *body.Since
 	}
-	page, err := s.eng.SchemaHistory(ref.Ref, req)
+	page, err := s.eng.Schema().History(ref.Ref, req)
 	if err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (s *Server) pushMigrations(r *request) error {
 		}
 		migs = append(migs, mig)
 	}
-	ch, err := s.eng.PushMigrations(ref.Ref, migs)
+	ch, err := s.eng.Schema().PushMigrations(ref.Ref, migs)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ type searchBody struct {
 	Page      *searchPage      `json:"page"`
 	// Tables is read by branch search only.
 	Tables json.RawMessage `json:"tables"`
+	// Consistency is read by a cluster (cluster.go); one node is always
+	// consistent.
+	Consistency *string `json:"consistency"`
 }
 
 type searchHighlight struct {
@@ -48,6 +51,9 @@ type searchTableEntry struct {
 // target, filter and boosters.
 func (b *searchBody) input() (engine.SearchRequest, error) {
 	in := engine.SearchRequest{Query: b.Query, Fuzziness: b.Fuzziness, Prefix: b.Prefix}
+	if err := checkConsistency(b.Consistency); err != nil {
+		return in, err
+	}
 	if h := b.Highlight; h != nil {
 		in.Highlight, in.EncodeHTML = h.Enabled, h.EncodeHTML
 	}
@@ -75,18 +81,7 @@ func readTableSearch(target, filter, boosters json.RawMessage) ([]fts.Target, en
 
 // searchTable: POST T/search. An empty body finds nothing.
 func (s *Server) searchTable(r *request) error {
-	ref, table, err := r.tableRef()
-	if err != nil {
-		return err
-	}
-	var body searchBody
-	if err := r.decode(&body, true); err != nil {
-		return err
-	}
-	if body.Tables != nil {
-		return invalid("unknown field \"tables\": a table search takes no tables list")
-	}
-	in, err := body.input()
+	ref, table, in, err := readTableSearchRequest(r)
 	if err != nil {
 		return err
 	}
@@ -96,6 +91,24 @@ func (s *Server) searchTable(r *request) error {
 	}
 	s.writeSearch(r, res)
 	return nil
+}
+
+// readTableSearchRequest reads the table and the body of a table search
+// (and of its explain).
+func readTableSearchRequest(r *request) (dbRef, string, engine.SearchRequest, error) {
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return ref, "", engine.SearchRequest{}, err
+	}
+	var body searchBody
+	if err := r.decode(&body, true); err != nil {
+		return ref, "", engine.SearchRequest{}, err
+	}
+	if body.Tables != nil {
+		return ref, "", engine.SearchRequest{}, invalid("unknown field \"tables\": a table search takes no tables list")
+	}
+	in, err := body.input()
+	return ref, table, in, err
 }
 
 // searchBranch: POST DB/search, over every table or the listed ones.

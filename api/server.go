@@ -57,8 +57,9 @@ type Options struct {
 	// warn level; 0 means DefaultSlowRequest, a negative value turns the
 	// slow-request log off.
 	SlowRequest time.Duration
-	// Metrics receives the server's request metrics; nil means none.
-	// ServeMetrics serves them.
+	// Metrics receives the server's request metrics and reads the engine's
+	// at scrape time; nil means none. ServeMetrics serves them. One
+	// Metrics serves one Server.
 	Metrics *Metrics
 	// PublicURL is the base of the absolute file URLs the server hands out
 	// (compat-api.md §11.3), e.g. https://db.example.com; "" means
@@ -76,6 +77,7 @@ type Options struct {
 // returns.
 type Server struct {
 	eng     *engine.Engine
+	cluster *engine.Cluster // nil on a single server; see cluster.go
 	opts    Options
 	log     *slog.Logger
 	meta    string // record metadata key: "svc" or "xata"
@@ -103,12 +105,14 @@ type Server struct {
 	}
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
+	ops   opsState    // backups and loads in progress, see admin_backup.go
 	files fileURLs    // default base of file URLs, see files.go
 
 	// Limits and their state: admission.go, authlimit.go, conns.go,
 	// reqctx.go.
 	limits     Limits
 	slots      *slots
+	heavy      *slots // the heavy requests' own cap, see heavyRequest
 	bodies     *bodyBudget
 	authFails  *authLimiter
 	base       context.Context // parent of request contexts; ends at Shutdown
@@ -165,7 +169,13 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	case opts.SlowRequest > 0:
 		s.slow = opts.SlowRequest
 	}
+	if eng != nil {
+		s.cluster = eng.Cluster()
+	}
 	s.initLimits()
+	if err := s.registerMetrics(); err != nil {
+		return nil, fmt.Errorf("api: metrics: %w", err)
+	}
 	s.labels.m = map[string]string{}
 	s.records = engine.NewRecordCache(recordCacheBytes)
 	s.encoded = newViewEncodings(recordCacheBytes)
@@ -207,6 +217,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error {
 	s.files.listening(ln.Addr())
 	cl := newConnLimiter(ln, s.limits.MaxConns, s.limits.MaxConnsPerIP, s.log)
+	if s.metrics != nil {
+		cl.refused = s.metrics.connRefused
+	}
 	s.connsMu.Lock()
 	s.conns = append(s.conns, cl)
 	s.connsMu.Unlock()
@@ -229,6 +242,8 @@ func (s *Server) routes() {
 	)
 	// Users, API keys, workspaces, members and invites (control plane).
 	s.controlPlaneRoutes()
+	// A cluster's administration.
+	s.clusterRoutes()
 
 	// Databases (control plane).
 	r.GET(ws+"/dbs", s.handle(s.listDatabases))
@@ -278,12 +293,19 @@ func (s *Server) routes() {
 	r.POST(t+"/summarize", s.handle(s.reads(s.summarizeTable)))
 	r.POST(t+"/aggregate", s.handle(s.reads(s.aggregateTable)))
 	r.POST(t+"/search", s.handle(s.reads(s.searchTable)))
+	r.POST(t+"/query/explain", s.handle(s.reads(s.explainQuery)))
+	r.POST(t+"/summarize/explain", s.handle(s.reads(s.explainSummarize)))
+	r.POST(t+"/search/explain", s.handle(s.reads(s.explainSearch)))
 	r.POST(t+"/vectorSearch", s.handle(s.reads(s.vectorSearch)))
 	r.POST(dbb+"/transaction", s.handle(s.writes(s.transaction)))
 	r.POST(dbb+"/search", s.handle(s.reads(s.searchBranch)))
 
 	// Files: binary endpoints and access URLs (files.go).
 	s.fileRoutes(t)
+
+	// Dumps and loads of databases (dump.go), backups (admin_backup.go).
+	s.dumpRoutes()
+	s.backupRoutes()
 
 	// Schema edits.
 	r.POST(dbb+"/schema/compare", s.handle(s.compareSchema))
@@ -380,7 +402,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, id, errShuttingDown)
 		return
 	}
-	if !s.admit(r) {
+	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -500,10 +522,7 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 				}
 			}()
 		}
-		err := r.authenticateLimited()
-		if err == nil {
-			err = fn(r)
-		}
+		err := r.call(fn)
 		if err != nil {
 			s.writeError(ctx, r.id, r.contextError(err))
 		}

@@ -30,6 +30,7 @@ type testServer struct {
 	url  string // http://host:port
 	base string // data-plane base: url + /ws/{workspace id}
 	key  string // the key requests carry; "" sends none
+	dir  string // the data directory
 }
 
 func startServer(t *testing.T, opts Options) *testServer {
@@ -43,7 +44,8 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 	t.Helper()
 	eopts.NoSync = true
 	eopts.Meta = MetaKey(opts.Compat)
-	eng, err := engine.Open(t.TempDir(), eopts)
+	dir := t.TempDir()
+	eng, err := engine.Open(dir, eopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 			t.Errorf("close engine: %v", err)
 		}
 	})
-	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey}
+	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: ln.Addr().String(), key: testKey, dir: dir}
 	ts.url = "http://" + ts.addr
 	ts.base = ts.url + "/ws/" + info.WorkspaceID
 	return ts

@@ -25,29 +25,45 @@ type summarizeBody struct {
 // summarizeTable: POST T/summarize → {"summaries": [...]}. An empty body is
 // {}.
 func (s *Server) summarizeTable(r *request) error {
-	ref, table, err := r.tableRef()
+	ref, table, in, err := readSummarize(r)
 	if err != nil {
 		return err
 	}
+	res, err := s.eng.Summarize(r.context(), ref.Ref, table, in)
+	if err != nil {
+		return err
+	}
+	r.setPlan(&res.Plan)
+	writeJSON(r.ctx, http.StatusOK, map[string]any{"summaries": summariesJSON(res)})
+	return nil
+}
+
+// readSummarize reads the table and the body of a summarize request (and
+// of its explain).
+func readSummarize(r *request) (dbRef, string, engine.SummarizeRequest, error) {
+	var in engine.SummarizeRequest
+	ref, table, err := r.tableRef()
+	if err != nil {
+		return ref, "", in, err
+	}
 	var body summarizeBody
 	if err := r.decode(&body, true); err != nil {
-		return err
+		return ref, "", in, err
 	}
-	in := engine.SummarizeRequest{}
 	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
-		return err
+		return ref, "", in, err
 	}
 	if in.Columns, err = index.ReadGroupColumns(body.Columns); err != nil {
-		return err
+		return ref, "", in, err
 	}
 	if in.Summaries, err = index.ReadSummaries(body.Summaries); err != nil {
-		return err
+		return ref, "", in, err
 	}
 	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
-		return err
+		return ref, "", in, err
 	}
 	if in.SummariesFilter, err = index.ReadSummariesFilter(body.SummariesFilter); err != nil {
-		return err
+		return ref, "", in, err
 	}
 	if body.Page != nil {
 		in.PageSize = body.Page.Size
@@ -55,12 +71,7 @@ func (s *Server) summarizeTable(r *request) error {
 	if body.Consistency != nil {
 		in.Consistency = *body.Consistency
 	}
-	res, err := s.eng.Summarize(r.context(), ref.Ref, table, in)
-	if err != nil {
-		return err
-	}
-	writeJSON(r.ctx, http.StatusOK, map[string]any{"summaries": summariesJSON(res)})
-	return nil
+	return ref, table, in, nil
 }
 
 // summariesJSON renders the groups of a summarize result: each an object
@@ -85,6 +96,8 @@ func summariesJSON(res *engine.SummarizeResult) []any {
 type aggregateBody struct {
 	Filter json.RawMessage `json:"filter"`
 	Aggs   json.RawMessage `json:"aggs"`
+	// Consistency is read by a cluster (cluster.go).
+	Consistency *string `json:"consistency"`
 }
 
 // aggregateTable: POST T/aggregate → {"aggs": {...}}; an empty body counts
@@ -96,6 +109,9 @@ func (s *Server) aggregateTable(r *request) error {
 	}
 	var body aggregateBody
 	if err := r.decode(&body, true); err != nil {
+		return err
+	}
+	if err := checkConsistency(body.Consistency); err != nil {
 		return err
 	}
 	var in engine.AggregateRequest

@@ -63,7 +63,7 @@ func (s *Server) createTable(r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.eng.CreateTable(ref.Ref, table); err != nil {
+	if _, err := s.eng.Schema().CreateTable(ref.Ref, table); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusCreated, map[string]any{"branchName": ref.Raw, "tableName": table, "status": "completed"})
@@ -76,7 +76,7 @@ func (s *Server) deleteTable(r *request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.eng.DeleteTable(ref.Ref, table); err != nil {
+	if _, err := s.eng.Schema().DeleteTable(ref.Ref, table); err != nil {
 		return err
 	}
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"status": "completed"})
@@ -98,7 +98,7 @@ func (s *Server) updateTable(r *request) error {
 	if body.Name == "" {
 		return invalid("name is required")
 	}
-	ch, err := s.eng.RenameTable(ref.Ref, table, body.Name)
+	ch, err := s.eng.Schema().RenameTable(ref.Ref, table, body.Name)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *Server) setTableSchema(r *request) error {
 		}
 		defs = append(defs, d)
 	}
-	ch, err := s.eng.SetTableColumns(ref.Ref, table, defs)
+	ch, err := s.eng.Schema().SetTableColumns(ref.Ref, table, defs)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (s *Server) addColumn(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.AddColumn(ref.Ref, table, def)
+	ch, err := s.eng.Schema().AddColumn(ref.Ref, table, def)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (s *Server) renameColumn(r *request) error {
 	if body.Name == "" {
 		return invalid("name is required")
 	}
-	ch, err := s.eng.RenameColumn(ref.Ref, table, col, body.Name)
+	ch, err := s.eng.Schema().RenameColumn(ref.Ref, table, col, body.Name)
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (s *Server) deleteColumn(r *request) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.eng.DeleteColumn(ref.Ref, table, col)
+	ch, err := s.eng.Schema().DeleteColumn(ref.Ref, table, col)
 	if err != nil {
 		return err
 	}
@@ -284,7 +284,7 @@ func (s *Server) deleteColumn(r *request) error {
 
 // tableColumns returns a table's columns as defined (objects nested).
 func (s *Server) tableColumns(ref engine.Ref, table string) ([]engine.ColumnDef, error) {
-	det, err := s.eng.BranchDetails(ref)
+	det, err := s.eng.Branches().Details(ref)
 	if err != nil {
 		return nil, err
 	}

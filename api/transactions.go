@@ -79,7 +79,7 @@ func (s *Server) transaction(r *request) error {
 	if len(raw) > engine.MaxTransactionOp {
 		return invalid("a transaction holds at most %d operations, got %d", engine.MaxTransactionOp, len(raw))
 	}
-	if _, err := s.eng.BranchDetails(ref.Ref); err != nil {
+	if _, err := s.eng.Branches().Details(ref.Ref); err != nil {
 		return err // a missing database or branch fails the whole request
 	}
 	plans := make([]txPlan, len(raw))

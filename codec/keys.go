@@ -29,6 +29,9 @@ const (
 	CatCounter     byte = 0x1F // | name → u64 big-endian
 	CatInviteKey   byte = 0x18 // | sha256(invite key) → core(6) 0x00 inviteID
 	CatServerState byte = 0x19 // | name → server-wide settings (cursor secret, ...)
+	CatNode        byte = 0x1A // | node u64 → node JSON (a cluster's nodes)
+	CatRequest     byte = 0x1B // | request id → applied index u64 · result (a replicated catalog's recent requests)
+	CatRequestAt   byte = 0x1C // | applied index u64 · request id → empty (the same, by index)
 )
 
 // Layer 0 of every database holds its metadata: NSData | db | 0 | kind | ...
@@ -37,6 +40,8 @@ const (
 	MetaBranch    byte = 0x02 // | branch id u32 → branch JSON (name, lineage, schema, ...)
 	MetaMigration byte = 0x03 // | branch id u32 | seq u64 → migration JSON
 	MetaGitBranch byte = 0x04 // | git branch name → service branch name
+	MetaRequest   byte = 0x05 // | request id → applied index u64 · result (a replicated database's recent requests)
+	MetaRequestAt byte = 0x06 // | applied index u64 · request id → empty (the same, by index)
 )
 
 // Data kinds inside a layer (layer ≥ 1): NSData | db | layer | kind | table u32 | ...

@@ -2,11 +2,48 @@ package engine
 
 import (
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
+
+// The account system's vocabulary is the catalog's (internal/catalog);
+// these are its public names.
+type (
+	// Role is a workspace member's role.
+	Role = catalog.Role
+	// User is an account.
+	User = catalog.User
+	// APIKey is a stored API key; the secret itself is never stored, only
+	// its SHA-256.
+	APIKey = catalog.APIKey
+	// APIKeyInfo describes an API key without its secret.
+	APIKeyInfo = catalog.APIKeyInfo
+	// Workspace is a stored workspace; its public id is Slug + "-" + Core.
+	Workspace = catalog.Workspace
+	// WorkspaceInfo is a workspace as one of its members sees it.
+	WorkspaceInfo = catalog.WorkspaceInfo
+	// MemberInfo is a member of a workspace with their account details.
+	MemberInfo = catalog.MemberInfo
+	// Invite is an invitation of an email address into a workspace.
+	Invite = catalog.Invite
+)
+
+// Roles (spec §2.12).
+const (
+	RoleOwner      = catalog.RoleOwner
+	RoleMaintainer = catalog.RoleMaintainer
+)
+
+// InviteTTL is how long an invite can be accepted after it is created.
+const InviteTTL = catalog.InviteTTL
+
+// HashKey returns the stored form of an API key or invite key.
+func HashKey(secret string) [32]byte { return catalog.HashKey(secret) }
+
+// WorkspaceCore extracts the 6-character core from a public workspace id or
+// host label ("slug-abc123" or "abc123").
+func WorkspaceCore(id string) (string, bool) { return catalog.WorkspaceCore(id) }
 
 // Accounts is the account system of an engine: users, their API keys,
 // workspaces with their members, and invites. The HTTP service requires
@@ -28,7 +65,7 @@ type Accounts struct {
 func (e *Engine) Accounts() *Accounts { return &e.accounts }
 
 // apply applies a catalog command.
-func (a *Accounts) apply(cmd catCommand) (any, error) { return a.e.applyCatalog(cmd, nil) }
+func (a *Accounts) apply(cmd catalog.Command) (any, error) { return a.e.applyCatalog(cmd) }
 
 // NewUser describes a user to create.
 type NewUser struct {
@@ -43,11 +80,6 @@ type Credential struct {
 	Name   string
 	Secret string
 }
-
-const keyAlphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-// newKeySecret returns a fresh API key secret.
-func newKeySecret() string { return "cpk_" + model.RandomString(40, keyAlphabet) }
 
 // BootstrapRequest describes the first accounts of a server: a user, a
 // workspace they own and an API key of theirs, not scoped to it.
@@ -83,13 +115,13 @@ func (a *Accounts) Bootstrap(req BootstrapRequest) (BootstrapResult, error) {
 	}
 	secret := req.Key
 	if secret == "" {
-		secret = newKeySecret()
+		secret = catalog.NewKeySecret()
 	}
 	now := e.now()
-	u := e.newUser(req.User, now)
-	cmd := &bootstrap{
+	u := e.newUser(req.User)
+	cmd := &catalog.Bootstrap{
 		User:      u,
-		Workspace: newWorkspace(req.Workspace, slugify(req.Workspace), now),
+		Workspace: catalog.NewWorkspace(req.Workspace, catalog.Slugify(req.Workspace), now),
 		Key:       APIKey{Name: req.KeyName, UserID: u.ID, CreatedAt: now, Hash: HashKey(secret)},
 	}
 	if _, err := a.apply(cmd); err != nil {
@@ -99,8 +131,8 @@ func (a *Accounts) Bootstrap(req BootstrapRequest) (BootstrapResult, error) {
 }
 
 // newUser resolves a user to create: its id and creation time.
-func (e *Engine) newUser(u NewUser, now time.Time) User {
-	return User{ID: e.ids.Next("usr_", now), Email: u.Email, Fullname: u.Fullname, Image: u.Image, Admin: u.Admin, CreatedAt: now}
+func (e *Engine) newUser(u NewUser) User {
+	return catalog.NewUser(e.ids, u.Email, u.Fullname, u.Image, u.Admin, e.now())
 }
 
 // CreateUser creates a user.
@@ -108,7 +140,7 @@ func (a *Accounts) CreateUser(u NewUser) (*User, error) {
 	if !model.ValidEmail(u.Email) {
 		return nil, model.Invalidf("invalid email address [%s]", u.Email)
 	}
-	res, err := a.apply(&createUser{User: a.e.newUser(u, a.e.now())})
+	res, err := a.apply(&catalog.CreateUser{User: a.e.newUser(u)})
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +156,10 @@ func (a *Accounts) CreateAPIKey(userID, name, workspace, secret string) (Credent
 		return Credential{}, err
 	}
 	if secret == "" {
-		secret = newKeySecret()
+		secret = catalog.NewKeySecret()
 	}
 	key := APIKey{Name: name, UserID: userID, Workspace: workspace, CreatedAt: a.e.now(), Hash: HashKey(secret)}
-	if _, err := a.apply(&createAPIKey{Key: key}); err != nil {
+	if _, err := a.apply(&catalog.CreateAPIKey{Key: key}); err != nil {
 		return Credential{}, err
 	}
 	return Credential{Name: name, Secret: secret}, nil
@@ -136,87 +168,11 @@ func (a *Accounts) CreateAPIKey(userID, name, workspace, secret string) (Credent
 // Authenticate returns the user and key an API key secret belongs to, or
 // CodeUnauthenticated.
 func (a *Accounts) Authenticate(secret string) (*User, *APIKey, error) {
-	e := a.e
-	h, known := e.hashes.get(secret)
-	if !known {
-		h = HashKey(secret)
-	}
-	e.cat.mu.RLock()
-	k := e.cat.keys[h]
-	var u *User
-	if k != nil {
-		u = e.cat.users[k.UserID]
-	}
-	e.cat.mu.RUnlock()
-	if u == nil {
-		if known {
-			e.hashes.forget(secret) // revoked
-		}
-		return nil, nil, Errorf(CodeUnauthenticated, "invalid API key")
-	}
-	if !known {
-		e.hashes.put(secret, h)
-	}
-	return u, k, nil
-}
-
-// keyHashes remembers the hashes of the secrets of valid keys, so that a
-// client sending the same key on every request pays for hashing it once.
-// Only secrets that authenticated get in, and a bounded number of them; the
-// key itself is still looked up by hash on every request, so a revoked key
-// fails at once.
-type keyHashes struct {
-	mu sync.RWMutex
-	m  map[string][32]byte
-}
-
-// maxKeyHashes bounds the secrets keyHashes holds.
-const maxKeyHashes = 1024
-
-func (kh *keyHashes) get(secret string) ([32]byte, bool) {
-	kh.mu.RLock()
-	h, ok := kh.m[secret]
-	kh.mu.RUnlock()
-	return h, ok
-}
-
-func (kh *keyHashes) put(secret string, h [32]byte) {
-	kh.mu.Lock()
-	defer kh.mu.Unlock()
-	if kh.m == nil {
-		kh.m = map[string][32]byte{}
-	}
-	if len(kh.m) < maxKeyHashes {
-		kh.m[strings.Clone(secret)] = h
-	}
-}
-
-func (kh *keyHashes) forget(secret string) {
-	kh.mu.Lock()
-	delete(kh.m, secret)
-	kh.mu.Unlock()
-}
-
-// APIKeyInfo describes an API key without its secret.
-type APIKeyInfo struct {
-	Name      string
-	CreatedAt time.Time
-	// Workspace is the core id the key is scoped to; "" means every
-	// workspace the user belongs to.
-	Workspace string
+	return a.e.cat.Authenticate(secret)
 }
 
 // GetUser returns a user by id, or CodeNotFound.
-func (a *Accounts) GetUser(id string) (User, error) {
-	c := a.e.cat
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	u := c.users[id]
-	if u == nil {
-		return User{}, model.NotFoundf("user [%s] not found", id)
-	}
-	return *u, nil
-}
+func (a *Accounts) GetUser(id string) (User, error) { return a.e.cat.User(id) }
 
 // UpdateUser replaces a user's email, full name and image. The email must be
 // a valid address not used by another user; fullname and image are free
@@ -225,7 +181,7 @@ func (a *Accounts) UpdateUser(id, email, fullname, image string) (User, error) {
 	if !model.ValidEmail(email) {
 		return User{}, model.Invalidf("invalid email address [%s]", email)
 	}
-	res, err := a.apply(&updateUser{ID: id, Email: email, Fullname: fullname, Image: image})
+	res, err := a.apply(&catalog.UpdateUser{ID: id, Email: email, Fullname: fullname, Image: image})
 	if err != nil {
 		return User{}, err
 	}
@@ -240,47 +196,155 @@ func (a *Accounts) UpdateUser(id, email, fullname, image string) (User, error) {
 // workspace first. Invites addressed to the user's email stay: they belong to
 // the address, not the account.
 func (a *Accounts) DeleteUser(id string) error {
-	_, err := a.apply(&deleteUser{ID: id})
+	_, err := a.apply(&catalog.DeleteUser{ID: id})
 	return err
 }
 
 // ListAPIKeys returns a user's API keys by name.
-func (a *Accounts) ListAPIKeys(userID string) []APIKeyInfo {
-	c := a.e.cat
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	keys := c.userKeysSorted(userID)
-	out := make([]APIKeyInfo, len(keys))
-	for i, k := range keys {
-		out[i] = APIKeyInfo{Name: k.Name, CreatedAt: k.CreatedAt, Workspace: k.Workspace}
-	}
-	return out
-}
+func (a *Accounts) ListAPIKeys(userID string) []APIKeyInfo { return a.e.cat.APIKeys(userID) }
 
 // DeleteAPIKey revokes a user's API key by name, or fails with CodeNotFound.
 // Authenticate rejects the key as soon as this returns.
 func (a *Accounts) DeleteAPIKey(userID, name string) error {
-	_, err := a.apply(&deleteAPIKey{UserID: userID, Name: name})
+	_, err := a.apply(&catalog.DeleteAPIKey{UserID: userID, Name: name})
 	return err
 }
 
-// userKeysSorted returns a user's API keys by name. The caller holds cat.mu
-// or catMu.
-func (c *catalog) userKeysSorted(userID string) []*APIKey {
-	names := model.SortedKeys(c.userKeys[userID])
-	out := make([]*APIKey, 0, len(names))
-	for _, n := range names {
-		if k := c.keys[c.userKeys[userID][n]]; k != nil {
-			out = append(out, k)
-		}
-	}
-	return out
+// MemberRole returns a user's role in a workspace (public id or core); ok is
+// false for a non-member or an unknown workspace. The HTTP layer uses it for
+// data-plane and database access checks.
+func (a *Accounts) MemberRole(ws, userID string) (role Role, ok bool) {
+	return a.e.cat.MemberRole(ws, userID)
 }
 
-// CreateUser is Accounts().CreateUser.
-func (e *Engine) CreateUser(u NewUser) (*User, error) { return e.accounts.CreateUser(u) }
+// UserWorkspaces returns the core ids of the workspaces a user belongs to, in
+// order.
+func (a *Accounts) UserWorkspaces(userID string) []string { return a.e.cat.UserWorkspaces(userID) }
 
-// CreateWorkspace is Accounts().CreateWorkspace.
-func (e *Engine) CreateWorkspace(userID, name, slug string) (*Workspace, error) {
-	return e.accounts.CreateWorkspace(userID, name, slug)
+// ListWorkspaces returns the workspaces a user is a member of, with the
+// user's role, by public id.
+func (a *Accounts) ListWorkspaces(userID string) []WorkspaceInfo { return a.e.cat.Workspaces(userID) }
+
+// GetWorkspace returns a workspace to any of its members.
+func (a *Accounts) GetWorkspace(userID, ws string) (WorkspaceInfo, error) {
+	return a.e.cat.Workspace(userID, ws)
+}
+
+// UpdateWorkspace renames a workspace (owner only). name is required; an
+// empty slug derives from the name, as at creation. The core, and so the
+// workspace's identity, never changes; its public id follows the slug.
+func (a *Accounts) UpdateWorkspace(userID, ws, name, slug string) (WorkspaceInfo, error) {
+	res, err := a.apply(&catalog.UpdateWorkspace{Caller: userID, WS: ws, Name: name, Slug: slug})
+	if err != nil {
+		return WorkspaceInfo{}, err
+	}
+	return res.(WorkspaceInfo), nil
+}
+
+// CreateWorkspace creates a workspace whose single owner is userID. An empty
+// slug derives from the name.
+func (a *Accounts) CreateWorkspace(userID, name, slug string) (*Workspace, error) {
+	if strings.TrimSpace(name) == "" {
+		return nil, model.Invalidf("workspace name is required")
+	}
+	if slug == "" {
+		slug = catalog.Slugify(name)
+	} else if err := model.CheckName("workspace slug", slug); err != nil {
+		return nil, err
+	}
+	res, err := a.apply(&catalog.CreateWorkspace{Workspace: catalog.NewWorkspace(name, slug, a.e.now()), Owner: userID})
+	if err != nil {
+		return nil, err
+	}
+	ws := res.(Workspace)
+	return &ws, nil
+}
+
+// DeleteWorkspace deletes a workspace (owner only) in one command: every
+// database of it with all their data, its members, its invites and the API
+// keys scoped to it.
+func (a *Accounts) DeleteWorkspace(userID, ws string) error {
+	_, err := a.apply(&catalog.DeleteWorkspace{Caller: userID, WS: ws})
+	return err
+}
+
+// ListMembers returns the members of a workspace by email, and its pending
+// invites (neither accepted nor expired) by email. Any member may list them.
+func (a *Accounts) ListMembers(userID, ws string) ([]MemberInfo, []Invite, error) {
+	return a.e.cat.Members(userID, ws, a.e.now())
+}
+
+// SetMemberRole changes a member's role (owner only). Demoting the last owner
+// fails with CodeInvalid: compat-api.md §7 recommends 400 for it, and the
+// statuses spec §4.6 lists for member operations include no 409.
+func (a *Accounts) SetMemberRole(callerID, ws, userID string, role Role) error {
+	_, err := a.apply(&catalog.SetMemberRole{Caller: callerID, WS: ws, UserID: userID, Role: role})
+	return err
+}
+
+// RemoveMember removes a member from a workspace, with their API keys scoped
+// to it. Owners may remove anyone; any member may remove themself. Removing
+// the last owner fails with CodeInvalid (as demoting them does): delete the
+// workspace instead, or make another member an owner first.
+func (a *Accounts) RemoveMember(callerID, ws, userID string) error {
+	_, err := a.apply(&catalog.RemoveMember{Caller: callerID, WS: ws, UserID: userID})
+	return err
+}
+
+// CreateInvite invites an email address into a workspace with a role (owner
+// only). It returns the invite and its secret key ("ik_" + alphanumerics):
+// the key is shown only here and stored only as a hash, and whoever holds it
+// accepts the invite as the user with that email. An email that is already a
+// member's, or has a pending invite, fails with CodeConflict; an expired,
+// never accepted invite for the email is replaced.
+func (a *Accounts) CreateInvite(callerID, ws, email string, role Role) (Invite, string, error) {
+	now := a.e.now()
+	secret := "ik_" + model.RandomString(40, catalog.KeyAlphabet)
+	in := Invite{
+		ID: a.e.ids.Next("", now), Email: email, Role: role,
+		Expires: now.Add(InviteTTL), KeyHash: HashKey(secret), CreatedAt: now,
+	}
+	res, err := a.apply(&catalog.CreateInvite{Caller: callerID, WS: ws, Invite: in})
+	if err != nil {
+		return Invite{}, "", err
+	}
+	return res.(Invite), secret, nil
+}
+
+// AcceptInvite makes the caller a member of a workspace with the role of the
+// invite whose secret key is key, and marks the invite accepted: it
+// leaves the pending list and its key stops working. A key that is unknown,
+// expired, already used or of another workspace fails with CodeNotFound; a
+// caller whose email is not the invite's with CodeForbidden; a caller who is
+// already a member with CodeConflict.
+func (a *Accounts) AcceptInvite(callerID, ws, key string) error {
+	_, err := a.apply(&catalog.AcceptInvite{Caller: callerID, WS: ws, KeyHash: HashKey(key), Now: a.e.now()})
+	return err
+}
+
+// ResendInvite would send an invite's email again (owner only). There is no
+// mailer, so it only checks: an unknown invite fails with CodeNotFound, an
+// accepted one with CodeInvalid (compat-api.md §7: 400).
+func (a *Accounts) ResendInvite(callerID, ws, inviteID string) error {
+	return a.e.cat.CheckResend(callerID, ws, inviteID)
+}
+
+// UpdateInvite changes the role of an invite in place (owner only): the id,
+// key and expiry stay, and nobody is notified. An accepted invite fails with
+// CodePrecondition, the 422 spec §4.6 lists for this operation: the request
+// is well formed, the invite is just past the state where it can change.
+func (a *Accounts) UpdateInvite(callerID, ws, inviteID string, role Role) (Invite, error) {
+	res, err := a.apply(&catalog.UpdateInvite{Caller: callerID, WS: ws, InviteID: inviteID, Role: role})
+	if err != nil {
+		return Invite{}, err
+	}
+	return res.(Invite), nil
+}
+
+// DeleteInvite deletes an invite that is not accepted, expired or not (owner
+// only). An accepted invite fails with CodeInvalid: spec §3 forbids it, and
+// 400 is the status spec §4.6 lists for delete invite that fits.
+func (a *Accounts) DeleteInvite(callerID, ws, inviteID string) error {
+	_, err := a.apply(&catalog.DeleteInvite{Caller: callerID, WS: ws, InviteID: inviteID})
+	return err
 }

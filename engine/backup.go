@@ -1,163 +1,38 @@
 package engine
 
 import (
-	"bufio"
-	"encoding/binary"
-	"errors"
-	"hash/crc32"
 	"io"
-	"log/slog"
 
-	"github.com/cockroachdb/pebble/v2"
-
-	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
-// A backup is one database's key range at one snapshot: every branch, layer,
-// record, index and counter, since all of them live in the range. Keys are
-// written without the database's id prefix, so a backup restores under any
-// id. Format:
-//
-//	"coppice-backup-1\n"
-//	n × { uvarint len(key) · key · uvarint len(value) · value }   (len(key) > 0)
-//	0x00 · crc32c (4 bytes, big-endian) of everything before it
-const backupMagic = "coppice-backup-1\n"
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // BackupDatabase writes a consistent snapshot of a database to w.
 func (e *Engine) BackupDatabase(ws, name string, w io.Writer) error {
-	_, d, err := e.database(ws, name)
+	d, err := e.database(ws, name)
 	if err != nil {
 		return err
 	}
 	snap := e.pdb.NewSnapshot()
 	defer snap.Close()
-	prefix := codec.DatabasePrefix(d.id)
-	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	h := crc32.New(crcTable)
-	bw := bufio.NewWriter(io.MultiWriter(w, h))
-	if _, err := bw.WriteString(backupMagic); err != nil {
-		return err
-	}
-	var lb [binary.MaxVarintLen64]byte
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return err
-		}
-		k := it.Key()[len(prefix):]
-		bw.Write(lb[:binary.PutUvarint(lb[:], uint64(len(k)))])
-		bw.Write(k)
-		bw.Write(lb[:binary.PutUvarint(lb[:], uint64(len(v)))])
-		if _, err := bw.Write(v); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return err
-	}
-	if err := bw.WriteByte(0); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	_, err = w.Write(binary.BigEndian.AppendUint32(nil, h.Sum32()))
-	return err
+	return layers.WriteRange(snap, d.ID, w)
 }
 
 // RestoreDatabase reads a backup into a new database of a workspace. A
-// backup that fails its checksum or is malformed restores nothing. The
-// catalog's command places the database; the backup fills its range in
-// the same batch.
+// backup that fails its checksum or is malformed restores nothing. One
+// catalog command places the database and fills its range.
 func (e *Engine) RestoreDatabase(ws, name, region string, r io.Reader) error {
 	if err := model.CheckName("database", name); err != nil {
 		return err
 	}
-	place := &placeDatabase{Database: Database{Workspace: ws, Name: name, Region: region, CreatedAt: e.now()}}
-	_, err := e.applyCatalog(place, func(t *catTx, res any) error {
-		id := res.(*Database).ID
-		prefix := codec.DatabasePrefix(id)
-		if err := readBackup(r, func(k, v []byte) error {
-			return t.batch.Set(append(append([]byte(nil), prefix...), k...), v, nil)
-		}); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(*catalog) {
-			// The batch is applied: the database's range is readable.
-			d, err := loadDatabase(e.pdb, id)
-			if err != nil {
-				// Its keys are durable: the next open reads them.
-				e.obs.log.Error("restored database cannot be opened until restart",
-					slog.String("database", name), slog.Any("err", err))
-				return
-			}
-			e.addDatabase(d)
-		})
-		return nil
+	backup, err := io.ReadAll(r)
+	if err != nil {
+		return model.Invalidf("backup is truncated or malformed: %v", err)
+	}
+	_, err = e.applyCatalog(&catalog.RestoreDatabase{
+		Database: catalog.Database{Workspace: ws, Name: name, Region: region, CreatedAt: e.now()},
+		Backup:   backup,
 	})
 	return err
-}
-
-// readBackup checks a backup's magic and checksum and calls fn for every
-// key and value. The checksum is only known at the end, so fn's effects
-// must be discardable (a batch that is dropped on error).
-func readBackup(r io.Reader, fn func(k, v []byte) error) error {
-	h := crc32.New(crcTable)
-	br := bufio.NewReader(r)
-	magic := make([]byte, len(backupMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != backupMagic {
-		return model.Invalidf("not a Coppice backup")
-	}
-	h.Write(magic)
-	var lb [binary.MaxVarintLen64]byte
-	readBytes := func() ([]byte, error) {
-		n, err := binary.ReadUvarint(br)
-		if err != nil {
-			return nil, err
-		}
-		h.Write(lb[:binary.PutUvarint(lb[:], n)])
-		if n > 1<<30 {
-			return nil, errors.New("entry too large")
-		}
-		b := make([]byte, n)
-		if _, err = io.ReadFull(br, b); err != nil {
-			return nil, err
-		}
-		h.Write(b)
-		return b, nil
-	}
-	for {
-		k, err := readBytes()
-		if err != nil {
-			return model.Invalidf("backup is truncated or malformed: %v", err)
-		}
-		if len(k) == 0 {
-			break
-		}
-		v, err := readBytes()
-		if err != nil {
-			return model.Invalidf("backup is truncated or malformed: %v", err)
-		}
-		if err := fn(k, v); err != nil {
-			return err
-		}
-	}
-	var sum [4]byte
-	if _, err := io.ReadFull(br, sum[:]); err != nil {
-		return model.Invalidf("backup has no checksum")
-	}
-	if binary.BigEndian.Uint32(sum[:]) != h.Sum32() {
-		return model.Invalidf("backup checksum mismatch")
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		return model.Invalidf("backup has bytes after its checksum")
-	}
-	return nil
 }

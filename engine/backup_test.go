@@ -17,7 +17,7 @@ func TestBackupRestore(t *testing.T) {
 		}
 	}
 	dev := Ref{ref.Workspace, ref.Database, "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	e.WriteOne(ref, Op{Kind: OpDelete, Table: "t", ID: "a"})

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -125,19 +126,19 @@ func TestBranches(t *testing.T) {
 		case "find":
 			return branchesFind(t, db, d)
 		case "fork":
-			err := db.e.CreateBranch(db.ref(branchesArg(d, "to")), CreateBranchRequest{From: branchesArg(d, "from")})
+			err := db.e.Branches().Create(db.ref(branchesArg(d, "to")), CreateBranchRequest{From: branchesArg(d, "from")})
 			db.e.bg.Wait()
 			if err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"
 		case "delete-branch":
-			if err := db.e.DeleteBranch(db.ref(branchesArg(d, "name"))); err != nil {
+			if err := db.e.Branches().Delete(db.ref(branchesArg(d, "name"))); err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"
 		case "branches":
-			infos, err := db.e.ListBranches(db.ws, "db")
+			infos, err := db.e.Branches().List(db.ws, "db")
 			if err != nil {
 				return "error: " + err.Error()
 			}
@@ -332,7 +333,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	if err != nil {
 		d.Fatalf(t, "%v", err)
 	}
-	rows, err := readBitmap(db.e.pdb, dbase.id, b.Lineage, tb.ID, pid, nil)
+	rows, err := layers.ReadBitmap(db.e.pdb, dbase.ID, b.Lineage, tb.ID, pid, nil)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -341,7 +342,7 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	for it.HasNext() {
 		var rec codec.Record
 		row := it.Next()
-		_, ok, err := readRow(db.e.pdb, dbase.id, b.Lineage, tb.ID, row, &rec)
+		_, ok, err := layers.ReadRow(db.e.pdb, dbase.ID, b.Lineage, tb.ID, row, &rec)
 		if err != nil {
 			return "error: " + err.Error()
 		}

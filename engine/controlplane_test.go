@@ -530,7 +530,7 @@ func TestWorkspaceDeleteCascade(t *testing.T) {
 		mustOK(t, err)
 	}
 	ref := Ref{Workspace: ws.Core, Database: "one", Branch: "main"}
-	_, err := e.CreateTable(ref, "t")
+	_, err := e.Schema().CreateTable(ref, "t")
 	mustOK(t, err)
 	_, err = e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", Values: map[string]any{}})
 	mustOK(t, err)
@@ -600,9 +600,7 @@ func TestWorkspaceDeleteCascade(t *testing.T) {
 // ownsDataKey reports whether a data-plane key belongs to a database that
 // exists.
 func ownsDataKey(e *Engine, k []byte) bool {
-	e.cat.mu.RLock()
-	defer e.cat.mu.RUnlock()
-	for id := range e.cat.databases {
+	for _, id := range e.cat.DatabaseIDs() {
 		if bytes.HasPrefix(k, codec.DatabasePrefix(id)) {
 			return true
 		}

@@ -414,11 +414,11 @@ func crashSetup(e *engine.Engine) (string, error) {
 		return "", err
 	}
 	ref := engine.Ref{Workspace: ws.Core, Database: crashDB, Branch: "main"}
-	if _, err := e.CreateTable(ref, crashTable); err != nil {
+	if _, err := e.Schema().CreateTable(ref, crashTable); err != nil {
 		return "", err
 	}
 	for _, c := range crashColumns {
-		if _, err := e.AddColumn(ref, crashTable, c); err != nil {
+		if _, err := e.Schema().AddColumn(ref, crashTable, c); err != nil {
 			return "", err
 		}
 	}

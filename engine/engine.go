@@ -3,16 +3,14 @@
 // Pebble. The HTTP service is a thin translation of JSON to the calls of this
 // package, and other Go programs can call them directly.
 //
-// Every state change is a command value: a database's commands
-// (dbcodec.go lists them) go through one path, Engine.apply (database.go),
-// and the catalog's (catcodec.go) through applyCatalog (catalog.go).
-// Identifiers, timestamps and `now` defaults are resolved before a command
-// is applied, and applying it reads no clock and no randomness and never
-// depends on map order, so the same commands on the same state write the
-// same bytes; every command has a versioned encoding that keeps it so. A
-// command is one Pebble batch, synced before the call returns; concurrent
-// writers share fsyncs. A database can be backed up and restored as one
-// key range (backup.go).
+// Every state change is a command value applied by one write path,
+// internal/apply, which documents how commands stay deterministic and the
+// lock order. The operations here check their input, resolve what a
+// command must not compute itself (ids, times, secrets), make the command
+// and hand it to that path; reads go to the layers of internal/layers and
+// the in-memory structures derived from them. A command is one Pebble
+// batch, synced before the call returns; concurrent writers share fsyncs.
+// A database can be backed up and restored as one key range (backup.go).
 //
 // An Engine is safe for concurrent use.
 package engine
@@ -26,6 +24,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/coppice-db/coppice/engine/internal/apply"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -60,31 +62,30 @@ type Options struct {
 	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
 	// sets "xata".
 	Meta string
+	// Cluster, when set, makes the engine a node of a cluster that
+	// replicates every database and the catalog (cluster.go); nil is a
+	// single server.
+	Cluster *ClusterOptions
 }
 
 // Engine is an open data directory.
 type Engine struct {
-	pdb     *pebble.DB
-	opts    Options
-	writeOp *pebble.WriteOptions
-	ids     *model.IDGen
-	obs     *observer
+	pdb  *pebble.DB
+	dir  string // the data directory
+	opts Options
+	ids  *model.IDGen
+	obs  *observer
+	ap   *apply.Applier     // the one write path
+	cat  *catalog.Catalog   // the applier's, for readers
+	mem  *memstore.Registry // the structures derived from each database
 
-	accounts  Accounts
-	files     Files
-	observers []writeObserver // told of every database command applied
+	accounts Accounts
+	files    Files
+	branches Branches
+	schema   Schema
 
-	catMu sync.Mutex // serializes catalog commands; see the lock order in database.go
-	cat   *catalog   // guarded by its own RWMutex for readers
-
-	hashes keyHashes // of secrets that authenticated lately
-
-	// storeless makes every reader go without column stores; tests set it
-	// to run the storage paths of the planner.
-	storeless bool
-
-	dbMu sync.RWMutex // see the lock order in database.go
-	dbs  map[uint32]*database
+	// cl is the cluster this engine is a node of; nil on a single server.
+	cl *Cluster
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -120,7 +121,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	defer cache.Unref()
 	popts := &pebble.Options{
 		Cache:                       cache,
-		Merger:                      bitmapMerger,
+		Merger:                      layers.Merger,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
@@ -140,18 +141,22 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		pdb:     pdb,
+		dir:     dir,
 		opts:    opts,
-		writeOp: &pebble.WriteOptions{Sync: !opts.NoSync},
 		ids:     model.NewIDGen(),
 		obs:     obs,
-		dbs:     map[uint32]*database{},
 		closing: make(chan struct{}),
 	}
-	e.accounts.e, e.files.e = e, e
-	e.observers = []writeObserver{memObserver{}}
+	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
 	if err := e.load(); err != nil {
 		pdb.Close()
 		return nil, err
+	}
+	if opts.Cluster != nil {
+		if err := e.startCluster(dir, opts.Cluster); err != nil {
+			pdb.Close()
+			return nil, err
+		}
 	}
 	return e, nil
 }
@@ -166,6 +171,11 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.bg.Wait()
+	if e.cl != nil {
+		if err := e.cl.close(); err != nil {
+			e.opts.Logger.Error("close cluster node", "err", err)
+		}
+	}
 	return e.pdb.Close()
 }
 
@@ -193,20 +203,20 @@ func (e *Engine) now() time.Time {
 
 // load reads the catalog and every database's metadata into memory.
 func (e *Engine) load() error {
-	cat, err := loadCatalog(e.pdb)
+	e.mem = memstore.NewRegistry(e.pdb, memstore.Options{
+		BackgroundBuildRows: e.opts.BackgroundBuildRows, Background: e.background, Event: e.obs.event,
+	})
+	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Replicated: e.opts.Cluster != nil,
+		Logger: e.opts.Logger, Observe: e.mem.Open})
 	if err != nil {
 		return err
 	}
-	e.cat = cat
-	for _, d := range cat.databases {
-		db, err := loadDatabase(e.pdb, d.ID)
-		if err != nil {
-			return fmt.Errorf("engine: load database %d: %w", d.ID, err)
-		}
-		e.addDatabase(db)
+	e.ap, e.cat = ap, ap.Catalog()
+	if e.opts.Cluster != nil {
+		return nil // the cluster's node makes the secrets once it can
 	}
 	// The secrets that sign cursors and file URLs are made now, so that
-	// no read has to make one (see the lock order in database.go).
+	// no read has to make one (see the lock order in internal/apply).
 	for _, name := range []string{cursorSecretName, fileSecretName} {
 		if _, err := e.serverSecret(name); err != nil {
 			return err
@@ -215,34 +225,20 @@ func (e *Engine) load() error {
 	return nil
 }
 
-// addDatabase makes an open database reachable.
-func (e *Engine) addDatabase(d *database) {
-	d.obs = e.obs
-	e.dbMu.Lock()
-	e.dbs[d.id] = d
-	e.dbMu.Unlock()
+// apply applies a command to database d through the one write path, or
+// through its group in a cluster.
+func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
+	if e.cl != nil {
+		return e.cl.propose(apply.OnDatabase(d.ID, cmd))
+	}
+	return e.ap.Apply(apply.OnDatabase(d.ID, cmd))
 }
 
-// commit applies a batch durably. The batch becomes visible when applied;
-// then applied runs (publishing in-memory state) and unlock releases the
-// writer's lock, so the next writer proceeds while this one waits for the WAL
-// sync, which concurrent commits share. On failure applied does not run.
-func (e *Engine) commit(b *pebble.Batch, applied, unlock func()) error {
-	defer b.Close()
-	var err error
-	if e.opts.NoSync {
-		err = e.pdb.Apply(b, e.writeOp)
-	} else {
-		err = e.pdb.ApplyNoSyncWait(b, e.writeOp)
+// applyCatalog applies a catalog command through the one write path, or
+// through the catalog's group in a cluster.
+func (e *Engine) applyCatalog(cmd catalog.Command) (any, error) {
+	if e.cl != nil {
+		return e.cl.applyCatalog(cmd)
 	}
-	if err == nil && applied != nil {
-		applied()
-	}
-	if unlock != nil {
-		unlock()
-	}
-	if err != nil || e.opts.NoSync {
-		return err
-	}
-	return b.SyncWait()
+	return e.ap.Apply(apply.OnCatalog(cmd))
 }

@@ -173,10 +173,10 @@ func (env *benchEnv) load(b *testing.B, n int, dbs ...string) {
 			b.Fatal(err)
 		}
 		ref := env.ref(db, "main")
-		if _, err := env.e.CreateTable(ref, benchTable); err != nil {
+		if _, err := env.e.Schema().CreateTable(ref, benchTable); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.e.SetTableColumns(ref, benchTable, benchColumns); err != nil {
+		if _, err := env.e.Schema().SetTableColumns(ref, benchTable, benchColumns); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -386,11 +386,11 @@ func BenchmarkBranchCreate(b *testing.B) {
 			k := (i + j) % len(sizes)
 			ref := env.ref("n"+sizeLabel(sizes[k]), "b"+strconv.Itoa(i))
 			t0 := time.Now()
-			if err := env.e.CreateBranch(ref, engine.CreateBranchRequest{From: "main"}); err != nil {
+			if err := env.e.Branches().Create(ref, engine.CreateBranchRequest{From: "main"}); err != nil {
 				b.Fatal(err)
 			}
 			spent[k] += time.Since(t0)
-			if err := env.e.DeleteBranch(ref); err != nil {
+			if err := env.e.Branches().Delete(ref); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -466,7 +466,7 @@ func BenchmarkChildRead(b *testing.B) {
 	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *childFixture {
 		env.load(b, n, "bench")
 		f := &childFixture{env: env, main: env.ref("bench", "main"), child: env.ref("bench", "child"), ids: shuffledIDs(n)}
-		if err := env.e.CreateBranch(f.child, engine.CreateBranchRequest{From: "main"}); err != nil {
+		if err := env.e.Branches().Create(f.child, engine.CreateBranchRequest{From: "main"}); err != nil {
 			b.Fatal(err)
 		}
 		env.durable(b)
@@ -521,7 +521,7 @@ func BenchmarkMainWith20Children(b *testing.B) {
 		r := rand.New(rand.NewPCG(benchSeed, 3))
 		for k := range children {
 			child := env.ref("with", fmt.Sprintf("child%02d", k))
-			if err := env.e.CreateBranch(child, engine.CreateBranchRequest{From: "main"}); err != nil {
+			if err := env.e.Branches().Create(child, engine.CreateBranchRequest{From: "main"}); err != nil {
 				b.Fatal(err)
 			}
 			mainRows := r.Perm(n)[:max(1, n/100)]

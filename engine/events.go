@@ -49,7 +49,7 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 			o.log.Warn("slow disk", slog.String("path", info.Path), slog.Duration("duration", info.Duration))
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
-			if info.Err != nil {
+			if info.Err != nil && !emptyFlush(info.Err) {
 				o.log.Error("storage flush failed", slog.Any("err", info.Err))
 			}
 			var n uint64

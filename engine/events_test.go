@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 // eventLog collects the events of an engine and its log lines.
@@ -63,7 +64,7 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.storeFor(d, b, tb, storeRequired); err != nil {
+	if _, err := d.StoreFor(b, tb, memstore.Required); err != nil {
 		t.Fatal(err)
 	}
 	if evs := l.of(EventStoreBuild); len(evs) != 1 || evs[0].Err != nil || evs[0].Duration <= 0 {
@@ -74,7 +75,7 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	prev := "main"
 	for i := range 3 {
 		next := fmt.Sprintf("b%d", i)
-		if err := e.CreateBranch(db.ref(next), CreateBranchRequest{From: prev}); err != nil {
+		if err := e.Branches().Create(db.ref(next), CreateBranchRequest{From: prev}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.WriteOne(db.ref(next), Op{Kind: OpInsert, Table: tn, ID: next}); err != nil {
@@ -93,11 +94,11 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := codec.RecordKey(nil, d.id, b.Lineage[0].Layer, tb.ID, 1)
+	bad := codec.RecordKey(nil, d.ID, b.Lineage[0].Layer, tb.ID, 1)
 	if err := e.pdb.Set(bad, []byte{0xFF, 0xFF}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := e.storeFor(d, b, tb, storeOptional); s != nil || err != nil {
+	if s, err := d.StoreFor(b, tb, memstore.Optional); s != nil || err != nil {
 		t.Fatalf("store %v, %v: want a background build", s, err)
 	}
 	e.bg.Wait()

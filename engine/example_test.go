@@ -9,11 +9,61 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// Example embeds the engine: it opens a data directory, creates a database
-// (no accounts needed: it belongs to no workspace), sets up a table, writes
-// and reads records, then forks a branch and changes it while main goes on
-// independently.
+// Example is the shortest way to embed the engine: open a data directory,
+// create a database (no accounts needed: it belongs to no workspace), give
+// it a table, insert records and query them.
 func Example() {
+	dir, err := os.MkdirTemp("", "coppice-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	e, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.CreateDatabase(engine.CreateDatabaseRequest{Name: "shop", Region: "local"}); err != nil {
+		log.Fatal(err)
+	}
+	main := engine.Ref{Database: "shop", Branch: "main"}
+	if _, err := e.Schema().CreateTable(main, "products"); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := e.Schema().SetTableColumns(main, "products", []engine.ColumnDef{
+		{Name: "name", Type: engine.TypeString},
+		{Name: "price", Type: engine.TypeFloat},
+	}); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx := context.Background()
+	if _, err := e.BulkInsert(ctx, main, "products", []map[string]any{
+		{"id": "lamp", "name": "Desk lamp", "price": 24.5},
+		{"id": "mug", "name": "Mug", "price": 8.0},
+		{"id": "pen", "name": "Pen", "price": 1.5},
+	}); err != nil {
+		log.Fatal(err)
+	}
+	res, err := e.Query(ctx, main, "products", engine.QueryRequest{
+		Filter: engine.FilterOf(map[string]any{"price": map[string]any{"$ge": 2}}),
+		Sort:   engine.SortOf(map[string]any{"price": "desc"}),
+	}, engine.QueryOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, doc := range res.Records {
+		fmt.Printf("%-4s %-9s %5.2f\n", doc.ID, doc.Values["name"], doc.Values["price"])
+	}
+	// Output:
+	// lamp Desk lamp 24.50
+	// mug  Mug        8.00
+}
+
+// Example_branches writes and reads records, then forks a branch and
+// changes it while main goes on independently.
+func Example_branches() {
 	dir, err := os.MkdirTemp("", "coppice-example-")
 	if err != nil {
 		log.Fatal(err)
@@ -35,9 +85,9 @@ func Example() {
 	check(err)
 	main := engine.Ref{Database: "shop", Branch: "main"}
 
-	_, err = e.CreateTable(main, "products")
+	_, err = e.Schema().CreateTable(main, "products")
 	check(err)
-	_, err = e.SetTableColumns(main, "products", []engine.ColumnDef{
+	_, err = e.Schema().SetTableColumns(main, "products", []engine.ColumnDef{
 		{Name: "name", Type: engine.TypeString, NotNull: true},
 		{Name: "price", Type: engine.TypeFloat},
 		{Name: "stock", Type: engine.TypeInt},
@@ -59,7 +109,7 @@ func Example() {
 	// Fork main: the branch sees main's records as of now, whatever their
 	// number, without copying them.
 	sale := engine.Ref{Database: "shop", Branch: "sale"}
-	check(e.CreateBranch(sale, engine.CreateBranchRequest{From: "main"}))
+	check(e.Branches().Create(sale, engine.CreateBranchRequest{From: "main"}))
 
 	_, err = e.WriteOne(sale, engine.Op{Kind: engine.OpUpdate, Table: "products", ID: "lamp",
 		Values: map[string]any{"price": 19.99}})

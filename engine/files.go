@@ -1,163 +1,229 @@
 package engine
 
 import (
-	"encoding/json"
-	"errors"
-	_ "image/gif"  // image.DecodeConfig reads GIF dimensions
-	_ "image/jpeg" // and JPEG
-	_ "image/png"  // and PNG
-	"strings"
-
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/files"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
-// File columns (compat-api.md §11). A record keeps, for each file, only its
-// metadata as JSON (StoredFile): what queries read stays small. The bytes
-// live under their own key family (codec.KindFileChunk), keyed by table,
-// column, file id and the commit that wrote them, in the same batch as the
-// record version that names them (codec/KEYS.md, "File contents").
-//
-// A JSON write reaches the record in two steps. writer.fill validates the
-// input and leaves a pending value (the validated file objects, content
-// still in base64); writer.writeRow, which knows the version it replaces,
-// resolves it through writeFiles: it keeps the content of files named by a
-// known id, writes new content, and deletes the content nothing names any
-// more. The binary endpoints (PutFile, DeleteFile) write the content
-// themselves and store a resolved value.
-
-// writeFiles is the file part of writeRow: before the new version rec of a
-// row (nil: a delete) replaces old, it resolves rec's pending file values,
-// writing their new content, and deletes the content of the branch's top
-// layer that old named, rec no longer does, and no fork can see.
-func (w *writer) writeFiles(t *model.Table, old, rec *codec.Record) error {
-	if w.tx == nil {
-		return nil
-	}
-	if rec != nil {
-		for i := range rec.Fields {
-			f := &rec.Fields[i]
-			c := t.ByID[f.Col]
-			if c == nil || !model.IsFileType(c.Type) || !strings.HasPrefix(f.Val.Str, model.PendingFiles) {
-				continue
-			}
-			var prev codec.Value
-			if old != nil {
-				prev, _ = old.Get(c.ID)
-			}
-			v, err := w.resolveFiles(t, c, rec.ID, prev, f.Val.Str[len(model.PendingFiles):])
-			if err != nil {
-				return err
-			}
-			f.Val = v
-		}
-	}
-	before := model.FileRefs(t, old)
-	if len(before) == 0 {
-		return nil
-	}
-	after := model.FileRefs(t, rec)
-	for r := range before {
-		if !after[r] {
-			if err := w.dropFileContent(t, r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// Files is the file storage of an engine (compat-api.md §11): the content
+// of the files of records' file and file[] columns, read and written one
+// file at a time, by record or by the access ids of file URLs. Record
+// writes set files' descriptions; these calls write their content.
+type Files struct {
+	e *Engine
 }
 
-// resolveFiles turns the pending input of column c into stored files: a
-// file named by a known id (the file column's one file) keeps its content
-// and settings unless the input changes them; other files are new.
-func (w *writer) resolveFiles(t *model.Table, c *model.Column, recordID string, prev codec.Value, pending string) (codec.Value, error) {
-	var items []model.FileInput
-	if err := json.Unmarshal([]byte(pending), &items); err != nil {
-		return codec.Value{}, err
-	}
-	tx := w.tx
-	olds := model.StoredFiles(c, prev)
-	byID := map[string]model.StoredFile{}
-	for _, f := range olds {
-		byID[f.ID] = f
-	}
-	out := make([]model.StoredFile, 0, len(items))
-	for i, in := range items {
-		var f model.StoredFile
-		known := false
-		switch {
-		case c.Type == TypeFile && len(olds) > 0:
-			f, known = olds[0], true
-		case in.ID != "":
-			f, known = byID[in.ID]
-		}
-		if !known {
-			id := in.ID
-			if id == "" {
-				id = model.NewFileID(tx.d.id, tx.seq, recordID, c.ID, i)
-			}
-			f = model.NewStoredFile(c, id, tx.seq)
-			f.Version = 1
-		}
-		f.Name = in.Name
-		if in.MediaType != nil {
-			f.MediaType = *in.MediaType
-		}
-		if in.Public != nil {
-			f.Public = *in.Public
-		}
-		if in.Signed != nil {
-			f.Signed = *in.Signed
-		}
-		if in.Upload != nil {
-			f.Upload = *in.Upload
-		}
-		if in.Content != nil {
-			data, err := model.DecodeBase64(*in.Content)
-			if err != nil {
-				return codec.Value{}, model.Invalidf("column [%s]: base64Content is not valid base64", c.Path)
-			}
-			if !known {
-				f.Version = 0
-			}
-			f.SetContent(data, tx.seq)
-			if err := files.PutContent(tx.batch, tx.d.id, w.br.Lineage[0].Layer, t.ID, c.ID, f.ID, tx.seq, data); err != nil {
-				return codec.Value{}, err
-			}
-		}
-		out = append(out, f)
-	}
-	return model.StoredValue(c, out), nil
-}
+// Files returns the engine's file storage.
+func (e *Engine) Files() *Files { return &e.files }
 
-// dropFileContent deletes a content from the branch's top layer when it is
-// there and no fork of the layer may read it (it was written after the
-// layer's newest fork point).
-func (w *writer) dropFileContent(t *model.Table, r model.FileRef) error {
-	if r.Size == 0 {
-		return nil
-	}
-	tx := w.tx
-	top := w.br.Lineage[0].Layer
-	if forkSeq, forked := tx.state().forks[top]; forked && r.Seq <= forkSeq {
-		return nil
-	}
-	first := codec.FileChunkKey(nil, tx.d.id, top, t.ID, r.Col, r.ID, r.Seq, 0)
-	_, closer, err := tx.batch.Get(first)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil // written in a lower layer
-	}
+// Get reads the content of a file with its description. A file column
+// without a file gives a nil *File and no error.
+func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
+	e := fs.e
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	closer.Close()
-	for i := int64(0); i*model.FileChunkSize < r.Size; i++ {
-		if err := tx.batch.Delete(codec.FileChunkKey(nil, tx.d.id, top, t.ID, r.Col, r.ID, r.Seq, uint16(i)), nil); err != nil {
-			return err
+	d.Pin()
+	defer d.Unpin()
+	b, err := d.State().Branch(ref.Branch)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := b.Schema.Table(tg.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := files.FileColumn(t, tg.Column)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rec codec.Record
+	if err := e.readRecord(d, b, t, tg.Record, &rec); err != nil {
+		return nil, nil, err
+	}
+	v, _ := rec.Get(c.ID)
+	stored := model.StoredFiles(c, v)
+	i, err := files.PickFile(c, stored, tg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if i < 0 {
+		if c.Type == TypeFileArray {
+			if tg.FileID == "" {
+				return nil, nil, model.Invalidf("column [%s] is a file[] column: name an item with .../file/{fileId}", c.Path)
+			}
+			return nil, nil, model.NotFoundf("file [%s] not found", tg.FileID)
+		}
+		return nil, nil, nil
+	}
+	data, err := files.ReadContent(e.pdb, d.ID, b.Lineage, t.ID, c.ID, &stored[i])
+	if err != nil {
+		return nil, nil, err
+	}
+	scope := &fileScope{e: e, d: d, b: b, t: t, recordID: rec.ID}
+	f, err := scope.file(c, &stored[i], fileWant{})
+	return &f, data, err
+}
+
+// Put stores content as the target's file: it replaces the content of an
+// existing file, or creates the file (with the name "") and reports
+// created. mediaType "" keeps the stored media type. The record's version
+// grows.
+func (fs *Files) Put(ref Ref, tg FileTarget, mediaType string, content []byte) (*File, bool, error) {
+	e := fs.e
+	d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, false, err
+	}
+	return e.writeFile(d, &apply.WriteFile{Branch: ref.Branch, Target: tg, Put: true, Content: content, MediaType: mediaType})
+}
+
+// Delete removes the target's file and returns it as it was. The record's
+// version grows; a file column becomes null.
+func (fs *Files) Delete(ref Ref, tg FileTarget) (*File, error) {
+	e := fs.e
+	d, err := e.database(ref.Workspace, ref.Database)
+	if err != nil {
+		return nil, err
+	}
+	f, _, err := e.writeFile(d, &apply.WriteFile{Branch: ref.Branch, Target: tg})
+	return f, err
+}
+
+// writeFile applies a binary write to one file of a record as one command,
+// and returns the file as a FileResponse shows it: with its signed and
+// upload URLs.
+func (e *Engine) writeFile(d *database, cmd *apply.WriteFile) (*File, bool, error) {
+	if len(cmd.Content) > MaxFileBytes {
+		return nil, false, model.Invalidf("file content is larger than %d bytes", MaxFileBytes)
+	}
+	mt, err := model.CheckMediaType(cmd.MediaType)
+	if err != nil {
+		return nil, false, err
+	}
+	cmd.MediaType, cmd.Now = mt, e.now()
+	res, err := e.apply(d, cmd)
+	if err != nil {
+		return nil, false, err
+	}
+	w := res.(*apply.FileWritten)
+	scope := &fileScope{e: e, d: d, b: w.Br, t: w.Tbl, recordID: cmd.Target.Record}
+	f, err := scope.file(w.Col, &w.File, fileWant{signedURL: true, uploadURL: true})
+	if err != nil {
+		return nil, false, err
+	}
+	return &f, w.Created, nil
+}
+
+// accessFile finds the file an access id names, for the access URLs; the
+// caller holds d.gcMu for reading.
+func (e *Engine) accessFile(accessID string) (files.Loc, *database, error) {
+	loc, err := files.DecodeAccessID(accessID)
+	if err != nil {
+		return loc, nil, err
+	}
+	d := e.mem.DB(loc.DB)
+	if d == nil {
+		return loc, nil, model.NotFoundf("file not found")
+	}
+	return loc, d, nil
+}
+
+// locate resolves the branch, table and column of an access id's location.
+func locate(d *database, loc files.Loc) (*model.Branch, *model.Table, *model.Column, error) {
+	b := d.State().ByID[loc.Branch]
+	if b == nil {
+		return nil, nil, nil, model.NotFoundf("file not found")
+	}
+	t := b.Schema.ByID[loc.Table]
+	if t == nil {
+		return nil, nil, nil, model.NotFoundf("file not found")
+	}
+	c := t.ByID[loc.Col]
+	if c == nil || !model.IsFileType(c.Type) {
+		return nil, nil, nil, model.NotFoundf("file not found")
+	}
+	return b, t, c, nil
+}
+
+// ReadByAccess reads the file an access URL names (GET /file/{accessId}): a
+// public file, or any file with a valid read signature (verify). The file
+// must still be at the version the URL names.
+func (fs *Files) ReadByAccess(accessID, verify string) (*File, []byte, error) {
+	e := fs.e
+	loc, d, err := e.accessFile(accessID)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.Pin()
+	defer d.Unpin()
+	b, t, c, err := locate(d, loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rec codec.Record
+	if err := e.readRecord(d, b, t, loc.RecordID, &rec); err != nil {
+		if CodeOf(err) == CodeNotFound {
+			err = model.NotFoundf("file not found")
+		}
+		return nil, nil, err
+	}
+	v, _ := rec.Get(c.ID)
+	var sf *model.StoredFile
+	stored := model.StoredFiles(c, v)
+	for i := range stored {
+		if stored[i].ID == loc.FileID && stored[i].Seq == loc.Seq {
+			sf = &stored[i]
 		}
 	}
-	return nil
+	if sf == nil {
+		return nil, nil, model.NotFoundf("file not found")
+	}
+	if !sf.Public {
+		ok, err := e.checkFileURL(files.PurposeRead, accessID, verify)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			return nil, nil, errFileAccess
+		}
+	}
+	data, err := files.ReadContent(e.pdb, d.ID, b.Lineage, t.ID, c.ID, sf)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := model.PublicFile(c, sf)
+	return &f, data, nil
+}
+
+// UploadByAccess stores content as the file an upload URL names (PUT
+// /file/{accessId}?verify=): the signature must be a valid upload
+// signature; the file must still exist (at any version). mediaType "" keeps
+// the stored one.
+func (fs *Files) UploadByAccess(accessID, verify, mediaType string, content []byte) (*File, error) {
+	e := fs.e
+	ok, err := e.checkFileURL(files.PurposeUpload, accessID, verify)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errFileAccess
+	}
+	loc, d, err := e.accessFile(accessID)
+	if err != nil {
+		return nil, err
+	}
+	b, t, c, err := locate(d, loc)
+	if err != nil {
+		return nil, err
+	}
+	tg := FileTarget{Table: t.Name, Record: loc.RecordID, Column: c.Path}
+	if c.Type == TypeFileArray {
+		tg.Item, tg.FileID = true, loc.FileID
+	}
+	f, _, err := e.writeFile(d, &apply.WriteFile{Branch: b.Name, Target: tg, Put: true, Content: content, MediaType: mediaType, RequireID: loc.FileID})
+	return f, err
 }

@@ -72,14 +72,14 @@ func (s *fileScope) file(c *model.Column, sf *model.StoredFile, w fileWant) (Fil
 		return f, nil
 	}
 	f.AccessID = files.EncodeAccessID(files.Loc{
-		DB: s.d.id, Branch: s.b.ID, Table: s.t.ID, Col: c.ID, Seq: sf.Seq, FileID: sf.ID, RecordID: s.recordID,
+		DB: s.d.ID, Branch: s.b.ID, Table: s.t.ID, Col: c.ID, Seq: sf.Seq, FileID: sf.ID, RecordID: s.recordID,
 	})
 	if w.content {
 		r := s.r
 		if r == nil {
 			r = s.e.pdb
 		}
-		data, err := files.ReadContent(r, s.d.id, s.b.Lineage, s.t.ID, c.ID, sf)
+		data, err := files.ReadContent(r, s.d.ID, s.b.Lineage, s.t.ID, c.ID, sf)
 		if err != nil {
 			return File{}, err
 		}

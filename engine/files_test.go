@@ -49,11 +49,11 @@ func pngBytes(t *testing.T, w, h int) []byte {
 // contentKeys counts the file content keys of a database.
 func contentKeys(t *testing.T, e *Engine, ref Ref) int {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := codec.DatabasePrefix(d.id)
+	p := codec.DatabasePrefix(d.ID)
 	it, err := e.pdb.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +392,7 @@ func TestFileBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, dev, "d1", "photo", ""); got != "main-1" {
@@ -416,19 +416,19 @@ func TestFileBranches(t *testing.T) {
 	}
 	// A fork of the fork, then flattening: the bytes follow the records.
 	sub := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "sub"}
-	if err := e.CreateBranch(sub, CreateBranchRequest{From: "dev"}); err != nil {
+	if err := e.Branches().Create(sub, CreateBranchRequest{From: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	put(dev, "dev-3")
-	_, d, _ := e.database(ref.Workspace, ref.Database)
-	sb, _ := d.state.Load().branch("sub")
+	d, _ := e.database(ref.Workspace, ref.Database)
+	sb, _ := d.State().Branch("sub")
 	if len(sb.Lineage) != 3 {
 		t.Fatalf("sub lineage %v", sb.Lineage)
 	}
-	if err := e.flatten(d, sb.ID); err != nil {
+	if err := e.ap.Flatten(d.DB, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	if got := fileContent(t, e, sub, "d1", "photo", ""); got != "dev-2" {

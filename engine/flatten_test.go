@@ -20,10 +20,10 @@ func TestFlatten(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := func(b string) Ref { return Ref{ws.Core, "db", b} }
-	if _, err := e.CreateTable(ref("main"), "t"); err != nil {
+	if _, err := e.Schema().CreateTable(ref("main"), "t"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.AddColumn(ref("main"), "t", ColumnDef{Name: "v", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(ref("main"), "t", ColumnDef{Name: "v", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
@@ -44,19 +44,19 @@ func TestFlatten(t *testing.T) {
 			delete(want, "r4")
 		}
 		next := fmt.Sprintf("b%d", level)
-		if err := e.CreateBranch(ref(next), CreateBranchRequest{From: prev}); err != nil {
+		if err := e.Branches().Create(ref(next), CreateBranchRequest{From: prev}); err != nil {
 			t.Fatal(err)
 		}
 		prev = next
 	}
 	e.bg.Wait()
-	_, d, _ := e.database(ws.Core, "db")
-	for name, b := range d.state.Load().branches {
+	d, _ := e.database(ws.Core, "db")
+	for name, b := range d.State().Branches {
 		if len(b.Lineage) > 3 {
 			t.Errorf("branch %s has lineage depth %d after flattening, want ≤ 3", name, len(b.Lineage))
 		}
 	}
-	if depth := len(d.state.Load().branches["b4"].Lineage); depth != 2 {
+	if depth := len(d.State().Branches["b4"].Lineage); depth != 2 {
 		t.Fatalf("b4 lineage depth = %d, want 2 (flattened)", depth)
 	}
 	if err := e.Close(); err != nil {

@@ -1,13 +1,12 @@
 package engine
 
 import (
-	"hash/maphash"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -18,7 +17,7 @@ import (
 // RecordCache so that the next read of the same record reads no storage.
 //
 // A cached view is exact, not merely recent. It is tagged with the epoch of
-// its table's cache (bitmapcache.go) at which it was read: every command that
+// its table's cache (memstore.BitmapCache) at which it was read: every command that
 // writes a row of a table of a branch makes that epoch odd before its batch
 // becomes visible and even again after, so a view read while the epoch was
 // even and unchanged from before the first storage read to after the last
@@ -130,14 +129,14 @@ func newRecordView(t *model.Table, rec *codec.Record) *RecordView {
 // into rec; a missing or deleted record is a not-found error. The caller
 // holds d.gcMu for reading, and loaded b after taking it.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
-	ent, _, ok, err := lookupID(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = readRow(e.pdb, d.id, d.filled.prune(e.pdb, d.id, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRow(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return err
 	}
@@ -152,36 +151,27 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 // written since it was cached, and caches what it reads; the answer is the
 // same as without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
-	cv, err := e.getCached(c, ref, tableName, id)
-	if err != nil {
-		return nil, err
-	}
-	return cv.view, nil
-}
-
-// getCached reads a record through the cache c (nil: read storage).
-func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cachedView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		bc *bitmapCache
+		bc *memstore.BitmapCache
 		e0 uint64
 	)
 	branchID, tableID := b.ID, t.ID
 	if c != nil {
-		bc = d.cacheFor(storeKey{branchID, tableID})
-		if e0 = bc.epoch.Load(); e0%2 == 0 {
-			if cv := c.get(bc, id, e0, t); cv != nil {
-				return cv, nil
+		bc = d.CacheFor(storeKey{Branch: branchID, Table: tableID})
+		if e0 = bc.Epoch(); e0%2 == 0 {
+			if v, ok := c.Get(bc, id, e0, t); ok {
+				return v, nil
 			}
 		}
 	}
-	d.gcMu.RLock()
-	defer d.gcMu.RUnlock()
-	// The lineage read must be loaded under gcMu: layers it names stay.
-	if b, err = d.state.Load().branch(ref.Branch); err != nil {
+	d.Pin()
+	defer d.Unpin()
+	// The lineage read must be loaded under the pin: layers it names stay.
+	if b, err = d.State().Branch(ref.Branch); err != nil {
 		return nil, err
 	}
 	if t, err = b.Schema.Table(tableName); err != nil {
@@ -191,12 +181,12 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cach
 	if err := e.readRecord(d, b, t, id, rec); err != nil {
 		return nil, err
 	}
-	cv := &cachedView{bc: bc, id: id, epoch: e0, t: t, view: newRecordView(t, rec)}
-	scopeViewFiles(cv.view, e, d, b, t)
-	if c != nil && e0%2 == 0 && bc.epoch.Load() == e0 && b.ID == branchID && t.ID == tableID {
-		c.put(cv)
+	v := newRecordView(t, rec)
+	scopeViewFiles(v, e, d, b, t)
+	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
+		c.Put(bc, id, e0, t, v, viewSize(v))
 	}
-	return cv, nil
+	return v, nil
 }
 
 // RecordCache keeps the records GetView read, up to a memory budget, as
@@ -204,94 +194,14 @@ func (e *Engine) getCached(c *RecordCache, ref Ref, tableName, id string) (*cach
 // written, which lets a caller keep what it derives from a view (such as
 // its encoding) for as long as the view lives. It is safe for concurrent
 // use and may serve several engines and databases; the caller owns it.
-type RecordCache struct {
-	seed   maphash.Seed
-	limit  int // bytes per shard
-	shards [recordCacheShards]recordShard
-}
-
-// recordCacheShards spreads the cache's lock over this many maps.
-const recordCacheShards = 16
-
-// recordShard is one lock's share of a RecordCache. Its map is keyed by a
-// hash of the record's table cache and id, which the entry repeats: two
-// records of the same hash take turns, and neither is ever mistaken for
-// the other.
-type recordShard struct {
-	mu    sync.RWMutex
-	m     map[uint64]*cachedView
-	bytes int
-}
-
-// cachedView is a view with what makes it valid: the cache of its table
-// (which names the database, branch and table) and the epoch of it the
-// record was read at, and the table object the view was built with.
-type cachedView struct {
-	bc    *bitmapCache
-	id    string
-	epoch uint64
-	t     *model.Table
-	view  *RecordView
-	size  int
-}
+type RecordCache = memstore.RecordCache[*RecordView]
 
 // NewRecordCache returns a cache that holds about maxBytes of records.
-func NewRecordCache(maxBytes int) *RecordCache {
-	c := &RecordCache{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
-	for i := range c.shards {
-		c.shards[i].m = map[uint64]*cachedView{}
-	}
-	return c
-}
+func NewRecordCache(maxBytes int) *RecordCache { return memstore.NewRecordCache[*RecordView](maxBytes) }
 
-// slot returns the map key of record id of the table bc caches, and its
-// shard.
-func (c *RecordCache) slot(bc *bitmapCache, id string) (uint64, *recordShard) {
-	h := maphash.String(c.seed, id) ^ bc.salt
-	return h, &c.shards[h%recordCacheShards]
-}
-
-// get returns the entry of record id of bc's table if it is cached at
-// epoch e of bc with table t.
-func (c *RecordCache) get(bc *bitmapCache, id string, e uint64, t *model.Table) *cachedView {
-	h, s := c.slot(bc, id)
-	s.mu.RLock()
-	cv := s.m[h]
-	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.id != id || cv.epoch != e || cv.t != t {
-		return nil
-	}
-	return cv
-}
-
-// put caches a view, dropping other entries of its shard, in the map's
-// random order, while the shard is over its budget.
-func (c *RecordCache) put(cv *cachedView) {
-	cv.id = strings.Clone(cv.id) // the entry outlives the caller's string
-	cv.size = cachedSize(cv)
-	h, s := c.slot(cv.bc, cv.id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old := s.m[h]; old != nil {
-		s.bytes -= old.size
-	}
-	s.m[h] = cv
-	s.bytes += cv.size
-	for victim, old := range s.m {
-		if s.bytes <= c.limit {
-			break
-		}
-		if victim != h {
-			delete(s.m, victim)
-			s.bytes -= old.size
-		}
-	}
-}
-
-// cachedSize estimates the memory a cache entry holds.
-func cachedSize(cv *cachedView) int {
+// viewSize estimates the memory a cached view holds.
+func viewSize(v *RecordView) int {
 	const entry = 256 // key, entry, view header and map overhead
-	v := cv.view
 	n := entry + 2*len(v.ID)
 	for _, f := range v.Fields {
 		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)

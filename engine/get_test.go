@@ -136,22 +136,22 @@ func TestGetViewSchemaChanges(t *testing.T) {
 	check("written", main, "items", "a")
 	write(main, "items", "a", map[string]any{"n": 2})
 	check("updated", main, "items", "a")
-	if _, err := e.RenameColumn(main, "items", "name", "title"); err != nil {
+	if _, err := e.Schema().RenameColumn(main, "items", "name", "title"); err != nil {
 		t.Fatal(err)
 	}
 	check("column renamed", main, "items", "a")
-	if _, err := e.DeleteColumn(main, "items", "n"); err != nil {
+	if _, err := e.Schema().DeleteColumn(main, "items", "n"); err != nil {
 		t.Fatal(err)
 	}
 	check("column deleted", main, "items", "a")
-	if _, err := e.AddColumn(main, "items", ColumnDef{Name: "n", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(main, "items", ColumnDef{Name: "n", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	check("column added", main, "items", "a")
 	write(main, "items", "a", map[string]any{"n": "two"})
 	check("new column written", main, "items", "a")
 
-	if err := e.CreateBranch(db.ref("dev"), CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(db.ref("dev"), CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	dev := db.ref("dev")
@@ -162,24 +162,24 @@ func TestGetViewSchemaChanges(t *testing.T) {
 	write(dev, "items", "a", map[string]any{"title": "dev only"})
 	check("child written: child", dev, "items", "a")
 	check("child written: parent", main, "items", "a")
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	check("branch deleted", dev, "items", "a")
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	check("branch created again", dev, "items", "a")
 
-	if _, err := e.DeleteTable(main, "notes"); err != nil {
+	if _, err := e.Schema().DeleteTable(main, "notes"); err != nil {
 		t.Fatal(err)
 	}
 	check("table deleted", main, "notes", "a")
-	if _, err := e.CreateTable(main, "notes"); err != nil {
+	if _, err := e.Schema().CreateTable(main, "notes"); err != nil {
 		t.Fatal(err)
 	}
 	check("table created again", main, "notes", "a")
-	if _, err := e.AddColumn(main, "notes", ColumnDef{Name: "name", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(main, "notes", ColumnDef{Name: "name", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	write(main, "notes", "a", map[string]any{"name": "note"})

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 )
@@ -214,7 +215,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	holder := map[uint32]string{}
 	for _, id := range ids {
-		ent, _, ok, err := lookupID(db.e.pdb, d.id, b.Lineage, t.ID, id)
+		ent, _, ok, err := layers.LookupID(db.e.pdb, d.ID, b.Lineage, t.ID, id)
 		if err != nil {
 			return err
 		}
@@ -250,17 +251,17 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 		}
 	}
 
-	stored, err := storedBitmapIDs(db.e.pdb, d.id, b.Lineage, t.ID)
+	stored, err := storedBitmapIDs(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
-	vocab, err := storedTerms(db.e.pdb, d.id, b.Lineage, t.ID)
+	vocab, err := storedTerms(db.e.pdb, d.ID, b.Lineage, t.ID)
 	if err != nil {
 		return err
 	}
 	var problems []string
 	for id := range expected {
-		if term, ok := termOf(id); ok {
+		if term, ok := layers.TermOf(id); ok {
 			if !vocab[term] {
 				problems = append(problems, fmt.Sprintf("%s: word missing from the vocabulary", describeBitmapID(t, []byte(id))))
 			}
@@ -279,7 +280,7 @@ func checkTableIndexes(db *testDB, branch, tableName string, want map[string]*mo
 	}
 	sort.Strings(keys)
 	for _, id := range keys {
-		got, err := readBitmap(db.e.pdb, d.id, b.Lineage, t.ID, []byte(id), nil)
+		got, err := layers.ReadBitmap(db.e.pdb, d.ID, b.Lineage, t.ID, []byte(id), nil)
 		if err != nil {
 			return fmt.Errorf("%s: %v", describeBitmapID(t, []byte(id)), err)
 		}

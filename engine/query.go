@@ -10,6 +10,9 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/catalog"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 )
@@ -50,7 +53,19 @@ type (
 	AggregateResult  = index.AggregateResult
 	AggResult        = index.AggResult
 	AggBucket        = index.AggBucket
+	QueryPlan        = index.QueryPlan
+	SummarizePlan    = index.SummarizePlan
+	ExplainNode      = index.ExplainNode
 )
+
+// FilterOf makes a Filter of a value built in Go (or decoded from JSON):
+// maps, []any, strings, bools, nil, numbers and time.Time, as the filter
+// language of the spec reads them; nil is no filter.
+func FilterOf(v any) Filter { return index.FilterOf(v) }
+
+// SortOf makes a Sort of a value such as "name", map[string]any{"price":
+// "desc"} or []any of those; nil is no sort.
+func SortOf(v any) Sort { return index.SortOf(v) }
 
 // QueryOptions are the server settings of a query.
 type QueryOptions struct {
@@ -73,12 +88,16 @@ func (o *QueryOptions) defaults() {
 	}
 }
 
-// QueryResult is a page of records and its meta.
+// QueryResult is a page of records, its meta, and the plan that found it.
 type QueryResult struct {
 	Records []*Doc
 	Cursor  string
 	More    bool
 	Size    int
+	// Plan is how the query found the page. With QueryRequest.Explain its
+	// steps carry rows and times, and a "records" step, reading and
+	// projecting the page, sits between the query and the order.
+	Plan *QueryPlan
 }
 
 // cursorSecretName is the server-state entry holding the cursor key.
@@ -90,28 +109,18 @@ func (e *Engine) cursorSecret() ([]byte, error) { return e.serverSecret(cursorSe
 // serverSecret returns the per-server secret stored under name, creating it
 // on first use (as cursorSecret does for cursors).
 func (e *Engine) serverSecret(name string) ([]byte, error) {
-	e.cat.mu.RLock()
-	s := e.cat.state[name]
-	e.cat.mu.RUnlock()
-	if s != nil {
+	if s := e.cat.ServerState(name); s != nil {
 		return s, nil
 	}
 	fresh := make([]byte, 32)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, err
 	}
-	err := e.runCatalog(func(c *catalog, t *catTx) error {
-		if c.state[name] != nil {
-			fresh = c.state[name]
-			return nil
-		}
-		if err := t.batch.Set(codec.CatalogKey(codec.CatServerState, []byte(name)), fresh, nil); err != nil {
-			return err
-		}
-		t.after = append(t.after, func(c *catalog) { c.state[name] = fresh })
-		return nil
-	})
-	return fresh, err
+	res, err := e.applyCatalog(&catalog.SetServerState{Name: name, Value: fresh})
+	if err != nil {
+		return nil, err
+	}
+	return res.([]byte), nil
 }
 
 // Meta is the record metadata key of Options.Meta: what filters and other
@@ -121,12 +130,16 @@ func (e *Engine) Meta() string { return e.opts.Meta }
 // Query runs a query (filter, sort, page, columns) on a table of a branch.
 // It stops with ctx's error when ctx ends.
 func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryRequest, opts QueryOptions) (*QueryResult, error) {
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	opts.defaults()
 	secret, err := e.cursorSecret()
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -146,11 +159,24 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	if err != nil {
 		return nil, queryError(err)
 	}
+	var records *ExplainNode
+	var read time.Time
+	if in.Explain {
+		records = &ExplainNode{Kind: "records", Detail: "read and project"}
+		read = records.Begin()
+	}
 	docs, err := src.docs(page.Rows, proj)
 	if err != nil {
 		return nil, err
 	}
-	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size}, nil
+	if in.Explain {
+		root := page.Plan.Tree()
+		records.End(read, uint64(len(page.Rows)), uint64(len(docs)))
+		records.Time += root.Children[0].Time
+		records.Children, root.Children = root.Children, []*ExplainNode{records}
+		root.Actual, root.Time = uint64(len(docs)), time.Since(start)
+	}
+	return &QueryResult{Records: docs, Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}, nil
 }
 
 // queryError turns the index package's input errors into CodeInvalid.
@@ -174,8 +200,8 @@ func (s *source) tableByName(name string) *index.Table {
 // sourceFor returns a source for another table of the same branch and
 // snapshot.
 func (s *source) sourceFor(t *model.Table) *source {
-	var store *tableStore
-	if st := s.d.stores[storeKey{s.b.ID, t.ID}]; st != nil && st.version == s.b.Version {
+	var store *memstore.TableStore
+	if st := s.d.Store(storeKey{Branch: s.b.ID, Table: t.ID}); st != nil && st.Version() == s.b.Version {
 		store = st
 	}
 	return &source{ctx: s.ctx, e: s.e, d: s.d, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTables()[t.ID], store: store}
@@ -184,8 +210,8 @@ func (s *source) sourceFor(t *model.Table) *source {
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 	byRow := make([]*Doc, len(rows))
-	lin := s.d.filled.prune(s.snap, s.d.id, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := readRows(s.snap, s.d.id, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
 		d, err := s.doc(rec, p)
 		byRow[i] = d
 		return err
@@ -258,7 +284,7 @@ func (s *source) linkedDoc(c *model.Column, id string, p *index.Projection) (*Do
 		return nil, nil
 	}
 	ts := s.sourceFor(t)
-	e, _, ok, err := lookupID(ts.snap, ts.d.id, ts.b.Lineage, t.ID, id)
+	e, _, ok, err := layers.LookupID(ts.snap, ts.d.ID, ts.b.Lineage, t.ID, id)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -300,7 +326,7 @@ func (s *source) revLink(id string, rl *index.RevLink) (*RevLinkResult, error) {
 // FilterRows returns the rows of a table that match a filter, for tests
 // and benchmarks that check what a filter selects.
 func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.Bitmap, error) {
-	src, release, err := e.openSource(context.Background(), ref, tableName, storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +356,7 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 	if len(proj.Links) > 0 || len(proj.RevLinks) > 0 || len(proj.FileFields) > 0 {
 		// Expanding links reads other records: at one snapshot.
 		var release func()
-		if src, release, err = e.openSource(src.ctx, ref, tableName, storeOptional); err != nil {
+		if src, release, err = e.openSource(src.ctx, ref, tableName, memstore.Optional); err != nil {
 			return nil, err
 		}
 		defer release()

@@ -44,10 +44,10 @@ func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 		name string
 		cols []engine.ColumnDef
 	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-		if _, err := env.e.CreateTable(f.ref, t.name); err != nil {
+		if _, err := env.e.Schema().CreateTable(f.ref, t.name); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := env.e.SetTableColumns(f.ref, t.name, t.cols); err != nil {
+		if _, err := env.e.Schema().SetTableColumns(f.ref, t.name, t.cols); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,11 +129,11 @@ func queryFixtures(owner *testing.B) func(b *testing.B, n int) *queryFixture {
 				b.Fatal(err)
 			}
 			owner.Cleanup(func() { env.e.Close() })
-			u, err := env.e.CreateUser(engine.NewUser{Email: "bench@example.com"})
+			u, err := env.e.Accounts().CreateUser(engine.NewUser{Email: "bench@example.com"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			w, err := env.e.CreateWorkspace(u.ID, "bench", "")
+			w, err := env.e.Accounts().CreateWorkspace(u.ID, "bench", "")
 			if err != nil {
 				b.Fatal(err)
 			}

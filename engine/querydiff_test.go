@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -49,7 +50,7 @@ func filterDifferential(t *testing.T, storeless bool) {
 			{Name: "j", Type: TypeJSON},
 		},
 	})
-	e.storeless = storeless
+	e.mem.SetStoreless(storeless)
 	words := []string{"alpha", "beta", "Gamma", "delta", "al", "b*c", "", "ALPHA", "ε"}
 	pick := func() string { return words[rng.Intn(len(words))] }
 	for i := 0; i < 8; i++ {
@@ -93,7 +94,7 @@ func filterDifferential(t *testing.T, storeless bool) {
 		}
 	}
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	// Diverge: both sides update, delete and insert after the fork, and a
@@ -177,7 +178,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(context.Background(), ref, "items", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "items", memstore.Optional)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -30,7 +31,7 @@ func queryPaging(t *testing.T, storeless bool) {
 		{Name: "s", Type: TypeString}, {Name: "n", Type: TypeInt}, {Name: "f", Type: TypeFloat},
 		{Name: "d", Type: TypeDatetime}, {Name: "b", Type: TypeBool},
 	}})
-	e.storeless = storeless
+	e.mem.SetStoreless(storeless)
 	rows := 6000
 	if testing.Short() {
 		rows = 4500
@@ -156,7 +157,7 @@ func pageThrough(t *testing.T, e *Engine, ref Ref, flt, srt string, size int, ba
 // then ascending id.
 func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 	t.Helper()
-	src, release, err := e.openSource(context.Background(), ref, "t", storeOptional)
+	src, release, err := e.openSource(context.Background(), ref, "t", memstore.Optional)
 	if err != nil {
 		t.Fatal(err)
 	}

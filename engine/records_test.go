@@ -34,15 +34,16 @@ func recFixture(t testing.TB, tables map[string][]ColumnDef) (*Engine, Ref) {
 		t.Fatal(err)
 	}
 	ref := Ref{Workspace: ws.Core, Database: "db", Branch: "main"}
-	// Link targets first: create every table, then add columns.
-	for name := range tables {
-		if _, err := e.CreateTable(ref, name); err != nil {
+	// Link targets first: create every table, then add columns; both in
+	// name order, so the schema lists the tables the same way every run.
+	for _, name := range model.SortedKeys(tables) {
+		if _, err := e.Schema().CreateTable(ref, name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, name := range model.SortedKeys(tables) {
 		for _, c := range tables[name] {
-			if _, err := e.AddColumn(ref, name, c); err != nil {
+			if _, err := e.Schema().AddColumn(ref, name, c); err != nil {
 				t.Fatalf("add %s.%s: %v", name, c.Name, err)
 			}
 		}
@@ -174,7 +175,7 @@ func TestConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Adding a notNull column without default to a non-empty table fails.
-	_, err = e.AddColumn(ref, "users", ColumnDef{Name: "req", Type: TypeString, NotNull: true})
+	_, err = e.Schema().AddColumn(ref, "users", ColumnDef{Name: "req", Type: TypeString, NotNull: true})
 	mustCode(t, err, CodeInvalid, "needs a defaultValue")
 }
 
@@ -328,58 +329,58 @@ func TestTransactionsAreAtomic(t *testing.T) {
 
 func TestSchemaChangesRecordMigrations(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{})
-	c1, err := e.CreateTable(ref, "t")
+	c1, err := e.Schema().CreateTable(ref, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := e.AddColumn(ref, "t", ColumnDef{Name: "a", Type: TypeString})
+	c2, err := e.Schema().AddColumn(ref, "t", ColumnDef{Name: "a", Type: TypeString})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c2.ParentMigrationID != c1.MigrationID || !strings.HasPrefix(c2.MigrationID, "mig_") {
 		t.Fatalf("migration chain %+v → %+v", c1, c2)
 	}
-	det, err := e.BranchDetails(ref)
+	det, err := e.Branches().Details(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if det.Version != 2 || det.LastMigrationID != c2.MigrationID {
 		t.Fatalf("branch version %d head %s", det.Version, det.LastMigrationID)
 	}
-	_, err = e.CreateTable(ref, "T")
+	_, err = e.Schema().CreateTable(ref, "T")
 	mustCode(t, err, CodeAlreadyExists, "already exists")
-	_, err = e.CreateTable(ref, "bad name")
+	_, err = e.Schema().CreateTable(ref, "bad name")
 	mustCode(t, err, CodeInvalid, "table name [bad name] is invalid")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "$x", Type: TypeString})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "$x", Type: TypeString})
 	mustCode(t, err, CodeInvalid, "must not start with '$'")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "id", Type: TypeString})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "id", Type: TypeString})
 	mustCode(t, err, CodeInvalid, "reserved")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "v", Type: TypeVector, Vector: &VectorDef{Dimension: 1}})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "v", Type: TypeVector, Vector: &VectorDef{Dimension: 1}})
 	mustCode(t, err, CodeInvalid, "between 2 and 10000")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "l", Type: TypeLink, Link: &LinkDef{Table: "nope"}})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "l", Type: TypeLink, Link: &LinkDef{Table: "nope"}})
 	mustCode(t, err, CodeInvalid, "link target table [nope] not found")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "x", Type: "wat"})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "x", Type: "wat"})
 	mustCode(t, err, CodeInvalid, "unknown type [wat]")
-	_, err = e.AddColumn(ref, "t", ColumnDef{Name: "i", Type: TypeInt, DefaultValue: strp("x")})
+	_, err = e.Schema().AddColumn(ref, "t", ColumnDef{Name: "i", Type: TypeInt, DefaultValue: strp("x")})
 	mustCode(t, err, CodeInvalid, "not an int")
-	if _, err := e.AddColumn(ref, "t", ColumnDef{Name: "self", Type: TypeLink, Link: &LinkDef{Table: "t"}}); err != nil {
+	if _, err := e.Schema().AddColumn(ref, "t", ColumnDef{Name: "self", Type: TypeLink, Link: &LinkDef{Table: "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.RenameTable(ref, "t", "u"); err != nil {
+	if _, err := e.Schema().RenameTable(ref, "t", "u"); err != nil {
 		t.Fatal(err)
 	}
-	det, _ = e.BranchDetails(ref)
+	det, _ = e.Branches().Details(ref)
 	tbl := det.Schema.Tables[0]
 	if tbl.Name != "u" || tbl.Columns[1].Link.Table != "u" || len(tbl.RevLinks) != 1 || tbl.RevLinks[0] != (RevLink{Table: "u", Column: "self"}) {
 		t.Fatalf("renamed table: %+v", tbl)
 	}
-	if _, err := e.RenameColumn(ref, "u", "a", "b"); err != nil {
+	if _, err := e.Schema().RenameColumn(ref, "u", "a", "b"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DeleteColumn(ref, "u", "b"); err != nil {
+	if _, err := e.Schema().DeleteColumn(ref, "u", "b"); err != nil {
 		t.Fatal(err)
 	}
-	det, _ = e.BranchDetails(ref)
+	det, _ = e.Branches().Details(ref)
 	u, _ := det.Schema.Table("u")
 	if cols := u.Columns; len(cols) != 1 || cols[0].Name != "self" {
 		t.Fatalf("columns after rename+delete: %+v", u.Columns)

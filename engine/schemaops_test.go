@@ -90,29 +90,29 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	}
 	switch d.Cmd {
 	case "create-table":
-		return change(e.CreateTable(ref, arg("name")))
+		return change(e.Schema().CreateTable(ref, arg("name")))
 	case "delete-table":
-		return change(e.DeleteTable(ref, arg("name")))
+		return change(e.Schema().DeleteTable(ref, arg("name")))
 	case "rename-table":
-		return change(e.RenameTable(ref, arg("name"), arg("to")))
+		return change(e.Schema().RenameTable(ref, arg("name"), arg("to")))
 	case "add-column":
 		var def ColumnDef
 		input(&def)
-		return change(e.AddColumn(ref, arg("table"), def))
+		return change(e.Schema().AddColumn(ref, arg("table"), def))
 	case "delete-column":
-		return change(e.DeleteColumn(ref, arg("table"), arg("path")))
+		return change(e.Schema().DeleteColumn(ref, arg("table"), arg("path")))
 	case "rename-column":
-		return change(e.RenameColumn(ref, arg("table"), arg("path"), arg("to")))
+		return change(e.Schema().RenameColumn(ref, arg("table"), arg("path"), arg("to")))
 	case "set-columns":
 		var defs []ColumnDef
 		input(&defs)
-		return change(e.SetTableColumns(ref, arg("table"), defs))
+		return change(e.Schema().SetTableColumns(ref, arg("table"), defs))
 	case "migrate":
 		var parent *string
 		switch p := arg("parent"); p {
 		case "":
 		case "head":
-			det, err := e.BranchDetails(ref)
+			det, err := e.Branches().Details(ref)
 			if err != nil {
 				return fail(err)
 			}
@@ -120,9 +120,9 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 		default:
 			parent = &p
 		}
-		return change(e.ApplyMigration(ref, MigrationRequest{Parent: parent, Operations: opsOf(t, d.Input)}))
+		return change(e.Schema().ApplyMigration(ref, MigrationRequest{Parent: parent, Operations: opsOf(t, d.Input)}))
 	case "push":
-		det, err := e.BranchDetails(ref)
+		det, err := e.Branches().Details(ref)
 		if err != nil {
 			return fail(err)
 		}
@@ -141,15 +141,15 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 			head = id
 		}
 		run.last = migs
-		return change(e.PushMigrations(ref, migs))
+		return change(e.Schema().PushMigrations(ref, migs))
 	case "push-again":
-		return change(e.PushMigrations(ref, run.last))
+		return change(e.Schema().PushMigrations(ref, run.last))
 	case "history":
 		size := 0
 		if s := arg("size"); s != "" {
 			size, _ = strconv.Atoi(s)
 		}
-		page, err := e.SchemaHistory(ref, HistoryRequest{Size: size})
+		page, err := e.Schema().History(ref, HistoryRequest{Size: size})
 		if err != nil {
 			return fail(err)
 		}
@@ -171,13 +171,13 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "compare-schema":
 		var target SchemaDef
 		input(&target)
-		c, err := e.CompareSchema(ref, CompareRequest{Schema: &target})
+		c, err := e.Schema().Compare(ref, CompareRequest{Schema: &target})
 		if err != nil {
 			return fail(err)
 		}
 		return formatOps(c.Operations)
 	case "compare-branches":
-		c, err := e.CompareSchema(ref, CompareRequest{Branch: arg("target")})
+		c, err := e.Schema().Compare(ref, CompareRequest{Branch: arg("target")})
 		if err != nil {
 			return fail(err)
 		}
@@ -192,12 +192,12 @@ func (run *schemaOpsRun) cmd(t *testing.T, d *datadriven.TestData) string {
 	case "fork":
 		to := ref
 		to.Branch = arg("to")
-		if err := e.CreateBranch(to, CreateBranchRequest{From: ref.Branch}); err != nil {
+		if err := e.Branches().Create(to, CreateBranchRequest{From: ref.Branch}); err != nil {
 			return fail(err)
 		}
 		return "ok"
 	case "schema":
-		det, err := e.BranchDetails(ref)
+		det, err := e.Branches().Details(ref)
 		if err != nil {
 			return fail(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
@@ -36,6 +37,10 @@ type SearchRequest struct {
 	// Tables selects the tables of a branch search; nil searches them all.
 	// A table search ignores it.
 	Tables []SearchTable
+	// Explain asks for the steps of the search as they ran, with their
+	// rows and times, in SearchResult.Plan. Without it no step is timed
+	// or counted.
+	Explain bool
 }
 
 // SearchTable is one table of a branch search, with its own filter, target
@@ -62,6 +67,21 @@ type SearchResult struct {
 	Records    []*SearchHit
 	TotalCount int
 	Warning    string
+	// Plan holds the steps of a search asked to Explain; nil otherwise.
+	// They are
+	//
+	//	search <settings>; size N[, offset M]   the page
+	//	  highlight <table>                     the hits read, highlighted
+	//	    top-k <k>                           the k best by score
+	//	      scoring <words, terms, columns>   the candidates holding the
+	//	                                        words, scored
+	//	        candidates                      what the filter leaves
+	//	          <the filter's steps>
+	//
+	// once per table searched, each step taking the rows of the one below.
+	// The root's actual rows are the records of the page; scoring's are
+	// the records that matched, which TotalCount adds up.
+	Plan *ExplainNode
 }
 
 // SearchHit is one found record: the whole record (links unexpanded), its
@@ -95,27 +115,39 @@ func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in 
 	if err != nil {
 		return nil, err
 	}
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	spec := SearchTable{Table: tableName, Filter: in.Filter, Target: in.Target, Boosters: in.Boosters}
-	th, err := e.searchOne(ctx, ref, spec, q)
+	th, err := e.searchOne(ctx, ref, spec, q, in.Explain)
 	if err != nil {
 		return nil, err
 	}
-	return pageHits([]*tableHits{th}, q), nil
+	res := pageHits([]*tableHits{th}, q)
+	if in.Explain {
+		res.Plan = searchTree(q, res, start, th)
+	}
+	return res, nil
 }
 
 // SearchBranch runs a full-text search over the tables of a branch (all,
 // or in.Tables) and merges their rankings. It stops with ctx's error when
 // ctx ends.
 func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, opts SearchOptions) (*SearchResult, error) {
+	var start time.Time
+	if in.Explain {
+		start = time.Now()
+	}
 	q, err := searchQuery(&in, opts)
 	if err != nil {
 		return nil, err
 	}
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		return nil, err
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		return nil, err
 	}
@@ -140,13 +172,17 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 	}
 	var all []*tableHits
 	for _, s := range specs {
-		th, err := e.searchOne(ctx, ref, s, q)
+		th, err := e.searchOne(ctx, ref, s, q, in.Explain)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, th)
 	}
-	return pageHits(all, q), nil
+	res := pageHits(all, q)
+	if in.Explain {
+		res.Plan = searchTree(q, res, start, all...)
+	}
+	return res, nil
 }
 
 // tableHits are the best hits of one table, ranked, with the table's
@@ -155,6 +191,8 @@ type tableHits struct {
 	hits    []*SearchHit
 	total   int
 	warning string
+	// plan is the table's steps, when the search is explained.
+	plan *ExplainNode
 }
 
 // pageHits merges the tables' rankings (fts.Ranked's order) and cuts the
@@ -182,31 +220,31 @@ func rankOf(h *SearchHit) fts.Ranked { return fts.Ranked{Score: h.Score, Table: 
 
 // searchOne searches one table and returns its best offset+size hits,
 // read and highlighted.
-func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *fts.Query) (*tableHits, error) {
+func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *fts.Query, explain bool) (*tableHits, error) {
 	d, b, t, err := e.resolveTable(ref, spec.Table)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.ensureSearchStore(d, b, t); err != nil {
+	if _, err := d.EnsureSearchStore(b, t); err != nil {
 		return nil, err
 	}
-	src, release, err := e.openSource(ctx, ref, spec.Table, storeOptional)
+	src, release, err := e.openSource(ctx, ref, spec.Table, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	ss := d.search[storeKey{src.b.ID, src.t.ID}]
-	if ss == nil || ss.version != src.b.Version {
+	ss := d.SearchStore(storeKey{Branch: src.b.ID, Table: src.t.ID})
+	if ss == nil || ss.Version() != src.b.Version {
 		// A schema change slipped in between: build against this snapshot.
-		if ss, err = buildSearchStore(src.snap, d.id, src.b, src.t); err != nil {
+		if ss, err = memstore.BuildSearchStore(src.snap, d.ID, src.b, src.t); err != nil {
 			return nil, err
 		}
 	}
-	lex := ss.lex.Load()
-	if lex.Pending() > maxPendingTerms {
-		e.compactLexicon(ss, lex)
-	}
+	lex := ss.Lexicon()
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
+	if explain {
+		req.Stats = &fts.Stats{}
+	}
 	ssrc := &searchSource{source: src, store: ss, lex: lex}
 	r, err := fts.Search(ctx, ssrc, q, req, e.opts.Meta, q.Offset+q.Size)
 	if cerr := ssrc.close(); err == nil && cerr != nil {
@@ -216,6 +254,10 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		return nil, queryError(err)
 	}
 	out := &tableHits{total: r.Total, warning: r.Warning}
+	var read time.Time
+	if explain {
+		read = time.Now()
+	}
 	proj := index.AllColumns()
 	for _, h := range r.Hits {
 		var rec codec.Record
@@ -232,26 +274,8 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		}
 		out.hits = append(out.hits, &SearchHit{Doc: doc, Table: t.Name, Score: h.Score, Highlight: r.Highlight(&rec)})
 	}
+	if explain {
+		out.plan = tableSearchTree(t.Name, req.Stats, q, len(r.Hits), len(out.hits), time.Since(read))
+	}
 	return out, nil
-}
-
-// compactLexicon folds the terms written since a vocabulary was built into
-// a new automaton, in the background: rebuilding a large dictionary takes
-// milliseconds that no search should wait for, and searches meanwhile
-// read the written terms from their sorted list. One compaction runs at a
-// time per store.
-func (e *Engine) compactLexicon(ss *searchStore, lex *fts.Lexicon) {
-	if !ss.compacting.CompareAndSwap(false, true) {
-		return
-	}
-	if !e.background(func() {
-		defer ss.compacting.Store(false)
-		if compact, err := lex.Compact(); err == nil {
-			// The same terms in one automaton: other readers may keep
-			// either; a write that extended it meanwhile wins.
-			ss.lex.CompareAndSwap(lex, compact)
-		}
-	}) {
-		ss.compacting.Store(false)
-	}
 }

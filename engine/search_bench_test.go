@@ -160,14 +160,14 @@ func BenchmarkSearchIndexing(b *testing.B) {
 			if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "idx", Region: "local"}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := env.e.CreateTable(ref, "docs"); err != nil {
+			if _, err := env.e.Schema().CreateTable(ref, "docs"); err != nil {
 				b.Fatal(err)
 			}
 			cols := []engine.ColumnDef{{Name: "title", Type: engine.TypeString}, {Name: "body", Type: engine.TypeText}}
 			if mode == "unindexed" {
 				cols = []engine.ColumnDef{{Name: "title", Type: engine.TypeJSON}, {Name: "body", Type: engine.TypeJSON}}
 			}
-			if _, err := env.e.SetTableColumns(ref, "docs", cols); err != nil {
+			if _, err := env.e.Schema().SetTableColumns(ref, "docs", cols); err != nil {
 				b.Fatal(err)
 			}
 			next := 0

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
@@ -301,7 +302,7 @@ func TestSearchDifferential(t *testing.T) {
 	next, searches, found := 0, 0, 0
 	for round := range rounds {
 		if round == 2 {
-			if err := e.CreateBranch(child, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(child, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			models["child"], refs["child"] = models["main"].clone(), child
@@ -609,36 +610,33 @@ func TestSearchCompactsVocabulary(t *testing.T) {
 	}
 	search("first") // builds the search store before the words are written
 	var batch []map[string]any
-	for i := range maxPendingTerms + 100 {
+	for i := range memstore.MaxPendingTerms + 100 {
 		batch = append(batch, map[string]any{"id": fmt.Sprintf("w%05d", i), "body": fmt.Sprintf("word%05d common", i)})
-		if len(batch) == MaxBulkRecords || i == maxPendingTerms+99 {
+		if len(batch) == MaxBulkRecords || i == memstore.MaxPendingTerms+99 {
 			if _, err := e.BulkInsert(ctx, ref, "docs", batch); err != nil {
 				t.Fatal(err)
 			}
 			batch = batch[:0]
 		}
 	}
-	store := func() *searchStore {
-		_, d, err := e.database(ref.Workspace, ref.Database)
+	pending := func() int {
+		t.Helper()
+		d, b, tb, err := e.resolveTable(ref, "docs")
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := d.state.Load().branch(ref.Branch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.storeMu.RLock()
-		defer d.storeMu.RUnlock()
-		return d.search[storeKey{b.ID, b.Schema.ByName["docs"].ID}]
+		d.RLockStores()
+		defer d.RUnlockStores()
+		return d.SearchStore(storeKey{Branch: b.ID, Table: tb.ID}).Lexicon().Pending()
 	}
-	if n := store().lex.Load().Pending(); n <= maxPendingTerms {
-		t.Fatalf("%d words outside the automaton, want more than %d", n, maxPendingTerms)
+	if n := pending(); n <= memstore.MaxPendingTerms {
+		t.Fatalf("%d words outside the automaton, want more than %d", n, memstore.MaxPendingTerms)
 	}
 	before := search("word00042 word01234")
 	if len(before) < 2 {
 		t.Fatalf("found %v, want word00042 and word01234 at least", before)
 	}
-	for deadline := time.Now().Add(10 * time.Second); store().lex.Load().Pending() > 0; {
+	for deadline := time.Now().Add(10 * time.Second); pending() > 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the vocabulary was not rebuilt")
 		}

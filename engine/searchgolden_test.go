@@ -65,7 +65,7 @@ func TestSearchGolden(t *testing.T) {
 			d.ScanArgs(t, "to", &to)
 			r := main
 			r.Branch = to
-			if err := e.CreateBranch(r, CreateBranchRequest{From: from}); err != nil {
+			if err := e.Branches().Create(r, CreateBranchRequest{From: from}); err != nil {
 				return "error: " + err.Error()
 			}
 			return "ok"

@@ -92,7 +92,7 @@ func TestSearchPruningDifferential(t *testing.T) {
 	}
 	child := main
 	child.Branch = "child"
-	if err := e.CreateBranch(child, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(child, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	load(child, docs, docs/10)

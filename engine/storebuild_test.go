@@ -9,20 +9,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 // storeOf returns the column store of a table of a branch and whether one
 // is being built in the background.
-func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*tableStore, bool) {
+func storeOf(t *testing.T, e *Engine, ref Ref, table string) (*memstore.TableStore, bool) {
 	t.Helper()
 	d, b, tb, err := e.resolveTable(ref, table)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
-	k := storeKey{b.ID, tb.ID}
-	return d.stores[k], d.building[k]
+	d.RLockStores()
+	defer d.RUnlockStores()
+	k := storeKey{Branch: b.ID, Table: tb.ID}
+	return d.Store(k), d.Building(k)
 }
 
 // TestBackgroundStoreBuild: a table of BackgroundBuildRows records or more
@@ -35,7 +37,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 		"big":   {{Name: "n", Type: TypeInt}, {Name: "s", Type: TypeString}},
 		"small": {{Name: "n", Type: TypeInt}},
 	})
-	e.opts.BackgroundBuildRows = 500
+	e.mem.SetBackgroundBuildRows(500)
 	fill := func(table string, rows int) {
 		var batch []map[string]any
 		for i := range rows {
@@ -89,7 +91,7 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 
 	// A summary of a table without its store builds it first.
-	e.opts.BackgroundBuildRows = 1
+	e.mem.SetBackgroundBuildRows(1)
 	if _, err := e.Summarize(ctx, ref, "small", SummarizeRequest{Columns: []string{"n"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +100,8 @@ func TestBackgroundStoreBuild(t *testing.T) {
 	}
 
 	// Below the threshold the first query builds the store.
-	e.opts.BackgroundBuildRows = 500
-	if _, err := e.CreateTable(ref, "tiny"); err != nil {
+	e.mem.SetBackgroundBuildRows(500)
+	if _, err := e.Schema().CreateTable(ref, "tiny"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Query(ctx, ref, "tiny", QueryRequest{}, QueryOptions{}); err != nil {
@@ -132,7 +134,7 @@ func TestBorrowedStore(t *testing.T) {
 	on := func(name string) Ref { r := main; r.Branch = name; return r }
 	fork := func(name, from string) Ref {
 		t.Helper()
-		if err := e.CreateBranch(on(name), CreateBranchRequest{From: from}); err != nil {
+		if err := e.Branches().Create(on(name), CreateBranchRequest{From: from}); err != nil {
 			t.Fatal(err)
 		}
 		model[name] = maps.Clone(model[from])
@@ -177,7 +179,7 @@ func TestBorrowedStore(t *testing.T) {
 			}
 		}
 	}
-	store := func(ref Ref) *tableStore {
+	store := func(ref Ref) *memstore.TableStore {
 		t.Helper()
 		s, _ := storeOf(t, e, ref, "t")
 		return s
@@ -225,7 +227,7 @@ func TestBorrowedStore(t *testing.T) {
 		t.Fatal("d borrowed a store written since its fork")
 	}
 	f := fork("f", "main")
-	if _, err := e.AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(f, "t", ColumnDef{Name: "extra", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if check(f); store(f) == store(main) {
@@ -235,7 +237,7 @@ func TestBorrowedStore(t *testing.T) {
 	if check(g); store(g) != store(main) {
 		t.Fatal("g did not borrow main's store")
 	}
-	if _, err := e.AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
+	if _, err := e.Schema().AddColumn(main, "t", ColumnDef{Name: "other", Type: TypeString}); err != nil {
 		t.Fatal(err)
 	}
 	if store(g) != nil {

@@ -96,11 +96,11 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := e.CreateUser(engine.NewUser{Email: "sales@example.com"})
+	u, err := e.Accounts().CreateUser(engine.NewUser{Email: "sales@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws, err := e.CreateWorkspace(u.ID, "sales", "")
+	ws, err := e.Accounts().CreateWorkspace(u.ID, "sales", "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,10 +108,10 @@ func salesEngine(b, owner *testing.B, n int) (*engine.Engine, engine.Ref) {
 		b.Fatal(err)
 	}
 	ref := engine.Ref{Workspace: ws.Core, Database: "sales", Branch: "main"}
-	if _, err := e.CreateTable(ref, "sales"); err != nil {
+	if _, err := e.Schema().CreateTable(ref, "sales"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := e.SetTableColumns(ref, "sales", salesColumns); err != nil {
+	if _, err := e.Schema().SetTableColumns(ref, "sales", salesColumns); err != nil {
 		b.Fatal(err)
 	}
 	batch := make([]map[string]any, 0, engine.MaxBulkRecords)

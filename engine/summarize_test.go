@@ -260,7 +260,7 @@ func TestAggregateErrorsEngine(t *testing.T) {
 func TestSummarizeOnBranch(t *testing.T) {
 	e, ref := petsFixture(t)
 	dev := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: "dev"}
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.WriteOne(dev, Op{Kind: OpInsert, Table: "pets", ID: "p7", Values: map[string]any{"kind": "dog"}}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -34,7 +35,7 @@ func summarizeDifferential(t *testing.T, storeless bool) {
 	t.Logf("seed %d (rerun with -summarize.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
 	e, ref := recFixture(t, petsTables)
-	e.storeless = storeless
+	e.mem.SetStoreless(storeless)
 	names := []string{"ann", "bob", "cid", "dee", "eve"}
 	for i, n := range names {
 		vals := map[string]any{"name": n}
@@ -291,7 +292,7 @@ type summarizeOracle struct {
 func newSummarizeOracle(t *testing.T, e *Engine, ref Ref) *summarizeOracle {
 	t.Helper()
 	read := func(table string) (*index.Table, []*codec.Record) {
-		src, release, err := e.openSource(ctx, ref, table, storeRequired)
+		src, release, err := e.openSource(ctx, ref, table, memstore.Required)
 		if err != nil {
 			t.Fatal(err)
 		}

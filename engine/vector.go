@@ -2,12 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/index"
 	"github.com/coppice-db/coppice/index/vector"
@@ -22,9 +21,9 @@ import (
 // The vectors of a column live in memory in a vector store, one per
 // (branch, table, column): a vector.Store, a flat array indexed by row and
 // each row's Euclidean norm. A vector store follows the rules of a
-// column store (colstore.go): it is built on first use from a snapshot
+// column store (internal/memstore): it is built on first use from a snapshot
 // under the writer lock, kept current by the branch's writes under
-// database.storeMu, and dropped when its branch is deleted or its schema
+// the store lock, and dropped when its branch is deleted or its schema
 // changes (the next search builds it again).
 
 // Similarity functions and sizes of a vector search (index/vector's).
@@ -105,11 +104,11 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 		return nil, err
 	}
 	if useStore {
-		if err := e.ensureVectorStore(d, b, t, in.Column); err != nil {
+		if err := d.EnsureVectorStore(b, t, in.Column); err != nil {
 			return nil, err
 		}
 	}
-	src, release, err := e.openSource(ctx, ref, tableName, storeOptional)
+	src, release, err := e.openSource(ctx, ref, tableName, memstore.Optional)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +118,11 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 	if err != nil {
 		return nil, err
 	}
-	var vs *vectorStore
+	var vs *memstore.VectorStore
 	if useStore {
-		// The source holds storeMu for reading: a store of the source's
+		// The source holds the store lock for reading: a store of the source's
 		// schema shows exactly the source's snapshot.
-		if cur := d.vectors[vectorKey{src.b.ID, src.t.ID, col.ID}]; cur != nil && cur.version == src.b.Version {
+		if cur := d.VectorStore(memstore.VectorKey{Branch: src.b.ID, Table: src.t.ID, Column: col.ID}); cur != nil && cur.Version() == src.b.Version {
 			vs = cur
 		}
 	}
@@ -235,7 +234,7 @@ func recordIDs(src *source) func(row uint32) (string, error) {
 	var rec codec.Record
 	return func(row uint32) (string, error) {
 		if src.store != nil {
-			if col := src.store.cols[index.MetaIDColumn]; col != nil {
+			if col := src.store.Column(index.MetaIDColumn); col != nil {
 				if v := col.Get(row); v.Kind == codec.KindString {
 					return v.Str, nil
 				}
@@ -254,108 +253,5 @@ func recordIDs(src *source) func(row uint32) (string, error) {
 		}
 		ids[row] = id
 		return id, err
-	}
-}
-
-// vectorKey names the vector store of one vector column of one table of
-// one branch.
-type vectorKey struct {
-	branch, table, column uint32
-}
-
-// vectorStore holds the non-null vectors of one column of one table of one
-// branch, by row.
-type vectorStore struct {
-	version uint64 // branch schema version it was built for
-	col     uint32
-	*vector.Store
-}
-
-// apply records a row's new version (nil: deleted).
-func (vs *vectorStore) apply(row uint32, rec *codec.Record) {
-	var vec []float64
-	if rec != nil && !rec.Deleted {
-		if v, found := rec.Get(vs.col); found && v.Kind == codec.KindVector {
-			vec = v.Vec
-		}
-	}
-	vs.Set(row, vec)
-}
-
-// ensureVectorStore builds the vector store of a column of a table of a
-// branch unless a current one exists. A path that names no vector column
-// (any more) builds nothing: the caller checks its request again.
-func (e *Engine) ensureVectorStore(d *database, b *model.Branch, t *model.Table, path string) error {
-	c := t.ByPath[path]
-	if c == nil || c.Type != TypeVector {
-		return nil
-	}
-	_, err := ensureBuilt(e, d, b, t, &d.vectors, vectorKey{b.ID, t.ID, c.ID}, func(r pebble.Reader, b *model.Branch, t *model.Table) (*vectorStore, error) {
-		c := t.ByID[c.ID]
-		if c == nil || c.Type != TypeVector {
-			return nil, errNoVectorColumn
-		}
-		return buildVectorStore(r, d, b, t, c)
-	})
-	if errors.Is(err, errNoVectorColumn) {
-		return nil
-	}
-	return err
-}
-
-// errNoVectorColumn stops building a vector store whose column a schema
-// change removed meanwhile.
-var errNoVectorColumn = errors.New("engine: not a vector column")
-
-func (s *vectorStore) schemaVersion() uint64 { return s.version }
-
-// buildVectorStore reads the vector of every row of a branch's table
-// whose column is not null.
-func buildVectorStore(r pebble.Reader, d *database, b *model.Branch, t *model.Table, c *model.Column) (*vectorStore, error) {
-	rows, err := readBitmap(r, d.id, b.Lineage, t.ID, codec.ExistsBitmapID(c.ID), nil)
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	if !rows.IsEmpty() {
-		n = int(rows.Maximum()) + 1
-	}
-	vs := &vectorStore{version: b.Version, col: c.ID, Store: vector.NewStore(c.Dimension, n)}
-	lin := d.filled.prune(r, d.id, b.Lineage, t.ID, codec.KindRecordCur)
-	var rec codec.Record
-	it := rows.Iterator()
-	for it.HasNext() {
-		row := it.Next()
-		_, ok, err := readRow(r, d.id, lin, t.ID, row, &rec)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			vs.apply(row, &rec)
-		}
-	}
-	return vs, nil
-}
-
-// updateVectorStores does for the vector stores what updateStores does for
-// the column stores: drops those of removed branches and changed schemas,
-// and applies a command's row changes to the others. The caller holds
-// storeMu.
-func (d *database) updateVectorStores(tx *dbTx) {
-	if len(d.vectors) == 0 {
-		return
-	}
-	st := d.state.Load()
-	for k, vs := range d.vectors {
-		if b := st.byID[k.branch]; b == nil || b.Version != vs.version {
-			delete(d.vectors, k)
-		}
-	}
-	for _, c := range tx.changes {
-		for k, vs := range d.vectors {
-			if k.branch == c.branch && k.table == c.table {
-				vs.apply(c.row, c.rec)
-			}
-		}
 	}
 }

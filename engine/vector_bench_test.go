@@ -35,10 +35,10 @@ func buildVectorBenchFixture(b *testing.B, env *benchEnv, n int) *vectorBenchFix
 	if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "vec", Region: "local"}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := env.e.CreateTable(f.ref, "vecs"); err != nil {
+	if _, err := env.e.Schema().CreateTable(f.ref, "vecs"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := env.e.SetTableColumns(f.ref, "vecs", []engine.ColumnDef{
+	if _, err := env.e.Schema().SetTableColumns(f.ref, "vecs", []engine.ColumnDef{
 		{Name: "emb", Type: engine.TypeVector, Vector: &engine.VectorDef{Dimension: vectorBenchDim}},
 		{Name: "cat", Type: engine.TypeString},
 	}); err != nil {

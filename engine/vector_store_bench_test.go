@@ -14,10 +14,10 @@ func BenchmarkVectorSearchPaths(b *testing.B) {
 	const n, dim = 10_000, 64
 	db := openTestDB(b, Options{})
 	ref := db.ref("main")
-	if _, err := db.e.CreateTable(ref, "vecs"); err != nil {
+	if _, err := db.e.Schema().CreateTable(ref, "vecs"); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.e.AddColumn(ref, "vecs", ColumnDef{Name: "emb", Type: TypeVector, Vector: &VectorDef{Dimension: dim}}); err != nil {
+	if _, err := db.e.Schema().AddColumn(ref, "vecs", ColumnDef{Name: "emb", Type: TypeVector, Vector: &VectorDef{Dimension: dim}}); err != nil {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))

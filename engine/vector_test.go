@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
 
 var vectorSeed = flag.Int64("vector.seed", 0, "seed of TestVectorSearchDifferential (0: time)")
@@ -202,7 +204,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	// A branch forked from main, then diverged: each sees its own.
 	dev := ref
 	dev.Branch = "dev"
-	if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	f(dev, "", "b:1 e:1 g:0.8536 f:0.5 z:0.5", 5)
@@ -217,7 +219,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	f(dev, "", "e:1 g:0.8536 f:0.5 z:0.5 h:0", 5)
 
 	// A schema change drops the store; the next search builds it again.
-	if _, err := e.AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+	if _, err := e.Schema().AddColumn(ref, "docs", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 		t.Fatal(err)
 	}
 	write(Op{Kind: OpUpdate, ID: "g", Values: map[string]any{"n": json.Number("1"), "emb": []float64{-1, -1}}})
@@ -225,7 +227,7 @@ func TestVectorSearchWrites(t *testing.T) {
 	if vectorStoreOf(t, e, ref, "docs", "emb") == built {
 		t.Errorf("a schema change kept the vector store")
 	}
-	if err := e.DeleteBranch(dev); err != nil {
+	if err := e.Branches().Delete(dev); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.VectorSearch(ctx, dev, "docs", VectorSearchRequest{Column: "emb", Query: q}); CodeOf(err) != CodeNotFound {
@@ -236,21 +238,21 @@ func TestVectorSearchWrites(t *testing.T) {
 
 // vectorStoreOf returns the current vector store of a column of a table
 // of a branch, failing the test if there is none.
-func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *vectorStore {
+func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstore.VectorStore {
 	t.Helper()
-	_, d, err := e.database(ref.Workspace, ref.Database)
+	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := d.state.Load().branch(ref.Branch)
+	b, err := d.State().Branch(ref.Branch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tb := b.Schema.ByName[table]
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
-	vs := d.vectors[vectorKey{b.ID, tb.ID, tb.ByPath[col].ID}]
-	if vs == nil || vs.version != b.Version {
+	d.RLockStores()
+	defer d.RUnlockStores()
+	vs := d.VectorStore(memstore.VectorKey{Branch: b.ID, Table: tb.ID, Column: tb.ByPath[col].ID})
+	if vs == nil || vs.Version() != b.Version {
 		t.Fatalf("no current vector store for %s.%s on %s", table, col, ref.Branch)
 	}
 	return vs
@@ -597,7 +599,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 			// Fork dev from main; both keep changing.
 			dev := ref
 			dev.Branch = "dev"
-			if err := e.CreateBranch(dev, CreateBranchRequest{From: "main"}); err != nil {
+			if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
 				t.Fatal(err)
 			}
 			refs["dev"] = dev
@@ -605,7 +607,7 @@ func TestVectorSearchDifferential(t *testing.T) {
 		}
 		if round == 2*rounds/3 {
 			// A schema change in the middle drops main's stores.
-			if _, err := e.AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
+			if _, err := e.Schema().AddColumn(ref, "pts", ColumnDef{Name: "n", Type: TypeInt}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -157,6 +157,8 @@ type TableRequest struct {
 	Target   []Target
 	Filter   index.Filter
 	Boosters []Booster
+	// Stats, when set, receive what the search did (stats.go).
+	Stats *Stats
 }
 
 // RowScore is a found record of one table: its row and score.
@@ -236,7 +238,7 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err := checkFilter(filter); err != nil {
 		return nil, err
 	}
-	cands, err := index.Compile(filter).Execute(ctx, src)
+	cands, err := req.Stats.candidates(ctx, src, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +277,8 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	}
 	r.Total = int(min(n, MaxTotalCount))
 	if n == 0 {
+		req.Stats.scored(x, 0, 0)
+		req.Stats.ranked(nil)
 		return r, nil
 	}
 	top, err := x.newTop(k)
@@ -297,7 +301,10 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err != nil {
 		return nil, err
 	}
-	r.Hits, r.scored = top.sorted(), x.touched.GetCardinality()
+	r.scored = x.touched.GetCardinality()
+	req.Stats.scored(x, uint64(r.Total), r.scored)
+	r.Hits = top.sorted()
+	req.Stats.ranked(r.Hits)
 	return r, nil
 }
 

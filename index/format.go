@@ -50,9 +50,9 @@ func formatFilterNode(b *strings.Builder, n Node, depth int, elem bool) {
 		if elem {
 			b.WriteString("element ")
 			formatQuant(b, n.Quant)
-			formatOp(b, n)
+			formatOp(b, n, false)
 		} else {
-			formatFilterPred(b, n)
+			formatFilterPred(b, n, false)
 		}
 		b.WriteByte('\n')
 	case *Elements:
@@ -86,8 +86,9 @@ func formatElementsHead(b *strings.Builder, e *Elements) {
 	b.WriteString("element")
 }
 
-// formatFilterPred writes one predicate line without its newline.
-func formatFilterPred(b *strings.Builder, p *Pred) {
+// formatFilterPred writes one predicate line without its newline; hide
+// writes its values as "?".
+func formatFilterPred(b *strings.Builder, p *Pred, hide bool) {
 	formatColumn(b, p.Links, p.Column)
 	for _, k := range p.JSONPath {
 		b.WriteString("->")
@@ -95,7 +96,7 @@ func formatFilterPred(b *strings.Builder, p *Pred) {
 	}
 	b.WriteByte(' ')
 	formatQuant(b, p.Quant)
-	formatOp(b, p)
+	formatOp(b, p, hide)
 }
 
 // formatColumn writes a column reached through links.
@@ -124,16 +125,19 @@ func formatQuant(b *strings.Builder, q Quantifier) {
 	}
 }
 
-// formatOp writes a predicate's operator and value.
-func formatOp(b *strings.Builder, p *Pred) {
+// formatOp writes a predicate's operator and value, or "?" for the value
+// when hide is set.
+func formatOp(b *strings.Builder, p *Pred, hide bool) {
 	if int(p.Op) < len(filterOpNames) && filterOpNames[p.Op] != "" {
 		b.WriteString(filterOpNames[p.Op])
 	} else {
 		b.WriteString("op(" + strconv.Itoa(int(p.Op)) + ")")
 	}
-	switch p.Op {
-	case OpExists:
-	case OpIn:
+	switch {
+	case p.Op == OpExists:
+	case hide:
+		b.WriteString(" ?")
+	case p.Op == OpIn:
 		b.WriteString(" [")
 		for i, v := range p.Values {
 			if i > 0 {
@@ -174,4 +178,49 @@ func formatFilterValue(v codec.Value) string {
 		return "strings[" + strings.Join(parts, ", ") + "]"
 	}
 	return v.Kind.String()
+}
+
+// formatCondition writes a filter on one line: and, or and not in words,
+// with parentheses around an and or an or inside another node. elem is set
+// for the condition of an Elements node, whose predicates test one element
+// and are written as their operator and value; hide writes values as "?".
+func formatCondition(b *strings.Builder, n Node, nested, elem, hide bool) {
+	list := func(children []Node, sep string) {
+		if nested {
+			b.WriteByte('(')
+		}
+		for i, c := range children {
+			if i > 0 {
+				b.WriteString(sep)
+			}
+			formatCondition(b, c, true, elem, hide)
+		}
+		if nested {
+			b.WriteByte(')')
+		}
+	}
+	switch n := n.(type) {
+	case *And:
+		list(n.Children, " and ")
+	case *Or:
+		list(n.Children, " or ")
+	case *Not:
+		b.WriteString("not ")
+		formatCondition(b, n.Child, true, elem, hide)
+	case *Pred:
+		if elem {
+			formatQuant(b, n.Quant)
+			formatOp(b, n, hide)
+		} else {
+			formatFilterPred(b, n, hide)
+		}
+	case *Elements:
+		b.WriteByte('(')
+		formatElementsHead(b, n)
+		b.WriteString(": ")
+		formatCondition(b, n.Cond, false, true, hide)
+		b.WriteByte(')')
+	default:
+		b.WriteString("<unknown node>")
+	}
 }

@@ -247,9 +247,10 @@ func jsonAt(v codec.Value, path []string) (codec.Value, bool) {
 	}
 }
 
-// formatPred prints a predicate for plans, as the filter printer does.
-func formatPred(p *Pred) string {
+// formatPred prints a predicate for plans, as the filter printer does;
+// hide writes its values as "?".
+func formatPred(p *Pred, hide bool) string {
 	var b strings.Builder
-	formatFilterPred(&b, p)
+	formatFilterPred(&b, p, hide)
 	return b.String()
 }

@@ -17,7 +17,7 @@ import (
 // answers "which rows of cand match" (cand nil: every live row), so cheap
 // nodes shrink the candidates the expensive ones look at:
 //
-//   - posting: equality, $is with a list, $includes of a value and $exists
+//   - postings: equality, $is with a list, $includes of a value and $exists
 //     read postings of the ordered index (one bitmap per value);
 //   - range: $lt/$le/$gt/$ge and $startsWith compare in-memory column values
 //     of the candidates (or scan the ordered index when the column has no
@@ -49,8 +49,13 @@ const (
 // planNode is one node of a plan.
 type planNode interface {
 	cost() cost
+	// exec runs the node; composite nodes run their children with
+	// x.run, so that an explained execution sees every step.
 	exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error)
-	format(b *strings.Builder, depth int)
+	// step describes the node alone, as a step of the plan's tree.
+	step() *ExplainNode
+	// subnodes are the nodes it runs.
+	subnodes() []planNode
 }
 
 // Plan is an executable filter.
@@ -58,11 +63,24 @@ type Plan struct {
 	root planNode
 }
 
-// String prints the plan as an indented tree.
-func (p *Plan) String() string {
-	var b strings.Builder
-	p.root.format(&b, 0)
-	return b.String()
+// String prints the plan as an indented tree of its steps (Tree's
+// Outline).
+func (p *Plan) String() string { return p.Tree().Outline() }
+
+// Tree describes the plan as a tree of steps, none run.
+func (p *Plan) Tree() *ExplainNode { return describeSteps(p.root, nil) }
+
+// describeSteps returns the steps of n and its children, and records each in
+// steps when steps is not nil.
+func describeSteps(n planNode, steps map[planNode]*ExplainNode) *ExplainNode {
+	e := n.step()
+	if steps != nil {
+		steps[n] = e
+	}
+	for _, c := range n.subnodes() {
+		e.Children = append(e.Children, describeSteps(c, steps))
+	}
+	return e
 }
 
 // Compile turns a parsed filter into a plan for a table.
@@ -166,6 +184,16 @@ type execCtx struct {
 	ctx  context.Context
 	src  Source
 	live *roaring.Bitmap
+	// tr notes the steps of an explained execution; nil otherwise.
+	tr *tracer
+}
+
+// run executes a node: directly, or as a step of an explained execution.
+func (x *execCtx) run(n planNode, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	if x.tr == nil {
+		return n.exec(x, cand)
+	}
+	return x.tr.run(x, n, cand)
 }
 
 func (x *execCtx) universe() (*roaring.Bitmap, error) {
@@ -182,8 +210,22 @@ func (x *execCtx) universe() (*roaring.Bitmap, error) {
 // Execute returns the rows of src matching the plan. Its row-by-row
 // nodes stop with ctx's error once ctx ends.
 func (p *Plan) Execute(ctx context.Context, src Source) (*roaring.Bitmap, error) {
-	x := &execCtx{ctx: ctx, src: src}
-	out, err := p.root.exec(x, nil)
+	return p.execute(&execCtx{ctx: ctx, src: src})
+}
+
+// Explain is Execute that also returns the plan's steps as they ran: how
+// each reached its rows, how many it was expected to produce and produced,
+// and how long it took.
+func (p *Plan) Explain(ctx context.Context, src Source) (*roaring.Bitmap, *ExplainNode, error) {
+	tr := &tracer{steps: map[planNode]*ExplainNode{}, order: map[*ExplainNode]int{}}
+	tree := describeSteps(p.root, tr.steps)
+	rows, err := p.execute(&execCtx{ctx: ctx, src: src, tr: tr})
+	tr.finish(tree)
+	return rows, tree, err
+}
+
+func (p *Plan) execute(x *execCtx) (*roaring.Bitmap, error) {
+	out, err := x.run(p.root, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +271,7 @@ func (a *andNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error
 		children = x.narrowestFirst(children)
 	}
 	for _, c := range children {
-		r, err := c.exec(x, acc)
+		r, err := x.run(c, acc)
 		if err != nil {
 			return nil, err
 		}
@@ -277,12 +319,15 @@ func (x *execCtx) narrowestFirst(children []planNode) []planNode {
 	return out
 }
 
-func (a *andNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "and")
-	for _, c := range a.children {
-		c.format(b, depth+1)
+// step is "and", or "live" for an and of nothing: the plan of no filter.
+func (a *andNode) step() *ExplainNode {
+	if len(a.children) == 0 {
+		return step("live", "")
 	}
+	return step("and", "")
 }
+
+func (a *andNode) subnodes() []planNode { return a.children }
 
 // orNode unions its children; an empty or matches nothing.
 type orNode struct{ children []planNode }
@@ -300,7 +345,7 @@ func (o *orNode) cost() cost {
 func (o *orNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
 	acc := roaring.New()
 	for _, c := range o.children {
-		r, err := c.exec(x, cand)
+		r, err := x.run(c, cand)
 		if err != nil {
 			return nil, err
 		}
@@ -309,12 +354,9 @@ func (o *orNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error)
 	return acc, nil
 }
 
-func (o *orNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "or")
-	for _, c := range o.children {
-		c.format(b, depth+1)
-	}
-}
+func (o *orNode) step() *ExplainNode { return step("or", "") }
+
+func (o *orNode) subnodes() []planNode { return o.children }
 
 // notNode subtracts its child from the candidates.
 type notNode struct{ child planNode }
@@ -326,17 +368,16 @@ func (n *notNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error
 	if err != nil {
 		return nil, err
 	}
-	r, err := n.child.exec(x, c)
+	r, err := x.run(n.child, c)
 	if err != nil {
 		return nil, err
 	}
 	return roaring.AndNot(c, r), nil
 }
 
-func (n *notNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "not")
-	n.child.format(b, depth+1)
-}
+func (n *notNode) step() *ExplainNode { return step("not", "") }
+
+func (n *notNode) subnodes() []planNode { return []planNode{n.child} }
 
 // postingNode reads postings: equality, lists of values, exists.
 type postingNode struct{ pred *Pred }
@@ -364,15 +405,18 @@ func (p *postingNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, e
 	if err != nil {
 		return nil, err
 	}
+	x.estimateRows(rows)
 	if cand != nil {
 		rows.And(cand)
 	}
 	return rows, nil
 }
 
-func (p *postingNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "posting "+formatPred(p.pred))
+func (p *postingNode) step() *ExplainNode {
+	return valueStep("postings", func(hide bool) string { return formatPred(p.pred, hide) })
 }
+
+func (p *postingNode) subnodes() []planNode { return nil }
 
 // scanNode evaluates a predicate row by row on the candidates.
 type scanNode struct{ pred *Pred }
@@ -391,7 +435,7 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 		}
 	}
 	if vals != nil && s.pred.Quant == QuantNone && len(s.pred.JSONPath) == 0 {
-		if out, ok, err := s.inStrings(x.ctx, vals, c); ok || err != nil {
+		if out, ok, err := s.inStrings(x, vals, c); ok || err != nil {
 			return out, err
 		}
 	}
@@ -401,6 +445,11 @@ func (s *scanNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 // scanRows keeps the rows of c whose value of col matches: from vals, the
 // column's value store, or from the records when vals is nil.
 func (x *execCtx) scanRows(c *roaring.Bitmap, col *Column, vals ColumnValues, match func(codec.Value) bool) (*roaring.Bitmap, error) {
+	if vals != nil {
+		x.via("column store")
+	} else {
+		x.via("records")
+	}
 	out := roaring.New()
 	it := c.Iterator()
 	var rec codec.Record
@@ -434,7 +483,7 @@ func (x *execCtx) scanRows(c *roaring.Bitmap, col *Column, vals ColumnValues, ma
 // column: for $contains and $iContains only on the rows the store's
 // substring index leaves, and only on rows with a value (a null matches
 // no string operator). ok is false when the store hands out no array.
-func (s *scanNode) inStrings(ctx context.Context, vals ColumnValues, c *roaring.Bitmap) (*roaring.Bitmap, bool, error) {
+func (s *scanNode) inStrings(x *execCtx, vals ColumnValues, c *roaring.Bitmap) (*roaring.Bitmap, bool, error) {
 	dv, ok := vals.(DenseValues)
 	if !ok {
 		return nil, false, nil
@@ -443,12 +492,16 @@ func (s *scanNode) inStrings(ctx context.Context, vals ColumnValues, c *roaring.
 	if strs == nil {
 		return nil, false, nil
 	}
-	p := s.pred
+	x.via("column store")
+	ctx, p := x.ctx, s.pred
 	rows := roaring.And(c, dv.Present())
 	if sv, ok := vals.(SubstringValues); ok && (p.Op == OpContains || p.Op == OpIContains) {
-		if narrowed, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains); ok {
+		sub := x.begin("trigram", p.Value, rows)
+		narrowed, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains)
+		if ok {
 			rows.And(narrowed)
 		}
+		sub.end(x, rows, ok)
 	}
 	out := roaring.New()
 	var buf, keep [256]uint32
@@ -470,9 +523,11 @@ func (s *scanNode) inStrings(ctx context.Context, vals ColumnValues, c *roaring.
 	return out, true, ctx.Err()
 }
 
-func (s *scanNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "scan "+formatPred(s.pred))
+func (s *scanNode) step() *ExplainNode {
+	return valueStep("scan", func(hide bool) string { return formatPred(s.pred, hide) })
 }
+
+func (s *scanNode) subnodes() []planNode { return nil }
 
 // elementsNode evaluates a condition on the elements of a multiple column
 // row by row on the candidates.
@@ -494,14 +549,19 @@ func (e *elementsNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, 
 	return x.scanRows(c, e.elems.Column, vals, func(v codec.Value) bool { return matchElements(x.ctx, e.elems, v) })
 }
 
-// format prints "scan", the Elements head, and its condition below.
-func (e *elementsNode) format(b *strings.Builder, depth int) {
-	b.WriteString(strings.Repeat("  ", depth))
-	b.WriteString("scan ")
-	formatElementsHead(b, e.elems)
-	b.WriteByte('\n')
-	formatFilterNode(b, e.elems.Cond, depth+1, true)
+// step is "scan" with the Elements head and its condition on one line.
+func (e *elementsNode) step() *ExplainNode {
+	return valueStep("scan", func(hide bool) string {
+		var b strings.Builder
+		formatElementsHead(&b, e.elems)
+		b.WriteString(": ")
+		formatCondition(&b, e.elems.Cond, false, true, hide)
+		return b.String()
+	})
 }
+
+// subnodes are none: the condition is tested on the elements of each row.
+func (e *elementsNode) subnodes() []planNode { return nil }
 
 // linkNode evaluates its inner plan on a link's target table and keeps the
 // rows whose link points at a match.
@@ -517,8 +577,8 @@ func (l *linkNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 	if err != nil {
 		return nil, err
 	}
-	tx := &execCtx{ctx: x.ctx, src: target}
-	matches, err := l.inner.exec(tx, nil)
+	tx := &execCtx{ctx: x.ctx, src: target, tr: x.tr}
+	matches, err := tx.run(l.inner, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -534,16 +594,16 @@ func (l *linkNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, erro
 		}
 		out.Or(r)
 	}
+	x.estimateRows(out)
 	if cand != nil {
 		out.And(cand)
 	}
 	return out, nil
 }
 
-func (l *linkNode) format(b *strings.Builder, depth int) {
-	line(b, depth, "link "+l.link.Path)
-	l.inner.format(b, depth+1)
-}
+func (l *linkNode) step() *ExplainNode { return step("link", l.link.Path) }
+
+func (l *linkNode) subnodes() []planNode { return []planNode{l.inner} }
 
 // recordIDs returns the public ids of rows, from the id value store when
 // there is one.
@@ -608,10 +668,4 @@ func checkContext(ctx context.Context, n int) error {
 		return nil
 	}
 	return ctx.Err()
-}
-
-func line(b *strings.Builder, depth int, s string) {
-	b.WriteString(strings.Repeat("  ", depth))
-	b.WriteString(s)
-	b.WriteByte('\n')
 }

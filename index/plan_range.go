@@ -53,6 +53,12 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 	}
 	if vals != nil {
 		if out, ok := r.inOrder(vals, cand); ok {
+			x.via("ordered range")
+			if x.tr != nil {
+				if n, ok := r.estimate(x); ok {
+					x.estimateCount(n)
+				}
+			}
 			return out, nil
 		}
 	}
@@ -61,6 +67,7 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 		return nil, err
 	}
 	if vals != nil {
+		x.via("column store")
 		if out, ok := r.typed(vals, c); ok {
 			return out, nil
 		}
@@ -78,6 +85,7 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 		}
 		return out, nil
 	}
+	x.via("ordered index")
 	out := c.Clone()
 	for _, p := range r.preds {
 		rows := roaring.New()
@@ -91,6 +99,7 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 		if err != nil {
 			return nil, err
 		}
+		x.estimateRows(rows)
 		out.And(rows)
 	}
 	return out, nil
@@ -99,6 +108,7 @@ func (r *rangeNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, err
 // scanRecords evaluates the range on the records of the candidates, for a
 // column the source keeps in no ordered index.
 func (r *rangeNode) scanRecords(x *execCtx, c *roaring.Bitmap) (*roaring.Bitmap, error) {
+	x.via("records")
 	out := roaring.New()
 	var rec codec.Record
 	it := c.Iterator()
@@ -306,13 +316,17 @@ func intBounds(preds []*Pred) (bounds[int64], bool) {
 	return b, true
 }
 
-func (r *rangeNode) format(b *strings.Builder, depth int) {
-	parts := make([]string, len(r.preds))
-	for i, p := range r.preds {
-		parts[i] = formatPred(p)
-	}
-	line(b, depth, "range "+strings.Join(parts, " and "))
+func (r *rangeNode) step() *ExplainNode {
+	return valueStep("range", func(hide bool) string {
+		parts := make([]string, len(r.preds))
+		for i, p := range r.preds {
+			parts[i] = formatPred(p, hide)
+		}
+		return strings.Join(parts, " and ")
+	})
 }
+
+func (r *rangeNode) subnodes() []planNode { return nil }
 
 // rangeBounds turns a comparison or prefix into scan bounds.
 func rangeBounds(p *Pred) Bounds {

@@ -16,6 +16,9 @@ type QueryRequest struct {
 	Sort    Sort
 	Columns Columns
 	Page    PageInput
+	// Explain asks for the steps of the query as they ran, with their rows
+	// and times, in Page.Plan. Without it no step is timed or counted.
+	Explain bool
 }
 
 // PageInput is the page object of a query.
@@ -45,13 +48,15 @@ type QueryOptions struct {
 }
 
 // Page is the answer of a query: the rows of the page in order, the columns
-// to project (from the request or its cursor), and the page meta.
+// to project (from the request or its cursor), the page meta, and the plan
+// that found them.
 type Page struct {
 	Rows    []uint32
 	Columns Columns
 	Cursor  string
 	More    bool
 	Size    int
+	Plan    QueryPlan
 }
 
 // queryErrorf makes an *InputError about a query request.
@@ -189,16 +194,23 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	}
 	reverse := lastPage || (beforeC != nil && afterC == nil)
 
-	cand, err := Compile(node).Execute(ctx, src)
+	page := &Page{Columns: columns, Size: size}
+	qp := &page.Plan
+	*qp = QueryPlan{filter: Plan{root: compile(node)}, order: order, size: size, offset: offset}
+	var cand *roaring.Bitmap
+	if in.Explain {
+		cand, err = qp.explain(ctx, src)
+	} else {
+		cand, err = qp.filter.Execute(ctx, src)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	page := &Page{Columns: columns, Size: size}
 	if tailEnd {
-		rows, keys, err := Select(ctx, src, cand, order, Window{Limit: 1, Reverse: true})
+		rows, keys, err := qp.selectPage(ctx, src, cand, Window{Limit: 1, Reverse: true})
 		if err != nil {
 			return nil, err
 		}
@@ -210,10 +222,11 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 			st.First, st.Last = ck, ck
 		}
 		page.Cursor, err = sealCursor(st, opts.Secret)
+		qp.ran(0)
 		return page, err
 	}
 	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
-	rows, keys, err := Select(ctx, src, cand, order, w)
+	rows, keys, err := qp.selectPage(ctx, src, cand, w)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +249,7 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 		st.First, st.Last = beforeC.First, beforeC.First
 	}
 	page.Cursor, err = sealCursor(st, opts.Secret)
+	qp.ran(len(page.Rows))
 	return page, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -187,6 +188,15 @@ func newKeyReader(ctx context.Context, src Source, o Order) (*keyReader, error) 
 	return kr, nil
 }
 
+// via is how the reader reads keys, as a step of a plan names it: from
+// value stores alone, or from records too.
+func (kr *keyReader) via() string {
+	if kr.ids == nil || slices.Contains(kr.vals, nil) {
+		return "records"
+	}
+	return "column store"
+}
+
 // key returns the position of row; ok is false for a row that vanished.
 func (kr *keyReader) key(row uint32) (Key, bool, error) {
 	k := Key{Values: make([]codec.Value, len(kr.order.Keys))}
@@ -309,18 +319,35 @@ type Window struct {
 // reverse order when w.Reverse), with their keys. It stops with ctx's
 // error once ctx ends.
 func Select(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+	return selectOrder(ctx, src, cand, o, w, nil)
+}
+
+// orderNote is how Select ordered the rows: the kind of step, walk or
+// heap, and how it read the order (the via of ExplainNode).
+type orderNote struct{ kind, via string }
+
+// set notes a way of ordering; a nil note notes nothing.
+func (n *orderNote) set(kind, via string) {
+	if n != nil {
+		n.kind, n.via = kind, via
+	}
+}
+
+// selectOrder is Select, noting on note how it ordered the rows.
+func selectOrder(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
 	if w.Limit <= 0 || cand.IsEmpty() {
+		note.set("heap", "") // of nothing: a walk is never chosen for few rows
 		return nil, nil, nil
 	}
 	if walkable(o) && preferWalk(src, cand, w) {
-		rows, keys, err := walk(ctx, src, cand, o, w)
+		rows, keys, err := walk(ctx, src, cand, o, w, note)
 		if !errors.Is(err, ErrNoOrderedIndex) {
 			return rows, keys, err
 		}
 		// The source keeps no order of the column: what the walk took is
 		// dropped, and the heap starts over.
 	}
-	return selectHeap(ctx, src, cand, o, w)
+	return selectHeap(ctx, src, cand, o, w, note)
 }
 
 // preferWalk decides between walking an ordered index and a heap over the
@@ -355,13 +382,15 @@ func walkable(o Order) bool {
 }
 
 // selectHeap reads the key of every candidate and keeps the first Limit.
-func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
 	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
 	}
+	note.set("heap", "column store")
 	rows, ok := selectDense(kr, cand, o, w)
 	if !ok {
+		note.set("heap", "id store")
 		rows, ok = selectByID(kr, cand, o, w)
 	}
 	if ok {
@@ -375,6 +404,7 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 		}
 		return rows, keys, nil
 	}
+	note.set("heap", kr.via())
 	// In reverse, the heap keeps the last rows: invert the order.
 	cmp := o.windowCompare(w)
 	h := &rowHeap{cmp: cmp}
@@ -418,7 +448,7 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 // walk produces the order by walking the first sort column's ordered index
 // (or, with no key, taking candidates by id), intersecting each value's rows
 // with the candidates; rows of one value are ordered by the rest of the key.
-func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window) ([]uint32, []Key, error) {
+func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
 	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
@@ -461,8 +491,10 @@ func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Wind
 		return !full(), nil
 	}
 	if len(o.Keys) == 0 {
+		note.set("walk", "id index")
 		return walkIDs(ctx, src, cand, o, w)
 	}
+	note.set("walk", "")
 	sk := o.Keys[0]
 	exists, err := src.Exists(sk.Column)
 	if err != nil {
@@ -504,7 +536,7 @@ func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Wind
 		return rows, keys, err
 	}
 	var werr error
-	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cand, func(group []uint32) bool {
+	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cand, note, func(group []uint32) bool {
 		more, err := take(group)
 		if err != nil {
 			werr = err
@@ -541,12 +573,14 @@ func firstRows(ks []keyedRow, n int, cmp func(a, b Key) int) []keyedRow {
 }
 
 // scanColumn is src.Scan, served from the column's in-memory order when
-// its value store keeps one.
-func scanColumn(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) error {
+// its value store keeps one; it notes on note which of the two walked.
+func scanColumn(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, note *orderNote, fn func(rows []uint32) bool) error {
 	served, err := scanInMemory(src, c, b, desc, cand, fn)
 	if err != nil || served {
+		note.set("walk", "column order")
 		return err
 	}
+	note.set("walk", "ordered index")
 	return src.Scan(c, b, desc, func(_ codec.Value, group *roaring.Bitmap) bool {
 		group.And(cand)
 		return group.IsEmpty() || fn(group.ToArray())

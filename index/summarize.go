@@ -50,6 +50,9 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // SummarizeRequest is a summarize request (spec §4.1.2). Filter, Sort
@@ -71,6 +74,10 @@ type SummarizeRequest struct {
 	// Consistency is "strong", "eventual" or empty. One node is always
 	// consistent, so it is only checked.
 	Consistency string
+	// Explain asks for the steps of the summary as they ran, with their
+	// rows and times, in SummarizeResult.Plan. Without it no step is timed
+	// or counted.
+	Explain bool
 }
 
 // SummarizeResult is the answer of a summarize request: the groups in
@@ -84,6 +91,8 @@ type SummarizeResult struct {
 	// row's Summaries.
 	Summaries []string
 	Rows      []SummaryRow
+	// Plan is how the groups were found.
+	Plan SummarizePlan
 }
 
 // SummaryRow is one group: its values and summaries, each nil (null),
@@ -229,6 +238,9 @@ type summarizeReq struct {
 	// summariesFilter, by group and by summary.
 	groupCols []*Column
 	sumCols   []*Column
+	// grouped is how groupRows grouped: "postings", "codes", "values", or
+	// "" for the one group of a request without group columns.
+	grouped string
 }
 
 // Summarize runs a summarize request on src. meta is the record metadata
@@ -241,7 +253,15 @@ func Summarize(ctx context.Context, src Source, in SummarizeRequest, meta string
 		return nil, err
 	}
 	q.ctx = ctx
-	cand, err := Compile(q.filter).Execute(ctx, src)
+	plan := SummarizePlan{filter: Plan{root: compile(q.filter)}, q: q}
+	var tr *summarizeTrace
+	var cand *roaring.Bitmap
+	if in.Explain {
+		tr = &summarizeTrace{start: time.Now()}
+		cand, tr.filter, err = plan.filter.Explain(ctx, src)
+	} else {
+		cand, err = plan.filter.Execute(ctx, src)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +270,13 @@ func Summarize(ctx context.Context, src Source, in SummarizeRequest, meta string
 	if err != nil {
 		return nil, err
 	}
+	if tr != nil {
+		est := cand.GetCardinality()
+		if len(q.groups) == 0 {
+			est = 1 // one group, even of no rows
+		}
+		tr.group = tr.ran(est, len(groups))
+	}
 	if q.having != nil {
 		kept := groups[:0]
 		for _, g := range groups {
@@ -257,13 +284,21 @@ func Summarize(ctx context.Context, src Source, in SummarizeRequest, meta string
 				kept = append(kept, g)
 			}
 		}
+		if tr != nil {
+			tr.having = tr.ran(uint64(len(groups)), len(kept))
+		}
 		groups = kept
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	n := len(groups)
 	groups = q.first(groups)
-	res := &SummarizeResult{Columns: make([]string, len(q.groups)), Summaries: make([]string, len(q.summaries)), Rows: make([]SummaryRow, len(groups))}
+	if tr != nil {
+		tr.sort = tr.ran(uint64(min(n, q.size)), len(groups))
+	}
+	plan.explained = tr
+	res := &SummarizeResult{Columns: make([]string, len(q.groups)), Summaries: make([]string, len(q.summaries)), Rows: make([]SummaryRow, len(groups)), Plan: plan}
 	for i, g := range q.groups {
 		res.Columns[i] = g.outPath()
 	}

@@ -50,9 +50,11 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 	}
 	var groups []*sumGroup
 	byBitmap := false
+	q.grouped = "values"
 	switch {
 	case len(q.groups) == 0:
 		groups, byBitmap = []*sumGroup{{rows: cand}}, true
+		q.grouped = ""
 	case len(q.groups) == 1 && postingGroupable(q.groups[0]):
 		c := q.groups[0].col
 		vals, err := x.src.Values(c)
@@ -61,6 +63,7 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 		}
 		if cv, ok := vals.(CodedValues); ok && cand.GetCardinality() >= postingMinRows {
 			if codes, dict, ok := cv.Codes(); ok {
+				q.grouped = "codes"
 				return q.groupByCodes(cand, execs, codes, dict)
 			}
 		}
@@ -76,6 +79,7 @@ func (q *summarizeReq) groupRows(x *valueReaders, cand *roaring.Bitmap) ([]*sumG
 				groups = append(groups, &sumGroup{vals: []codec.Value{p.v}, rows: p.rows})
 			}
 			byBitmap = true
+			q.grouped = "postings"
 		}
 	}
 	if byBitmap {

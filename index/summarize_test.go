@@ -24,6 +24,9 @@ type memSource struct {
 	tables  map[uint32]*memSource // link targets by table id
 	noStore bool
 	dense   bool // value stores are DenseValues
+	// indexed dense stores also keep their rows in value order and narrow
+	// substrings, as the engine's column stores do.
+	indexed bool
 }
 
 func (m *memSource) Table() *Table { return m.t }
@@ -168,7 +171,50 @@ func (m *memSource) Values(c *Column) (ColumnValues, error) {
 			d.strs[row] = v.Str
 		}
 	}
+	if m.indexed {
+		return memIndexed{d}, nil
+	}
 	return d, nil
+}
+
+// memIndexed is a dense store of a memSource that keeps its rows in order
+// of value (OrderedValues) and narrows substrings (SubstringValues).
+type memIndexed struct{ *memDense }
+
+func (d memIndexed) Order() []uint32 {
+	if d.ints == nil && d.floats == nil {
+		return nil
+	}
+	rows := d.present.ToArray()
+	less := func(a, b uint32) bool {
+		if d.ints != nil {
+			return d.ints[a] < d.ints[b]
+		}
+		return d.floats[a] < d.floats[b]
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return less(rows[i], rows[j]) })
+	return rows
+}
+
+// SubstringCandidates narrows to exactly the rows holding sub, a superset
+// as the contract allows.
+func (d memIndexed) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bool) {
+	if d.strs == nil {
+		return nil, false
+	}
+	out := roaring.New()
+	it := d.present.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		s := d.strs[row]
+		if fold {
+			s, sub = strings.ToLower(s), strings.ToLower(sub)
+		}
+		if strings.Contains(s, sub) {
+			out.Add(row)
+		}
+	}
+	return out, true
 }
 
 func (m *memSource) Record(row uint32, rec *codec.Record) (bool, error) {
@@ -263,6 +309,15 @@ func sumTestSource(mode string) *memSource {
 // summarizeBody reads a summarize request body as the API does and runs
 // it.
 func summarizeBody(src Source, body string) (*SummarizeResult, error) {
+	in, err := summarizeRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(context.Background(), src, in, "svc")
+}
+
+// summarizeRequest reads a summarize request body as the API does.
+func summarizeRequest(body string) (SummarizeRequest, error) {
 	var b struct {
 		Filter          json.RawMessage `json:"filter"`
 		Columns         json.RawMessage `json:"columns"`
@@ -275,26 +330,24 @@ func summarizeBody(src Source, body string) (*SummarizeResult, error) {
 		} `json:"page"`
 	}
 	if err := json.Unmarshal([]byte(body), &b); err != nil {
-		return nil, err
+		return SummarizeRequest{}, err
 	}
 	in := SummarizeRequest{Consistency: b.Consistency, PageSize: b.Page.Size}
 	var err error
 	if in.Filter, err = ReadFilter(b.Filter); err != nil {
-		return nil, err
+		return in, err
 	}
 	if in.Columns, err = ReadGroupColumns(b.Columns); err != nil {
-		return nil, err
+		return in, err
 	}
 	if in.Summaries, err = ReadSummaries(b.Summaries); err != nil {
-		return nil, err
+		return in, err
 	}
 	if in.Sort, err = ReadSort(b.Sort); err != nil {
-		return nil, err
+		return in, err
 	}
-	if in.SummariesFilter, err = ReadSummariesFilter(b.SummariesFilter); err != nil {
-		return nil, err
-	}
-	return Summarize(context.Background(), src, in, "svc")
+	in.SummariesFilter, err = ReadSummariesFilter(b.SummariesFilter)
+	return in, err
 }
 
 func TestSummarizeErrors(t *testing.T) {

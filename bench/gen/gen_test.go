@@ -292,10 +292,10 @@ func TestLoadIntoEngine(t *testing.T) {
 		name string
 		cols []engine.ColumnDef
 	}{{UsersTable, UsersColumns()}, {DocsTable, DocsColumns()}} {
-		if _, err := e.CreateTable(ref, tc.name); err != nil {
+		if _, err := e.Schema().CreateTable(ref, tc.name); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.SetTableColumns(ref, tc.name, tc.cols); err != nil {
+		if _, err := e.Schema().SetTableColumns(ref, tc.name, tc.cols); err != nil {
 			t.Fatalf("columns of %s: %v", tc.name, err)
 		}
 	}

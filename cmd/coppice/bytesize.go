@@ -63,3 +63,19 @@ func formatByteSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// humanBytes writes n for people, to three significant digits in the
+// largest binary unit it reaches: 14116 is 13.8 KiB.
+func humanBytes(n int64) string {
+	if n < 1<<10 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, unit := float64(n)/(1<<10), "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if v < 1<<10 {
+			break
+		}
+		v, unit = v/(1<<10), u
+	}
+	return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Log10(v))), 64) + " " + unit
+}

@@ -24,6 +24,8 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		"time a request may take from its arrival; its work then stops and it gets 503")
 	inflight := str("max-inflight", "COPPICE_MAX_INFLIGHT", strconv.Itoa(api.DefaultMaxInflight()),
 		"requests executing at once (default: 4 per CPU, at least 16)")
+	heavy := str("max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY", strconv.Itoa(api.DefaultMaxInflightHeavy()),
+		"heavy requests (queries, searches, summaries, aggregations, vector searches) executing at once, within --max-inflight (default: one less than the CPUs, at least 1)")
 	queue := str("max-queue", "COPPICE_MAX_QUEUE", strconv.Itoa(api.DefaultMaxQueue),
 		"requests waiting for an execution slot or body bytes; more get 503 with Retry-After; 0: none wait")
 	queueWait := str("max-queue-wait", "COPPICE_MAX_QUEUE_WAIT", api.DefaultMaxQueueWait.String(),
@@ -44,6 +46,8 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		"failed authentications a client IP may make per --auth-fail-window; then its requests get 429 until the window ends; 0: no limit")
 	authWindow := str("auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", api.DefaultAuthFailWindow.String(),
 		"window of --auth-fail-limit, from an address's first failure")
+	maxLoad := str("max-load", "COPPICE_MAX_LOAD", formatByteSize(api.DefaultMaxLoad),
+		"largest dump coppice load may send, a byte size of at most 3GiB; the server holds a load in memory while it applies it, one at a time")
 
 	return func(maxBody int) (api.Limits, error) {
 		var l api.Limits
@@ -64,6 +68,7 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		}
 		dur("request-timeout", reqTimeout, &l.RequestTimeout)
 		count("max-inflight", inflight, 1, &l.MaxInflight)
+		count("max-inflight-heavy", heavy, 1, &l.MaxInflightHeavy)
 		count("max-queue", queue, 0, &l.MaxQueue)
 		if l.MaxQueue == 0 {
 			l.MaxQueue = -1 // none wait
@@ -85,6 +90,9 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 			l.AuthFailLimit = -1 // no limit
 		}
 		dur("auth-fail-window", authWindow, &l.AuthFailWindow)
+		if l.MaxLoad, err = parseByteSize(*maxLoad); err != nil || l.MaxLoad <= 0 || l.MaxLoad > api.MaxMaxLoad {
+			errs = append(errs, fmt.Sprintf("--max-load must be a positive byte size of at most 3GiB, got %q", *maxLoad))
+		}
 		if len(errs) > 0 {
 			return api.Limits{}, fmt.Errorf("%s", strings.Join(errs, "; "))
 		}

@@ -1,9 +1,15 @@
-// Command coppice runs the Coppice database service, and moves records
-// between files and its tables.
+// Command coppice runs the Coppice database service, moves records
+// between files and its tables, and backs up and restores servers and
+// databases.
 //
 //	coppice serve [flags]
 //	coppice import [flags] FILE
 //	coppice export [flags]
+//	coppice backup --to DIR [flags]
+//	coppice restore --from DIR --data DIR
+//	coppice dump --db NAME [--branch B] [flags]
+//	coppice load [--db NAME] [flags] FILE
+//	coppice cluster status|add-node|remove-node|digest
 //	coppice version
 //	coppice healthcheck [--url URL]
 //
@@ -54,6 +60,16 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runImport(args[1:], getenv, stdout, stderr)
 	case "export":
 		return runExport(args[1:], getenv, stdout, stderr)
+	case "backup":
+		return runBackup(args[1:], getenv, stdout, stderr)
+	case "restore":
+		return runRestore(args[1:], stdout, stderr)
+	case "dump":
+		return runDump(args[1:], getenv, stdout, stderr)
+	case "load":
+		return runLoad(args[1:], getenv, stdout, stderr)
+	case "cluster":
+		return runCluster(args[1:], getenv, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "coppice: unknown command %q\n\n", args[0])
 	usage(stderr)
@@ -105,6 +121,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", formatByteSize(engine.DefaultCacheSize)),
 		"storage block cache, a byte size such as 512MiB: more keeps more records in memory, at that cost in RSS (env COPPICE_CACHE_SIZE)")
 	limits := limitFlags(fs, env)
+	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
 		"log level: debug, info (one access line per request), warn or error (env COPPICE_LOG_LEVEL)")
 	fs.StringVar(&o.LogFormat, "log-format", env("COPPICE_LOG_FORMAT", api.LogFormatText), "log format: text or json (env COPPICE_LOG_FORMAT)")
@@ -146,7 +163,10 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		if d == 0 {
 			o.SlowRequest = -1 // off
 		}
-		o.Limits, err = limits(o.MaxBody)
+		if o.Limits, err = limits(o.MaxBody); err != nil {
+			return err
+		}
+		cfg.Cluster, err = cluster(cfg.Addr)
 		return err
 	}
 	return cfg, finish
@@ -188,6 +208,11 @@ Commands:
   serve        run the HTTP service (both API planes on one listener)
   import       load NDJSON, a JSON array or CSV into a table: coppice import [flags] FILE
   export       write a table, or a query's result, as NDJSON: coppice export [flags]
+  backup       back up a whole server, online, or a data directory: coppice backup --to DIR [flags]
+  restore      make a data directory from a backup: coppice restore --from DIR --data DIR
+  dump         write one database to a versioned file: coppice dump --db NAME [--branch B] [flags]
+  load         create a database from a dump: coppice load [--db NAME] [flags] FILE
+  cluster      show a cluster, add or remove a node: coppice cluster help
   version      show the version, commit and Go version (also --version)
   healthcheck  exit 0 if a local server's /healthz answers 200, else 1
                (for container health checks; --url, default from COPPICE_ADDR)
@@ -219,4 +244,12 @@ flight, closes the connections and then the data directory, all within
 	importUsage(w)
 	fmt.Fprintln(w)
 	exportUsage(w)
+	fmt.Fprintln(w)
+	backupUsage(w)
+	fmt.Fprintln(w)
+	restoreUsage(w)
+	fmt.Fprintln(w)
+	dumpUsage(w)
+	fmt.Fprintln(w)
+	loadUsage(w)
 }

@@ -50,6 +50,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-format", "-delimiter", "-create", "-infer-rows", "-skip", "-batch", "-concurrency", "-max-errors",
 		"-filter", "-columns", "-sort", "-out",
 		"-request-timeout", "COPPICE_REQUEST_TIMEOUT", "-max-inflight", "COPPICE_MAX_INFLIGHT",
+		"-max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY",
 		"-max-queue", "COPPICE_MAX_QUEUE", "-max-queue-wait", "COPPICE_MAX_QUEUE_WAIT",
 		"-max-body-inflight", "COPPICE_MAX_BODY_INFLIGHT", "-read-header-timeout", "COPPICE_READ_HEADER_TIMEOUT",
 		"-idle-timeout", "COPPICE_IDLE_TIMEOUT", "-max-conns", "COPPICE_MAX_CONNS",
@@ -57,6 +58,9 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-auth-fail-limit", "COPPICE_AUTH_FAIL_LIMIT", "-auth-fail-window", "COPPICE_AUTH_FAIL_WINDOW", "32MiB",
 		"-log-format", "COPPICE_LOG_FORMAT", "-slow-request", "COPPICE_SLOW_REQUEST", "500ms",
 		"-metrics-addr", "COPPICE_METRICS_ADDR", "version", "healthcheck", "/readyz", "/openapi.json",
+		"-max-load", "COPPICE_MAX_LOAD", "backup", "restore", "dump", "load", "-to", "-from", "-region",
+		"coppice backup --to DIR", "coppice restore --from DIR --data DIR", "coppice dump --db NAME [--branch B]",
+		"coppice load [--db NAME] [flags] FILE",
 	} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("help does not mention %s:\n%s", s, out.String())
@@ -123,9 +127,11 @@ func TestServeOptions(t *testing.T) {
 			t.Errorf("%v with %v:\n got %+v\nwant %+v", args, env, got, want)
 		}
 	}
-	lim := api.Limits{RequestTimeout: 30 * time.Second, MaxInflight: api.DefaultMaxInflight(), MaxQueue: 256,
+	lim := api.Limits{RequestTimeout: 30 * time.Second, MaxInflight: api.DefaultMaxInflight(),
+		MaxInflightHeavy: api.DefaultMaxInflightHeavy(), MaxQueue: 256,
 		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute}
+		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute,
+		MaxLoad: api.DefaultMaxLoad}
 	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: engine.DefaultCacheSize,
 		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
@@ -156,18 +162,18 @@ func TestServeOptions(t *testing.T) {
 
 	// Byte sizes take units; every limit has a flag and a variable.
 	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
-		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
+		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_INFLIGHT_HEAVY": "2", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
 		"COPPICE_MAX_BODY_INFLIGHT": "1GB", "COPPICE_READ_HEADER_TIMEOUT": "2s", "COPPICE_IDLE_TIMEOUT": "1m",
 		"COPPICE_MAX_CONNS": "100", "COPPICE_MAX_CONNS_PER_IP": "7", "COPPICE_SHUTDOWN_TIMEOUT": "3s",
-		"COPPICE_AUTH_FAIL_LIMIT": "0", "COPPICE_AUTH_FAIL_WINDOW": "10s"}
-	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
+		"COPPICE_AUTH_FAIL_LIMIT": "0", "COPPICE_AUTH_FAIL_WINDOW": "10s", "COPPICE_MAX_LOAD": "2GiB"}
+	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
-		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second}
+		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second, MaxLoad: 2 << 30}
 	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
 		API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
-	custom.MaxInflight, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 4, 2, 64<<20
-	f([]string{"--max-inflight", "9", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
+	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
+	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
 		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", CacheSize: 2 << 30,
 			API: api.Options{Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
@@ -180,6 +186,7 @@ func TestServeOptions(t *testing.T) {
 		{"--read-header-timeout", "-1s"}, {"--idle-timeout", ""}, {"--max-conns", "-5"}, {"--max-conns-per-ip", "x"},
 		{"--shutdown-timeout", "0"}, {"--auth-fail-limit", "-1"}, {"--auth-fail-window", "1"},
 		{"--log-format", "xml"}, {"--slow-request", "soon"}, {"--slow-request", "-1s"},
+		{"--max-load", "0"}, {"--max-load", "4GiB"}, {"--max-load", "big"},
 	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)
@@ -290,7 +297,11 @@ func TestServeProcess(t *testing.T) {
 	}
 	if st, body := get("http://" + metrics + "/metrics"); st != 200 ||
 		!strings.Contains(body, `coppice_http_requests_total{method="GET",route="/dbs/{db_name}",status="404"} 1`) ||
-		!strings.Contains(body, "process_resident_memory_bytes") {
+		!strings.Contains(body, "process_resident_memory_bytes") ||
+		// The engine's families, wired to the engine the server opened.
+		!strings.Contains(body, "coppice_storage_wal_syncs_total ") || !strings.Contains(body, `coppice_storage_level_bytes{level="6"}`) ||
+		!strings.Contains(body, "coppice_databases 0") || !strings.Contains(body, "coppice_store_builds_total 0") ||
+		!strings.Contains(body, "coppice_http_requests_queued 0") || !strings.Contains(body, `coppice_http_rejections_total{reason="busy"} 0`) {
 		t.Errorf("/metrics: %d\n%s", st, body)
 	}
 	var errOut bytes.Buffer
@@ -403,4 +414,21 @@ func TestParseByteSize(t *testing.T) {
 	if got := formatByteSize(1000); got != "1000" {
 		t.Errorf("formatByteSize(1000) = %q", got)
 	}
+}
+
+// TestHumanBytes checks the sizes summaries show.
+func TestHumanBytes(t *testing.T) {
+	f := func(n int64, want string) {
+		t.Helper()
+		if got := humanBytes(n); got != want {
+			t.Errorf("%d: %q, want %q", n, got, want)
+		}
+	}
+	f(0, "0 B")
+	f(1023, "1023 B")
+	f(1024, "1.00 KiB")
+	f(14116, "13.8 KiB")
+	f(150<<20, "150 MiB")
+	f(3<<30+1<<29, "3.50 GiB")
+	f(2<<40, "2.00 TiB")
 }

@@ -33,6 +33,8 @@ type serveConfig struct {
 	MetricsAddr string
 	// API configures the HTTP server.
 	API api.Options
+	// Cluster, when set, makes the server a node of a cluster.
+	Cluster *engine.ClusterOptions
 }
 
 // serve is `coppice serve`: it opens the data directory (bootstrapping a
@@ -59,6 +61,9 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 		return err
 	}
 	api.RaiseOpenFileLimit(log)
+	if cfg.MetricsAddr != "" && cfg.API.Metrics == nil {
+		cfg.API.Metrics = api.NewMetrics()
+	}
 	eng, err := openEngine(cfg, log)
 	if err != nil {
 		return err
@@ -71,13 +76,17 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 			}
 		}
 	}()
-	if first {
+	switch {
+	case first && cfg.Cluster != nil && cfg.Cluster.NodeID == 1 && isFounder(cfg.Cluster):
+		// Only the first node of a new cluster bootstraps, once a
+		// majority runs; the others receive the accounts through it.
+		if err := bootstrapCluster(ctx, eng, cfg.BootstrapKey, out, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
+			return err
+		}
+	case first && cfg.Cluster == nil:
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
-	}
-	if cfg.MetricsAddr != "" && cfg.API.Metrics == nil {
-		cfg.API.Metrics = api.NewMetrics()
 	}
 	srv, err := api.New(eng, cfg.API)
 	if err != nil {
@@ -128,12 +137,17 @@ func serverLogger(opts *api.Options) (*slog.Logger, error) {
 
 // openEngine opens the data directory, with records' metadata under the
 // key of the server's compatibility mode; the storage engine's log and the
-// failures of background work go to log.
+// failures of background work go to log, and its events to the metrics,
+// if any.
 func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("no data directory")
 	}
-	return engine.Open(cfg.DataDir, engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat)})
+	opts := engine.Options{CacheSize: cfg.CacheSize, Logger: log, Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster}
+	if m := cfg.API.Metrics; m != nil {
+		opts.OnEvent = m.EngineEvent
+	}
+	return engine.Open(cfg.DataDir, opts)
 }
 
 // bootstrap creates the first accounts of a new data directory and prints

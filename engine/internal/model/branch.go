@@ -46,3 +46,9 @@ type LayerRef struct {
 
 // Lineage is a branch's stack of layers, top first.
 type Lineage []LayerRef
+
+// TableKey names one table of one branch, by ids: what the structures
+// derived per table of a branch are kept under.
+type TableKey struct {
+	Branch, Table uint32
+}

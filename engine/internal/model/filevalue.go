@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	_ "image/gif"  // image.DecodeConfig reads GIF dimensions
+	_ "image/jpeg" // and JPEG
+	_ "image/png"  // and PNG
 	"mime"
 	"regexp"
 	"strconv"

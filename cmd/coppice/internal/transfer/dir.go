@@ -31,14 +31,33 @@ type dirStore struct {
 	ref engine.Ref
 }
 
-// openDir opens an existing data directory. It refuses a directory that
-// is missing or empty (the engine would make a new one) and one whose
-// lock another process or engine holds.
+// openDir opens an existing data directory (see openDataDir) for a
+// branch of a database of a workspace.
 func openDir(dir, workspace, db, branch string) (*dirStore, error) {
+	core, err := workspaceCore(workspace)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := openDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &dirStore{eng: eng, ref: engine.Ref{Workspace: core, Database: db, Branch: branch}}, nil
+}
+
+// workspaceCore returns the core id of a workspace id given with --data.
+func workspaceCore(workspace string) (string, error) {
 	core, ok := engine.WorkspaceCore(workspace)
 	if !ok {
-		return nil, fmt.Errorf("--workspace %q is not a workspace id", workspace)
+		return "", fmt.Errorf("--workspace %q is not a workspace id", workspace)
 	}
+	return core, nil
+}
+
+// openDataDir opens an existing data directory with the engine. It
+// refuses a directory that is missing or empty (the engine would make a
+// new one) and one whose lock another process or engine holds.
+func openDataDir(dir string) (*engine.Engine, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
 		return nil, fmt.Errorf("%s is not a data directory: it is missing or empty", dir)
@@ -53,7 +72,7 @@ func openDir(dir, workspace, db, branch string) (*dirStore, error) {
 		}
 		return nil, err
 	}
-	return &dirStore{eng: eng, ref: engine.Ref{Workspace: core, Database: db, Branch: branch}}, nil
+	return eng, nil
 }
 
 // isLockError reports whether err is Pebble's refusal to lock a directory
@@ -66,7 +85,7 @@ func isLockError(err error) bool {
 
 // tables reads the branch schema from the engine.
 func (s *dirStore) tables(context.Context) ([]tableDef, error) {
-	d, err := s.eng.BranchDetails(s.ref)
+	d, err := s.eng.Branches().Details(s.ref)
 	if err != nil {
 		return nil, err
 	}
@@ -80,10 +99,10 @@ func (s *dirStore) tables(context.Context) ([]tableDef, error) {
 // createTable creates the table, then sets its columns: two migrations,
 // as over HTTP.
 func (s *dirStore) createTable(_ context.Context, name string, cols []engine.ColumnDef) error {
-	if _, err := s.eng.CreateTable(s.ref, name); err != nil {
+	if _, err := s.eng.Schema().CreateTable(s.ref, name); err != nil {
 		return err
 	}
-	_, err := s.eng.SetTableColumns(s.ref, name, cols)
+	_, err := s.eng.Schema().SetTableColumns(s.ref, name, cols)
 	return err
 }
 

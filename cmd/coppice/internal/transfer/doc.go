@@ -1,7 +1,9 @@
-// Package transfer implements `coppice import` and `coppice export`: it
-// moves records between files and a table, either through a running
-// server's HTTP API (net/http, an API key) or straight through the engine
-// in a data directory that no server holds.
+// Package transfer implements `coppice import` and `coppice export`, which
+// move records between files and a table, and `coppice backup`, `restore`,
+// `dump` and `load` (backup.go, dump.go), which copy whole servers and
+// databases: either through a running server's HTTP API (net/http, an API
+// key) or straight through the engine in a data directory that no server
+// holds.
 //
 // Input formats: NDJSON (one JSON object per line; blank lines are not
 // records), a JSON array of objects (elements may span lines), and CSV
@@ -64,4 +66,10 @@
 //
 // Export pages through a query with cursors and writes NDJSON that import
 // reads back into a table of the same schema (see Export).
+//
+// Backups, dumps and loads are streams of any size: one request each,
+// given up when no byte moves for a few minutes rather than after a fixed
+// time (stream.go), and checked end to end, by the SHA-256 sums of the
+// backup's manifest and the checksum that ends a dump. A backup or dump cut
+// short is an error and leaves no partial file behind.
 package transfer

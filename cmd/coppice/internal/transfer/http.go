@@ -35,10 +35,11 @@ const (
 
 // httpStore calls the data plane of a server.
 type httpStore struct {
-	client *http.Client
-	base   string // server URL, with /ws/{workspace} when one is named
-	key    string
-	dbb    string // the escaped {db}:{branch} path segment
+	client  *http.Client
+	streams *http.Client // for streams (stream.go): no bound on a whole request's time
+	base    string       // server URL, with /ws/{workspace} when one is named
+	key     string
+	dbb     string // the escaped {db}:{branch} path segment
 }
 
 // newHTTPStore checks the URL and makes a client with conns connections
@@ -58,7 +59,8 @@ func newHTTPStore(t *Target, conns int) (*httpStore, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = conns + 1
 	return &httpStore{
-		client: &http.Client{Transport: tr, Timeout: requestTimeout}, base: base, key: t.APIKey,
+		client: &http.Client{Transport: tr, Timeout: requestTimeout}, streams: &http.Client{Transport: tr},
+		base: base, key: t.APIKey,
 		dbb: url.PathEscape(t.Database) + ":" + url.PathEscape(t.branch()),
 	}, nil
 }
@@ -96,28 +98,37 @@ func (s *httpStore) do(ctx context.Context, method, path string, body []byte) (i
 	wait := firstBackoff
 	for attempt := 1; ; attempt++ {
 		status, resp, retryAfter, err := s.once(ctx, method, path, body)
-		retry := false
-		switch {
-		case err != nil:
-			var op *net.OpError
-			retry = errors.As(err, &op) && op.Op == "dial"
-		case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
-			retry = true
-		}
-		if !retry || attempt == maxAttempts {
+		if !retryable(status, err) || attempt == maxAttempts || !backoff(ctx, &wait, retryAfter) {
 			return status, resp, err
 		}
-		d := wait
-		if retryAfter > 0 {
-			d = min(retryAfter, maxRetryAfter)
-		}
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return status, resp, err
-		}
-		wait = min(2*wait, maxBackoff)
 	}
+}
+
+// retryable reports whether a request the server did not take may be sent
+// again: it was refused for load (429, 503), or it could not connect.
+func retryable(status int, err error) bool {
+	if err != nil {
+		var op *net.OpError
+		return errors.As(err, &op) && op.Op == "dial"
+	}
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
+
+// backoff waits before the next attempt: the server's Retry-After, else
+// *wait, which then doubles up to maxBackoff. It reports false when ctx
+// ends first.
+func backoff(ctx context.Context, wait *time.Duration, retryAfter time.Duration) bool {
+	d := *wait
+	if retryAfter > 0 {
+		d = min(retryAfter, maxRetryAfter)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+		return false
+	}
+	*wait = min(2**wait, maxBackoff)
+	return true
 }
 
 // once sends one request. retryAfter is the server's Retry-After, if any.
@@ -145,10 +156,15 @@ func (s *httpStore) once(ctx context.Context, method, path string, body []byte) 
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
+	return res.StatusCode, resp, retryAfterOf(res), nil
+}
+
+// retryAfterOf is a response's Retry-After in seconds, or 0.
+func retryAfterOf(res *http.Response) time.Duration {
 	if secs, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && secs > 0 {
-		retryAfter = time.Duration(secs) * time.Second
+		return time.Duration(secs) * time.Second
 	}
-	return res.StatusCode, resp, retryAfter, nil
+	return 0
 }
 
 // call sends a JSON body (nil: none) and decodes a JSON answer of status

@@ -147,7 +147,7 @@ func BenchmarkImportClient(b *testing.B) {
 	ts := startServer(b, b.TempDir(), false)
 	ts.createTable(gen.UsersTable, gen.UsersColumns())
 	ts.createTable(gen.DocsTable, gen.DocsColumns())
-	details, err := ts.eng.BranchDetails(ts.ref())
+	details, err := ts.eng.Branches().Details(ts.ref())
 	if err != nil {
 		b.Fatal(err)
 	}

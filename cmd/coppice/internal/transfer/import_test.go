@@ -136,7 +136,7 @@ func TestImportNDJSONCreate(t *testing.T) {
 	o := ImportOptions{Target: ts.target("events"), InputName: "-", Create: true, InferRows: 3}
 	sum, log := importText(t, o, eventsNDJSON)
 	checkSummary(t, sum, log, 7, 4, 3, []int64{4, 5, 6})
-	det, err := ts.eng.BranchDetails(ts.ref())
+	det, err := ts.eng.Branches().Details(ts.ref())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,10 +103,10 @@ func (ts *testServer) target(table string) Target {
 // createTable makes a table with columns through the engine.
 func (ts *testServer) createTable(name string, cols []engine.ColumnDef) {
 	ts.t.Helper()
-	if _, err := ts.eng.CreateTable(ts.ref(), name); err != nil {
+	if _, err := ts.eng.Schema().CreateTable(ts.ref(), name); err != nil {
 		ts.t.Fatal(err)
 	}
-	if _, err := ts.eng.SetTableColumns(ts.ref(), name, cols); err != nil {
+	if _, err := ts.eng.Schema().SetTableColumns(ts.ref(), name, cols); err != nil {
 		ts.t.Fatal(err)
 	}
 }

@@ -1,0 +1,439 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coppice-db/coppice/engine"
+)
+
+// clusterNode is one node of an in-process test cluster: a data directory
+// that outlives the engine and server running on it.
+type clusterNode struct {
+	id   uint64
+	dir  string
+	raft string // its Raft address on the cluster's network
+	ts   *testServer
+	stop func()
+}
+
+// testCluster is a cluster of nodes in this process, joined by an
+// in-process network, each serving the API on a loopback port.
+type testCluster struct {
+	t     *testing.T
+	net   *engine.ClusterNetwork
+	join  []string
+	nodes map[uint64]*clusterNode
+	info  *BootstrapInfo
+	clock func() time.Time
+}
+
+// clusterClock is the fixed clock of the nodes, and of the single server
+// they are compared with.
+func clusterClock() time.Time { return time.Date(2026, 4, 5, 6, 7, 8, 0, time.UTC) }
+
+// startCluster starts n founding nodes, bootstraps the accounts through
+// node 1 and serves the API on each.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, net: engine.NewClusterNetwork(), nodes: map[uint64]*clusterNode{}, clock: clusterClock}
+	for i := 1; i <= n; i++ {
+		c.join = append(c.join, fmt.Sprintf("node%d", i))
+	}
+	base := t.TempDir()
+	for i := 1; i <= n; i++ {
+		c.nodes[uint64(i)] = &clusterNode{id: uint64(i), dir: filepath.Join(base, fmt.Sprintf("n%d", i)), raft: fmt.Sprintf("node%d", i)}
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			c.stopNode(nd.id)
+		}
+	})
+	for i := 1; i <= n; i++ {
+		c.startNode(uint64(i))
+	}
+	// The accounts, once a majority runs.
+	info, err := Bootstrap(c.node(1).eng, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.info = info
+	for _, nd := range c.nodes {
+		nd.ts.info, nd.ts.base = info, nd.ts.url+"/ws/"+info.WorkspaceID
+	}
+	return c
+}
+
+// clusterLogger shows the nodes' log only with COPPICE_RAFT_LOG set.
+func clusterLogger() *slog.Logger {
+	if os.Getenv("COPPICE_RAFT_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startNode opens node id's engine as a node of the cluster and serves
+// the API.
+func (c *testCluster) startNode(id uint64) {
+	c.t.Helper()
+	nd := c.nodes[id]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	eng, err := engine.Open(nd.dir, engine.Options{Clock: c.clock, Logger: clusterLogger(), Cluster: &engine.ClusterOptions{
+		NodeID: id, RaftAddr: nd.raft, APIAddr: ln.Addr().String(), Join: c.join, Network: c.net,
+		Tick: 10 * time.Millisecond, HeartbeatTicks: 2, ElectionTicks: 20, SnapshotEvery: 40, MaxWait: 3 * time.Second,
+	}})
+	if err != nil {
+		ln.Close()
+		c.t.Fatal(err)
+	}
+	srv, err := New(eng, Options{Logger: clusterLogger()})
+	if err != nil {
+		eng.Close()
+		ln.Close()
+		c.t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ts := &testServer{t: c.t, eng: eng, srv: srv, info: c.info, addr: ln.Addr().String(), key: testKey}
+	ts.url = "http://" + ts.addr
+	if c.info != nil {
+		ts.base = ts.url + "/ws/" + c.info.WorkspaceID
+	}
+	nd.ts = ts
+	nd.stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		ln.Close()
+		<-served
+		if err := eng.Close(); err != nil {
+			c.t.Errorf("node %d: close engine: %v", id, err)
+		}
+	}
+}
+
+// stopNode stops node id's server and engine, if running.
+func (c *testCluster) stopNode(id uint64) {
+	nd := c.nodes[id]
+	if nd.stop != nil {
+		nd.stop()
+		nd.stop, nd.ts = nil, nil
+	}
+}
+
+// node returns the test server of a running node.
+func (c *testCluster) node(id uint64) *testServer { return c.nodes[id].ts }
+
+// retry sends a request until it gets want, for requests that may meet a
+// group between two leaders (503), and fails after a while.
+func (c *testCluster) retry(id uint64, want int, method, url string, body any) *response {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r := c.node(id).do(method, url, body)
+		if r.status == want {
+			return r
+		}
+		if r.status != 503 || time.Now().After(deadline) {
+			c.t.Fatalf("node %d: %s %s: status %d, want %d; body %s", id, method, url, r.status, want, r.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// status returns the cluster's status as node id sees it.
+func (c *testCluster) status(id uint64) clusterStatusBody {
+	c.t.Helper()
+	r := c.node(id).expect(200, "GET", c.node(id).url+"/admin/cluster", nil)
+	var st clusterStatusBody
+	if err := json.Unmarshal(r.raw, &st); err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// leaderOf returns the node leading the group of database db, as node id
+// reports it, waiting for one.
+func (c *testCluster) leaderOf(id uint64, db string) uint64 {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, g := range c.status(id).Groups {
+			if g.Database == db && g.Leader != 0 && c.nodes[g.Leader].ts != nil {
+				return g.Leader
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("database %s has no leader", db)
+	return 0
+}
+
+// nodeView returns node id's own view of the group of database db.
+func (c *testCluster) nodeView(id uint64, db string) groupView {
+	c.t.Helper()
+	r := c.node(id).expect(200, "GET", c.node(id).url+"/admin/cluster/node", nil)
+	var v nodeView
+	if err := json.Unmarshal(r.raw, &v); err != nil {
+		c.t.Fatal(err)
+	}
+	for _, g := range v.Groups {
+		if g.Database == db {
+			return g
+		}
+	}
+	c.t.Fatalf("node %d has no replica of %s", id, db)
+	return groupView{}
+}
+
+// converged waits until every running node has applied what the leader of
+// every group has.
+func (c *testCluster) converged(id uint64) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		st := c.status(id)
+		lagging := ""
+		for _, g := range st.Groups {
+			for _, r := range g.Replicas {
+				if r.Lag > 0 {
+					lagging = fmt.Sprintf("node %d lags %d entries in group %d (%s)", r.Node, r.Lag, g.Group, g.Database)
+				}
+			}
+		}
+		if lagging == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal(lagging)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// clusterScript is a sequence of data-plane requests whose answers a
+// cluster must give exactly as a single server does: each is sent to the
+// node send picks.
+func clusterScript(t *testing.T, region string, send func(i int) *testServer, db string) []string {
+	t.Helper()
+	var out []string
+	step := 0
+	do := func(want int, method, path string, body any) {
+		t.Helper()
+		ts := send(step)
+		step++
+		url := path
+		if strings.HasPrefix(path, "/workspaces/") {
+			url = ts.url + path
+		}
+		r := ts.expect(want, method, url, body)
+		out = append(out, fmt.Sprintf("%s %s → %d %s", method, path, r.status, r.raw))
+	}
+	ws := "/workspaces/" + send(0).info.WorkspaceID
+	do(201, "PUT", ws+"/dbs/"+db, map[string]any{"region": region})
+	dbb := "/db/" + db + ":main"
+	do(201, "PUT", dbb+"/tables/people", nil)
+	for _, col := range []map[string]any{{"name": "name", "type": "string"}, {"name": "age", "type": "int"}, {"name": "bio", "type": "text"}} {
+		do(200, "POST", dbb+"/tables/people/columns", col)
+	}
+	bios := []string{"likes long walks", "the quick brown fox", "walks the dog", "reads", "fox hunting is cruel"}
+	for i, bio := range bios {
+		do(201, "PUT", fmt.Sprintf("%s/tables/people/data/p%d", dbb, i), map[string]any{"name": fmt.Sprintf("person %d", i), "age": 20 + i, "bio": bio})
+	}
+	do(200, "PATCH", dbb+"/tables/people/data/p1", map[string]any{"age": map[string]any{"$increment": 5}})
+	do(204, "DELETE", dbb+"/tables/people/data/p4", nil)
+	for i := range 4 {
+		do(200, "GET", fmt.Sprintf("%s/tables/people/data/p%d", dbb, i), nil)
+	}
+	do(200, "POST", dbb+"/tables/people/query", map[string]any{"filter": map[string]any{"age": map[string]any{"$ge": 21}}, "sort": map[string]any{"age": "desc"}})
+	do(200, "POST", dbb+"/tables/people/summarize", map[string]any{"columns": []string{}, "summaries": map[string]any{"n": map[string]any{"count": "*"}, "avg": map[string]any{"average": "age"}}})
+	do(200, "POST", dbb+"/tables/people/aggregate", map[string]any{"aggs": map[string]any{"total": map[string]any{"sum": map[string]any{"column": "age"}}}})
+	do(200, "POST", dbb+"/tables/people/search", map[string]any{"query": "walks"})
+	do(200, "POST", dbb+"/tables/people/bulk", map[string]any{"records": []map[string]any{{"id": "b1", "name": "bulk"}, {"id": "b2", "name": "bulk"}}})
+	do(200, "POST", dbb+"/transaction", map[string]any{"operations": []any{
+		map[string]any{"update": map[string]any{"table": "people", "id": "b1", "fields": map[string]any{"age": 1}}},
+		map[string]any{"get": map[string]any{"table": "people", "id": "b2"}},
+	}})
+	do(201, "PUT", "/db/"+db+":dev", map[string]any{"from": "main"})
+	do(200, "POST", "/db/"+db+":dev/tables/people/query", map[string]any{"columns": []string{"name"}, "page": map[string]any{"size": 2}})
+	return out
+}
+
+// randomParts are the parts of answers that differ between two servers
+// by design: generated migration ids, cursors signed with each server's
+// secret, workspace ids.
+var randomParts = regexp.MustCompile(`mig_[0-9a-z]{20}|"cursor":"[^"]*"|/workspaces/[^/]+/`)
+
+// unrandom masks the randomParts of an answer.
+func unrandom(s string) string { return randomParts.ReplaceAllString(s, "…") }
+
+// TestClusterHTTP drives a 3-node cluster through the HTTP API: answers
+// equal a single server's, request by request, whichever node gets each;
+// writes on every node are read linearizably on every other; eventual
+// reads answer from the local replica; a node cut off answers 503 with
+// Retry-After to linearizable reads and writes; the leader of a database
+// stops and the others go on; a node that missed more than its log keeps
+// catches up from a snapshot; a node is added and another removed, its
+// replicas moving to the new one.
+func TestClusterHTTP(t *testing.T) {
+	single := startServerEngine(t, Options{}, engine.Options{Clock: clusterClock})
+	region := single.region()
+	want := clusterScript(t, region, func(int) *testServer { return single }, "shop")
+
+	c := startCluster(t, 3)
+	got := clusterScript(t, region, func(i int) *testServer { return c.node(uint64(1 + i%3)) }, "shop")
+	for i := range want {
+		if g, w := unrandom(got[i]), unrandom(want[i]); g != w {
+			t.Errorf("the cluster answers\n%s\nwhere a single server answers\n%s", g, w)
+		}
+	}
+	// A cursor one node signed reads the next page on another.
+	dev := "/db/shop:dev/tables/people/query"
+	first := c.node(1).expect(200, "POST", dev, map[string]any{"page": map[string]any{"size": 1}}).obj()
+	cursor := first["meta"].(map[string]any)["page"].(map[string]any)["cursor"]
+	next := c.node(2).expect(200, "POST", dev, map[string]any{"page": map[string]any{"after": cursor}}).obj()
+	if recs, _ := next["records"].([]any); len(recs) == 0 {
+		t.Errorf("the page after node 1's cursor, on node 2: %v", next)
+	}
+
+	// Writes through each node, each read at once through another.
+	dbb := "/db/shop:main/tables/people"
+	// A write that needs what another node changed a moment ago: a
+	// column, an API key. It must never fail for the replica lagging.
+	for i := range 6 {
+		col := fmt.Sprintf("c%d", i)
+		c.node(1).expect(200, "POST", dbb+"/columns", map[string]any{"name": col, "type": "int"})
+		c.node(uint64(2+i%2)).expect(201, "PUT", fmt.Sprintf("%s/data/col%d", dbb, i), map[string]any{col: i})
+	}
+	key := c.node(1).expect(201, "POST", c.node(1).url+"/user/keys/fresh", nil).obj()["key"].(string)
+	c.node(3).expect(201, "PUT", dbb+"/data/fresh", map[string]any{"name": "fresh"}, withKey(key))
+	for i := range 30 {
+		w, r := uint64(1+i%3), uint64(1+(i+1)%3)
+		c.retry(w, 201, "PUT", fmt.Sprintf("%s/data/w%d", dbb, i), map[string]any{"name": fmt.Sprintf("w%d", i), "age": i})
+		rec := c.node(r).expect(200, "GET", fmt.Sprintf("%s/data/w%d", dbb, i), nil).obj()
+		if rec["name"] != fmt.Sprintf("w%d", i) {
+			t.Fatalf("node %d reads w%d as %v", r, i, rec)
+		}
+	}
+	c.converged(1)
+
+	// A node cut off from the others: linearizable reads and writes wait
+	// for the bound, then 503 with Retry-After; eventual reads answer.
+	c.net.Partition("node3")
+	cut := c.node(3)
+	start := time.Now()
+	r := cut.do("GET", dbb+"/data/w1", nil)
+	if r.status != 503 || r.header.Get("Retry-After") == "" {
+		t.Errorf("a linearizable read on a cut-off node: %d %s, Retry-After %q", r.status, r.raw, r.header.Get("Retry-After"))
+	}
+	if waited := time.Since(start); waited > 8*time.Second {
+		t.Errorf("the cut-off node answered after %v", waited)
+	}
+	if r := cut.do("PUT", dbb+"/data/cut", map[string]any{"name": "x"}); r.status != 503 {
+		t.Errorf("a write on a cut-off node: %d %s", r.status, r.raw)
+	}
+	q := cut.expect(200, "POST", dbb+"/query", map[string]any{"filter": map[string]any{"id": "w1"}, "consistency": "eventual"})
+	if recs, _ := q.obj()["records"].([]any); len(recs) != 1 {
+		t.Errorf("an eventual read on a cut-off node: %s", q.raw)
+	}
+	// Its own view of the cluster it answers at once.
+	start = time.Now()
+	cut.expect(200, "GET", cut.url+"/admin/cluster/node", nil)
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("the cut-off node's status took %v", waited)
+	}
+	// The majority goes on.
+	c.retry(1, 201, "PUT", dbb+"/data/majority", map[string]any{"name": "m"})
+	c.net.Heal()
+	c.retry(3, 200, "GET", dbb+"/data/majority", nil)
+
+	// The leader of the database stops; the others elect another and go
+	// on; it comes back and catches up from the log.
+	leader := c.leaderOf(1, "shop")
+	c.stopNode(leader)
+	other := leader%3 + 1
+	for i := range 10 {
+		c.retry(other, 201, "PUT", fmt.Sprintf("%s/data/k%d", dbb, i), map[string]any{"name": "k"})
+	}
+	c.startNode(leader)
+	c.retry(leader, 200, "GET", dbb+"/data/k9", nil)
+
+	// A node misses more entries than its log keeps (SnapshotEvery 40):
+	// it comes back through a snapshot of the database.
+	gone := c.nodeView(3, "shop").Applied
+	c.stopNode(3)
+	last := 0
+	for i := 0; ; i++ {
+		c.retry(uint64(1+i%2), 201, "PUT", fmt.Sprintf("%s/data/s%d", dbb, i), map[string]any{"name": "s", "age": i})
+		last = i
+		// Until the others' logs no longer have what node 3 misses.
+		if i >= 50 && c.nodeView(1, "shop").FirstIndex > gone+1 && c.nodeView(2, "shop").FirstIndex > gone+1 {
+			break
+		}
+		if i > 2000 {
+			t.Fatalf("the logs still hold entry %d", gone+1)
+		}
+	}
+	c.startNode(3)
+	c.retry(3, 200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
+	if n := c.node(3).eng.Cluster().Recovered(); n == 0 {
+		t.Error("node 3 caught up without a snapshot")
+	}
+	c.converged(1)
+	sum := func(id uint64) string {
+		r := c.node(id).expect(200, "POST", dbb+"/summarize", map[string]any{"columns": []string{}, "summaries": map[string]any{"n": map[string]any{"count": "*"}, "s": map[string]any{"sum": "age"}}})
+		return string(r.raw)
+	}
+	for id := uint64(2); id <= 3; id++ {
+		if a, b := sum(1), sum(id); a != b {
+			t.Errorf("node 1 summarizes %s, node %d %s", a, id, b)
+		}
+	}
+
+	// Node 4 joins; node 3 leaves, its replicas moving to node 4.
+	c.join4(t)
+	c.node(1).expect(204, "DELETE", c.node(1).url+"/admin/cluster/nodes/3", nil)
+	c.stopNode(3)
+	c.retry(4, 200, "GET", fmt.Sprintf("%s/data/s%d", dbb, last), nil)
+	c.retry(2, 201, "PUT", dbb+"/data/after", map[string]any{"name": "after"})
+	c.retry(4, 200, "GET", dbb+"/data/after", nil)
+	st := c.status(4)
+	for _, nd := range st.Nodes {
+		if nd.ID == 3 {
+			t.Errorf("node 3 is still listed: %+v", st.Nodes)
+		}
+	}
+	for _, g := range st.Groups {
+		for _, rep := range g.Replicas {
+			if rep.Node == 3 {
+				t.Errorf("group %d (%s) still has a replica on node 3", g.Group, g.Database)
+			}
+		}
+		if len(g.Replicas) != 3 {
+			t.Errorf("group %d (%s) has %d replicas: %+v", g.Group, g.Database, len(g.Replicas), g.Replicas)
+		}
+	}
+}
+
+// join4 starts node 4, which is not in the join list, and adds it through
+// node 1.
+func (c *testCluster) join4(t *testing.T) {
+	t.Helper()
+	c.nodes[4] = &clusterNode{id: 4, dir: filepath.Join(t.TempDir(), "n4"), raft: "node4"}
+	c.startNode(4)
+	c.node(1).expect(204, "POST", c.node(1).url+"/admin/cluster/nodes", map[string]any{"id": 4, "raftAddr": "node4"})
+	c.retry(4, 200, "GET", c.node(4).url+"/user", nil)
+}

@@ -1,0 +1,576 @@
+package apply
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
+	"github.com/coppice-db/coppice/engine/internal/model"
+)
+
+// WriteRecords writes records, with everything non-deterministic
+// resolved: record ids and the time. Applying it reads only the database
+// state. Bulk marks the records of a bulk insert, whose errors name no
+// table. The result is an []OpResult, one per operation.
+type WriteRecords struct {
+	Branch string     `json:"branch"`
+	Now    time.Time  `json:"now"`
+	Ops    []model.Op `json:"ops"`
+	Bulk   bool       `json:"bulk,omitempty"`
+}
+
+func (c *WriteRecords) apply(tx *Tx) (any, error) {
+	b, err := tx.st.Branch(c.Branch)
+	if err != nil {
+		return nil, err
+	}
+	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk}
+	results := make([]OpResult, len(c.Ops))
+	for i := range c.Ops {
+		r, err := w.apply(&c.Ops[i])
+		if err != nil {
+			var ee *model.Error
+			if !errors.As(err, &ee) {
+				return nil, err
+			}
+			return nil, &model.OpErrors{Errors: []model.OpError{{Index: i, Err: ee}}}
+		}
+		results[i] = r
+	}
+	return results, nil
+}
+
+// OpResult is the outcome of one operation as a command returns it: the
+// record as stored, which the caller turns into the public form.
+type OpResult struct {
+	Kind    model.OpKind
+	ID      string
+	Rows    int
+	Created bool
+	Table   uint32 // the id of the table written
+	// Rec is the record after the write; for a delete, before it; for a
+	// get, the record read (nil when missing). It is the result's own.
+	// Tbl is its table, as the command saw it; a decoded result has none.
+	Rec *codec.Record
+	Tbl *model.Table
+}
+
+// writer applies operations inside one command.
+type writer struct {
+	tx   *Tx
+	br   *model.Branch
+	now  time.Time
+	bulk bool // the records of a bulk insert: errors name no table
+	// before and after are the bitmap memberships of the row writeRow is
+	// writing, kept between rows so that their maps do not grow anew.
+	before, after map[string]struct{}
+}
+
+// apply applies one operation; its errors name the table unless the
+// operation is a single-record write or part of a bulk insert.
+func (w *writer) apply(op *model.Op) (OpResult, error) {
+	t, err := w.br.Schema.Table(op.Table)
+	if err != nil {
+		return OpResult{}, err
+	}
+	if !op.MissingNotFound {
+		// Bulk inserts and transactions carry no files (files.go).
+		if err := model.CheckNoFiles(t, op.Values); err != nil {
+			return OpResult{}, err
+		}
+	}
+	res, err := w.applyTable(t, op)
+	if err != nil && !op.MissingNotFound && !w.bulk {
+		var ee *model.Error
+		if errors.As(err, &ee) && !strings.HasPrefix(ee.Message, "table [") {
+			return res, &model.Error{Code: ee.Code, Message: "table [" + t.Name + "]: " + ee.Message}
+		}
+	}
+	return res, err
+}
+
+// applyTable applies op to table t: reads the visible version of the
+// record, then inserts, updates, deletes or gets it.
+func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
+	tx := w.tx
+	lin := w.br.Lineage
+	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
+	if err != nil {
+		return OpResult{}, err
+	}
+	var old codec.Record
+	oldLevel := -1
+	if exists {
+		lvl, ok, err := layers.ReadRow(tx.batch, tx.d.ID, lin, t.ID, ent.Row, &old)
+		if err != nil {
+			return OpResult{}, err
+		}
+		if !ok {
+			return OpResult{}, errors.New("engine: id map names a deleted row")
+		}
+		oldLevel = lvl
+	}
+	res := OpResult{Kind: op.Kind, ID: op.ID, Table: t.ID, Tbl: t}
+	checkVersion := func() error {
+		if op.IfVersion != nil && (!exists || old.Version != *op.IfVersion) {
+			return model.Errorf(model.CodePrecondition, "version condition not met")
+		}
+		return nil
+	}
+	switch op.Kind {
+	case model.OpGet:
+		if exists {
+			res.Rows = 1
+			res.Rec = old.Clone()
+		}
+		return res, nil
+	case model.OpDelete:
+		if !exists {
+			switch {
+			case op.MissingNotFound:
+				return res, model.NotFoundf("record [%s] not found", op.ID)
+			case op.FailIfMissing:
+				return res, model.Invalidf("no rows deleted")
+			}
+			return res, nil
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		res.Rows = 1
+		res.Rec = old.Clone()
+		if err := w.writeRow(t, ent.Row, &old, oldLevel, nil); err != nil {
+			return res, err
+		}
+		return res, w.writeID(t, op.ID, ent.Row, idLevel, true)
+	case model.OpInsert:
+		if exists && op.CreateOnly {
+			return res, model.Errorf(model.CodeAlreadyExists, "record [%s] already exists", op.ID)
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
+		if err := w.fill(t, rec, op.Values, true, false); err != nil {
+			return res, err
+		}
+		if exists {
+			rec.Version = old.Version + 1
+			rec.CreatedAt = old.CreatedAt
+			return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
+		}
+		res.Created = true
+		return w.insertNew(t, res, rec)
+	case model.OpUpdate:
+		if !exists {
+			if !op.Upsert {
+				return res, model.NotFoundf("record [%s] not found", op.ID)
+			}
+			rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
+			// An upsert that inserts applies numeric operators to null (0).
+			if err := w.fill(t, rec, op.Values, true, true); err != nil {
+				return res, err
+			}
+			res.Created = true
+			return w.insertNew(t, res, rec)
+		}
+		if err := checkVersion(); err != nil {
+			return res, err
+		}
+		rec := old.Clone()
+		rec.Seq, rec.Version, rec.UpdatedAt = tx.seq, old.Version+1, w.now.UnixNano()
+		if err := w.fill(t, rec, op.Values, false, true); err != nil {
+			return res, err
+		}
+		return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
+	}
+	return res, model.Invalidf("unknown operation")
+}
+
+// insertNew writes rec as a new row of t, with a new row id.
+func (w *writer) insertNew(t *model.Table, res OpResult, rec *codec.Record) (OpResult, error) {
+	row, err := w.tx.allocRow(t.ID)
+	if err != nil {
+		return res, err
+	}
+	if err := w.check(t, row, nil, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeRow(t, row, nil, -1, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeID(t, rec.ID, row, -1, false); err != nil {
+		return res, err
+	}
+	res.Rows = 1
+	res.Rec = rec
+	return res, nil
+}
+
+// finishWrite writes rec as the new version of row, replacing old.
+func (w *writer) finishWrite(t *model.Table, res OpResult, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) (OpResult, error) {
+	if err := w.check(t, row, old, rec); err != nil {
+		return res, err
+	}
+	if err := w.writeRow(t, row, old, oldLevel, rec); err != nil {
+		return res, err
+	}
+	res.Rows = 1
+	res.Rec = rec
+	return res, nil
+}
+
+// fill sets the columns of rec from input values. full means the input
+// replaces the record (insert, replace): absent columns get their default.
+// Otherwise only the named columns change (update). numOps allows the
+// numeric operators ($increment, ...), which apply to the current value.
+func (w *writer) fill(t *model.Table, rec *codec.Record, values map[string]any, full, numOps bool) error {
+	if full {
+		rec.Fields = rec.Fields[:0]
+	} else {
+		// Drop values of columns the schema no longer has.
+		kept := rec.Fields[:0]
+		for _, f := range rec.Fields {
+			if t.ByID[f.Col] != nil {
+				kept = append(kept, f)
+			}
+		}
+		rec.Fields = kept
+	}
+	given := map[uint32]bool{}
+	var walk func(prefix string, m map[string]any) error
+	walk = func(prefix string, m map[string]any) error {
+		keys := model.SortedKeys(m)
+		for _, k := range keys {
+			v := m[k]
+			if prefix == "" && (k == "id" || k == "svc" || k == "xata") {
+				continue
+			}
+			path := prefix + k
+			c := t.ByPath[path]
+			if c == nil {
+				return model.Invalidf("column [%s]: column not found", path)
+			}
+			if c.Type == model.TypeObject {
+				if v == nil {
+					for _, leaf := range t.Leaves {
+						if strings.HasPrefix(leaf.Path, path+".") {
+							rec.Set(leaf.ID, codec.Null())
+							given[leaf.ID] = true
+						}
+					}
+					continue
+				}
+				sub, ok := v.(map[string]any)
+				if !ok {
+					return model.Invalidf("column [%s]: invalid value: expected an object", path)
+				}
+				if err := walk(path+".", sub); err != nil {
+					return err
+				}
+				continue
+			}
+			given[c.ID] = true
+			if ops, ok := v.(map[string]any); ok && (c.Type == model.TypeInt || c.Type == model.TypeFloat) {
+				nv, err := w.numericOp(c, rec, ops, numOps)
+				if err != nil {
+					return err
+				}
+				rec.Set(c.ID, nv)
+				continue
+			}
+			val, err := model.ToValue(c, v)
+			if err != nil {
+				return err
+			}
+			if val.IsNull() && c.NotNull {
+				return model.Invalidf("column [%s]: null value on a notNull column", path)
+			}
+			if c.Type == model.TypeLink && !val.IsNull() && w.tx != nil {
+				if err := w.checkLink(c, val.Str); err != nil {
+					return err
+				}
+			}
+			rec.Set(c.ID, val)
+		}
+		return nil
+	}
+	if err := walk("", values); err != nil {
+		return err
+	}
+	if !full {
+		return nil
+	}
+	for _, c := range t.Leaves {
+		if given[c.ID] {
+			continue
+		}
+		switch {
+		case c.DefaultNow:
+			rec.Set(c.ID, codec.Datetime(w.now))
+		case c.DefaultVal != nil:
+			v, err := model.ToValue(c, c.DefaultVal)
+			if err != nil {
+				return err
+			}
+			rec.Set(c.ID, v)
+		case c.NotNull:
+			return model.Invalidf("column [%s]: a value is required on a notNull column", c.Path)
+		}
+	}
+	return nil
+}
+
+// numericOp applies $increment, $decrement, $multiply or $divide to the
+// current value of a number column; a null counts as 0.
+func (w *writer) numericOp(c *model.Column, rec *codec.Record, ops map[string]any, allowed bool) (codec.Value, error) {
+	if len(ops) != 1 || !allowed {
+		return codec.Value{}, model.Invalidf("column [%s]: invalid value: expected a number or one of $increment, $decrement, $multiply, $divide", c.Path)
+	}
+	var name string
+	var arg any
+	for name, arg = range ops {
+	}
+	operand, err := model.ToValue(&model.Column{Path: c.Path, Type: model.TypeFloat}, arg)
+	if err != nil || operand.IsNull() {
+		return codec.Value{}, model.Invalidf("column [%s]: %s needs a number", c.Path, name)
+	}
+	cur, _ := rec.Get(c.ID)
+	x := operand.Float
+	if c.Type == model.TypeInt {
+		iv, err := model.ToValue(c, arg)
+		if err != nil {
+			return codec.Value{}, model.Invalidf("column [%s]: %s needs an integer on an int column", c.Path, name)
+		}
+		a, b := cur.Int, iv.Int
+		var r int64
+		switch name {
+		case "$increment":
+			r = a + b
+		case "$decrement":
+			r = a - b
+		case "$multiply":
+			r = a * b
+		case "$divide":
+			if b == 0 {
+				return codec.Value{}, model.Invalidf("column [%s]: division by zero", c.Path)
+			}
+			r = a / b
+		default:
+			return codec.Value{}, model.Invalidf("column [%s]: unknown operator %s", c.Path, name)
+		}
+		return codec.Int(r), nil
+	}
+	a := cur.Float
+	var r float64
+	switch name {
+	case "$increment":
+		r = a + x
+	case "$decrement":
+		r = a - x
+	case "$multiply":
+		r = a * x
+	case "$divide":
+		if x == 0 {
+			return codec.Value{}, model.Invalidf("column [%s]: division by zero", c.Path)
+		}
+		r = a / x
+	default:
+		return codec.Value{}, model.Invalidf("column [%s]: unknown operator %s", c.Path, name)
+	}
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return codec.Value{}, model.Invalidf("column [%s]: result is not a finite number", c.Path)
+	}
+	return codec.Float(r), nil
+}
+
+// checkLink verifies that a link names an existing record of its target.
+func (w *writer) checkLink(c *model.Column, id string) error {
+	target := w.br.Schema.ByID[c.LinkTable]
+	if target == nil {
+		return model.Invalidf("column [%s]: link target table not found", c.Path)
+	}
+	_, _, ok, err := layers.LookupID(w.tx.batch, w.tx.d.ID, w.br.Lineage, target.ID, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return model.Invalidf("column [%s]: linked record [%s] not found in table [%s]", c.Path, id, target.Name)
+	}
+	return nil
+}
+
+// check enforces unique columns for a row about to hold rec.
+func (w *writer) check(t *model.Table, row uint32, old, rec *codec.Record) error {
+	for _, c := range t.Leaves {
+		if !c.Unique {
+			continue
+		}
+		v, ok := rec.Get(c.ID)
+		if !ok {
+			continue
+		}
+		if old != nil {
+			if ov, had := old.Get(c.ID); had && codec.Equal(ov, v) {
+				continue
+			}
+		}
+		id, err := codec.PostingBitmapID(nil, c.ID, v)
+		if err != nil {
+			return err
+		}
+		rows, err := layers.ReadBitmap(w.tx.batch, w.tx.d.ID, w.br.Lineage, t.ID, id, w.tx.pending)
+		if err != nil {
+			return err
+		}
+		rows.Remove(row)
+		if !rows.IsEmpty() {
+			return model.Invalidf("column [%s]: value is not unique", c.Path)
+		}
+	}
+	return nil
+}
+
+// writeRow stores a new version of a row (rec nil: a delete) in the branch's
+// top layer and stages its bitmap changes. old is the visible version (nil
+// for a new row) and oldLevel the lineage index it was read from.
+func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLevel int, rec *codec.Record) error {
+	// model.File content goes in the same batch; rec's file values become final.
+	if err := w.writeFiles(t, old, rec); err != nil {
+		return err
+	}
+	tx := w.tx
+	top := w.br.Lineage[0].Layer
+	hasParent := len(w.br.Lineage) > 1
+	forkSeq, forked := tx.state().Forks[top]
+	tx.d.Filled.MarkFilled(top, t.ID, codec.KindRecordCur)
+	key := codec.RecordKey(nil, tx.d.ID, top, t.ID, row)
+	if old != nil && oldLevel == 0 && forked && old.Seq <= forkSeq {
+		hk := codec.RecordHistKey(nil, tx.d.ID, top, t.ID, row, old.Seq)
+		if err := tx.batch.Set(hk, codec.AppendRecord(nil, old), nil); err != nil {
+			return err
+		}
+	}
+	switch {
+	case rec != nil:
+		rec.Seq = tx.seq
+		if err := tx.batch.Set(key, codec.AppendRecord(nil, rec), nil); err != nil {
+			return err
+		}
+	case hasParent || forked:
+		tomb := &codec.Record{ID: old.ID, Seq: tx.seq, Deleted: true}
+		if err := tx.batch.Set(key, codec.AppendRecord(nil, tomb), nil); err != nil {
+			return err
+		}
+	default:
+		if err := tx.batch.Delete(key, nil); err != nil {
+			return err
+		}
+	}
+	tx.changes = append(tx.changes, RowChange{Branch: w.br.ID, Table: t.ID, Row: row, Rec: rec})
+	// Bitmaps of the top layer.
+	if w.before == nil {
+		w.before, w.after = map[string]struct{}{}, map[string]struct{}{}
+	}
+	before, after := w.before, w.after
+	clear(before)
+	clear(after)
+	if old != nil && oldLevel == 0 {
+		layers.AddMemberships(before, t, old)
+	}
+	if old != nil && oldLevel > 0 {
+		tx.addBitmap(top, t.ID, string(codec.MaskBitmapID()), row, true)
+	}
+	if rec != nil {
+		layers.AddMemberships(after, t, rec)
+		tx.changes[len(tx.changes)-1].Lens = layers.FieldLengths(after)
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok {
+			tx.addBitmap(top, t.ID, id, row, false)
+		}
+	}
+	var terms map[string]struct{}
+	for id := range after {
+		if _, ok := before[id]; !ok {
+			tx.addBitmap(top, t.ID, id, row, true)
+			if term, ok := layers.TermOf(id); ok {
+				if terms == nil {
+					terms = tx.termsOf(w.br.ID, t.ID)
+				}
+				terms[term] = struct{}{}
+			}
+		}
+	}
+	return nil
+}
+
+// writeID stores (or, deleted, removes) the id map entry of a record in the
+// branch's top layer. level is the lineage index of the visible entry, -1
+// for none.
+func (w *writer) writeID(t *model.Table, id string, row uint32, level int, deleted bool) error {
+	tx := w.tx
+	top := w.br.Lineage[0].Layer
+	tx.d.Filled.MarkFilled(top, t.ID, codec.KindIDMapCur)
+	key := codec.IDMapKey(nil, tx.d.ID, top, t.ID, id)
+	forkSeq, forked := tx.state().Forks[top]
+	if v, closer, err := tx.batch.Get(key); err == nil {
+		cur, derr := layers.DecodeIDEntry(v)
+		raw := append([]byte(nil), v...)
+		closer.Close()
+		if derr != nil {
+			return derr
+		}
+		if forked && cur.Seq <= forkSeq {
+			hk := codec.IDMapHistKey(nil, tx.d.ID, top, t.ID, id, cur.Seq)
+			if err := tx.batch.Set(hk, raw, nil); err != nil {
+				return err
+			}
+		}
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	// A tombstone is kept while the layer has forks or lower layers: a
+	// missing current key means "absent at every seq" to readers.
+	if deleted && len(w.br.Lineage) == 1 && !forked {
+		// For that to hold, the id's history goes too. Versions kept for
+		// forks that have since been deleted would otherwise outlive
+		// the current key: once the id is written again under a later
+		// fork, that fork would find the stale version instead of
+		// "absent" (and fail writing the id: a deleted row).
+		if err := dropIDHistory(tx.batch, codec.IDMapHistKey(nil, tx.d.ID, top, t.ID, id, 0)); err != nil {
+			return err
+		}
+		return tx.batch.Delete(key, nil)
+	}
+	return tx.batch.Set(key, layers.EncodeIDEntry(layers.IDEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
+}
+
+// dropIDHistory deletes the history versions of one id-map entry; histKey is
+// any of its history keys (the seq suffix is ignored). No branch reads them
+// any more when this is called, and there are usually none.
+func dropIDHistory(b *pebble.Batch, histKey []byte) error {
+	prefix := histKey[:len(histKey)-8]
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package memstore
+
+import (
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
+)
+
+// A column of a store may carry structures derived from its values, each
+// built on the first query that asks for it and kept exactly consistent
+// with the column from then on:
+//
+//   - an order (int, datetime and float columns): the rows holding a value
+//     sorted by value, so that a range is a binary search and a slice, and
+//     a sort walks values in order. A write marks its row stale instead of
+//     moving it; the next reader merges the stale rows back in, in time
+//     linear in the column, before using the order.
+//   - a dictionary (string columns with few distinct values): a small code
+//     per row, so that summaries group rows in one pass over the filter's
+//     rows. Writes keep the codes current; a column that grows past
+//     maxDictValues values drops its dictionary for good.
+//   - a trigram index (string columns): the rows whose value holds each
+//     three-byte sequence, so that $contains reads candidates instead of
+//     every value. Writes keep it current.
+//
+// Readers build and refresh them under the store's read lock, serialized
+// by colIndex.mu; what they hand out is never changed afterwards, so a
+// reader may use it until it releases the store. Writers, who hold the
+// store's write lock, update them in place: no reader is about then.
+
+// colIndex holds the derived structures of one column.
+type colIndex struct {
+	mu sync.Mutex
+
+	// order is the rows of the column's present set by ascending value,
+	// rows of equal value by ascending row; it is meaningful when
+	// hasOrder. stale holds the rows written since it was built.
+	order    []uint32
+	hasOrder bool
+	stale    roaring.Bitmap
+	noOrder  bool // the values had no order (a NaN) when last tried
+
+	dict   *colDict
+	noDict bool // the column had too many values for a dictionary
+
+	tri *trigramIndex
+}
+
+// written records, before it happens, that row's value changes to v (null
+// for a removal). The caller holds the store's write lock.
+func (c *Column) written(row uint32, v codec.Value) {
+	ix := &c.ix
+	if ix.hasOrder {
+		ix.stale.Add(row)
+	}
+	ix.noOrder = false
+	if ix.dict != nil {
+		if !ix.dict.set(row, v) {
+			ix.dict, ix.noDict = nil, true
+		}
+	}
+	if ix.tri != nil {
+		old := ""
+		had := c.present.Contains(row) && int(row) < len(c.strs)
+		if had {
+			old = c.strs[row]
+		}
+		ix.tri.update(row, old, had, v)
+	}
+}
+
+var _ index.OrderedValues = (*Column)(nil)
+
+// Order returns the rows holding a value in ascending order of value, rows
+// of equal value in ascending row order, for an int, datetime or float
+// column (nil for others, or for a float column holding NaN). It
+// implements index.OrderedValues.
+func (c *Column) Order() []uint32 {
+	switch c.kind {
+	case codec.KindInt, codec.KindDatetime, codec.KindFloat:
+	default:
+		return nil
+	}
+	ix := &c.ix
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.hasOrder && ix.stale.IsEmpty() {
+		return ix.order
+	}
+	if ix.noOrder {
+		return nil
+	}
+	var order []uint32
+	var ok bool
+	if ix.hasOrder {
+		order, ok = c.mergeOrder(ix.order, &ix.stale)
+	} else {
+		order, ok = c.sortRows(c.present.ToArray())
+	}
+	if !ok {
+		ix.order, ix.hasOrder, ix.noOrder = nil, false, true
+		ix.stale.Clear()
+		return nil
+	}
+	ix.order, ix.hasOrder = order, true
+	ix.stale.Clear()
+	return order
+}
+
+// orderKey maps the value of row to a uint64 that sorts as the value does;
+// ok is false for NaN, which has no place in an order.
+func (c *Column) orderKey(row uint32) (uint64, bool) {
+	if c.kind == codec.KindFloat {
+		f := c.floats[row]
+		if math.IsNaN(f) {
+			return 0, false
+		}
+		if f == 0 {
+			f = 0 // -0 and +0 are one value
+		}
+		b := math.Float64bits(f)
+		if b>>63 != 0 {
+			return ^b, true
+		}
+		return b | 1<<63, true
+	}
+	return uint64(c.ints[row]) ^ 1<<63, true
+}
+
+// sortRows orders rows, given in ascending order, by value; the sort is
+// stable, so rows of equal value stay in ascending order.
+func (c *Column) sortRows(rows []uint32) ([]uint32, bool) {
+	keys := make([]uint64, len(rows))
+	for i, row := range rows {
+		k, ok := c.orderKey(row)
+		if !ok {
+			return nil, false
+		}
+		keys[i] = k
+	}
+	if len(rows) < 256 {
+		idx := make([]int, len(rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(a, b int) int {
+			switch {
+			case keys[a] < keys[b]:
+				return -1
+			case keys[a] > keys[b]:
+				return 1
+			}
+			return 0
+		})
+		out := make([]uint32, len(rows))
+		for i, k := range idx {
+			out[i] = rows[k]
+		}
+		return out, true
+	}
+	return radixSort(keys, rows), true
+}
+
+// radixSort sorts rows by keys, stably, sixteen bits at a time from the
+// lowest; it may reorder both slices in place and returns the sorted rows.
+func radixSort(keys []uint64, rows []uint32) []uint32 {
+	n := len(keys)
+	k2, r2 := make([]uint64, n), make([]uint32, n)
+	count := make([]int, 1<<16)
+	for shift := uint(0); shift < 64; shift += 16 {
+		clear(count)
+		for _, k := range keys {
+			count[(k>>shift)&0xFFFF]++
+		}
+		if count[(keys[0]>>shift)&0xFFFF] == n {
+			continue // every key has this digit
+		}
+		sum := 0
+		for d, m := range count {
+			count[d] = sum
+			sum += m
+		}
+		for i, k := range keys {
+			d := (k >> shift) & 0xFFFF
+			p := count[d]
+			count[d]++
+			k2[p], r2[p] = k, rows[i]
+		}
+		keys, k2 = k2, keys
+		rows, r2 = r2, rows
+	}
+	return rows
+}
+
+// mergeOrder returns a new order: old without the stale rows, merged with
+// the stale rows that hold a value, sorted.
+func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool) {
+	fresh := roaring.And(stale, &c.present).ToArray()
+	fresh, ok := c.sortRows(fresh)
+	if !ok {
+		return nil, false
+	}
+	staleBits := make([]uint64, stale.Maximum()/64+1)
+	stale.WriteDenseTo(staleBits)
+	isStale := func(row uint32) bool {
+		w := int(row >> 6)
+		return w < len(staleBits) && staleBits[w]&(1<<(row&63)) != 0
+	}
+	out := make([]uint32, 0, len(old)+len(fresh))
+	fi := 0
+	var fk uint64
+	if len(fresh) > 0 {
+		fk, _ = c.orderKey(fresh[0])
+	}
+	for _, row := range old {
+		if isStale(row) {
+			continue
+		}
+		k, _ := c.orderKey(row)
+		for fi < len(fresh) && (fk < k || (fk == k && fresh[fi] < row)) {
+			out = append(out, fresh[fi])
+			if fi++; fi < len(fresh) {
+				fk, _ = c.orderKey(fresh[fi])
+			}
+		}
+		out = append(out, row)
+	}
+	return append(out, fresh[fi:]...), true
+}

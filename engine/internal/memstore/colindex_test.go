@@ -1,0 +1,117 @@
+package memstore
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coppice-db/coppice/codec"
+)
+
+// TestColIndexFollowsWrites builds the order, dictionary and trigram index
+// of columns, then writes, and checks them after every few writes against
+// what a rebuild from the values gives.
+func TestColIndexFollowsWrites(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	words := []string{"alpha", "Beta", "gamma", "ALPHA", "bét", "ab", "", "alphabet", "eta"}
+	ints := &Column{kind: codec.KindInt}
+	floats := &Column{kind: codec.KindFloat}
+	strs := &Column{kind: codec.KindString}
+	write := func(row uint32) {
+		if rng.Intn(5) == 0 {
+			ints.set(row, codec.Null())
+			floats.set(row, codec.Null())
+			strs.set(row, codec.Null())
+			return
+		}
+		ints.set(row, codec.Int(int64(rng.Intn(20)-10)))
+		floats.set(row, codec.Float(float64(rng.Intn(40))/4-5))
+		strs.set(row, codec.String(words[rng.Intn(len(words))]+words[rng.Intn(len(words))]))
+	}
+	for row := range uint32(3000) {
+		write(row)
+	}
+	check := func(step int) {
+		t.Helper()
+		for _, c := range []*Column{ints, floats} {
+			order := c.Order()
+			want := c.present.ToArray()
+			slices.SortStableFunc(want, func(a, b uint32) int {
+				x, y := c.Get(a), c.Get(b)
+				return codec.Compare(x, y)
+			})
+			if !slices.Equal(order, want) {
+				t.Fatalf("step %d: order of %v column differs", step, c.kind)
+			}
+		}
+		codes, vals, ok := strs.Codes()
+		if !ok {
+			t.Fatalf("step %d: no dictionary", step)
+		}
+		for row := range uint32(3200) {
+			want := strs.Get(row)
+			got := codec.Null()
+			if int(row) < len(codes) && codes[row] > 0 {
+				got = vals[codes[row]-1]
+			}
+			if codec.Compare(got, want) != 0 || got.IsNull() != want.IsNull() {
+				t.Fatalf("step %d: row %d coded %v, holds %v", step, row, got, want)
+			}
+		}
+		for _, sub := range []string{"alp", "ALPHA", "pha", "bét", "Bét", "etaal", "xyz", "ab"} {
+			for _, fold := range []bool{false, true} {
+				cand, ok := strs.SubstringCandidates(sub, fold)
+				if !ok {
+					if len(sub) >= 3 && isASCII(sub) {
+						t.Fatalf("step %d: %q not narrowed", step, sub)
+					}
+					continue
+				}
+				it := strs.present.Iterator()
+				for it.HasNext() {
+					row := it.Next()
+					s := strs.strs[row]
+					match := strings.Contains(s, sub)
+					if fold {
+						match = strings.Contains(strings.ToUpper(s), strings.ToUpper(sub)) || !isASCII(s)
+					}
+					if match && !cand.Contains(row) {
+						t.Fatalf("step %d: %q (fold %v) misses row %d %q", step, sub, fold, row, s)
+					}
+				}
+			}
+		}
+	}
+	check(0)
+	for step := 1; step <= 30; step++ {
+		for range rng.Intn(50) + 1 {
+			write(uint32(rng.Intn(3200)))
+		}
+		check(step)
+	}
+}
+
+// TestDictionaryLimit drops a column's dictionary when it outgrows
+// maxDictValues, and never builds one for a column with more values.
+func TestDictionaryLimit(t *testing.T) {
+	c := &Column{kind: codec.KindString}
+	for row := range uint32(maxDictValues) {
+		c.set(row, codec.String(fmt.Sprint(row)))
+	}
+	if _, _, ok := c.Codes(); !ok {
+		t.Fatal("no dictionary at the limit")
+	}
+	c.set(maxDictValues, codec.String("one more"))
+	if _, _, ok := c.Codes(); ok {
+		t.Fatal("dictionary past the limit")
+	}
+	d := &Column{kind: codec.KindString}
+	for row := range uint32(maxDictValues + 1) {
+		d.set(row, codec.String(fmt.Sprint(row)))
+	}
+	if _, _, ok := d.Codes(); ok {
+		t.Fatal("dictionary built past the limit")
+	}
+}

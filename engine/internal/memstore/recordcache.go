@@ -1,0 +1,101 @@
+package memstore
+
+import (
+	"hash/maphash"
+	"strings"
+	"sync"
+
+	"github.com/coppice-db/coppice/engine/internal/model"
+)
+
+// RecordCache keeps records as read, up to a memory budget, as views of
+// type V: a cached record is handed out as the same view until it is
+// written, which lets a caller keep what it derives from a view (such as
+// its encoding) for as long as the view lives. An entry is valid for one
+// epoch of its table's BitmapCache and one table object: the engine's
+// GetView documents why that makes it exact. It is safe for concurrent
+// use and may serve several engines and databases; the caller owns it.
+type RecordCache[V any] struct {
+	seed   maphash.Seed
+	limit  int // bytes per shard
+	shards [recordCacheShards]recordShard[V]
+}
+
+// recordCacheShards spreads the cache's lock over this many maps.
+const recordCacheShards = 16
+
+// recordShard is one lock's share of a RecordCache. Its map is keyed by a
+// hash of the record's table cache and id, which the entry repeats: two
+// records of the same hash take turns, and neither is ever mistaken for
+// the other.
+type recordShard[V any] struct {
+	mu    sync.RWMutex // a leaf of the lock order
+	m     map[uint64]*cachedView[V]
+	bytes int
+}
+
+// cachedView is a view with what makes it valid: the cache of its table
+// (which names the database, branch and table) and the epoch of it the
+// record was read at, and the table object the view was built with.
+type cachedView[V any] struct {
+	bc    *BitmapCache
+	id    string
+	epoch uint64
+	t     *model.Table
+	view  V
+	size  int
+}
+
+// NewRecordCache returns a cache that holds about maxBytes of records.
+func NewRecordCache[V any](maxBytes int) *RecordCache[V] {
+	c := &RecordCache[V]{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
+	for i := range c.shards {
+		c.shards[i].m = map[uint64]*cachedView[V]{}
+	}
+	return c
+}
+
+// slot returns the map key of record id of the table bc caches, and its
+// shard.
+func (c *RecordCache[V]) slot(bc *BitmapCache, id string) (uint64, *recordShard[V]) {
+	h := maphash.String(c.seed, id) ^ bc.salt
+	return h, &c.shards[h%recordCacheShards]
+}
+
+// Get returns the view of record id of bc's table if it is cached at
+// epoch e of bc with table t.
+func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Table) (V, bool) {
+	h, s := c.slot(bc, id)
+	s.mu.RLock()
+	cv := s.m[h]
+	s.mu.RUnlock()
+	if cv == nil || cv.bc != bc || cv.id != id || cv.epoch != e || cv.t != t {
+		var zero V
+		return zero, false
+	}
+	return cv.view, true
+}
+
+// Put caches the view of record id of bc's table, read at epoch e with
+// table t, which holds about size bytes, dropping other entries of its
+// shard, in the map's random order, while the shard is over its budget.
+func (c *RecordCache[V]) Put(bc *BitmapCache, id string, e uint64, t *model.Table, view V, size int) {
+	cv := &cachedView[V]{bc: bc, id: strings.Clone(id), epoch: e, t: t, view: view, size: size}
+	h, s := c.slot(cv.bc, cv.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.m[h]; old != nil {
+		s.bytes -= old.size
+	}
+	s.m[h] = cv
+	s.bytes += cv.size
+	for victim, old := range s.m {
+		if s.bytes <= c.limit {
+			break
+		}
+		if victim != h {
+			delete(s.m, victim)
+			s.bytes -= old.size
+		}
+	}
+}
