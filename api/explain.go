@@ -7,8 +7,8 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// Explain endpoints: POST T/query/explain, T/summarize/explain and
-// T/search/explain take the body of the request they explain, read and
+// Explain endpoints: POST T/query/explain, T/summarize/explain,
+// T/search/explain and DB/search/explain take the body of the request they explain, read and
 // check it as that request does (the same 4xx errors), run it, and answer
 // its plan as it ran instead of its records:
 //
@@ -100,6 +100,23 @@ func (s *Server) explainSearch(r *request) error {
 	}
 	in.Explain = true
 	res, err := s.eng.SearchTable(r.context(), ref.Ref, table, in, engine.SearchOptions{})
+	if err != nil {
+		return err
+	}
+	r.setPlan(planSummary{res.Plan})
+	writeExplain(r, res.Plan, start)
+	return nil
+}
+
+// explainBranchSearch: POST DB/search/explain.
+func (s *Server) explainBranchSearch(r *request) error {
+	start := time.Now()
+	ref, in, err := readBranchSearchRequest(r)
+	if err != nil {
+		return err
+	}
+	in.Explain = true
+	res, err := s.eng.SearchBranch(r.context(), ref.Ref, in, engine.SearchOptions{})
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,11 @@
 package api
 
+import "strings"
+
 // The explain endpoints in the OpenAPI document (explain.go).
 
-// explainOps are the explain endpoints of query, summarize and search.
+// explainOps are the explain endpoints of query, summarize and search, of
+// a table and of a branch.
 func explainOps() []apiOp {
 	step := func(kind, detail, via string, est, actual int, ms float64, children ...any) obj {
 		s := obj{"kind": kind, "estimatedRows": est, "actualRows": actual, "timeMs": ms}
@@ -32,9 +35,18 @@ func explainOps() []apiOp {
 			step("top-k", "k = 25", "", 1, 1, 0.301,
 				step("scoring", "2 terms in 3 columns", "", 4, 1, 0.288,
 					step("candidates", "", "", 4, 4, 0.006, step("live", "", "", 4, 4, 0.004))))))
+	branchSearch := step("search", "1 word, fuzziness 1, highlight; size 25", "", 25, 2, 0.702,
+		step("highlight", "users", "", 1, 1, 0.344,
+			step("top-k", "k = 25", "", 1, 1, 0.201,
+				step("scoring", "2 terms in 3 columns", "", 4, 1, 0.188,
+					step("candidates", "", "", 4, 4, 0.006, step("live", "", "", 4, 4, 0.004))))),
+		step("highlight", "teams", "", 1, 1, 0.301,
+			step("top-k", "k = 25", "", 1, 1, 0.187,
+				step("scoring", "1 term in 1 column", "", 2, 1, 0.171,
+					step("candidates", "", "", 2, 2, 0.004, step("live", "", "", 2, 2, 0.003))))))
 	explain := func(path, what, body string, example any, plan obj, errors ...int) apiOp {
-		return apiOp{method: "POST", path: docT + path, tag: "Queries", summary: "Explain " + what,
-			desc: "Takes the body of " + path[:len(path)-len("/explain")] + ", checks it as that endpoint does (the same errors), " +
+		return apiOp{method: "POST", path: path, tag: "Queries", summary: "Explain " + what,
+			desc: "Takes the body of " + strings.TrimSuffix(path, "/explain") + ", checks it as that endpoint does (the same errors), " +
 				"runs it and answers how it ran instead of its result: a tree of steps, each with its kind, what it " +
 				"tests, how it reached its rows, the most rows it could produce as known when it started, the rows it " +
 				"produced and its time, children included. The README's Explain section lists the kinds of steps.",
@@ -43,11 +55,13 @@ func explainOps() []apiOp {
 			errors:    errors}
 	}
 	return []apiOp{
-		explain("/query/explain", "a query", "QueryRequest", obj{"filter": obj{"team": "core", "age": obj{"$ge": 30}}, "sort": obj{"age": "desc"}},
+		explain(docT+"/query/explain", "a query", "QueryRequest", obj{"filter": obj{"team": "core", "age": obj{"$ge": 30}}, "sort": obj{"age": "desc"}},
 			query, 400, 404, 503),
-		explain("/summarize/explain", "a summary", "SummarizeRequest", obj{"columns": []any{"team"}, "summaries": obj{"people": obj{"count": "*"}}},
+		explain(docT+"/summarize/explain", "a summary", "SummarizeRequest", obj{"columns": []any{"team"}, "summaries": obj{"people": obj{"count": "*"}}},
 			summarize, 400, 404),
-		explain("/search/explain", "a table search", "SearchTableRequest", obj{"query": "anne"}, search, 400, 404),
+		explain(docT+"/search/explain", "a table search", "SearchTableRequest", obj{"query": "anne"}, search, 400, 404),
+		explain(docDB+"/search/explain", "a branch search", "SearchBranchRequest", obj{"query": "anne", "tables": []any{"users", "teams"}},
+			branchSearch, 400, 404),
 	}
 }
 

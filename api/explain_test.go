@@ -375,6 +375,55 @@ func TestExplainSearch(t *testing.T) {
 	}
 }
 
+// TestExplainBranchSearch explains a search over two tables of a branch:
+// one highlight step per table, in the order asked, whose matches add up
+// to the real search's count.
+func TestExplainBranchSearch(t *testing.T) {
+	f := startExplainFixture(t, 2_000)
+	body := map[string]any{"query": f.g.Word(40), "tables": []any{gen.DocsTable, gen.UsersTable}}
+	real := f.expect(200, "POST", "/db/bench:main/search", body)
+	records := uint64(len(real.obj()["records"].([]any)))
+	total, _ := real.obj()["totalCount"].(json.Number).Int64()
+	r := f.expect(200, "POST", "/db/bench:main/search/explain", body)
+	var out struct {
+		Plan *step  `json:"plan"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(r.raw, &out); err != nil || out.Plan == nil {
+		t.Fatalf("branch search explain: %v: %s", err, r.raw)
+	}
+	plan := out.Plan
+	if plan.Kind != "search" || len(plan.Children) != 2 {
+		t.Fatalf("explained as\n%s", out.Text)
+	}
+	var matched uint64
+	for i, table := range []string{gen.DocsTable, gen.UsersTable} {
+		high := plan.Children[i]
+		if high.Kind != "highlight" || high.Detail != table {
+			t.Fatalf("step %d is %s, want the highlight of %s:\n%s", i, high.head(), table, out.Text)
+		}
+		matched += high.only(t, "top-k").only(t, "scoring").ActualRows
+	}
+	if plan.ActualRows != records || matched != uint64(total) {
+		t.Errorf("the search returned %d records of %d matches, explained as\n%s", records, total, out.Text)
+	}
+	for _, bad := range []any{
+		map[string]any{"query": "x", "tables": []string{"nope"}},
+		map[string]any{"query": "x", "filter": map[string]any{"active": true}},
+		map[string]any{"tables": []string{gen.DocsTable}},
+		map[string]any{"query": "x", "tables": "docs"},
+	} {
+		real := f.do("POST", "/db/bench:main/search", bad)
+		ex := f.do("POST", "/db/bench:main/search/explain", bad)
+		if real.status < 400 || ex.status != real.status || message(ex) != message(real) {
+			t.Errorf("%v: request %d %q, explain %d %q", bad, real.status, message(real), ex.status, message(ex))
+		}
+	}
+	if ex := f.do("POST", "/db/nope:main/search/explain", body); ex.status != 404 {
+		t.Errorf("explain on a missing database: %d %s", ex.status, ex.raw)
+	}
+}
+
 // TestExplainBadBodies checks, in both modes, that each explain endpoint
 // refuses what its request refuses, with the same status and message, and
 // that an explain of an unknown table is a 404 like the request's.
@@ -454,8 +503,9 @@ func TestExplainOpenAPI(t *testing.T) {
 	} {
 		v.check(ts, 200, "POST", "/db/{db_branch_name}/tables/{table_name}/"+c.endpoint+"/explain", c.body, "db:main", "users")
 	}
+	v.check(ts, 200, "POST", "/db/{db_branch_name}/search/explain", map[string]any{"query": "ann"}, "db:main")
 	v.check(ts, 400, "POST", "/db/{db_branch_name}/tables/{table_name}/query/explain", map[string]any{"filter": map[string]any{"nope": 1}}, "db:main", "users")
-	if v.checked != 5 {
+	if v.checked != 6 {
 		t.Errorf("%d responses checked", v.checked)
 	}
 }

@@ -113,54 +113,9 @@ func readTableSearchRequest(r *request) (dbRef, string, engine.SearchRequest, er
 
 // searchBranch: POST DB/search, over every table or the listed ones.
 func (s *Server) searchBranch(r *request) error {
-	ref, err := r.branchRef()
+	ref, in, err := readBranchSearchRequest(r)
 	if err != nil {
 		return err
-	}
-	var body searchBody
-	if err := r.decode(&body, false); err != nil {
-		return err
-	}
-	if body.Query == nil {
-		return invalid("query is required")
-	}
-	switch {
-	case body.Target != nil:
-		return invalid("unknown field \"target\": a branch search takes targets per table, in tables")
-	case body.Filter != nil:
-		return invalid("unknown field \"filter\": a branch search takes filters per table, in tables")
-	case body.Boosters != nil:
-		return invalid("unknown field \"boosters\": a branch search takes boosters per table, in tables")
-	}
-	in, err := body.input()
-	if err != nil {
-		return err
-	}
-	if !index.IsNullJSON(body.Tables) {
-		var items []json.RawMessage
-		if err := json.Unmarshal(body.Tables, &items); err != nil {
-			return invalid("tables must be an array of table names or {table, filter, target, boosters} objects")
-		}
-		in.Tables = []engine.SearchTable{}
-		for _, it := range items {
-			var st engine.SearchTable
-			if t := bytes.TrimSpace(it); len(t) > 0 && t[0] == '{' {
-				var e searchTableEntry
-				if err := decodeStrict(t, &e); err != nil {
-					return err
-				}
-				if e.Table == nil {
-					return invalid("tables: an object entry needs a table")
-				}
-				st.Table = *e.Table
-				if st.Target, st.Filter, st.Boosters, err = readTableSearch(e.Target, e.Filter, e.Boosters); err != nil {
-					return err
-				}
-			} else if err := json.Unmarshal(it, &st.Table); err != nil {
-				return invalid("tables: entries must be table names or {table, filter, target, boosters} objects")
-			}
-			in.Tables = append(in.Tables, st)
-		}
 	}
 	res, err := s.eng.SearchBranch(r.context(), ref.Ref, in, engine.SearchOptions{})
 	if err != nil {
@@ -168,6 +123,66 @@ func (s *Server) searchBranch(r *request) error {
 	}
 	s.writeSearch(r, res)
 	return nil
+}
+
+// readBranchSearchRequest reads the branch and the body of a branch search
+// (and of its explain).
+func readBranchSearchRequest(r *request) (dbRef, engine.SearchRequest, error) {
+	ref, err := r.branchRef()
+	if err != nil {
+		return ref, engine.SearchRequest{}, err
+	}
+	in, err := readBranchSearchBody(r)
+	return ref, in, err
+}
+
+// readBranchSearchBody reads the body of a branch search: the search
+// settings, and the tables with their own targets, filters and boosters.
+func readBranchSearchBody(r *request) (engine.SearchRequest, error) {
+	var body searchBody
+	if err := r.decode(&body, false); err != nil {
+		return engine.SearchRequest{}, err
+	}
+	if body.Query == nil {
+		return engine.SearchRequest{}, invalid("query is required")
+	}
+	switch {
+	case body.Target != nil:
+		return engine.SearchRequest{}, invalid("unknown field \"target\": a branch search takes targets per table, in tables")
+	case body.Filter != nil:
+		return engine.SearchRequest{}, invalid("unknown field \"filter\": a branch search takes filters per table, in tables")
+	case body.Boosters != nil:
+		return engine.SearchRequest{}, invalid("unknown field \"boosters\": a branch search takes boosters per table, in tables")
+	}
+	in, err := body.input()
+	if err != nil || index.IsNullJSON(body.Tables) {
+		return in, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body.Tables, &items); err != nil {
+		return in, invalid("tables must be an array of table names or {table, filter, target, boosters} objects")
+	}
+	in.Tables = []engine.SearchTable{}
+	for _, it := range items {
+		var st engine.SearchTable
+		if t := bytes.TrimSpace(it); len(t) > 0 && t[0] == '{' {
+			var e searchTableEntry
+			if err := decodeStrict(t, &e); err != nil {
+				return in, err
+			}
+			if e.Table == nil {
+				return in, invalid("tables: an object entry needs a table")
+			}
+			st.Table = *e.Table
+			if st.Target, st.Filter, st.Boosters, err = readTableSearch(e.Target, e.Filter, e.Boosters); err != nil {
+				return in, err
+			}
+		} else if err := json.Unmarshal(it, &st.Table); err != nil {
+			return in, invalid("tables: entries must be table names or {table, filter, target, boosters} objects")
+		}
+		in.Tables = append(in.Tables, st)
+	}
+	return in, nil
 }
 
 // writeSearch sends {records, totalCount, warning?}: each record whole,

@@ -299,6 +299,7 @@ func (s *Server) routes() {
 	r.POST(t+"/vectorSearch", s.handle(s.reads(s.vectorSearch)))
 	r.POST(dbb+"/transaction", s.handle(s.writes(s.transaction)))
 	r.POST(dbb+"/search", s.handle(s.reads(s.searchBranch)))
+	r.POST(dbb+"/search/explain", s.handle(s.reads(s.explainBranchSearch)))
 
 	// Files: binary endpoints and access URLs (files.go).
 	s.fileRoutes(t)
