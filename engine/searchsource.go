@@ -112,6 +112,9 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 	}
 	if s.cache != nil {
 		for i, id := range ids {
+			// Copy-on-write, the cache's copy shares the containers just
+			// decoded, where it would copy every one of a large posting.
+			out[i].SetCopyOnWrite(true)
 			s.cache.Put(id, out[i], s.epoch)
 		}
 	}
