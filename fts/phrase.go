@@ -1,6 +1,11 @@
 package fts
 
 import (
+	"bytes"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
@@ -55,6 +60,7 @@ func (x *scorer) verifyPhrase(rows *roaring.Bitmap) (*roaring.Bitmap, error) {
 			sets[i][ex.term] = true
 		}
 	}
+	filter := x.phraseFilter()
 	out := roaring.New()
 	var rec codec.Record
 	var toks []Token
@@ -84,6 +90,9 @@ func (x *scorer) verifyPhrase(rows *roaring.Bitmap) (*roaring.Bitmap, error) {
 				texts = v.Strs
 			}
 			for _, text := range texts {
+				if !filter.admits(text) {
+					continue
+				}
 				toks = AppendTokens(toks[:0], text)
 				if holdsPhrase(toks, sets) {
 					found = true
@@ -116,4 +125,95 @@ func holdsPhrase(toks []Token, sets []map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// phraseFilter is a quick test that a text must pass to hold the phrase,
+// run before tokenizing it. An ASCII text's tokens are its runs of letters
+// and digits, lowercased: a term among them is a substring of the
+// lowercase text. So each word of the phrase needs one of its needles
+// in the lowercase text: its terms, or for the word completed as a prefix
+// the word itself, which every completion starts with; a needle that
+// contains another is left out, a non-ASCII one too (no ASCII token
+// matches it). Words with many needles are not tested; other texts always
+// pass.
+type phraseFilter struct {
+	needles [][][]byte // by tested word, fewest needles first
+	lower   []byte     // scratch: the lowercase text
+}
+
+// maxPhraseNeedles is how many needles a word may have and be tested.
+const maxPhraseNeedles = 8
+
+// phraseFilter returns the filter of the query's words.
+func (x *scorer) phraseFilter() *phraseFilter {
+	f := &phraseFilter{}
+	for i, exps := range x.words {
+		var terms []string
+		completed := false
+		for _, ex := range exps {
+			if ex.completion {
+				completed = true
+			} else {
+				terms = append(terms, ex.term)
+			}
+		}
+		if completed {
+			terms = append(terms, x.q.words[i])
+		}
+		slices.SortFunc(terms, func(a, b string) int { return len(a) - len(b) })
+		var needles [][]byte
+		for _, t := range terms {
+			if !isASCII(t) || slices.ContainsFunc(needles, func(n []byte) bool { return strings.Contains(t, string(n)) }) {
+				continue
+			}
+			needles = append(needles, []byte(t))
+		}
+		if len(needles) <= maxPhraseNeedles {
+			f.needles = append(f.needles, needles)
+		}
+	}
+	slices.SortStableFunc(f.needles, func(a, b [][]byte) int { return len(a) - len(b) })
+	return f
+}
+
+// admits reports whether text may hold the phrase.
+func (f *phraseFilter) admits(text string) bool {
+	if len(f.needles) == 0 {
+		return true
+	}
+	lower := f.lower[:0]
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower = append(lower, c)
+	}
+	f.lower = lower
+	for _, needles := range f.needles {
+		found := false
+		for _, n := range needles {
+			if bytes.Contains(lower, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
