@@ -61,6 +61,10 @@ function median(key,   n, i, j, v, t) {
 	if (n % 2) return v[(n+1)/2]
 	return (v[n/2] + v[n/2+1]) / 2
 }
+function show(v) {
+	if (v == int(v)) return sprintf("%.0f", v)
+	return sprintf("%.2f", v)
+}
 FNR == 1 { side = (FILENAME ~ /base\.out$/) ? "base" : "new" }
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name)
@@ -77,6 +81,6 @@ END {
 		b = ("base" SUBSEP order[r]) in cnt ? median("base" SUBSEP order[r]) : ""
 		w = ("new" SUBSEP order[r]) in cnt ? median("new" SUBSEP order[r]) : ""
 		ratio = (b != "" && w != "" && b != 0) ? sprintf("%.2f", w / b) : "-"
-		printf "| %s | %s | %s | %s | %s |\n", p[1], p[2], b, w, ratio
+		printf "| %s | %s | %s | %s | %s |\n", p[1], p[2], b == "" ? "" : show(b), w == "" ? "" : show(w), ratio
 	}
 }' "$tmp/base.out" "$tmp/new.out"
