@@ -57,6 +57,9 @@ type SearchOptions struct {
 	// Now is the origin of date boosters without one; zero means the
 	// current time.
 	Now time.Time
+	// Exhaustive scores every matching record (fts.Settings.Exhaustive):
+	// the same answer, for tests and benchmarks to compare with.
+	Exhaustive bool
 }
 
 // SearchResult is a page of ranked records.
@@ -100,6 +103,7 @@ func searchQuery(in *SearchRequest, opts SearchOptions) (*fts.Query, error) {
 	q, err := fts.NewQuery(fts.Settings{
 		Query: in.Query, Fuzziness: in.Fuzziness, Prefix: in.Prefix,
 		Highlight: in.Highlight, EncodeHTML: in.EncodeHTML, Size: in.Size, Offset: in.Offset, Now: opts.Now,
+		Exhaustive: opts.Exhaustive,
 	})
 	return q, queryError(err)
 }
@@ -228,7 +232,11 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	if explain {
 		req.Stats = &fts.Stats{}
 	}
-	r, err := fts.Search(ctx, &searchSource{source: src, store: ss, lex: lex}, q, req, e.opts.Meta, q.Offset+q.Size)
+	ssrc := &searchSource{source: src, store: ss, lex: lex}
+	r, err := fts.Search(ctx, ssrc, q, req, e.opts.Meta, q.Offset+q.Size)
+	if cerr := ssrc.close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, queryError(err)
 	}

@@ -37,6 +37,7 @@ func tableSearchTree(table string, st *fts.Stats, q *fts.Query, hits, records in
 		// Without words or candidates the search stops before scoring.
 		scoring.Ran, scoring.Time = true, st.ScoredAt
 		scoring.Estimated, scoring.Actual = st.Candidates, st.Matched
+		scoring.Detail += ", " + strconv.FormatUint(st.Scored, 10) + " scored"
 		top.Ran, top.Time = true, st.RankedAt
 		top.Estimated, top.Actual = min(uint64(k), st.Matched), uint64(st.Hits)
 		ranked = st.RankedAt

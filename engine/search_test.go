@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/engine/internal/model"
 	"github.com/coppice-db/coppice/fts"
 	"github.com/coppice-db/coppice/index"
@@ -585,4 +587,61 @@ func FuzzSearchRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSearchCompactsVocabulary writes more new words than a vocabulary
+// keeps outside its automaton: the next search answers at once, the
+// vocabulary is rebuilt in the background, and searches answer the same
+// before and after.
+func TestSearchCompactsVocabulary(t *testing.T) {
+	e, ref := recFixture(t, searchTables)
+	search := func(q string) []string {
+		t.Helper()
+		fuzz := 1.0
+		res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &fuzz}, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range res.Records {
+			out = append(out, fmt.Sprintf("%s %.6f", h.Doc.ID, h.Score))
+		}
+		return out
+	}
+	search("first") // builds the search store before the words are written
+	var batch []map[string]any
+	for i := range memstore.MaxPendingTerms + 100 {
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("w%05d", i), "body": fmt.Sprintf("word%05d common", i)})
+		if len(batch) == MaxBulkRecords || i == memstore.MaxPendingTerms+99 {
+			if _, err := e.BulkInsert(ctx, ref, "docs", batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	pending := func() int {
+		t.Helper()
+		src, release, err := e.openSource(ctx, ref, "docs", memstore.Need{Search: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		return src.view.Search.Lexicon().Pending()
+	}
+	if n := pending(); n <= memstore.MaxPendingTerms {
+		t.Fatalf("%d words outside the automaton, want more than %d", n, memstore.MaxPendingTerms)
+	}
+	before := search("word00042 word01234")
+	if len(before) < 2 {
+		t.Fatalf("found %v, want word00042 and word01234 at least", before)
+	}
+	for deadline := time.Now().Add(10 * time.Second); pending() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the vocabulary was not rebuilt")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if after := search("word00042 word01234"); !slices.Equal(after, before) {
+		t.Fatalf("after the rebuild found %v, before %v", after, before)
+	}
 }

@@ -17,6 +17,20 @@ type searchSource struct {
 	*source
 	store *memstore.SearchStore
 	lex   *fts.Lexicon
+	// iter reads the postings of one-layer lineages, its bounds moved from
+	// term to term: a search reads hundreds of terms for a prefix or for
+	// typos, and opening an iterator for each costs more than reading.
+	iter *pebble.Iterator
+}
+
+// close releases what the search read with.
+func (s *searchSource) close() error {
+	if s.iter == nil {
+		return nil
+	}
+	err := s.iter.Close()
+	s.iter = nil
+	return err
 }
 
 // Lexicon returns the table's vocabulary.
@@ -52,10 +66,14 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 			out[i] = roaring.New()
 		}
 		prefix := codec.BitmapPrefix(nil, s.d.ID, lr.Layer, codec.KindBitmapCur, s.t.ID, id)
-		it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
-		if err != nil {
-			return nil, levels, err
+		if s.iter == nil {
+			if s.iter, err = s.snap.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)}); err != nil {
+				return nil, levels, err
+			}
+		} else {
+			s.iter.SetBounds(prefix, codec.PrefixEnd(prefix))
 		}
+		it := s.iter
 		for ok := it.First(); ok; ok = it.Next() {
 			k := it.Key()
 			i := 0
@@ -70,17 +88,19 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 			}
 			v, err := it.ValueAndErr()
 			if err != nil {
-				it.Close()
 				return nil, levels, err
 			}
 			b, err := codec.DecodeBitmapStored(v)
 			if err != nil {
-				it.Close()
 				return nil, levels, err
 			}
-			out[i].Or(b)
+			if out[i].IsEmpty() {
+				out[i] = b // decoded into its own memory: no copy needed
+			} else {
+				out[i].Or(b)
+			}
 		}
-		if err := it.Close(); err != nil {
+		if err := it.Error(); err != nil {
 			return nil, levels, err
 		}
 	} else {
@@ -92,6 +112,9 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 	}
 	if s.cache != nil {
 		for i, id := range ids {
+			// Copy-on-write, the cache's copy shares the containers just
+			// decoded, where it would copy every one of a large posting.
+			out[i].SetCopyOnWrite(true)
 			s.cache.Put(id, out[i], s.epoch)
 		}
 	}

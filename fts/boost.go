@@ -5,7 +5,9 @@ package fts
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -185,4 +187,75 @@ func (bs boosterSet) apply(ctx context.Context, src Source, matched *roaring.Bit
 		}
 	}
 	return nil
+}
+
+// boostRange bounds what the boosters add to a row together: at least
+// lo, at most hi; infinite when that cannot be told.
+type boostRange struct{ lo, hi float64 }
+
+// bounds returns what the boosters can add to a row: a valueBooster its
+// factor or nothing, a dateBooster between nothing and its factor, a
+// numericBooster its modifier at either end of the column's values or
+// nothing (each modifier is monotone or, for the square, convex; the
+// logarithms fall without bound towards the edge of their domain, and the
+// reciprocal on both sides of 0).
+func (bs boosterSet) bounds(src Source) (boostRange, error) {
+	var r boostRange
+	unbounded := boostRange{math.Inf(-1), math.Inf(1)}
+	for _, b := range bs {
+		switch {
+		case b.equal != nil:
+			f := ValueBoost(b.factor, true, true)
+			r.lo, r.hi = r.lo+min(0, f), r.hi+max(0, f)
+		case b.date != nil:
+			r.hi += max(0, b.decay.Factor)
+		case b.numeric != nil:
+			lo, hi, ok, err := valueRange(src, b.numeric)
+			if errors.Is(err, index.ErrNoOrderedIndex) {
+				return unbounded, nil
+			}
+			if err != nil {
+				return boostRange{}, err
+			}
+			if !ok {
+				continue // no values: no boost
+			}
+			xlo, xhi := min(b.factor*lo, b.factor*hi), max(b.factor*lo, b.factor*hi)
+			switch {
+			case b.mod == ModReciprocal && xlo <= 0 && xhi >= 0,
+				(b.mod == ModLog || b.mod == ModLn) && xlo <= 0,
+				(b.mod == ModLog1p || b.mod == ModLn1p) && xlo <= -1:
+				return unbounded, nil
+			}
+			v, w := finite(b.mod.Apply(xlo)), finite(b.mod.Apply(xhi))
+			r.lo, r.hi = r.lo+min(0, v, w), r.hi+max(0, v, w)
+		}
+	}
+	return r, nil
+}
+
+// valueRange returns the least and the greatest value of a numeric column
+// over the table's rows, from the ends of its ordered index; ok is false
+// when no row has a value.
+func valueRange(src Source, c *index.Column) (lo, hi float64, ok bool, err error) {
+	for _, desc := range []bool{false, true} {
+		var v float64
+		found := false
+		err := src.Scan(c, index.Bounds{}, desc, func(val codec.Value, _ *roaring.Bitmap) bool {
+			v, found = val.Float, true
+			if val.Kind == codec.KindInt {
+				v = float64(val.Int)
+			}
+			return false
+		})
+		if err != nil || !found {
+			return 0, 0, false, err
+		}
+		if desc {
+			hi = v
+		} else {
+			lo = v
+		}
+	}
+	return lo, hi, true, nil
 }

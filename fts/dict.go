@@ -3,14 +3,11 @@ package fts
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/blevesearch/vellum"
-	"github.com/blevesearch/vellum/levenshtein"
 )
 
 // MaxEdits is the largest edit distance Fuzzy looks up.
@@ -127,29 +124,25 @@ func Edits(term string, f int) int {
 // of term, counting characters (not bytes) and counting a transposition of
 // two adjacent characters as one edit. Matches are ordered exact first, then
 // by distance, then by term; at most limit are returned (limit <= 0 means no
-// limit). A term too long for a Levenshtein automaton matches exactly only.
+// limit). The walk visits only the paths of the dictionary that can still
+// come within the distance, computing the distance as it goes (see
+// levenshtein): nothing is built per query word.
 func (d *Dict) Fuzzy(term string, maxDist, limit int) []Match {
 	k := Edits(term, maxDist)
 	if k == 0 {
 		return d.exactMatch(term)
 	}
-	lb, err := automatonBuilder(k)
-	if err != nil {
-		return d.exactMatch(term)
-	}
-	dfa, err := lb.BuildDfa(term, uint8(k))
-	if err != nil {
-		return d.exactMatch(term)
-	}
+	a := newLevenshtein(term, k)
+	defer a.free()
 	var out []Match
-	it, err := d.fst.Search(dfa, nil, nil)
+	it, err := d.fst.Search(a, nil, nil)
 	for err == nil {
 		key, v := it.Current()
-		t := string(key)
-		if ok, dist := dfa.MatchAndDistance(t); ok {
-			out = append(out, Match{Term: t, ID: v, Dist: int(dist)})
-		}
+		out = append(out, Match{Term: string(key), ID: v})
 		err = it.Next()
+	}
+	for i := range out {
+		out[i].Dist = a.distance(out[i].Term)
 	}
 	slices.SortFunc(out, func(a, b Match) int {
 		return cmp.Or(cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Term, b.Term))
@@ -165,23 +158,4 @@ func (d *Dict) exactMatch(term string) []Match {
 		return []Match{{Term: term, ID: id}}
 	}
 	return nil
-}
-
-// automatonBuilders hold the Levenshtein automaton builders for distances 1
-// and 2 (with transpositions). Each takes milliseconds to build and is safe
-// for concurrent use, so they are built once, on first use.
-var automatonBuilders = [MaxEdits]func() (*levenshtein.LevenshteinAutomatonBuilder, error){
-	sync.OnceValues(func() (*levenshtein.LevenshteinAutomatonBuilder, error) {
-		return levenshtein.NewLevenshteinAutomatonBuilder(1, true)
-	}),
-	sync.OnceValues(func() (*levenshtein.LevenshteinAutomatonBuilder, error) {
-		return levenshtein.NewLevenshteinAutomatonBuilder(2, true)
-	}),
-}
-
-func automatonBuilder(k int) (*levenshtein.LevenshteinAutomatonBuilder, error) {
-	if k < 1 || k > MaxEdits {
-		return nil, errors.New("fts: edit distance out of range")
-	}
-	return automatonBuilders[k-1]()
 }

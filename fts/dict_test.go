@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	vlev "github.com/blevesearch/vellum/levenshtein"
 )
 
 // editDistance is the reference distance Fuzzy must agree with: Levenshtein
@@ -51,7 +53,7 @@ func bruteFuzzy(sorted []string, term string, maxDist, limit int) []Match {
 		if abs(utf8.RuneCountInString(t)-utf8.RuneCountInString(term)) > k {
 			continue
 		}
-		if dist := EditDistance(t, term, k); dist <= k {
+		if dist := editDistance(t, term); dist <= k {
 			out = append(out, Match{Term: t, ID: uint64(i), Dist: dist})
 		}
 	}
@@ -135,8 +137,12 @@ func TestEditDistance(t *testing.T) {
 		if got := editDistance(a, b); got != want {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", a, b, got, want)
 		}
-		if got := EditDistance(a, b, 3); got != min(want, 4) {
-			t.Errorf("EditDistance(%q, %q, 3) = %d, want %d", a, b, got, min(want, 4))
+		for k := 1; k <= MaxEdits; k++ {
+			a1 := newLevenshtein(a, k)
+			if got := a1.distance(b); got != min(want, k+1) {
+				t.Errorf("distance(%q, %q) within %d = %d, want %d", a, b, k, got, min(want, k+1))
+			}
+			a1.free()
 		}
 	}
 	f("", "", 0)
@@ -285,6 +291,71 @@ func TestDictFuzzyAgainstBruteForce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDictFuzzyAgainstAutomaton checks the walk against the deterministic
+// Levenshtein automata of vellum (with transpositions), which the
+// dictionary used to build for every query word: the same terms at the
+// same distances, on words with multi-byte characters and long ones.
+func TestDictFuzzyAgainstAutomaton(t *testing.T) {
+	builders := map[int]*vlev.LevenshteinAutomatonBuilder{}
+	for _, k := range []int{1, 2} {
+		lb, err := vlev.NewLevenshteinAutomatonBuilder(uint8(k), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		builders[k] = lb
+	}
+	compared := 0
+	for _, seed := range []uint64{4, 5} {
+		words := randomWords(seed, 5000)
+		r := rand.New(rand.NewPCG(seed, 2))
+		for range 20 {
+			w := ""
+			for range 8 + r.IntN(30) {
+				w += syllables[r.IntN(len(syllables))]
+			}
+			words = append(words, w)
+		}
+		d, err := BuildDict(words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 400; i++ {
+			q := words[r.IntN(len(words))]
+			for n := r.IntN(4); n > 0; n-- {
+				q = typo(r, q)
+			}
+			k := 1 + r.IntN(2)
+			got := d.Fuzzy(q, k, 0)
+			k = Edits(q, k)
+			if k == 0 {
+				continue
+			}
+			dfa, err := builders[k].BuildDfa(q, uint8(k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []Match
+			it, err := d.fst.Search(dfa, nil, nil)
+			for err == nil {
+				key, v := it.Current()
+				_, dist := dfa.MatchAndDistance(string(key))
+				want = append(want, Match{Term: string(key), ID: v, Dist: int(dist)})
+				err = it.Next()
+			}
+			slices.SortFunc(want, func(a, b Match) int {
+				return cmp.Or(cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Term, b.Term))
+			})
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d: Fuzzy(%q, %d)\n got %v\nwant %v", seed, q, k, got, want)
+			}
+			compared += len(want)
+		}
+	}
+	if compared < 1000 {
+		t.Fatalf("only %d matches compared", compared)
 	}
 }
 

@@ -8,11 +8,15 @@
 //     a letter, digit or combining mark, and Fold lowercases and strips
 //     accents; tokens keep byte offsets into the source for highlighting.
 //     Indexing and querying both go through Tokenize, so they agree.
-//   - Dictionary (dict.go): Dict maps sorted terms to dense ids in a vellum
-//     FST and answers exact, prefix and typo-tolerant (Levenshtein distance
-//     ≤ 2, a transposition being one edit) lookups by walking only the
-//     states an automaton can still accept. Terms of at most two characters
-//     match exactly only, and expansions are capped by the caller's limit.
+//   - Dictionary (dict.go, levenshtein.go, lexicon.go): Dict maps sorted
+//     terms to dense ids in a vellum FST and answers exact, prefix and
+//     typo-tolerant (Levenshtein distance ≤ 2, a transposition being one
+//     edit) lookups by walking only the states an automaton can still
+//     accept; the edit-distance automaton computes its rows along the walk
+//     instead of being built for each word. Terms of at most two
+//     characters match exactly only, and expansions are capped by the
+//     caller's limit. A Lexicon adds the terms written since its Dict was
+//     built.
 //   - Scoring (score.go): BM25 per column (k1 = 1.2, b = 0.75), a typo
 //     counting 1/(1+distance) of an exact match and a prefix completion ½,
 //     multiplied by the column's target weight; then the value, numeric and
@@ -20,12 +24,15 @@
 //   - Highlighting (highlight.go): matched words of a returned value wrapped
 //     in <em>…</em>, HTML-escaped on request; whole values up to 100
 //     characters, fragments around the matches beyond.
-//   - Search (search.go, top.go, boost.go): Search binds a request's
-//     target, filter and boosters (read by request.go) to a table, expands
-//     the query words, scores the candidates column by column from the
-//     term and frequency bitmaps, checks phrases, adds the boosters and
-//     keeps the k best in a bounded heap; Ranked orders the hits of several
-//     tables.
+//   - Search (search.go, scorer.go, prune.go, phrase.go, top.go,
+//     boost.go): Search binds a request's target, filter and boosters (read
+//     by request.go) to a table, expands the query words, reads their
+//     postings and counts the matches, checks phrases on the records that
+//     hold every word, scores column by column from the term and frequency
+//     bitmaps the candidates that may reach the k best (MaxScore over
+//     per-term bounds: the same hits and scores as scoring every match),
+//     adds the boosters and keeps the k best in a bounded heap; Ranked
+//     orders the hits of several tables.
 //
 // testdata/search shows each operation with its inputs and outputs.
 package fts

@@ -1,6 +1,9 @@
 package fts
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // What the engine indexes for one text field: its distinct terms with how
 // often each occurs, and its length in words. Term frequencies and lengths
@@ -78,16 +81,18 @@ func BucketLength(b uint8) int {
 // as rows are written (Set); a search reads them. They are not safe for
 // concurrent use: the engine's locks order writers and searches.
 type FieldLengths struct {
-	bucket    []uint8 // by row: length bucket + 1, or 0 for no value
-	maxBucket uint8   // the largest bucket+1 ever set
-	docs      int     // rows with a value
-	words     int     // sum of BucketLength over rows with a value
+	bucket    []uint8  // by row: length bucket + 1, or 0 for no value
+	maxBucket uint8    // the largest bucket+1 ever set
+	docs      int      // rows with a value
+	words     int      // sum of BucketLength over rows with a value
+	perBucket [256]int // rows by bucket + 1
 }
 
 // Set records the length bucket of row's field, or that it has none when
 // present is false.
 func (f *FieldLengths) Set(row uint32, bucket uint8, present bool) {
 	if int(row) < len(f.bucket) && f.bucket[row] != 0 {
+		f.perBucket[f.bucket[row]]--
 		f.docs--
 		f.words -= BucketLength(f.bucket[row] - 1)
 		f.bucket[row] = 0
@@ -106,6 +111,7 @@ func (f *FieldLengths) Set(row uint32, bucket uint8, present bool) {
 		}
 	}
 	f.bucket[row] = bucket + 1
+	f.perBucket[bucket+1]++
 	f.maxBucket = max(f.maxBucket, bucket+1)
 	f.docs++
 	f.words += BucketLength(bucket)
@@ -117,4 +123,17 @@ func (f *FieldLengths) AvgLen() float64 {
 		return 0
 	}
 	return float64(f.words) / float64(f.docs)
+}
+
+// minLength is the shortest length a row's field counts with in BM25 given
+// the column's average: that of the lowest bucket holding a row, or the
+// rounded average, which a row without a length counts with.
+func (f *FieldLengths) minLength(avg float64) int {
+	l := int(math.Round(avg))
+	for b := 1; b <= int(f.maxBucket); b++ {
+		if f.perBucket[b] > 0 {
+			return min(l, BucketLength(uint8(b-1)))
+		}
+	}
+	return l
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // A Lexicon is a Dict plus the terms added since it was built, kept as a
@@ -107,17 +106,26 @@ func (l *Lexicon) Prefix(p string, limit int) []Match {
 }
 
 // Fuzzy returns the terms within Edits(term, maxDist) of term, as
-// Dict.Fuzzy orders them, at most limit (<= 0: all).
+// Dict.Fuzzy orders them, at most limit (<= 0: all). The terms outside the
+// automaton are looked up by binary search for an exact match, and run
+// through the edit-distance automaton otherwise.
 func (l *Lexicon) Fuzzy(term string, maxDist, limit int) []Match {
 	var out []Match
 	if l.base != nil {
 		out = l.base.Fuzzy(term, maxDist, 0)
 	}
-	k := Edits(term, maxDist)
-	for _, t := range l.extra {
-		if d := EditDistance(term, t, k); d <= k {
-			out = append(out, Match{Term: t, Dist: d})
+	if k := Edits(term, maxDist); k == 0 {
+		if _, ok := slices.BinarySearch(l.extra, term); ok {
+			out = append(out, Match{Term: term})
 		}
+	} else if len(l.extra) > 0 {
+		a := newLevenshtein(term, k)
+		for _, t := range l.extra {
+			if d := a.distance(t); d <= k {
+				out = append(out, Match{Term: t, Dist: d})
+			}
+		}
+		a.free()
 	}
 	slices.SortFunc(out, func(a, b Match) int {
 		return cmp.Or(cmp.Compare(a.Dist, b.Dist), cmp.Compare(a.Term, b.Term))
@@ -126,44 +134,4 @@ func (l *Lexicon) Fuzzy(term string, maxDist, limit int) []Match {
 		out = out[:limit:limit]
 	}
 	return out
-}
-
-// EditDistance is the Levenshtein distance between a and b in characters,
-// a transposition of two adjacent characters counting as one edit (optimal
-// string alignment), as Fuzzy counts. Past max it returns max+1.
-func EditDistance(a, b string, max int) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > max || -d > max {
-		return max + 1
-	}
-	if utf8.RuneCountInString(a) == 0 || len(rb) == 0 {
-		return len(ra) + len(rb)
-	}
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		low := cur[0]
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				v = min(v, prev2[j-2]+1)
-			}
-			cur[j] = v
-			low = min(low, v)
-		}
-		if low > max {
-			return max + 1
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return min(prev[len(rb)], max+1)
 }

@@ -78,7 +78,7 @@ func TestLexicon(t *testing.T) {
 				k := Edits(q, dist)
 				var want []string
 				for w := range all {
-					if d := EditDistance(q, w, 5); d <= k {
+					if d := editDistance(q, w); d <= k {
 						want = append(want, fmt.Sprintf("%d:%s", d, w))
 					}
 				}

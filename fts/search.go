@@ -10,7 +10,6 @@ import (
 	"context"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -76,6 +75,10 @@ type Settings struct {
 	// Now is the origin of date boosters without one; zero means the
 	// current time.
 	Now time.Time
+	// Exhaustive scores every matching record instead of skipping those
+	// that cannot reach the page: the same answer, slower. Tests compare
+	// the two; benchmarks measure the difference.
+	Exhaustive bool
 }
 
 // Query is a checked search: the words and settings shared by every table
@@ -87,13 +90,18 @@ type Query struct {
 	highlight  bool
 	encodeHTML bool
 	now        time.Time
+	exhaustive bool
+	// Tests prune small tables: seed overrides pruneSeed when set, and
+	// force prunes whatever the postings' sizes.
+	seed  int
+	force bool
 	// Size and Offset page the merged ranking.
 	Size, Offset int
 }
 
 // NewQuery checks a search's settings. Errors are *index.InputError.
 func NewQuery(s Settings) (*Query, error) {
-	q := &Query{Size: DefaultSize, fuzziness: 1, highlight: true, encodeHTML: true, now: s.Now}
+	q := &Query{Size: DefaultSize, fuzziness: 1, highlight: true, encodeHTML: true, now: s.Now, exhaustive: s.Exhaustive}
 	if q.now.IsZero() {
 		q.now = time.Now()
 	}
@@ -160,8 +168,8 @@ type RowScore struct {
 }
 
 // Ranking is the answer of one table: its best hits, best first (ties by
-// record id), how many records matched, and a warning when query words
-// matched too many terms to search them all.
+// record id), how many records matched (counted up to MaxTotalCount), and
+// a warning when query words matched too many terms to search them all.
 type Ranking struct {
 	Hits    []RowScore
 	Total   int
@@ -172,6 +180,9 @@ type Ranking struct {
 	// found holds, by column id, the terms that matched some candidate:
 	// what highlighting marks.
 	found map[uint32]map[string]bool
+	// scored is how many records were scored: every match unless pruning
+	// skipped some.
+	scored uint64
 }
 
 // Ranked is a found record as a search over several tables orders it.
@@ -209,6 +220,11 @@ type expansion struct {
 // the record metadata key the filter and the boosters name metadata
 // columns under. A request that does not fit the table is an
 // *index.InputError; it stops with ctx's error when ctx ends.
+//
+// The matches and their count come from the postings alone (and, for a
+// phrase, from reading the records that hold every word). Scores are
+// computed for the records that may reach the k best (see prune.go), or
+// for every match when q is exhaustive: both give the same hits and scores.
 func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta string, k int) (*Ranking, error) {
 	t := src.Table()
 	targets, err := bindTarget(t, req.Target)
@@ -234,31 +250,61 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if len(q.words) == 0 || cands.IsEmpty() {
 		return r, nil
 	}
-	x := &scorer{ctx: ctx, src: src, lex: src.Lexicon(), q: q, cands: cands, targets: targets}
+	// Postings hold live rows only: without a filter they need no
+	// intersection with the candidates.
+	x := &scorer{ctx: ctx, src: src, lex: src.Lexicon(), q: q, cands: cands, filtered: !req.Filter.IsZero(), targets: targets}
+	defer x.free()
 	x.expand()
 	if x.capped {
 		r.Warning = "some query words match too many terms: not every variant was searched"
 	}
-	matched, err := x.score()
-	if err != nil {
+	if err := x.fetch(); err != nil {
 		return nil, err
 	}
 	r.found = x.found
+	// A phrase's matches are the rows that hold it; other matches are
+	// counted from the postings (up to what the count and the choice
+	// below need) and listed only when every one is scored.
+	var phrased *roaring.Bitmap
+	var n uint64
 	if q.phrase && len(q.words) > 1 {
-		if matched, err = x.verifyPhrase(matched); err != nil {
+		if phrased, err = x.verifyPhrase(x.phraseCandidates()); err != nil {
 			return nil, err
 		}
+		n = phrased.GetCardinality()
+	} else {
+		n = x.countMatches(max(MaxTotalCount, 2*x.seedRows(k)+1))
 	}
-	r.Total = int(matched.GetCardinality())
-	if err := boosters.apply(ctx, src, matched, x.total); err != nil {
+	r.Total = int(min(n, MaxTotalCount))
+	if n == 0 {
+		req.Stats.scored(x, 0, 0)
+		req.Stats.ranked(nil)
+		return r, nil
+	}
+	top, err := x.newTop(k)
+	if err != nil {
 		return nil, err
 	}
-	req.Stats.scored(x, matched)
-	if r.Hits, err = x.top(matched, k); err != nil {
+	bound, err := boosters.bounds(src)
+	if err != nil {
 		return nil, err
 	}
+	if q.exhaustive || !x.worthPruning(n, k, bound) {
+		matched := phrased
+		if matched == nil {
+			matched = x.unionRows()
+		}
+		err = x.scoreAll(matched, boosters, top)
+	} else {
+		err = x.scorePruned(phrased, boosters, bound, top)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.scored = x.touched.GetCardinality()
+	req.Stats.scored(x, uint64(r.Total), r.scored)
+	r.Hits = top.sorted()
 	req.Stats.ranked(r.Hits)
-	x.free()
 	return r, nil
 }
 
@@ -355,269 +401,6 @@ func checkFilter(n index.Node) error {
 		}
 	}
 	return nil
-}
-
-// scorer is the scoring state of one table search.
-type scorer struct {
-	ctx     context.Context
-	src     Source
-	lex     *Lexicon
-	q       *Query
-	cands   *roaring.Bitmap
-	targets []target
-
-	words  [][]expansion // by query word
-	capped bool
-
-	total []float64 // text score by row
-	best  []float64 // scratch: one word's best score in one column
-	// span holds the first and last row whose total may be non-zero;
-	// empty when span[0] > span[1].
-	span  [2]uint32
-	found map[uint32]map[string]bool
-}
-
-// expand looks every query word up in the vocabulary.
-func (x *scorer) expand() {
-	x.words = make([][]expansion, len(x.q.words))
-	for i, w := range x.q.words {
-		ms := x.lex.Fuzzy(w, x.q.fuzziness, maxFuzzyTerms+1)
-		if len(ms) > maxFuzzyTerms {
-			ms, x.capped = ms[:maxFuzzyTerms], true
-		}
-		seen := map[string]bool{}
-		for _, m := range ms {
-			seen[m.Term] = true
-			x.words[i] = append(x.words[i], expansion{term: m.Term, dist: m.Dist})
-		}
-		if x.q.phrase && i == len(x.q.words)-1 {
-			ps := x.lex.Prefix(w, maxPrefixTerms+1)
-			if len(ps) > maxPrefixTerms {
-				ps, x.capped = ps[:maxPrefixTerms], true
-			}
-			for _, m := range ps {
-				if !seen[m.Term] {
-					seen[m.Term] = true
-					x.words[i] = append(x.words[i], expansion{term: m.Term, completion: true})
-				}
-			}
-		}
-	}
-}
-
-// scorePool recycles the per-row score arrays. A pooled array is zero over
-// its whole capacity: a search clears only the rows it touched.
-var scorePool sync.Pool
-
-func getScores(n int) []float64 {
-	if v, ok := scorePool.Get().(*[]float64); ok && cap(*v) >= n {
-		return (*v)[:n]
-	}
-	return make([]float64, n, n+n/8)
-}
-
-// free returns the score arrays to the pool, zeroing the rows the search
-// touched (best is zero already). A search that failed half way drops its
-// arrays instead.
-func (x *scorer) free() {
-	if x.total == nil {
-		return
-	}
-	total, best := x.total, x.best
-	if x.span[0] <= x.span[1] {
-		// One span of memory to clear beats a walk of the rows.
-		clear(total[x.span[0] : x.span[1]+1])
-	}
-	scorePool.Put(&total)
-	scorePool.Put(&best)
-	x.total, x.best = nil, nil
-}
-
-// score computes the BM25 text score of every candidate that matches some
-// word, into x.total, and returns those rows. For each word and column the
-// best-scoring variant counts (as ColumnScore); words and columns add up.
-func (x *scorer) score() (*roaring.Bitmap, error) {
-	n := int(x.cands.Maximum()) + 1
-	x.total, x.best = getScores(n), getScores(n)
-	x.found = map[uint32]map[string]bool{}
-	matched := roaring.New()
-	for _, tc := range x.targets {
-		fs := x.src.Lengths(tc.col.ID)
-		if fs == nil || fs.docs == 0 {
-			continue
-		}
-		avg := fs.AvgLen()
-		for _, exps := range x.words {
-			if err := x.ctx.Err(); err != nil {
-				return nil, err
-			}
-			var union []*roaring.Bitmap
-			for _, ex := range exps {
-				posting, levels, err := x.src.Terms(tc.col.ID, ex.term)
-				if err != nil {
-					return nil, err
-				}
-				df := int(posting.GetCardinality())
-				if df == 0 {
-					continue
-				}
-				posting.And(x.cands)
-				if posting.IsEmpty() {
-					continue
-				}
-				if x.found[tc.col.ID] == nil {
-					x.found[tc.col.ID] = map[string]bool{}
-				}
-				x.found[tc.col.ID][ex.term] = true
-				union = append(union, posting)
-				idf := IDF(fs.docs, df)
-				factor := tc.weight * MatchFactor(ex.dist, ex.completion)
-				// Rows by frequency class: those below the next level
-				// first, then the rest climbs.
-				rest := posting
-				for level := 0; level <= len(levels); level++ {
-					part := rest
-					if level < len(levels) && !levels[level].IsEmpty() {
-						part = roaring.AndNot(rest, levels[level])
-						rest = roaring.And(rest, levels[level])
-					} else {
-						rest = nil
-					}
-					x.scoreRows(part, fs, factor*idf, TFClass(level), avg)
-					if rest == nil || rest.IsEmpty() {
-						break
-					}
-				}
-			}
-			if len(union) == 0 {
-				continue
-			}
-			u := union[0]
-			if len(union) > 1 {
-				u = roaring.FastOr(union...)
-			}
-			total, best := x.total, x.best
-			var buf [512]uint32
-			it := u.ManyIterator()
-			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-				for _, row := range buf[:n] {
-					total[row] += best[row]
-					best[row] = 0
-				}
-			}
-			matched.Or(u)
-		}
-	}
-	x.span = [2]uint32{1, 0}
-	if !matched.IsEmpty() {
-		x.span = [2]uint32{matched.Minimum(), matched.Maximum()}
-	}
-	return matched, nil
-}
-
-// scoreRows raises x.best of each row to its BM25 for a term held tf
-// times, times scale (the idf, weight and match factor). The BM25 of a
-// length bucket is computed once.
-func (x *scorer) scoreRows(rows *roaring.Bitmap, fs *FieldLengths, scale float64, tf int, avg float64) {
-	var byBucket [256]float64
-	for b := range int(fs.maxBucket) + 1 {
-		l := int(math.Round(avg)) // 0: a row without a length
-		if b > 0 {
-			l = BucketLength(uint8(b - 1))
-		}
-		byBucket[b] = scale * TermBM25(1, tf, l, avg)
-	}
-	best, buckets := x.best, fs.bucket
-	var buf [512]uint32
-	it := rows.ManyIterator()
-	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-		for _, row := range buf[:n] {
-			var b uint8
-			if int(row) < len(buckets) {
-				b = buckets[row]
-			}
-			if s := byBucket[b]; s > best[row] {
-				best[row] = s
-			}
-		}
-	}
-}
-
-// ctxCheckRows is how many rows a loop over rows takes between looks at
-// its context.
-const ctxCheckRows = 4096
-
-// verifyPhrase keeps the rows where some searched column holds the query
-// words in a row, in order, the last one possibly as a prefix.
-func (x *scorer) verifyPhrase(matched *roaring.Bitmap) (*roaring.Bitmap, error) {
-	sets := make([]map[string]bool, len(x.words))
-	for i, exps := range x.words {
-		sets[i] = map[string]bool{}
-		for _, ex := range exps {
-			sets[i][ex.term] = true
-		}
-	}
-	out := roaring.New()
-	var rec codec.Record
-	var toks []Token
-	it := matched.Iterator()
-	for n := 0; it.HasNext(); n++ {
-		if n%ctxCheckRows == 0 {
-			if err := x.ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row := it.Next()
-		ok, err := x.src.Record(row, &rec)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		found := false
-		for _, tc := range x.targets {
-			v, has := rec.Get(tc.col.ID)
-			if !has {
-				continue
-			}
-			texts := []string{v.Str}
-			if v.Kind == codec.KindStrings {
-				texts = v.Strs
-			}
-			for _, text := range texts {
-				toks = AppendTokens(toks[:0], text)
-				if holdsPhrase(toks, sets) {
-					found = true
-					break
-				}
-			}
-			if found {
-				break
-			}
-		}
-		if found {
-			out.Add(row)
-		}
-	}
-	return out, nil
-}
-
-// holdsPhrase reports whether consecutive tokens match the word sets in order.
-func holdsPhrase(toks []Token, sets []map[string]bool) bool {
-	for i := 0; i+len(sets) <= len(toks); i++ {
-		ok := true
-		for j, set := range sets {
-			if toks[i+j].Pos != toks[i].Pos+j || !set[toks[i+j].Term] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
 }
 
 // Highlight marks the matched words of a returned record's searched

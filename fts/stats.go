@@ -22,9 +22,11 @@ type Stats struct {
 	Candidates uint64
 	// Terms counts the vocabulary terms the query words matched, typo
 	// variants and completions included, in Columns columns searched;
-	// Matched the records scored.
-	Terms, Columns int
-	Matched        uint64
+	// Matched the records that hold the words (as the total counts them),
+	// and Scored those whose score was computed: fewer when the others
+	// could not reach the k best.
+	Terms, Columns  int
+	Matched, Scored uint64
 	// Hits is how many of the best the search kept.
 	Hits int
 	// CandidatesAt, ScoredAt and RankedAt are when each stage ended,
@@ -49,9 +51,9 @@ func (s *Stats) candidates(ctx context.Context, src Source, filter index.Node) (
 	return cands, nil
 }
 
-// scored notes the end of scoring: the terms searched and the records
-// matched.
-func (s *Stats) scored(x *scorer, matched *roaring.Bitmap) {
+// scored notes the end of scoring: the terms searched, the records
+// matched and those scored.
+func (s *Stats) scored(x *scorer, matched, scored uint64) {
 	if s == nil {
 		return
 	}
@@ -59,7 +61,7 @@ func (s *Stats) scored(x *scorer, matched *roaring.Bitmap) {
 		s.Terms += len(w)
 	}
 	s.Columns = len(x.targets)
-	s.Matched, s.ScoredAt = matched.GetCardinality(), time.Since(s.start)
+	s.Matched, s.Scored, s.ScoredAt = matched, scored, time.Since(s.start)
 }
 
 // ranked notes the end of ranking: the hits kept.

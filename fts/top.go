@@ -1,18 +1,32 @@
 package fts
 
 import (
+	"math"
 	"slices"
-
-	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/index"
 )
 
-// top returns the k best rows of matched by score, ties by record id: a
+// topK keeps the k best rows offered, by score and then record id: a
 // bounded heap whose root is the worst hit kept. Record ids are read only
-// to break ties.
-func (x *scorer) top(matched *roaring.Bitmap, k int) ([]RowScore, error) {
+// to break ties, once per row kept or offered.
+type topK struct {
+	k    int
+	h    []topHit
+	idOf func(row uint32) string
+}
+
+// topHit is a row of the heap, with its record id once read.
+type topHit struct {
+	RowScore
+	id    string
+	hasID bool
+}
+
+// newTop returns an empty topK of the table's rows. Ids come from the
+// table's id values when the source keeps them, else from its records.
+func (x *scorer) newTop(k int) (*topK, error) {
 	ids, err := x.src.Values(index.IDColumn)
 	if err != nil {
 		return nil, err
@@ -27,74 +41,88 @@ func (x *scorer) top(matched *roaring.Bitmap, k int) ([]RowScore, error) {
 		}
 		return ""
 	}
-	// worse orders hits from the worst kept to the best.
-	worse := func(a, b RowScore) bool {
-		if a.Score != b.Score {
-			return a.Score < b.Score
-		}
-		return idOf(a.Row) > idOf(b.Row)
+	return &topK{k: k, h: make([]topHit, 0, k), idOf: idOf}, nil
+}
+
+// id returns the record id of e, reading it on first use.
+func (t *topK) id(e *topHit) string {
+	if !e.hasID {
+		e.id, e.hasID = t.idOf(e.Row), true
 	}
-	h := make([]RowScore, 0, k)
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= len(h) {
-				return
-			}
-			m := l
-			if r := l + 1; r < len(h) && worse(h[r], h[l]) {
-				m = r
-			}
-			if !worse(h[m], h[i]) {
-				return
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
+	return e.id
+}
+
+// worse orders hits from the worst kept to the best.
+func (t *topK) worse(a, b *topHit) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
 	}
-	consider := func(e RowScore) {
-		if len(h) < k {
-			h = append(h, e)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if !worse(h[i], h[p]) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
+	return t.id(a) > t.id(b)
+}
+
+// offer considers row with its final score.
+func (t *topK) offer(row uint32, score float64) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, topHit{RowScore: RowScore{row, score}})
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !t.worse(&t.h[i], &t.h[p]) {
+				break
 			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return
+	}
+	// Most rows lose on the score alone; the id decides ties only.
+	if t.k == 0 || score < t.h[0].Score {
+		return
+	}
+	e := topHit{RowScore: RowScore{row, score}}
+	if !t.worse(&t.h[0], &e) {
+		return
+	}
+	t.h[0] = e
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(t.h) {
 			return
 		}
-		// Most rows lose on the score alone; the id decides ties only.
-		if k == 0 || e.Score < h[0].Score || !worse(h[0], e) {
+		m := l
+		if r := l + 1; r < len(t.h) && t.worse(&t.h[r], &t.h[l]) {
+			m = r
+		}
+		if !t.worse(&t.h[m], &t.h[i]) {
 			return
 		}
-		h[0] = e
-		down(0)
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
 	}
-	var buf [512]uint32
-	many := matched.ManyIterator()
-	for n, seen := many.NextMany(buf[:]), 0; n > 0; n = many.NextMany(buf[:]) {
-		if seen += n; seen >= ctxCheckRows {
-			if err := x.ctx.Err(); err != nil {
-				return nil, err
-			}
-			seen = 0
-		}
-		for _, row := range buf[:n] {
-			if sc := x.total[row]; len(h) < k || k > 0 && sc >= h[0].Score {
-				consider(RowScore{row, sc})
-			}
-		}
+}
+
+// threshold is the score a row must reach to enter the heap (a tie
+// entering by its id): the worst kept once the heap is full, -∞ before.
+func (t *topK) threshold() float64 {
+	if t.k == 0 || len(t.h) < t.k {
+		return math.Inf(-1)
 	}
-	slices.SortFunc(h, func(a, b RowScore) int {
-		if worse(b, a) {
+	return t.h[0].Score
+}
+
+// sorted returns the rows kept, best first.
+func (t *topK) sorted() []RowScore {
+	slices.SortFunc(t.h, func(a, b topHit) int {
+		if t.worse(&b, &a) {
 			return -1
 		}
-		if worse(a, b) {
+		if t.worse(&a, &b) {
 			return 1
 		}
 		return 0
 	})
-	return h, nil
+	out := make([]RowScore, len(t.h))
+	for i, e := range t.h {
+		out[i] = e.RowScore
+	}
+	return out
 }

@@ -85,7 +85,9 @@ type searchClass struct {
 	prefix    bool
 }
 
-// searchClasses returns the W5 classes from the query files.
+// searchClasses returns the W5 classes from the query files. "words" are
+// 2 to 4 consecutive words of a body (the generator's phrase file), any
+// of which matches: a multi-word query, not a phrase search.
 func (d *dataset) searchClasses() []searchClass {
 	typos := func(t []gen.Typo) []string {
 		out := make([]string, len(t))
@@ -99,7 +101,7 @@ func (d *dataset) searchClasses() []searchClass {
 		{name: "typo1", queries: typos(d.q.Typo1), fuzziness: 1},
 		{name: "typo2", queries: typos(d.q.Typo2), fuzziness: 2},
 		{name: "prefix", queries: d.q.Prefix, prefix: true},
-		{name: "phrase", queries: d.q.Phrase},
+		{name: "words", queries: d.q.Phrase},
 	}
 }
 

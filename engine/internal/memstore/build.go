@@ -223,6 +223,9 @@ func (b *build) make(ctx context.Context) error {
 		}
 	case KindSearchStore:
 		s.search, err = BuildSearchStore(ctx, b.snap, d.ID, b.lin, b.t)
+		if s.search != nil {
+			s.search.background = d.reg.opts.Background
+		}
 	case KindVectorStore:
 		s.vector, err = buildVectorStore(ctx, b.snap, d, b.lin, b.t, b.t.ByID[s.col])
 	}

@@ -34,11 +34,16 @@ type SearchStore struct {
 	lex  atomic.Pointer[fts.Lexicon] // set by writers; a search may compact it
 	cols map[uint32]*fts.FieldLengths
 	rows uint32 // one past the highest row it holds lengths of, for size
+	// background runs the compaction of lex (Options.Background); nil for
+	// a store built for one snapshot, whose vocabulary is compact.
+	background func(fn func()) bool
+	// compacting is set while a compaction of lex runs.
+	compacting atomic.Bool
 }
 
-// maxPendingTerms is how many words a vocabulary keeps outside its
-// automaton before a search rebuilds it.
-const maxPendingTerms = 2048
+// MaxPendingTerms is how many words a vocabulary keeps outside its
+// automaton before a search has it rebuilt.
+const MaxPendingTerms = 2048
 
 // BuildSearchStore reads the vocabulary and field lengths of a table
 // through a lineage at snapshot r. It stops with ctx's error when ctx
@@ -128,15 +133,22 @@ func (s *SearchStore) size() int64 {
 func (s *SearchStore) Lengths(col uint32) *fts.FieldLengths { return s.cols[col] }
 
 // Lexicon returns the table's vocabulary. One that keeps many words
-// outside its automaton is compacted first: other readers may keep
-// either, which hold the same words, and a write that extended it
-// meanwhile wins.
+// outside its automaton has them folded into a new automaton in the
+// background: rebuilding a large dictionary takes milliseconds that no
+// search should wait for, and searches meanwhile read the written words
+// from their sorted list. One compaction runs at a time per store.
 func (s *SearchStore) Lexicon() *fts.Lexicon {
 	lex := s.lex.Load()
-	if lex.Pending() > maxPendingTerms {
-		if compact, err := lex.Compact(); err == nil {
-			s.lex.CompareAndSwap(lex, compact)
-			lex = compact
+	if lex.Pending() > MaxPendingTerms && s.background != nil && s.compacting.CompareAndSwap(false, true) {
+		if !s.background(func() {
+			defer s.compacting.Store(false)
+			if compact, err := lex.Compact(); err == nil {
+				// The same words in one automaton: other readers may
+				// keep either; a write that extended it meanwhile wins.
+				s.lex.CompareAndSwap(lex, compact)
+			}
+		}) {
+			s.compacting.Store(false)
 		}
 	}
 	return lex
