@@ -199,9 +199,19 @@ func (a *Applier) applyLocked(d *DB, cmd DBCommand, write func(b *pebble.Batch, 
 			}
 		}()
 	}
+	if err = a.commitTx(d, tx, unlock); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// commitTx commits a finished command's batch: the observers are told of
+// it before the batch is visible, it is published once committed, and
+// unlock runs last, whether or not the commit succeeded.
+func (a *Applier) commitTx(d *DB, tx *Tx, unlock func()) error {
 	done := d.notify(tx)
 	applied := false
-	err = a.commit(tx.batch, func() {
+	return a.commit(tx.batch, func() {
 		d.publish(tx)
 		applied = true
 		done(true)
@@ -211,10 +221,6 @@ func (a *Applier) applyLocked(d *DB, cmd DBCommand, write func(b *pebble.Batch, 
 		}
 		unlock()
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // unindexAt is the number of staged bitmaps from which a command's deltas

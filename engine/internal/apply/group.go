@@ -129,19 +129,7 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		fail(err)
 		return
 	}
-	done := d.notify(tx)
-	applied := false
-	err := a.commit(tx.batch, func() {
-		d.publish(tx)
-		applied = true
-		done(true)
-	}, func() {
-		if !applied {
-			done(false)
-		}
-		unlock()
-	})
-	if err != nil {
+	if err := a.commitTx(d, tx, unlock); err != nil {
 		fail(err)
 	}
 }
