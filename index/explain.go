@@ -39,7 +39,11 @@ import (
 // index until the page is full, via "column order" (the in-memory order),
 // "ordered index" (the stored one) or "id index"; "heap" keeps the first
 // rows of every candidate's sort key, read via "column store", "id store"
-// or "records". Query, Summarize and the engine's search wrap these steps
+// or "records". A "lazy walk" walks as a walk does but tests each row it
+// visits against the filter: under it, each step of the filter has the
+// rows it tested as Estimated and those that passed as Actual, and a
+// range compares values via "column store". Query, Summarize and the
+// engine's search wrap these steps
 // in steps of their own, which their documentation names.
 //
 // Estimated is the most rows the step could produce as known when it

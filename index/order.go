@@ -121,16 +121,16 @@ func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bit
 }
 
 // walk calls fn for each distinct value in b, in ascending order
-// (descending when desc), with the rows of cand holding it, until fn
-// returns false; values no candidate holds are skipped. The rows passed
-// are valid until fn returns.
-func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) {
+// (descending when desc), with the rows holding it that are candidates,
+// until fn returns false; values no candidate holds are skipped. The rows
+// passed are valid until fn returns.
+func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand func(row uint32) bool, fn func(rows []uint32) bool) {
 	i, j := o.span(b)
 	var buf []uint32
 	emit := func(s, e int) bool {
 		buf = buf[:0]
 		for _, row := range o.order[s:e] {
-			if cand.Contains(row) {
+			if cand(row) {
 				buf = append(buf, row)
 			}
 		}
@@ -191,7 +191,7 @@ func ordered(vals ColumnValues, t ColumnType) (fo orderedColumn[float64], io ord
 
 // scanInMemory serves a Scan of a column from its value store's order;
 // served is false when the store keeps none or the bounds do not suit it.
-func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, fn func(rows []uint32) bool) (served bool, err error) {
+func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand func(row uint32) bool, fn func(rows []uint32) bool) (served bool, err error) {
 	if b.Prefix != nil {
 		return false, nil
 	}

@@ -59,7 +59,7 @@ func TestOrderedColumn(t *testing.T) {
 		for _, desc := range []bool{false, true} {
 			var seen []int64
 			rows := roaring.New()
-			o.walk(b, desc, walkCand, func(r []uint32) bool {
+			o.walk(b, desc, walkCand.Contains, func(r []uint32) bool {
 				v := arr[r[0]]
 				seen = append(seen, v)
 				for _, row := range r {

@@ -34,6 +34,14 @@ import (
 //   - and: children cheapest first, stopping when nothing is left; negations
 //     are subtracted last;
 //   - or: union; not: candidates minus the child.
+//
+// A query whose sort order can be walked may instead test its filter row by
+// row as the walk visits rows (postings probed, ranges compared on the value
+// arrays), stopping once the page is full: when the filter matches a large
+// share of the rows, the page is small and the filter holds only postings,
+// ranges and their and/or/not. The rule weighs the rows the walk is
+// expected to visit, times the cost of testing one, against building the
+// filter's bitmap; lazy.go writes it down.
 
 // Cost classes order the children of an and.
 type cost int
@@ -61,6 +69,9 @@ type planNode interface {
 // Plan is an executable filter.
 type Plan struct {
 	root planNode
+	// fetched are postings already read for the plan's nodes, by a lazy
+	// query that chose not to run lazily; each is used once.
+	fetched map[planNode]*roaring.Bitmap
 }
 
 // String prints the plan as an indented tree of its steps (Tree's
@@ -186,6 +197,8 @@ type execCtx struct {
 	live *roaring.Bitmap
 	// tr notes the steps of an explained execution; nil otherwise.
 	tr *tracer
+	// fetched are postings read before the execution (Plan.fetched).
+	fetched map[planNode]*roaring.Bitmap
 }
 
 // run executes a node: directly, or as a step of an explained execution.
@@ -210,7 +223,7 @@ func (x *execCtx) universe() (*roaring.Bitmap, error) {
 // Execute returns the rows of src matching the plan. Its row-by-row
 // nodes stop with ctx's error once ctx ends.
 func (p *Plan) Execute(ctx context.Context, src Source) (*roaring.Bitmap, error) {
-	return p.execute(&execCtx{ctx: ctx, src: src})
+	return p.execute(&execCtx{ctx: ctx, src: src, fetched: p.fetched})
 }
 
 // Explain is Execute that also returns the plan's steps as they ran: how
@@ -219,7 +232,7 @@ func (p *Plan) Execute(ctx context.Context, src Source) (*roaring.Bitmap, error)
 func (p *Plan) Explain(ctx context.Context, src Source) (*roaring.Bitmap, *ExplainNode, error) {
 	tr := &tracer{steps: map[planNode]*ExplainNode{}, order: map[*ExplainNode]int{}}
 	tree := describeSteps(p.root, tr.steps)
-	rows, err := p.execute(&execCtx{ctx: ctx, src: src, tr: tr})
+	rows, err := p.execute(&execCtx{ctx: ctx, src: src, tr: tr, fetched: p.fetched})
 	tr.finish(tree)
 	return rows, tree, err
 }
@@ -385,6 +398,24 @@ type postingNode struct{ pred *Pred }
 func (p *postingNode) cost() cost { return costPosting }
 
 func (p *postingNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, error) {
+	rows, err := p.read(x)
+	if err != nil {
+		return nil, err
+	}
+	x.estimateRows(rows)
+	if cand != nil {
+		rows.And(cand)
+	}
+	return rows, nil
+}
+
+// read returns the rows of the postings, the caller's to modify: read
+// before the execution when they were, else from the source.
+func (p *postingNode) read(x *execCtx) (*roaring.Bitmap, error) {
+	if rows := x.fetched[p]; rows != nil {
+		delete(x.fetched, p)
+		return rows, nil
+	}
 	var rows *roaring.Bitmap
 	var err error
 	switch p.pred.Op {
@@ -402,14 +433,7 @@ func (p *postingNode) exec(x *execCtx, cand *roaring.Bitmap) (*roaring.Bitmap, e
 			rows.Or(r)
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	x.estimateRows(rows)
-	if cand != nil {
-		rows.And(cand)
-	}
-	return rows, nil
+	return rows, err
 }
 
 func (p *postingNode) step() *ExplainNode {

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,8 @@ import (
 //     rows must be those of the plan run without explain and without
 //     stores;
 //   - "query store=...": a query body ({filter, sort, page}) run with
-//     explain on: the query's steps, then the ids of the page;
+//     explain on: the query's steps, then the ids of the page, which must
+//     be those of the query run without explain and without stores;
 //   - "summarize store=...": a summarize body run with explain on: its
 //     steps, then its groups.
 //
@@ -125,6 +127,17 @@ func TestPlan(t *testing.T) {
 			}
 			tree := page.Plan.Tree()
 			checkExplained(t, tree, uint64(len(page.Rows)))
+			// Without stores every condition runs on the records, eagerly.
+			plain := &memSource{t: items, rows: src.rows, tables: src.tables, noStore: true}
+			in.Explain = false
+			want, err := Query(context.Background(), plain, in, QueryOptions{
+				Meta: "svc", Secret: []byte("k"), MaxSize: 200, MaxOffset: 800, DefaultSize: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(page.Rows, want.Rows) || page.More != want.More {
+				t.Fatalf("page %v (more %v), without stores %v (more %v)", page.Rows, page.More, want.Rows, want.More)
+			}
 			ids := make([]string, len(page.Rows))
 			for i, row := range page.Rows {
 				ids[i] = src.rows[row].ID

@@ -197,6 +197,16 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	page := &Page{Columns: columns, Size: size}
 	qp := &page.Plan
 	*qp = QueryPlan{filter: Plan{root: compile(node)}, order: order, size: size, offset: offset}
+	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
+	if !tailEnd {
+		rows, keys, lazy, err := qp.selectLazy(ctx, src, w, in.Explain)
+		if err != nil {
+			return nil, err
+		}
+		if lazy {
+			return page, finishPage(page, st, rows, keys, offset, size, reverse, afterC, beforeC, opts.Secret)
+		}
+	}
 	var cand *roaring.Bitmap
 	if in.Explain {
 		cand, err = qp.explain(ctx, src)
@@ -225,11 +235,17 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 		qp.ran(0)
 		return page, err
 	}
-	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
 	rows, keys, err := qp.selectPage(ctx, src, cand, w)
 	if err != nil {
 		return nil, err
 	}
+	return page, finishPage(page, st, rows, keys, offset, size, reverse, afterC, beforeC, opts.Secret)
+}
+
+// finishPage cuts the window's rows to the page and seals the cursor of
+// the page's first and last rows.
+func finishPage(page *Page, st *cursorState, rows []uint32, keys []Key, offset, size int, reverse bool, afterC, beforeC *cursorState, secret []byte) error {
+	var err error
 	rows, keys, page.More = cut(rows, keys, offset, size)
 	if reverse {
 		reverseRows(rows, keys)
@@ -237,10 +253,10 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	page.Rows = rows
 	if len(rows) > 0 {
 		if st.First, err = encodeKey(keys[0]); err != nil {
-			return nil, err
+			return err
 		}
 		if st.Last, err = encodeKey(keys[len(keys)-1]); err != nil {
-			return nil, err
+			return err
 		}
 	} else if afterC != nil {
 		// Past the end: keep the position, so the cursor can tail.
@@ -248,9 +264,9 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	} else if beforeC != nil {
 		st.First, st.Last = beforeC.First, beforeC.First
 	}
-	page.Cursor, err = sealCursor(st, opts.Secret)
-	qp.ran(len(page.Rows))
-	return page, err
+	page.Cursor, err = sealCursor(st, secret)
+	page.Plan.ran(len(page.Rows))
+	return err
 }
 
 // cut skips offset rows and keeps size; more tells whether rows were left.

@@ -19,7 +19,11 @@ import (
 //	    <the filter's steps>      the candidates
 //
 // each step taking the rows of the one below it; the engine puts the
-// reading of the page's records between the query and the order. A plan
+// reading of the page's records between the query and the order. A "lazy
+// walk" instead of walk or heap tests each row of the order it visits
+// against the filter's steps, which then count the rows they tested and
+// passed rather than compute their rows; the cost rule that picks it is
+// in lazy.go. A plan
 // costs nothing to keep: Tree describes it when asked, and times and
 // counts are there only when the query ran with Explain.
 type QueryPlan struct {

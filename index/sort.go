@@ -340,7 +340,7 @@ func selectOrder(ctx context.Context, src Source, cand *roaring.Bitmap, o Order,
 		return nil, nil, nil
 	}
 	if walkable(o) && preferWalk(src, cand, w) {
-		rows, keys, err := walk(ctx, src, cand, o, w, note)
+		rows, keys, err := walk(ctx, src, candidates{set: cand}, o, w, note)
 		if !errors.Is(err, ErrNoOrderedIndex) {
 			return rows, keys, err
 		}
@@ -445,10 +445,45 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 	return rows, keys, nil
 }
 
+// candidates are the rows a walk may take: a bitmap of them, or, in a lazy
+// walk, a test of the filter on each row, the live rows as the set, and
+// the most rows the walk may test before it gives up.
+type candidates struct {
+	set    *roaring.Bitmap
+	test   *rowTest
+	budget uint64
+}
+
+// has reports whether a row is a candidate. Once a lazy walk has spent its
+// budget every row is one, so that the walk hands the next to take, which
+// stops it.
+func (c candidates) has(row uint32) bool {
+	if c.test != nil {
+		return c.test.tested >= c.budget || c.test.eval(row)
+	}
+	return c.set.Contains(row)
+}
+
+// spent reports whether a lazy walk tested all the rows of its budget.
+func (c candidates) spent() bool { return c.test != nil && c.test.tested >= c.budget }
+
+// keep keeps the candidates of rows, reusing rows.
+func (c candidates) keep(rows []uint32) []uint32 {
+	out := rows[:0]
+	for _, row := range rows {
+		if c.has(row) {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
 // walk produces the order by walking the first sort column's ordered index
-// (or, with no key, taking candidates by id), intersecting each value's rows
-// with the candidates; rows of one value are ordered by the rest of the key.
-func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
+// (or, with no key, taking candidates by id), keeping each value's rows
+// that are candidates; rows of one value are ordered by the rest of the
+// key.
+func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
+	cand := cc.set
 	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
@@ -460,6 +495,9 @@ func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Wind
 	// take adds a group of rows sharing one value of the first key, in
 	// window order.
 	take := func(group []uint32) (bool, error) {
+		if cc.spent() {
+			return false, errLazySpent
+		}
 		var ks []keyedRow
 		for _, row := range group {
 			k, ok, err := kr.key(row)
@@ -506,7 +544,11 @@ func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Wind
 		if cand.AndCardinality(exists) == cand.GetCardinality() {
 			return nil
 		}
-		return roaring.AndNot(cand, exists).ToArray()
+		rows := roaring.AndNot(cand, exists).ToArray()
+		if cc.test != nil {
+			rows = cc.keep(rows)
+		}
+		return rows
 	}
 	// Nulls sort last in both directions: in reverse they come first.
 	if w.Reverse {
@@ -536,7 +578,7 @@ func walk(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, w Wind
 		return rows, keys, err
 	}
 	var werr error
-	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cand, note, func(group []uint32) bool {
+	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cc, note, func(group []uint32) bool {
 		more, err := take(group)
 		if err != nil {
 			werr = err
@@ -574,16 +616,22 @@ func firstRows(ks []keyedRow, n int, cmp func(a, b Key) int) []keyedRow {
 
 // scanColumn is src.Scan, served from the column's in-memory order when
 // its value store keeps one; it notes on note which of the two walked.
-func scanColumn(src Source, c *Column, b Bounds, desc bool, cand *roaring.Bitmap, note *orderNote, fn func(rows []uint32) bool) error {
-	served, err := scanInMemory(src, c, b, desc, cand, fn)
+func scanColumn(src Source, c *Column, b Bounds, desc bool, cand candidates, note *orderNote, fn func(rows []uint32) bool) error {
+	served, err := scanInMemory(src, c, b, desc, cand.has, fn)
 	if err != nil || served {
 		note.set("walk", "column order")
 		return err
 	}
 	note.set("walk", "ordered index")
 	return src.Scan(c, b, desc, func(_ codec.Value, group *roaring.Bitmap) bool {
-		group.And(cand)
-		return group.IsEmpty() || fn(group.ToArray())
+		var rows []uint32
+		if cand.test != nil {
+			rows = cand.keep(group.ToArray())
+		} else {
+			group.And(cand.set)
+			rows = group.ToArray()
+		}
+		return len(rows) == 0 || fn(rows)
 	})
 }
 

@@ -1,0 +1,349 @@
+package index
+
+// This file runs a query's filter lazily: instead of computing every
+// matching row before ordering, a walk of the sort order tests each row it
+// visits against the filter and stops once the page is full.
+//
+// The cost rule. A walk of the order visits about V = L·|live|/E rows to
+// fill a window of L rows when the filter matches an estimated E rows
+// (E from the postings' sizes and the ranges' spans in the in-memory
+// orders, the conditions of an and taken as independent). The eager plan
+// first builds the filter's bitmap and then walks (or heaps) over it; the
+// lazy one tests the V rows instead, each against every condition. In
+// units of about one in-memory row visit:
+//
+//	eager build   Σ postings |P|/16 (set algebra runs on whole words)
+//	              + Σ ranges |live|/2 (a slice of the in-memory order)
+//	lazy tests    V · (Σ postings 4 (a bitmap probe)
+//	                 + Σ ranges 2 (an array compare), 8 without a typed array)
+//
+// and the query runs lazily when the tests cost less than the build, the
+// window (offset, page and one more row) holds at most maxLazyLimit rows,
+// the order's first key is an ordered index (not a random order, not the
+// default id order), and every condition can be tested on one row: no
+// $contains or other scans, no links, no element conditions (a not adds
+// |live|/16 to the build and a probe of the live rows to the tests).
+// Otherwise the eager plan runs; it also runs, starting over, when the
+// source turns out to keep no ordered index of the sort column and when
+// the walk tests more rows than its budget (lazyBudget). The walk itself
+// is the same in both plans; what changes is how a visited row is found
+// to match.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// maxLazyLimit is the largest window a lazy walk takes: past it the walk
+// visits enough rows that the filter's bitmap is worth building.
+const maxLazyLimit = 256
+
+// Units of the cost rule (see above).
+const (
+	lazyPostingBuild = 16 // rows of a posting per unit of eager set algebra
+	lazyRangeBuild   = 2  // rows of the table per unit of an eager range
+	lazyPostingTest  = 4
+	lazyTypedTest    = 2
+	lazyValueTest    = 8
+)
+
+// testKind is what a rowTest checks.
+type testKind uint8
+
+const (
+	testLive   testKind = iota // the row is live: an and of nothing
+	testAnd                    // every child holds
+	testOr                     // some child holds
+	testNot                    // the row is live and the child does not hold
+	testBits                   // the row is in a posting
+	testInts                   // an int or datetime range, on the value array
+	testFloats                 // a float range, on the value array
+	testValue                  // a range on the value store's values
+)
+
+// rowTest is a filter's plan turned into a test of one row: one rowTest
+// per node of the plan, with what the node needs read up front (postings,
+// value arrays), the estimated share of live rows it passes, and the
+// counts of rows it tested and passed, which an explained query prints.
+type rowTest struct {
+	node     planNode
+	kind     testKind
+	children []*rowTest
+
+	bits    *roaring.Bitmap // testBits: the posting; testLive, testNot: the live rows
+	present *roaring.Bitmap // testInts, testFloats: the rows with a value
+	ints    []int64
+	floats  []float64
+	ib      bounds[int64]
+	fb      bounds[float64]
+	vals    ColumnValues
+	rng     *rangeNode
+
+	share       float64 // estimated share of the live rows that pass
+	build, test float64 // costs of the rule, in row visits
+
+	tested, passed uint64
+}
+
+// eval tests a row, counting it.
+func (t *rowTest) eval(row uint32) bool {
+	t.tested++
+	if t.holds(row) {
+		t.passed++
+		return true
+	}
+	return false
+}
+
+// holds tests a row as the node's eager evaluation would include it.
+func (t *rowTest) holds(row uint32) bool {
+	switch t.kind {
+	case testLive:
+		return t.bits.Contains(row)
+	case testAnd:
+		for _, c := range t.children {
+			if !c.eval(row) {
+				return false
+			}
+		}
+		return true
+	case testOr:
+		for _, c := range t.children {
+			if c.eval(row) {
+				return true
+			}
+		}
+		return false
+	case testNot:
+		return t.bits.Contains(row) && !t.children[0].eval(row)
+	case testBits:
+		return t.bits.Contains(row)
+	case testInts:
+		return int(row) < len(t.ints) && t.present.Contains(row) && t.ib.holds(t.ints[row])
+	case testFloats:
+		return int(row) < len(t.floats) && t.present.Contains(row) && t.fb.holds(t.floats[row])
+	case testValue:
+		return t.rng.match(t.vals.Get(row))
+	}
+	return false
+}
+
+// lazyBuilder turns plan nodes into row tests, reading what they need.
+type lazyBuilder struct {
+	x    *execCtx
+	live *roaring.Bitmap
+	n    float64 // live rows, at least 1
+	// fetched are the postings read, handed to the eager plan when the
+	// rule chooses it.
+	fetched map[planNode]*roaring.Bitmap
+}
+
+// build returns the test of a node; ok is false when the node cannot be
+// tested row by row.
+func (b *lazyBuilder) build(n planNode) (*rowTest, bool, error) {
+	t := &rowTest{node: n}
+	switch n := n.(type) {
+	case *andNode:
+		if len(n.children) == 0 {
+			t.kind, t.bits, t.share = testLive, b.live, 1
+			t.test = lazyPostingTest
+			return t, true, nil
+		}
+		t.kind, t.share = testAnd, 1
+		for _, c := range n.children {
+			ct, ok, err := b.build(c)
+			if !ok || err != nil {
+				return nil, ok, err
+			}
+			t.children = append(t.children, ct)
+			t.share *= ct.share
+			t.build += ct.build
+			t.test += ct.test
+		}
+		// The children that fail most often per unit of test run first.
+		slices.SortStableFunc(t.children, func(p, q *rowTest) int {
+			a, c := (1-p.share)/p.test, (1-q.share)/q.test
+			switch {
+			case a > c:
+				return -1
+			case a < c:
+				return 1
+			}
+			return 0
+		})
+		return t, true, nil
+	case *orNode:
+		t.kind = testOr
+		miss := 1.0
+		for _, c := range n.children {
+			ct, ok, err := b.build(c)
+			if !ok || err != nil {
+				return nil, ok, err
+			}
+			t.children = append(t.children, ct)
+			miss *= 1 - ct.share
+			t.build += ct.build
+			t.test += ct.test
+		}
+		t.share = 1 - miss
+		return t, true, nil
+	case *notNode:
+		ct, ok, err := b.build(n.child)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		t.kind, t.bits, t.children = testNot, b.live, []*rowTest{ct}
+		t.share = 1 - ct.share
+		t.build = ct.build + b.n/lazyPostingBuild
+		t.test = ct.test + lazyPostingTest
+		return t, true, nil
+	case *postingNode:
+		rows, err := n.read(b.x)
+		if err != nil {
+			return nil, false, err
+		}
+		b.fetched[n] = rows
+		c := float64(rows.GetCardinality())
+		t.kind, t.bits = testBits, rows
+		t.share = min(1, c/b.n)
+		t.build, t.test = c/lazyPostingBuild, lazyPostingTest
+		return t, true, nil
+	case *rangeNode:
+		return b.buildRange(t, n)
+	}
+	return nil, false, nil
+}
+
+// buildRange tests a range on the column's value array when its store has
+// one and the bounds suit it, else on the store's values; a column with
+// no value store cannot be tested row by row.
+func (b *lazyBuilder) buildRange(t *rowTest, n *rangeNode) (*rowTest, bool, error) {
+	vals, err := b.x.src.Values(n.preds[0].Column)
+	if err != nil || vals == nil {
+		return nil, false, err
+	}
+	t.rng, t.vals, t.kind, t.test = n, vals, testValue, lazyValueTest
+	if dv, ok := vals.(DenseValues); ok {
+		switch n.preds[0].Column.Type {
+		case "float":
+			if fb, ok := floatBounds(n.preds); ok && dv.Floats() != nil {
+				t.kind, t.floats, t.fb, t.present, t.test = testFloats, dv.Floats(), fb, dv.Present(), lazyTypedTest
+			}
+		case "int", "datetime":
+			if ib, ok := intBounds(n.preds); ok && dv.Ints() != nil {
+				t.kind, t.ints, t.ib, t.present, t.test = testInts, dv.Ints(), ib, dv.Present(), lazyTypedTest
+			}
+		}
+	}
+	t.share = 1.0 / 3 // a range of unknown span: the usual guess
+	if c, ok := n.estimate(b.x); ok {
+		t.share = min(1, float64(c)/b.n)
+	}
+	t.build = b.n / lazyRangeBuild
+	return t, true, nil
+}
+
+// lazyVisits is the number of rows a walk is expected to visit to fill a
+// window of limit rows with the test's matches.
+func lazyVisits(t *rowTest, limit int, live float64) float64 {
+	return min(live, float64(limit)/max(t.share, 1/live))
+}
+
+// lazyWorth applies the cost rule to a filter's test and a window.
+func lazyWorth(t *rowTest, limit int, live float64) bool {
+	return lazyVisits(t, limit, live)*t.test < t.build
+}
+
+// errLazySpent stops a lazy walk that tested more rows than its budget.
+var errLazySpent = errors.New("index: lazy walk over budget")
+
+// lazyBudget is the most rows a lazy walk tests before it gives up for
+// the eager plan: four times the rows it was expected to visit, and some
+// slack. The estimate takes the filter's conditions and the sort order as
+// independent; when they are not (a range that keeps only the end of the
+// order the walk reaches last), the walk would visit most of the table,
+// and the work lost to trying is bounded by the budget.
+func lazyBudget(t *rowTest, limit int, live float64) uint64 {
+	return uint64(4*lazyVisits(t, limit, live)) + 256
+}
+
+// selectLazy runs the query's page as a lazy walk when the cost rule
+// chooses it; ok is false when it does not, and the eager plan runs (with
+// the postings read here). An explained query notes the tests' counts.
+func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explain bool) (rows []uint32, keys []Key, ok bool, err error) {
+	if w.Limit > maxLazyLimit || len(p.order.Keys) == 0 || !walkable(p.order) || p.filter.root == nil {
+		return nil, nil, false, nil
+	}
+	start := time.Now()
+	live, err := src.Live()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	b := &lazyBuilder{
+		x:       &execCtx{ctx: ctx, src: src, live: live},
+		live:    live,
+		n:       max(1, float64(live.GetCardinality())),
+		fetched: map[planNode]*roaring.Bitmap{},
+	}
+	t, ok, err := b.build(p.filter.root)
+	defer func() {
+		if !ok {
+			p.filter.fetched = b.fetched
+		}
+	}()
+	if err != nil || !ok || !lazyWorth(t, w.Limit, b.n) {
+		return nil, nil, false, err
+	}
+	p.limit, p.reverse = w.Limit, w.Reverse
+	cc := candidates{set: live, test: t, budget: lazyBudget(t, w.Limit, b.n)}
+	rows, keys, err = walk(ctx, src, cc, p.order, w, &p.sel)
+	switch {
+	case errors.Is(err, ErrNoOrderedIndex), errors.Is(err, errLazySpent):
+		// What the walk took is dropped; the eager plan starts over.
+		return nil, nil, false, nil
+	case err != nil:
+		return nil, nil, true, err
+	}
+	p.sel.kind = "lazy walk"
+	if explain {
+		p.explainLazy(t, start, len(rows))
+	}
+	return rows, keys, true, nil
+}
+
+// explainLazy notes the steps of a lazy walk that ran: the walk, and under
+// it the filter's steps, each with the rows it tested as its estimate and
+// the rows that passed as its count.
+func (p *QueryPlan) explainLazy(t *rowTest, start time.Time, rows int) {
+	steps := map[planNode]*ExplainNode{}
+	filter := describeSteps(p.filter.root, steps)
+	var note func(t *rowTest)
+	note = func(t *rowTest) {
+		e := steps[t.node]
+		e.Ran, e.Estimated, e.Actual = t.tested > 0, t.tested, t.passed
+		switch t.kind {
+		case testInts, testFloats, testValue:
+			e.Via = "column store"
+		}
+		order := make([]*ExplainNode, 0, len(t.children))
+		for _, c := range t.children {
+			note(c)
+			order = append(order, steps[c.node])
+		}
+		if len(order) > 0 {
+			e.Children = order
+		}
+	}
+	note(t)
+	p.explained = &queryTrace{start: start, filter: filter, cand: t.passed}
+	p.explained.root = p.outline(filter)
+	sel := p.explained.root.Children[0]
+	sel.Ran = true
+	sel.Time = time.Since(start)
+	sel.Estimated = min(uint64(p.limit), t.passed)
+	sel.Actual = uint64(rows)
+}
