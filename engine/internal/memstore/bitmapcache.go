@@ -14,25 +14,68 @@ import (
 
 // Queries read the same postings again and again (a category, active=true),
 // and composing one from storage decodes every chunk of every layer. A
-// BitmapCache keeps the composed bitmaps of one table of one branch, valid
-// for one epoch of that table: every command that writes the table makes
-// the epoch odd before its batch becomes visible and even again after, so
-// an even epoch names one state of the table. A reader loads the epoch
-// before and after taking its snapshot; when both loads agree and are even,
-// its snapshot shows exactly that state, and it may use and fill entries of
-// that epoch. Otherwise it reads storage.
+// BitmapCache keeps the composed bitmaps of one table of one branch, each
+// tagged with the epoch of the table it was read at: every command that
+// writes the table makes the epoch odd before its batch becomes visible
+// and even again after, so an even epoch names one state of the table. A
+// reader loads the epoch before and after taking its snapshot; when both
+// loads agree and are even, its snapshot shows exactly that state, and it
+// may use and fill entries for that epoch. Otherwise it reads storage.
+//
+// An entry outlives the writes that leave it alone. Before a command's
+// batch becomes visible, the cache notes what it writes (a writeSet: the
+// rows, and the bitmaps given deltas) in a ring of the last writesKept
+// commands. An entry tagged with epoch a answers for epoch b when every
+// command between the two is still in the ring and none of them touched
+// it; otherwise it is a miss, and the reader refills it. A command that
+// touches more than maxWriteIDs bitmaps, changes a mask (which takes
+// inherited rows out of every bitmap of the table) or changes branches
+// (schemas, lineages) counts as touching every bitmap; one that changes
+// branches also counts as touching every row. The ring is published before
+// the epoch turns odd, so whoever loads an even epoch finds every command
+// up to it.
 type BitmapCache struct {
-	epoch atomic.Uint64
-	salt  uint64    // sets its records apart in a RecordCache
-	reg   *Registry // whose budget record caches charge
-	entry *Entry    // under the memory budget
+	epoch  atomic.Uint64
+	writes atomic.Pointer[[]*writeSet] // the last commands, oldest first
+	salt   uint64                      // sets its records apart in a RecordCache
+	reg    *Registry                   // whose budget record caches charge
+	entry  *Entry                      // under the memory budget
 
 	mu      sync.Mutex
-	at      uint64 // the epoch of the entries in m and scans
-	m       map[string]*roaring.Bitmap
-	scans   map[string][]ScanEntry // whole-column scans by column prefix
+	m       map[string]*cachedBitmap
+	scans   map[string]*cachedScan // whole-column scans by column prefix
 	entries int
 	bytes   int64 // what the entries take
+}
+
+// writeSet is what one command wrote of a table: the epoch after it, and
+// the rows and bitmaps it touched.
+type writeSet struct {
+	end  uint64
+	rows *roaring.Bitmap     // nil: every row
+	ids  map[string]struct{} // bitmaps given deltas; nil: every bitmap
+	cols map[string]struct{} // column prefixes of the postings in ids
+}
+
+// writesKept is how many commands a cache remembers: an entry older than
+// that many writes of its table is a miss.
+const writesKept = 64
+
+// maxWriteIDs is the most bitmaps of a command a cache remembers; a bigger
+// command (a bulk load) counts as touching every bitmap.
+const maxWriteIDs = 4096
+
+// cachedBitmap is a cached bitmap and the epoch it is known to hold at.
+type cachedBitmap struct {
+	b  *roaring.Bitmap
+	at uint64
+}
+
+// cachedScan is a cached whole-column scan and the epoch it is known to
+// hold at.
+type cachedScan struct {
+	entries []ScanEntry
+	at      uint64
 }
 
 // ScanEntry is one value of a cached column scan and its rows.
@@ -125,28 +168,142 @@ func (c *BitmapCache) empty() {
 }
 
 // startWrite makes odd the epochs of the caches of every table a command
-// writes, before its batch becomes visible, and notes the tables as
-// written; the returned func makes the epochs even again after. Both run
-// under the writer lock.
+// writes, before its batch becomes visible, and notes in each what the
+// command writes of its table; the returned func makes the epochs even
+// again after. Both run under the writer lock.
 func (d *DB) startWrite(tx *apply.Tx) (done func()) {
-	var bumped []*BitmapCache
+	type bump struct {
+		bc    *BitmapCache
+		table uint32
+		rows  *roaring.Bitmap
+	}
+	var bumped []bump
 	var last storeKey
+	cur := -1
 	for i, c := range tx.Rows() {
 		k := storeKey{Branch: c.Branch, Table: c.Table}
-		if i > 0 && k == last {
-			continue
+		if i == 0 || k != last {
+			last, cur = k, -1
+			if bc := d.Cache(k); bc != nil {
+				cur = slices.IndexFunc(bumped, func(b bump) bool { return b.bc == bc })
+				if cur < 0 {
+					bumped = append(bumped, bump{bc: bc, table: k.Table, rows: roaring.New()})
+					cur = len(bumped) - 1
+				}
+			}
 		}
-		last = k
-		if bc := d.Cache(k); bc != nil && !slices.Contains(bumped, bc) {
-			bc.epoch.Add(1)
-			bumped = append(bumped, bc)
+		if cur >= 0 {
+			bumped[cur].rows.Add(c.Row)
 		}
+	}
+	for _, b := range bumped {
+		ws := &writeSet{end: b.bc.epoch.Load() + 2, rows: b.rows}
+		if !tx.ChangedBranches() {
+			ws.ids, ws.cols = touchedIDs(tx, b.table)
+		} else {
+			ws.rows = nil
+		}
+		b.bc.noteWrite(ws)
+		b.bc.epoch.Add(1)
 	}
 	return func() {
-		for _, bc := range bumped {
-			bc.epoch.Add(1)
+		for _, b := range bumped {
+			b.bc.epoch.Add(1)
 		}
 	}
+}
+
+// touchedIDs returns the set of bitmaps of a table a command changes and
+// their column prefixes, or nils when it changes too many or a mask.
+func touchedIDs(tx *apply.Tx, table uint32) (ids, cols map[string]struct{}) {
+	list, ok := tx.BitmapsChanged(table, maxWriteIDs)
+	if !ok {
+		return nil, nil
+	}
+	ids, cols = make(map[string]struct{}, len(list)), map[string]struct{}{}
+	for _, id := range list {
+		if id == string(codec.MaskBitmapID()) {
+			return nil, nil
+		}
+		ids[id] = struct{}{}
+		if len(id) >= 5 && id[0] == codec.BitmapPosting {
+			cols[id[:5]] = struct{}{}
+		}
+	}
+	return ids, cols
+}
+
+// noteWrite adds what a command writes to the ring, dropping the oldest
+// when it is full. Only the writer calls it, under the writer lock.
+func (c *BitmapCache) noteWrite(ws *writeSet) {
+	var old []*writeSet
+	if p := c.writes.Load(); p != nil {
+		old = *p
+	}
+	if len(old) >= writesKept {
+		old = old[len(old)-writesKept+1:]
+	}
+	ring := make([]*writeSet, 0, len(old)+1)
+	ring = append(append(ring, old...), ws)
+	c.writes.Store(&ring)
+}
+
+// untouched reports whether every command between even epochs a and b (in
+// either order) is in the ring and touched nothing that touches reports.
+func (c *BitmapCache) untouched(a, b uint64, touches func(*writeSet) bool) bool {
+	if a == b {
+		return true
+	}
+	if a > b {
+		a, b = b, a
+	}
+	p := c.writes.Load()
+	if p == nil || len(*p) == 0 || a%2 != 0 || b%2 != 0 {
+		return false
+	}
+	ring := *p
+	first := ring[0].end
+	if a+2 < first {
+		return false // some of the commands have left the ring
+	}
+	i, n := int((a+2-first)/2), int((b-a)/2)
+	if i+n > len(ring) {
+		return false
+	}
+	for j, ws := range ring[i : i+n] {
+		if ws.end != a+2+2*uint64(j) || touches(ws) {
+			return false
+		}
+	}
+	return true
+}
+
+// rowUntouched reports whether no command between even epochs a and b
+// wrote row.
+func (c *BitmapCache) rowUntouched(a, b uint64, row uint32) bool {
+	return c.untouched(a, b, func(ws *writeSet) bool { return ws.rows == nil || ws.rows.Contains(row) })
+}
+
+// valid reports whether a bitmap cached at epoch at holds at epoch e,
+// dropping it when it is known to be stale from e on. The caller holds mu.
+func (c *BitmapCache) valid(id string, x *cachedBitmap, e uint64) bool {
+	ok := c.untouched(x.at, e, func(ws *writeSet) bool {
+		if ws.ids == nil {
+			return true
+		}
+		_, hit := ws.ids[id]
+		return hit
+	})
+	switch {
+	case ok && e > x.at:
+		x.at = e
+	case !ok && e > x.at:
+		delete(c.m, id)
+		c.entries--
+		c.bytes -= bitmapBytes(id, x.b)
+		c.entry.Resize(c.bytes)
+	}
+	return ok
 }
 
 // bitmapBytes estimates the memory a cached bitmap takes.
@@ -161,12 +318,9 @@ func bitmapBytes(id string, b *roaring.Bitmap) int64 {
 func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
-		return nil
-	}
-	if b := c.m[id]; b != nil {
+	if x := c.m[id]; x != nil && c.valid(id, x, e) {
 		c.entry.Touch()
-		return b.Clone()
+		return x.b.Clone()
 	}
 	return nil
 }
@@ -179,33 +333,42 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset(e)
+	c.reset()
 	if old, ok := c.m[id]; ok {
-		c.bytes -= bitmapBytes(id, old)
+		c.bytes -= bitmapBytes(id, old.b)
 	} else {
 		c.entries++
 	}
 	kept := b.Clone()
 	kept.SetCopyOnWrite(true)
-	c.m[id] = kept
+	c.m[id] = &cachedBitmap{b: kept, at: e}
 	n := bitmapBytes(id, kept)
 	c.bytes += n
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
 
-// reset starts the entries over when they belong to another epoch or are
-// too many. The caller holds mu.
-func (c *BitmapCache) reset(e uint64) {
-	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
-		if c.at == e && c.entries > 0 && c.reg != nil {
+// reset starts the entries over when there are none yet or too many. The
+// caller holds mu.
+func (c *BitmapCache) reset() {
+	if c.m == nil || c.entries >= maxCachedBitmaps {
+		if c.entries > 0 && c.reg != nil {
 			c.reg.budget.Overflowed(KindBitmapCache, c.bytes)
 		}
-		c.at, c.m, c.scans, c.entries, c.bytes = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0, 0
+		c.m, c.scans, c.entries, c.bytes = map[string]*cachedBitmap{}, map[string]*cachedScan{}, 0, 0
 		if c.entry != nil {
 			c.entry.Resize(0)
 		}
 	}
+}
+
+// scanBytes estimates the memory a cached scan takes.
+func scanBytes(entries []ScanEntry) int64 {
+	var n int64
+	for _, x := range entries {
+		n += 48 + int64(len(x.V.Str)) + int64(x.Rows.GetSizeInBytes())
+	}
+	return n
 }
 
 // Scan returns the cached whole scan of a column at epoch e. The
@@ -213,11 +376,30 @@ func (c *BitmapCache) reset(e uint64) {
 func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
+	x := c.scans[col]
+	if x == nil {
 		return nil, false
 	}
-	s, ok := c.scans[col]
-	return s, ok
+	ok := c.untouched(x.at, e, func(ws *writeSet) bool {
+		if ws.cols == nil {
+			return true
+		}
+		_, hit := ws.cols[col]
+		return hit
+	})
+	switch {
+	case ok && e > x.at:
+		x.at = e
+	case !ok && e > x.at:
+		delete(c.scans, col)
+		c.entries -= len(x.entries)
+		c.bytes -= scanBytes(x.entries)
+		c.entry.Resize(c.bytes)
+	}
+	if !ok {
+		return nil, false
+	}
+	return x.entries, true
 }
 
 // PutScan keeps a whole scan of a column read at epoch e, if e is still
@@ -228,12 +410,14 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset(e)
-	c.scans[col] = entries
-	c.entries += len(entries)
-	for _, x := range entries {
-		c.bytes += 48 + int64(len(x.V.Str)) + int64(x.Rows.GetSizeInBytes())
+	c.reset()
+	if old := c.scans[col]; old != nil {
+		c.entries -= len(old.entries)
+		c.bytes -= scanBytes(old.entries)
 	}
+	c.scans[col] = &cachedScan{entries: entries, at: e}
+	c.entries += len(entries)
+	c.bytes += scanBytes(entries)
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
@@ -243,11 +427,8 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 func (c *BitmapCache) Cardinality(id string, e uint64) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
-		return 0, false
-	}
-	if b := c.m[id]; b != nil {
-		return b.GetCardinality(), true
+	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		return x.b.GetCardinality(), true
 	}
 	return 0, false
 }
