@@ -25,7 +25,8 @@ import (
 // before the first storage read to after the last shows the table as of that
 // epoch. The cache also remembers the rows each of the last commands wrote,
 // and the view stays the answer at a later epoch when none of the commands
-// in between wrote its row: a record's content and its id's row change only
+// in between wrote its row (and, while the epoch is odd, when the command
+// in flight does not write it either): a record's content and its id's row change only
 // by a write of that row (an update or a delete writes it; an insert under
 // the same id follows the delete), and a command that changes branches
 // counts as writing every row. Nothing else changes the visible rows of a
@@ -189,10 +190,11 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	}
 	if c != nil {
 		bc = d.CacheFor(storeKey{Branch: branchID, Table: tableID})
-		if e0 = bc.Epoch(); e0%2 == 0 {
-			if v, ok := c.Get(bc, id, e0, t); ok {
-				return v, nil
-			}
+		// An odd epoch is a write in flight: the cache knows what it
+		// writes, and answers for what it leaves alone.
+		e0 = bc.Epoch()
+		if v, ok := c.Get(bc, id, e0, t); ok {
+			return v, nil
 		}
 	}
 	d.Pin()

@@ -23,23 +23,24 @@ import (
 // may use and fill entries for that epoch. Otherwise it reads storage.
 //
 // An entry outlives the writes that leave it alone. Before a command's
-// batch becomes visible, the cache notes what it writes (a writeSet: the
-// rows, and the bitmaps given deltas) in a ring of the last writesKept
-// commands. An entry tagged with epoch a answers for epoch b when every
-// command between the two is still in the ring and none of them touched
-// it; otherwise it is a miss, and the reader refills it. A command that
-// touches more than maxWriteIDs bitmaps, changes a mask (which takes
-// inherited rows out of every bitmap of the table) or changes branches
-// (schemas, lineages) counts as touching every bitmap; one that changes
-// branches also counts as touching every row. The ring is published before
-// the epoch turns odd, so whoever loads an even epoch finds every command
-// up to it.
+// batch becomes visible, the cache's writeLog notes, for each row the
+// command writes and each bitmap it gives a delta, the epoch the command
+// ends at. An entry tagged with epoch a answers for epoch b when its key's
+// last write ends at or before the smaller of the two: then no command
+// between them touched it. Otherwise it is a miss, and the reader refills
+// it. The log forgets (moves its floor, past which every older entry is a
+// miss) when it grows past its bounds, and for a command that touches more
+// than maxWriteIDs bitmaps, changes a mask (which takes inherited rows out
+// of every bitmap of the table) or changes branches (schemas, lineages),
+// which counts as touching every bitmap, and for the last also every row.
+// The log is written before the epoch turns odd, so whoever loads an even
+// epoch finds every command up to it.
 type BitmapCache struct {
-	epoch  atomic.Uint64
-	writes atomic.Pointer[[]*writeSet] // the last commands, oldest first
-	salt   uint64                      // sets its records apart in a RecordCache
-	reg    *Registry                   // whose budget record caches charge
-	entry  *Entry                      // under the memory budget
+	epoch atomic.Uint64
+	log   writeLog
+	salt  uint64    // sets its records apart in a RecordCache
+	reg   *Registry // whose budget record caches charge
+	entry *Entry    // under the memory budget
 
 	mu      sync.Mutex
 	m       map[string]*cachedBitmap
@@ -48,21 +49,27 @@ type BitmapCache struct {
 	bytes   int64 // what the entries take
 }
 
-// writeSet is what one command wrote of a table: the epoch after it, and
-// the rows and bitmaps it touched.
-type writeSet struct {
-	end  uint64
-	rows *roaring.Bitmap     // nil: every row
-	ids  map[string]struct{} // bitmaps given deltas; nil: every bitmap
-	cols map[string]struct{} // column prefixes of the postings in ids
+// writeLog holds, for each row and bitmap of a table written since its
+// floors, the epoch after the last command that wrote it. Only the writer
+// changes it, under the writer lock.
+type writeLog struct {
+	mu       sync.RWMutex
+	rowFloor uint64 // entries of records tagged before it are misses
+	idFloor  uint64 // entries of bitmaps and scans tagged before it are misses
+	rows     map[uint32]uint64
+	ids      map[string]uint64 // bitmaps by id
+	cols     map[string]uint64 // postings by column prefix, for scans
 }
 
-// writesKept is how many commands a cache remembers: an entry older than
-// that many writes of its table is a miss.
-const writesKept = 64
+// maxLoggedRows and maxLoggedIDs bound a table's writeLog: past them it
+// forgets.
+const (
+	maxLoggedRows = 1 << 15
+	maxLoggedIDs  = 1 << 14
+)
 
-// maxWriteIDs is the most bitmaps of a command a cache remembers; a bigger
-// command (a bulk load) counts as touching every bitmap.
+// maxWriteIDs is the most bitmaps of a command a cache logs one by one; a
+// bigger command (a bulk load) counts as touching every bitmap.
 const maxWriteIDs = 4096
 
 // cachedBitmap is a cached bitmap and the epoch it is known to hold at.
@@ -197,13 +204,14 @@ func (d *DB) startWrite(tx *apply.Tx) (done func()) {
 		}
 	}
 	for _, b := range bumped {
-		ws := &writeSet{end: b.bc.epoch.Load() + 2, rows: b.rows}
-		if !tx.ChangedBranches() {
-			ws.ids, ws.cols = touchedIDs(tx, b.table)
+		end := b.bc.epoch.Load() + 2
+		if tx.ChangedBranches() {
+			b.bc.log.note(end, nil, nil, true)
 		} else {
-			ws.rows = nil
+			ids, ok := tx.BitmapsChanged(b.table, maxWriteIDs)
+			every := !ok || slices.Contains(ids, string(codec.MaskBitmapID()))
+			b.bc.log.note(end, b.rows, ids, every)
 		}
-		b.bc.noteWrite(ws)
 		b.bc.epoch.Add(1)
 	}
 	return func() {
@@ -213,87 +221,82 @@ func (d *DB) startWrite(tx *apply.Tx) (done func()) {
 	}
 }
 
-// touchedIDs returns the set of bitmaps of a table a command changes and
-// their column prefixes, or nils when it changes too many or a mask.
-func touchedIDs(tx *apply.Tx, table uint32) (ids, cols map[string]struct{}) {
-	list, ok := tx.BitmapsChanged(table, maxWriteIDs)
-	if !ok {
-		return nil, nil
-	}
-	ids, cols = make(map[string]struct{}, len(list)), map[string]struct{}{}
-	for _, id := range list {
-		if id == string(codec.MaskBitmapID()) {
-			return nil, nil
+// note logs a command ending at epoch end that writes rows (nil: every
+// row) and the bitmaps ids, or every bitmap.
+func (l *writeLog) note(end uint64, rows *roaring.Bitmap, ids []string, every bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rows == nil || len(l.rows)+int(rows.GetCardinality()) > maxLoggedRows {
+		l.rowFloor, l.rows = end, nil
+	} else if !rows.IsEmpty() {
+		if l.rows == nil {
+			l.rows = map[uint32]uint64{}
 		}
-		ids[id] = struct{}{}
+		for it := rows.Iterator(); it.HasNext(); {
+			l.rows[it.Next()] = end
+		}
+	}
+	if every || len(l.ids)+len(ids) > maxLoggedIDs {
+		l.idFloor, l.ids, l.cols = end, nil, nil
+		return
+	}
+	if len(ids) > 0 && l.ids == nil {
+		l.ids, l.cols = map[string]uint64{}, map[string]uint64{}
+	}
+	for _, id := range ids {
+		l.ids[id] = end
 		if len(id) >= 5 && id[0] == codec.BitmapPosting {
-			cols[id[:5]] = struct{}{}
+			l.cols[id[:5]] = end
 		}
 	}
-	return ids, cols
 }
 
-// noteWrite adds what a command writes to the ring, dropping the oldest
-// when it is full. Only the writer calls it, under the writer lock.
-func (c *BitmapCache) noteWrite(ws *writeSet) {
-	var old []*writeSet
-	if p := c.writes.Load(); p != nil {
-		old = *p
-	}
-	if len(old) >= writesKept {
-		old = old[len(old)-writesKept+1:]
-	}
-	ring := make([]*writeSet, 0, len(old)+1)
-	ring = append(append(ring, old...), ws)
-	c.writes.Store(&ring)
-}
-
-// untouched reports whether every command between even epochs a and b (in
-// either order) is in the ring and touched nothing that touches reports.
-func (c *BitmapCache) untouched(a, b uint64, touches func(*writeSet) bool) bool {
+// holds reports whether an entry tagged with even epoch a holds at epoch
+// b: no command ending between them (when b is odd, up to the end of the
+// command in flight) touched it, by the log's floor and the end of the
+// last command that touched the key.
+func holds(a, b, floor, last uint64) bool {
 	if a == b {
 		return true
 	}
-	if a > b {
-		a, b = b, a
-	}
-	p := c.writes.Load()
-	if p == nil || len(*p) == 0 || a%2 != 0 || b%2 != 0 {
-		return false
-	}
-	ring := *p
-	first := ring[0].end
-	if a+2 < first {
-		return false // some of the commands have left the ring
-	}
-	i, n := int((a+2-first)/2), int((b-a)/2)
-	if i+n > len(ring) {
-		return false
-	}
-	for j, ws := range ring[i : i+n] {
-		if ws.end != a+2+2*uint64(j) || touches(ws) {
-			return false
-		}
-	}
-	return true
+	m := min(a, b)
+	return m >= floor && last <= m
 }
 
-// rowUntouched reports whether no command between even epochs a and b
+// rowHolds reports whether no command between epochs a (even) and b
 // wrote row.
-func (c *BitmapCache) rowUntouched(a, b uint64, row uint32) bool {
-	return c.untouched(a, b, func(ws *writeSet) bool { return ws.rows == nil || ws.rows.Contains(row) })
+func (c *BitmapCache) rowHolds(a, b uint64, row uint32) bool {
+	if a == b {
+		return true
+	}
+	l := &c.log
+	l.mu.RLock()
+	ok := holds(a, b, l.rowFloor, l.rows[row])
+	l.mu.RUnlock()
+	return ok
+}
+
+// idHolds reports whether no command between epochs a (even) and b changed
+// the bitmap id, or (scan) the postings of the column prefix id.
+func (c *BitmapCache) idHolds(a, b uint64, id string, scan bool) bool {
+	if a == b {
+		return true
+	}
+	l := &c.log
+	l.mu.RLock()
+	last := l.ids[id]
+	if scan {
+		last = l.cols[id]
+	}
+	ok := holds(a, b, l.idFloor, last)
+	l.mu.RUnlock()
+	return ok
 }
 
 // valid reports whether a bitmap cached at epoch at holds at epoch e,
 // dropping it when it is known to be stale from e on. The caller holds mu.
 func (c *BitmapCache) valid(id string, x *cachedBitmap, e uint64) bool {
-	ok := c.untouched(x.at, e, func(ws *writeSet) bool {
-		if ws.ids == nil {
-			return true
-		}
-		_, hit := ws.ids[id]
-		return hit
-	})
+	ok := c.idHolds(x.at, e, id, false)
 	switch {
 	case ok && e > x.at:
 		x.at = e
@@ -380,13 +383,7 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	if x == nil {
 		return nil, false
 	}
-	ok := c.untouched(x.at, e, func(ws *writeSet) bool {
-		if ws.cols == nil {
-			return true
-		}
-		_, hit := ws.cols[col]
-		return hit
-	})
+	ok := c.idHolds(x.at, e, col, true)
 	switch {
 	case ok && e > x.at:
 		x.at = e

@@ -15,7 +15,7 @@ import (
 // its encoding) for as long as the view lives. An entry is valid with one
 // table object, at the epoch of its table's BitmapCache it was read at and
 // at every later (or earlier) epoch no command in between wrote its row
-// (BitmapCache.untouched): the engine's GetView documents why that makes
+// (the BitmapCache's writeLog): the engine's GetView documents why that makes
 // it exact. It is safe for concurrent
 // use and may serve several engines and databases; the caller owns it.
 type RecordCache[V any] struct {
@@ -74,7 +74,8 @@ func (c *RecordCache[V]) slot(bc *BitmapCache, id string) (uint64, *recordShard[
 }
 
 // Get returns the view of record id of bc's table if one is cached with
-// table t that holds at epoch e of bc.
+// table t that holds at epoch e of bc; at an odd e (a write in flight), one
+// that holds both before and after the write.
 func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Table) (V, bool) {
 	h, s := c.slot(bc, id)
 	s.mu.RLock()
@@ -85,12 +86,12 @@ func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Tabl
 		return zero, false
 	}
 	if at := cv.epoch.Load(); at != e {
-		if !bc.rowUntouched(at, e, cv.row) {
+		if !bc.rowHolds(at, e, cv.row) {
 			var zero V
 			return zero, false
 		}
 		// Known to hold at e too: later checks start from there.
-		for at < e && !cv.epoch.CompareAndSwap(at, e) {
+		for e%2 == 0 && at < e && !cv.epoch.CompareAndSwap(at, e) {
 			at = cv.epoch.Load()
 		}
 	}
