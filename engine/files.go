@@ -41,7 +41,7 @@ func (fs *Files) Get(ref Ref, tg FileTarget) (*File, []byte, error) {
 		return nil, nil, err
 	}
 	var rec codec.Record
-	if err := e.readRecord(d, b, t, tg.Record, &rec); err != nil {
+	if _, err := e.readRecord(d, b, t, tg.Record, &rec); err != nil {
 		return nil, nil, err
 	}
 	v, _ := rec.Get(c.ID)
@@ -180,7 +180,7 @@ func (fs *Files) readByAccess(accessID, verify string) (*File, []byte, error) {
 		return nil, nil, err
 	}
 	var rec codec.Record
-	if err := e.readRecord(d, b, t, loc.RecordID, &rec); err != nil {
+	if _, err := e.readRecord(d, b, t, loc.RecordID, &rec); err != nil {
 		if CodeOf(err) == CodeNotFound {
 			err = model.NotFoundf("file not found")
 		}

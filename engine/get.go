@@ -18,18 +18,25 @@ import (
 // RecordCache so that the next read of the same record reads no storage.
 //
 // A cached view is exact, not merely recent. It is tagged with the epoch of
-// its table's cache (memstore.BitmapCache) at which it was read: every command that
-// writes a row of a table of a branch makes that epoch odd before its batch
-// becomes visible and even again after, so a view read while the epoch was
-// even and unchanged from before the first storage read to after the last
-// shows the table as of that epoch, and stays the answer for as long as the
-// epoch has not moved. Nothing else changes the visible rows of a branch:
-// forks and branch deletions do not touch an existing branch's rows (and
-// ids of branches and tables are never reused), and flattening rewrites
+// its table's cache (memstore.BitmapCache) at which it was read, and with the
+// row the record is stored in: every command that writes a row of a table of
+// a branch makes that epoch odd before its batch becomes visible and even
+// again after, so a view read while the epoch was even and unchanged from
+// before the first storage read to after the last shows the table as of that
+// epoch. The cache also remembers the rows each of the last commands wrote,
+// and the view stays the answer at a later epoch when none of the commands
+// in between wrote its row (and, while the epoch is odd, when the command
+// in flight does not write it either): a record's content and its id's row change only
+// by a write of that row (an update or a delete writes it; an insert under
+// the same id follows the delete), and a command that changes branches
+// counts as writing every row. Nothing else changes the visible rows of a
+// branch: forks and branch deletions do not touch an existing branch's rows
+// (and ids of branches and tables are never reused), and flattening rewrites
 // layers without changing what a branch sees. Schema changes publish new
 // table objects; a view is used only with the table object it was built
 // from. TestGetViewModel holds this against random writes, forks, branch
-// deletions, flattening and reopens.
+// deletions, flattening and reopens, and TestCachesUnderWrites against
+// concurrent writers.
 
 // RecordView is one record as GetView reads it: its stored values with
 // their columns, for callers that encode records without going through
@@ -142,24 +149,24 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 }
 
 // readRecord reads the visible version of a record of a table of a branch
-// into rec; a missing or deleted record is a not-found error. The caller
-// holds d.gcMu for reading, and loaded b after taking it.
-func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) error {
+// into rec and returns its row; a missing or deleted record is a not-found
+// error. The caller holds d.gcMu for reading, and loaded b after taking it.
+func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) (uint32, error) {
 	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return model.NotFoundf("record [%s] not found", id)
+		return 0, model.NotFoundf("record [%s] not found", id)
 	}
 	_, ok, err = layers.ReadRow(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return model.NotFoundf("record [%s] not found", id)
+		return 0, model.NotFoundf("record [%s] not found", id)
 	}
-	return nil
+	return ent.Row, nil
 }
 
 // GetView reads one record of a branch, as Get does, as a view. With a
@@ -183,10 +190,11 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	}
 	if c != nil {
 		bc = d.CacheFor(storeKey{Branch: branchID, Table: tableID})
-		if e0 = bc.Epoch(); e0%2 == 0 {
-			if v, ok := c.Get(bc, id, e0, t); ok {
-				return v, nil
-			}
+		// An odd epoch is a write in flight: the cache knows what it
+		// writes, and answers for what it leaves alone.
+		e0 = bc.Epoch()
+		if v, ok := c.Get(bc, id, e0, t); ok {
+			return v, nil
 		}
 	}
 	d.Pin()
@@ -199,13 +207,14 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 		return nil, err
 	}
 	rec := &codec.Record{}
-	if err := e.readRecord(d, b, t, id, rec); err != nil {
+	row, err := e.readRecord(d, b, t, id, rec)
+	if err != nil {
 		return nil, err
 	}
 	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
 	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
-		c.Put(bc, id, e0, t, v, viewSize(v))
+		c.Put(bc, id, row, e0, t, v, viewSize(v))
 	}
 	return v, nil
 }

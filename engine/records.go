@@ -228,7 +228,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 		return nil, err
 	}
 	var rec codec.Record
-	if err := e.readRecord(d, b, t, id, &rec); err != nil {
+	if _, err := e.readRecord(d, b, t, id, &rec); err != nil {
 		return nil, err
 	}
 	return publicRecord(t, &rec), nil

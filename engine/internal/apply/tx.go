@@ -59,6 +59,13 @@ func (tx *Tx) Rows() []RowChange { return tx.changes }
 // command wrote.
 func (tx *Tx) Terms() map[model.TableKey]map[string]struct{} { return tx.terms }
 
+// BitmapsChanged returns the ids of the bitmaps of a table (of any branch)
+// the command changed, when there are at most limit of them; ok is false
+// when there are more.
+func (tx *Tx) BitmapsChanged(table uint32, limit int) (ids []string, ok bool) {
+	return tx.pending.ChangedIDs(table, limit)
+}
+
 // ChangedBranches reports whether the command added, changed or removed
 // branches (their schemas and lineages included): the state published
 // after it is a new one.

@@ -192,6 +192,33 @@ func (p *Pending) Bitmaps() int {
 	return n
 }
 
+// ChangedIDs returns the ids of the bitmaps of a table, in any layer, with
+// staged changes, when there are at most limit of them; ok is false when
+// there are more. p may be nil.
+func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
+	if p == nil {
+		return nil, true
+	}
+	n := 0
+	for _, pt := range p.tables {
+		if pt.table == table {
+			n += len(pt.byID)
+		}
+	}
+	if n > limit {
+		return nil, false
+	}
+	ids = make([]string, 0, n)
+	for _, pt := range p.tables {
+		if pt.table == table {
+			for id := range pt.byID {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, true
+}
+
 // Table returns the staged changes of a table of a layer, made on first use.
 func (p *Pending) Table(layer, table uint32) *PendingTable {
 	k := layerTable{layer, table}

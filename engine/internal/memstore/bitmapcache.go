@@ -14,25 +14,75 @@ import (
 
 // Queries read the same postings again and again (a category, active=true),
 // and composing one from storage decodes every chunk of every layer. A
-// BitmapCache keeps the composed bitmaps of one table of one branch, valid
-// for one epoch of that table: every command that writes the table makes
-// the epoch odd before its batch becomes visible and even again after, so
-// an even epoch names one state of the table. A reader loads the epoch
-// before and after taking its snapshot; when both loads agree and are even,
-// its snapshot shows exactly that state, and it may use and fill entries of
-// that epoch. Otherwise it reads storage.
+// BitmapCache keeps the composed bitmaps of one table of one branch, each
+// tagged with the epoch of the table it was read at: every command that
+// writes the table makes the epoch odd before its batch becomes visible
+// and even again after, so an even epoch names one state of the table. A
+// reader loads the epoch before and after taking its snapshot; when both
+// loads agree and are even, its snapshot shows exactly that state, and it
+// may use and fill entries for that epoch. Otherwise it reads storage.
+//
+// An entry outlives the writes that leave it alone. Before a command's
+// batch becomes visible, the cache's writeLog notes, for each row the
+// command writes and each bitmap it gives a delta, the epoch the command
+// ends at. An entry tagged with epoch a answers for epoch b when its key's
+// last write ends at or before the smaller of the two: then no command
+// between them touched it. Otherwise it is a miss, and the reader refills
+// it. The log forgets (moves its floor, past which every older entry is a
+// miss) when it grows past its bounds, and for a command that touches more
+// than maxWriteIDs bitmaps, changes a mask (which takes inherited rows out
+// of every bitmap of the table) or changes branches (schemas, lineages),
+// which counts as touching every bitmap, and for the last also every row.
+// The log is written before the epoch turns odd, so whoever loads an even
+// epoch finds every command up to it.
 type BitmapCache struct {
 	epoch atomic.Uint64
+	log   writeLog
 	salt  uint64    // sets its records apart in a RecordCache
 	reg   *Registry // whose budget record caches charge
 	entry *Entry    // under the memory budget
 
 	mu      sync.Mutex
-	at      uint64 // the epoch of the entries in m and scans
-	m       map[string]*roaring.Bitmap
-	scans   map[string][]ScanEntry // whole-column scans by column prefix
+	m       map[string]*cachedBitmap
+	scans   map[string]*cachedScan // whole-column scans by column prefix
 	entries int
 	bytes   int64 // what the entries take
+}
+
+// writeLog holds, for each row and bitmap of a table written since its
+// floors, the epoch after the last command that wrote it. Only the writer
+// changes it, under the writer lock.
+type writeLog struct {
+	mu       sync.RWMutex
+	rowFloor uint64 // entries of records tagged before it are misses
+	idFloor  uint64 // entries of bitmaps and scans tagged before it are misses
+	rows     map[uint32]uint64
+	ids      map[string]uint64 // bitmaps by id
+	cols     map[string]uint64 // postings by column prefix, for scans
+}
+
+// maxLoggedRows and maxLoggedIDs bound a table's writeLog: past them it
+// forgets.
+const (
+	maxLoggedRows = 1 << 15
+	maxLoggedIDs  = 1 << 14
+)
+
+// maxWriteIDs is the most bitmaps of a command a cache logs one by one; a
+// bigger command (a bulk load) counts as touching every bitmap.
+const maxWriteIDs = 4096
+
+// cachedBitmap is a cached bitmap and the epoch it is known to hold at.
+type cachedBitmap struct {
+	b  *roaring.Bitmap
+	at uint64
+}
+
+// cachedScan is a cached whole-column scan and the epoch it is known to
+// hold at.
+type cachedScan struct {
+	entries []ScanEntry
+	at      uint64
 }
 
 // ScanEntry is one value of a cached column scan and its rows.
@@ -125,28 +175,138 @@ func (c *BitmapCache) empty() {
 }
 
 // startWrite makes odd the epochs of the caches of every table a command
-// writes, before its batch becomes visible, and notes the tables as
-// written; the returned func makes the epochs even again after. Both run
-// under the writer lock.
+// writes, before its batch becomes visible, and notes in each what the
+// command writes of its table; the returned func makes the epochs even
+// again after. Both run under the writer lock.
 func (d *DB) startWrite(tx *apply.Tx) (done func()) {
-	var bumped []*BitmapCache
+	type bump struct {
+		bc    *BitmapCache
+		table uint32
+		rows  *roaring.Bitmap
+	}
+	var bumped []bump
 	var last storeKey
+	cur := -1
 	for i, c := range tx.Rows() {
 		k := storeKey{Branch: c.Branch, Table: c.Table}
-		if i > 0 && k == last {
-			continue
+		if i == 0 || k != last {
+			last, cur = k, -1
+			if bc := d.Cache(k); bc != nil {
+				cur = slices.IndexFunc(bumped, func(b bump) bool { return b.bc == bc })
+				if cur < 0 {
+					bumped = append(bumped, bump{bc: bc, table: k.Table, rows: roaring.New()})
+					cur = len(bumped) - 1
+				}
+			}
 		}
-		last = k
-		if bc := d.Cache(k); bc != nil && !slices.Contains(bumped, bc) {
-			bc.epoch.Add(1)
-			bumped = append(bumped, bc)
+		if cur >= 0 {
+			bumped[cur].rows.Add(c.Row)
 		}
+	}
+	for _, b := range bumped {
+		end := b.bc.epoch.Load() + 2
+		if tx.ChangedBranches() {
+			b.bc.log.note(end, nil, nil, true)
+		} else {
+			ids, ok := tx.BitmapsChanged(b.table, maxWriteIDs)
+			every := !ok || slices.Contains(ids, string(codec.MaskBitmapID()))
+			b.bc.log.note(end, b.rows, ids, every)
+		}
+		b.bc.epoch.Add(1)
 	}
 	return func() {
-		for _, bc := range bumped {
-			bc.epoch.Add(1)
+		for _, b := range bumped {
+			b.bc.epoch.Add(1)
 		}
 	}
+}
+
+// note logs a command ending at epoch end that writes rows (nil: every
+// row) and the bitmaps ids, or every bitmap.
+func (l *writeLog) note(end uint64, rows *roaring.Bitmap, ids []string, every bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rows == nil || len(l.rows)+int(rows.GetCardinality()) > maxLoggedRows {
+		l.rowFloor, l.rows = end, nil
+	} else if !rows.IsEmpty() {
+		if l.rows == nil {
+			l.rows = map[uint32]uint64{}
+		}
+		for it := rows.Iterator(); it.HasNext(); {
+			l.rows[it.Next()] = end
+		}
+	}
+	if every || len(l.ids)+len(ids) > maxLoggedIDs {
+		l.idFloor, l.ids, l.cols = end, nil, nil
+		return
+	}
+	if len(ids) > 0 && l.ids == nil {
+		l.ids, l.cols = map[string]uint64{}, map[string]uint64{}
+	}
+	for _, id := range ids {
+		l.ids[id] = end
+		if len(id) >= 5 && id[0] == codec.BitmapPosting {
+			l.cols[id[:5]] = end
+		}
+	}
+}
+
+// holds reports whether an entry tagged with even epoch a holds at epoch
+// b: no command ending between them (when b is odd, up to the end of the
+// command in flight) touched it, by the log's floor and the end of the
+// last command that touched the key.
+func holds(a, b, floor, last uint64) bool {
+	if a == b {
+		return true
+	}
+	m := min(a, b)
+	return m >= floor && last <= m
+}
+
+// rowHolds reports whether no command between epochs a (even) and b
+// wrote row.
+func (c *BitmapCache) rowHolds(a, b uint64, row uint32) bool {
+	if a == b {
+		return true
+	}
+	l := &c.log
+	l.mu.RLock()
+	ok := holds(a, b, l.rowFloor, l.rows[row])
+	l.mu.RUnlock()
+	return ok
+}
+
+// idHolds reports whether no command between epochs a (even) and b changed
+// the bitmap id, or (scan) the postings of the column prefix id.
+func (c *BitmapCache) idHolds(a, b uint64, id string, scan bool) bool {
+	if a == b {
+		return true
+	}
+	l := &c.log
+	l.mu.RLock()
+	last := l.ids[id]
+	if scan {
+		last = l.cols[id]
+	}
+	ok := holds(a, b, l.idFloor, last)
+	l.mu.RUnlock()
+	return ok
+}
+
+// valid reports whether a bitmap cached at epoch at holds at epoch e,
+// dropping it when it is known to be stale from e on. The caller holds mu.
+func (c *BitmapCache) valid(id string, x *cachedBitmap, e uint64) bool {
+	ok := c.idHolds(x.at, e, id, false)
+	switch {
+	case ok && e > x.at:
+		x.at = e
+	case !ok && e > x.at:
+		delete(c.m, id)
+		c.entries--
+		c.bytes -= bitmapBytes(id, x.b)
+		c.entry.Resize(c.bytes)
+	}
+	return ok
 }
 
 // bitmapBytes estimates the memory a cached bitmap takes.
@@ -161,12 +321,9 @@ func bitmapBytes(id string, b *roaring.Bitmap) int64 {
 func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
-		return nil
-	}
-	if b := c.m[id]; b != nil {
+	if x := c.m[id]; x != nil && c.valid(id, x, e) {
 		c.entry.Touch()
-		return b.Clone()
+		return x.b.Clone()
 	}
 	return nil
 }
@@ -179,33 +336,42 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset(e)
+	c.reset()
 	if old, ok := c.m[id]; ok {
-		c.bytes -= bitmapBytes(id, old)
+		c.bytes -= bitmapBytes(id, old.b)
 	} else {
 		c.entries++
 	}
 	kept := b.Clone()
 	kept.SetCopyOnWrite(true)
-	c.m[id] = kept
+	c.m[id] = &cachedBitmap{b: kept, at: e}
 	n := bitmapBytes(id, kept)
 	c.bytes += n
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
 
-// reset starts the entries over when they belong to another epoch or are
-// too many. The caller holds mu.
-func (c *BitmapCache) reset(e uint64) {
-	if c.at != e || c.m == nil || c.entries >= maxCachedBitmaps {
-		if c.at == e && c.entries > 0 && c.reg != nil {
+// reset starts the entries over when there are none yet or too many. The
+// caller holds mu.
+func (c *BitmapCache) reset() {
+	if c.m == nil || c.entries >= maxCachedBitmaps {
+		if c.entries > 0 && c.reg != nil {
 			c.reg.budget.Overflowed(KindBitmapCache, c.bytes)
 		}
-		c.at, c.m, c.scans, c.entries, c.bytes = e, map[string]*roaring.Bitmap{}, map[string][]ScanEntry{}, 0, 0
+		c.m, c.scans, c.entries, c.bytes = map[string]*cachedBitmap{}, map[string]*cachedScan{}, 0, 0
 		if c.entry != nil {
 			c.entry.Resize(0)
 		}
 	}
+}
+
+// scanBytes estimates the memory a cached scan takes.
+func scanBytes(entries []ScanEntry) int64 {
+	var n int64
+	for _, x := range entries {
+		n += 48 + int64(len(x.V.Str)) + int64(x.Rows.GetSizeInBytes())
+	}
+	return n
 }
 
 // Scan returns the cached whole scan of a column at epoch e. The
@@ -213,11 +379,24 @@ func (c *BitmapCache) reset(e uint64) {
 func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
+	x := c.scans[col]
+	if x == nil {
 		return nil, false
 	}
-	s, ok := c.scans[col]
-	return s, ok
+	ok := c.idHolds(x.at, e, col, true)
+	switch {
+	case ok && e > x.at:
+		x.at = e
+	case !ok && e > x.at:
+		delete(c.scans, col)
+		c.entries -= len(x.entries)
+		c.bytes -= scanBytes(x.entries)
+		c.entry.Resize(c.bytes)
+	}
+	if !ok {
+		return nil, false
+	}
+	return x.entries, true
 }
 
 // PutScan keeps a whole scan of a column read at epoch e, if e is still
@@ -228,12 +407,14 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset(e)
-	c.scans[col] = entries
-	c.entries += len(entries)
-	for _, x := range entries {
-		c.bytes += 48 + int64(len(x.V.Str)) + int64(x.Rows.GetSizeInBytes())
+	c.reset()
+	if old := c.scans[col]; old != nil {
+		c.entries -= len(old.entries)
+		c.bytes -= scanBytes(old.entries)
 	}
+	c.scans[col] = &cachedScan{entries: entries, at: e}
+	c.entries += len(entries)
+	c.bytes += scanBytes(entries)
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
@@ -243,11 +424,8 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 func (c *BitmapCache) Cardinality(id string, e uint64) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.at != e {
-		return 0, false
-	}
-	if b := c.m[id]; b != nil {
-		return b.GetCardinality(), true
+	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		return x.b.GetCardinality(), true
 	}
 	return 0, false
 }

@@ -12,9 +12,11 @@ import (
 // RecordCache keeps records as read, up to a memory budget, as views of
 // type V: a cached record is handed out as the same view until it is
 // written, which lets a caller keep what it derives from a view (such as
-// its encoding) for as long as the view lives. An entry is valid for one
-// epoch of its table's BitmapCache and one table object: the engine's
-// GetView documents why that makes it exact. It is safe for concurrent
+// its encoding) for as long as the view lives. An entry is valid with one
+// table object, at the epoch of its table's BitmapCache it was read at and
+// at every later (or earlier) epoch no command in between wrote its row
+// (the BitmapCache's writeLog): the engine's GetView documents why that makes
+// it exact. It is safe for concurrent
 // use and may serve several engines and databases; the caller owns it.
 type RecordCache[V any] struct {
 	seed   maphash.Seed
@@ -42,12 +44,14 @@ type recordShard[V any] struct {
 }
 
 // cachedView is a view with what makes it valid: the cache of its table
-// (which names the database, branch and table) and the epoch of it the
-// record was read at, and the table object the view was built with.
+// (which names the database, branch and table), the row of the record, the
+// latest epoch of the cache it is known to hold at, and the table object
+// the view was built with.
 type cachedView[V any] struct {
 	bc    *BitmapCache
 	id    string
-	epoch uint64
+	row   uint32
+	epoch atomic.Uint64
 	t     *model.Table
 	view  V
 	size  int
@@ -69,16 +73,27 @@ func (c *RecordCache[V]) slot(bc *BitmapCache, id string) (uint64, *recordShard[
 	return h, &c.shards[h%recordCacheShards]
 }
 
-// Get returns the view of record id of bc's table if it is cached at
-// epoch e of bc with table t.
+// Get returns the view of record id of bc's table if one is cached with
+// table t that holds at epoch e of bc; at an odd e (a write in flight), one
+// that holds both before and after the write.
 func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Table) (V, bool) {
 	h, s := c.slot(bc, id)
 	s.mu.RLock()
 	cv := s.m[h]
 	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.id != id || cv.epoch != e || cv.t != t {
+	if cv == nil || cv.bc != bc || cv.id != id || cv.t != t {
 		var zero V
 		return zero, false
+	}
+	if at := cv.epoch.Load(); at != e {
+		if !bc.rowHolds(at, e, cv.row) {
+			var zero V
+			return zero, false
+		}
+		// Known to hold at e too: later checks start from there.
+		for e%2 == 0 && at < e && !cv.epoch.CompareAndSwap(at, e) {
+			at = cv.epoch.Load()
+		}
 	}
 	if en := c.entry.Load(); en != nil {
 		en.Touch()
@@ -118,11 +133,12 @@ func (c *RecordCache[V]) empty() {
 	}
 }
 
-// Put caches the view of record id of bc's table, read at epoch e with
-// table t, which holds about size bytes, dropping other entries of its
+// Put caches the view of record id, stored in row, of bc's table, read at
+// epoch e with table t, which holds about size bytes, dropping other entries of its
 // shard, in the map's random order, while the shard is over its budget.
-func (c *RecordCache[V]) Put(bc *BitmapCache, id string, e uint64, t *model.Table, view V, size int) {
-	cv := &cachedView[V]{bc: bc, id: strings.Clone(id), epoch: e, t: t, view: view, size: size}
+func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t *model.Table, view V, size int) {
+	cv := &cachedView[V]{bc: bc, id: strings.Clone(id), row: row, t: t, view: view, size: size}
+	cv.epoch.Store(e)
 	h, s := c.slot(cv.bc, cv.id)
 	s.mu.Lock()
 	before := s.bytes
