@@ -223,6 +223,11 @@ func TestStats(t *testing.T) {
 		s.DiskBytes == 0 || s.Levels[0].Files == 0 || s.Flushes == 0 || s.CacheHits+s.CacheMisses == 0 {
 		t.Errorf("write-ahead log and disk: %+v", s)
 	}
+	// Counted since the engine opened: the one insert since, whose
+	// record, id, counters and bitmaps are each a key.
+	if s.KeysWritten < 4 || s.KeysWritten > 64 {
+		t.Errorf("keys written: %d, want those of one insert", s.KeysWritten)
+	}
 	if st.BuildsInProgress != 0 {
 		t.Errorf("builds in progress: %d", st.BuildsInProgress)
 	}

@@ -184,6 +184,8 @@ func BenchmarkSearchIndexing(b *testing.B) {
 				}
 				return out
 			}
+			cost := startWriteCost(b, env.e)
+			cpu := processCPU(b)
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
@@ -195,6 +197,8 @@ func BenchmarkSearchIndexing(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*engine.MaxBulkRecords)/b.Elapsed().Seconds(), "docs/s")
+			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*engine.MaxBulkRecords), "cpu-µs/doc")
+			cost.report(b, b.N*engine.MaxBulkRecords)
 		})
 	}
 }
