@@ -94,6 +94,7 @@ func (a *Applier) DB(id uint32) *DB {
 
 // addDB makes an open database reachable, with its observers.
 func (a *Applier) addDB(d *DB) {
+	d.store = a.pdb
 	if a.opts.Observe != nil {
 		d.observers = a.opts.Observe(d)
 	}
