@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -70,7 +68,7 @@ func (s *Server) adminBackup(r *request) error {
 	// Backups run one at a time: any other checkpoint there is one an
 	// interrupted backup (a crash, a kill) left behind.
 	removeOtherCheckpoints(dir, s.log)
-	files, err := checkpointFiles(dir)
+	files, err := codec.BackupFiles(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		s.ops.backup.Unlock()
@@ -103,25 +101,6 @@ func removeOtherCheckpoints(dir string, log *slog.Logger) {
 			}
 		}
 	}
-}
-
-// checkpointFiles lists the regular files under dir as slash-separated
-// relative names, sorted.
-func checkpointFiles(dir string) ([]string, error) {
-	var names []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		names = append(names, filepath.ToSlash(rel))
-		return nil
-	})
-	sort.Strings(names)
-	return names, err
 }
 
 // writeBackupTar writes the files of dir as a tar stream, then the

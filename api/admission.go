@@ -198,11 +198,13 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 		// reads it, from authentication on) would be read as the next
 		// request: the connection serves this one only.
 		ctx.SetConnectionClose()
+		markUnreadBody(ctx.Conn())
 	}
 	if hasBody(ctx) && !streamBody {
 		if err := s.readBody(r, ctx.Request.Header.ContentLength()); err != nil {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()
+			markUnreadBody(ctx.Conn())
 			if r.cctx != nil && r.cctx.Err() != nil {
 				err = context.Cause(r.cctx) // why the read was cut short
 			}
@@ -314,6 +316,7 @@ func (s *Server) readBody(r *request, n int) error {
 	defer func() {
 		if !stopCut() {
 			ctx.SetConnectionClose()
+			markUnreadBody(conn)
 		}
 	}()
 	var body []byte

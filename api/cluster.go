@@ -35,17 +35,21 @@ import (
 // "consistency": "eventual".
 var eventualRoutes = []string{"/query", "/summarize", "/aggregate", "/search"}
 
-// eventual reports whether the request reads with eventual consistency: a
-// point get with ?consistency=eventual, or a query, summarize, aggregate or
-// search whose body says "consistency": "eventual". It looks only at the
-// routes that take it, and at a body that mentions it; the handler checks
+// readsLocally reports whether the request skips the read index: a point
+// get with ?consistency=eventual, or a query, summarize, aggregate or search
+// whose body says "consistency": "eventual". A consistency value that is
+// neither strong nor eventual skips it too: the handler refuses it with a
+// 400 without reading anything, which waiting for a majority first would
+// turn into a 503 while the group has none. It looks only at the routes
+// that take the field, and at a body that mentions it; the handler checks
 // the parameter or the body in full.
-func (r *request) eventual() bool {
+func (r *request) readsLocally() bool {
 	if r.route == nil {
 		return false
 	}
 	if r.route.method == "GET" {
-		return r.route.pattern == pointGetRoute && string(r.ctx.QueryArgs().Peek("consistency")) == "eventual"
+		args := r.ctx.QueryArgs()
+		return r.route.pattern == pointGetRoute && args.Has("consistency") && string(args.Peek("consistency")) != "strong"
 	}
 	if r.route.method != "POST" {
 		return false
@@ -59,9 +63,13 @@ func (r *request) eventual() bool {
 		return false
 	}
 	var b struct {
-		Consistency *string `json:"consistency"`
+		Consistency json.RawMessage `json:"consistency"`
 	}
-	return json.Unmarshal(body, &b) == nil && b.Consistency != nil && *b.Consistency == "eventual"
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	v := string(b.Consistency)
+	return v != "" && v != "null" && v != `"strong"`
 }
 
 // call authenticates the caller and runs fn. In a cluster a request first
@@ -89,7 +97,7 @@ func (r *request) call(fn func(r *request) error) error {
 		r.user, r.key, r.resolved = nil, nil, false
 		r.strong = true
 	} else {
-		r.strong = !r.eventual() && !r.clusterView()
+		r.strong = !r.readsLocally() && !r.clusterView()
 	}
 	if r.strong {
 		if err := r.barriers(); err != nil {

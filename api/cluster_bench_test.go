@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // benchNode is a server for the cluster benchmark: a real engine, synced,
@@ -97,9 +98,7 @@ func BenchmarkCluster(b *testing.B) {
 	single.base = single.url + "/ws/" + info.WorkspaceID
 	var raft []string
 	for range 3 {
-		ln := listen()
-		raft = append(raft, ln.Addr().String())
-		ln.Close()
+		raft = append(raft, testnet.FreeAddr(b))
 	}
 	var nodes []*benchNode
 	for i := range 3 {

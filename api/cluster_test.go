@@ -593,6 +593,14 @@ func TestClusterEventualGet(t *testing.T) {
 		t.Errorf("an eventual get without a majority took %v", waited)
 	}
 	n1.expect(404, "GET", "/db/ev:main/tables/people/data/nope?consistency=eventual", nil)
+	// A consistency that is neither is refused at once, not after the wait.
+	start = time.Now()
+	n1.expect(400, "GET", rec+"?consistency=linearizable", nil)
+	n1.expect(400, "POST", "/db/ev:main/tables/people/query", map[string]any{"consistency": "linearizable"})
+	n1.expect(400, "POST", "/db/ev:main/tables/people/query", map[string]any{"consistency": 1})
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("bad consistency values without a majority took %v", waited)
+	}
 }
 
 // dumpBody returns a dump without its header line, which names the

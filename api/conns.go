@@ -140,7 +140,8 @@ func (l *connLimiter) closeIdle() {
 // closeAll closes every open connection.
 func (l *connLimiter) closeAll() { l.each(func(*trackedConn) bool { return true }) }
 
-// each closes the open connections that pick selects.
+// each closes the open connections that pick selects, at once: lingering
+// ones too.
 func (l *connLimiter) each(pick func(*trackedConn) bool) {
 	l.mu.Lock()
 	var list []*trackedConn
@@ -151,7 +152,7 @@ func (l *connLimiter) each(pick func(*trackedConn) bool) {
 	}
 	l.mu.Unlock()
 	for _, tc := range list {
-		_ = tc.Close()
+		_ = tc.close()
 	}
 }
 
@@ -164,10 +165,61 @@ type trackedConn struct {
 	// connection is idle again, its response written.
 	busy   atomic.Bool
 	closed atomic.Bool
+	// unread is set when the connection is answered and closed with part
+	// of a request body still unread: Close lingers then (see linger).
+	unread atomic.Bool
 }
 
-// Close closes the connection and counts it out, once.
+// lingerTime and lingerBytes bound how long, and how much of a body, a
+// connection closed with a body unread goes on reading before it closes.
+const (
+	lingerTime  = 3 * time.Second
+	lingerBytes = 64 << 20
+)
+
+// markUnreadBody notes that the connection of ctx will be closed after its
+// answer with part of the request body unread.
+func markUnreadBody(c net.Conn) {
+	if tc, ok := c.(*trackedConn); ok {
+		tc.unread.Store(true)
+	}
+}
+
+// Close closes the connection and counts it out, once. A connection closed
+// with part of a request body unread lingers first, in the background.
 func (c *trackedConn) Close() error {
+	if c.unread.Swap(false) && !c.closed.Load() {
+		c.busy.Store(false) // its answer is out: Shutdown may close it
+		go c.linger()
+		return nil
+	}
+	return c.close()
+}
+
+// linger half-closes the connection and reads what the client still sends,
+// within lingerTime and lingerBytes, before closing it. Closing a socket
+// with unread data makes the kernel reset the connection, and a reset
+// discards what the client has not read yet: the answer (a 413, a 401)
+// would be lost to a client still sending its body. Shutdown's closeAll
+// ends a lingering connection at once.
+func (c *trackedConn) linger() {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+	buf := make([]byte, 32<<10)
+	for left := lingerBytes; left > 0; {
+		n, err := c.Conn.Read(buf)
+		left -= n
+		if err != nil {
+			break
+		}
+	}
+	_ = c.close()
+}
+
+// close closes the connection and counts it out, once.
+func (c *trackedConn) close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
 		l := c.l

@@ -324,6 +324,56 @@ func TestBodyBudget(t *testing.T) {
 	resp.Body.Close()
 }
 
+// TestRefusedBodyAnswerArrives: a client that sends the whole of a body
+// the server refuses before reading it still reads the answer: the server
+// goes on reading what is sent after its answer instead of resetting the
+// connection, which would discard the answer from the client's socket.
+func TestRefusedBodyAnswerArrives(t *testing.T) {
+	ts := startServer(t, Options{MaxBody: 1 << 20})
+	ts.createDB("db")
+	ts.createTable("db", "t", map[string]any{"name": "txt", "type": "text"})
+	cases := []struct {
+		name, key string
+		size      int
+		status    int
+		message   string
+	}{
+		{"over the limit", testKey, 8 << 20, 413, "request body exceeds the limit of 1048576 bytes"},
+		{"over the limit, bad key", "cpk_not_a_key_0123456789", 4 << 20, 413, "request body exceeds the limit of 1048576 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(20 * time.Second))
+			body := `{"txt":"` + strings.Repeat("a", c.size-10) + `"}`
+			req := fmt.Sprintf("PUT /ws/%s/db/db:main/tables/t/data/big HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+				"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", ts.info.WorkspaceID, c.key, len(body), body)
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.status || !resp.Close {
+				t.Fatalf("answer %d (close %v): %s", resp.StatusCode, resp.Close, raw)
+			}
+			var e struct{ Message string }
+			if err := json.Unmarshal(raw, &e); err != nil || e.Message == "" || (c.message != "" && e.Message != c.message) {
+				t.Fatalf("answer body %s", raw)
+			}
+		})
+	}
+	// Nothing was written.
+	ts.expect(404, "GET", "/db/db:main/tables/t/data/big", "")
+}
+
 // TestConnectionLimits: connections beyond the total or per-address cap
 // get a 503 and are closed; closing one makes room.
 func TestConnectionLimits(t *testing.T) {

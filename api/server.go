@@ -406,6 +406,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if h := s.builtin(method, path, r); h != nil {
 		if hasBody(ctx) {
 			ctx.SetConnectionClose() // the body stays unread
+			markUnreadBody(ctx.Conn())
 		}
 		h(ctx)
 		return

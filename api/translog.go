@@ -72,6 +72,7 @@ func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		status, msg = http.StatusRequestEntityTooLarge, s.errBodyTooLarge().Error()
+		markUnreadBody(ctx.Conn())
 	case errors.As(err, &small):
 		status, msg = http.StatusRequestHeaderFieldsTooLarge, "request headers are too large"
 	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():

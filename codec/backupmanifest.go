@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -43,6 +45,27 @@ type BackupFile struct {
 	Size int64  `json:"size"`
 	// SHA256 is the hex SHA-256 of the content.
 	SHA256 string `json:"sha256"`
+}
+
+// BackupFiles lists the files a backup of dir holds: the regular files
+// under it but the manifest, as slash-separated relative names, sorted.
+func BackupFiles(dir string) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); rel != BackupManifestName {
+			names = append(names, rel)
+		}
+		return nil
+	})
+	slices.Sort(names)
+	return names, err
 }
 
 // EncodeBackupManifest encodes m with the format and the current version,

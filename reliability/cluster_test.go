@@ -17,6 +17,7 @@ import (
 
 	"github.com/coppice-db/coppice/internal/harness"
 	"github.com/coppice-db/coppice/internal/lincheck"
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // testCluster is three `coppice serve` processes forming a cluster on
@@ -40,7 +41,7 @@ func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
 	var at []placement
 	for range n {
-		at = append(at, placement{api: harness.FreeAddr(t), raft: harness.FreeAddr(t)})
+		at = append(at, placement{api: testnet.FreeAddr(t), raft: testnet.FreeAddr(t)})
 	}
 	return startClusterAt(t, at)
 }

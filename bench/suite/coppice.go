@@ -51,7 +51,9 @@ func (s *suite) runCoppice() error {
 		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request", batchSize, s.cfg.loaders))
 	s.coppiceDisk = dirSize(dataDir)
 	s.rssAfterLoad = srv.peakRSS()
+	s.settleAfter(srv, "the W1 load")
 	s.try("W1 import", func() error { return s.coppiceImportW1(srv) })
+	s.settleAfter(srv, "the W1 import and the deletion of its database")
 
 	s.try("W2", func() error { return s.coppiceW2(srv) })
 	s.try("W3", func() error { return s.coppiceW3(srv) })
@@ -72,6 +74,21 @@ func (s *suite) runCoppice() error {
 	}
 	s.try("W8", func() error { return s.coppiceW8(dataDir, logPath) })
 	return nil
+}
+
+// settleAfter waits for the server's compactions to settle after a load,
+// and notes how long that took in the report.
+func (s *suite) settleAfter(srv *server, what string) {
+	waited, ok, err := srv.settle(10 * time.Minute)
+	switch {
+	case err != nil:
+		s.rep.note("waiting for compactions after %s: %v", what, err)
+	case !ok:
+		s.rep.note("compactions after %s had not settled after %v; the next workloads ran during them", what, waited.Round(time.Second))
+	default:
+		logf("compactions settled %v after %s", waited.Round(100*time.Millisecond), what)
+		s.rep.note("compactions after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))
+	}
 }
 
 // tablePath is the path of a docs-table endpoint on a branch.

@@ -24,6 +24,7 @@ const benchKey = "bench-suite-key-0123456789abcdef"
 type server struct {
 	cmd     *exec.Cmd
 	addr    string
+	metrics string // the address of its Prometheus endpoint
 	dataDir string
 	ws      string // public workspace id
 	client  *fasthttp.HostClient
@@ -52,11 +53,15 @@ func startServer(bin, dataDir, logPath string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--data", dataDir, "--log-level", "warn")
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data", dataDir, "--log-level", "warn", "--metrics-addr", metrics)
 	cmd.Env = append(os.Environ(), "COPPICE_BOOTSTRAP_KEY="+benchKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -64,7 +69,7 @@ func startServer(bin, dataDir, logPath string) (*server, error) {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	s := &server{
-		cmd: cmd, addr: addr, dataDir: dataDir, exited: make(chan error, 1),
+		cmd: cmd, addr: addr, metrics: metrics, dataDir: dataDir, exited: make(chan error, 1),
 		client: &fasthttp.HostClient{
 			Addr:                addr,
 			MaxConns:            256,
@@ -112,6 +117,62 @@ func (s *server) ready(timeout time.Duration) error {
 	}
 	s.ws = out.Workspaces[0].ID
 	return nil
+}
+
+// settle waits, up to limit, until the server's storage has no compaction
+// running and little compaction debt left (its metrics say so for a second
+// in a row), so that a workload does not pay for the writes of the one
+// before it. It returns how long it waited and whether the storage settled.
+func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
+	const debtLeft = 64 << 20
+	t0 := time.Now()
+	quiet := 0
+	for time.Since(t0) < limit {
+		running, debt, err := s.compactionState()
+		if err != nil {
+			return time.Since(t0), false, err
+		}
+		if running == 0 && debt < debtLeft {
+			if quiet++; quiet == 4 {
+				return time.Since(t0), true, nil
+			}
+		} else {
+			quiet = 0
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(t0), false, nil
+}
+
+// compactionState reads the compactions in progress and the compaction
+// debt from the server's metrics.
+func (s *server) compactionState() (running, debt float64, err error) {
+	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
+	if err != nil || status != 200 {
+		return 0, 0, fmt.Errorf("metrics: status %d, %v", status, err)
+	}
+	found := 0
+	for line := range strings.Lines(string(body)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		var dst *float64
+		switch name {
+		case "coppice_storage_compactions_in_progress":
+			dst = &running
+		case "coppice_storage_compaction_debt_bytes":
+			dst = &debt
+		}
+		if !ok || dst == nil {
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
+			return 0, 0, fmt.Errorf("metrics: %s: %w", name, err)
+		}
+		found++
+	}
+	if found != 2 {
+		return 0, 0, fmt.Errorf("metrics: no compaction figures in %d bytes", len(body))
+	}
+	return running, debt, nil
 }
 
 // core returns the engine's workspace id: the part after the slug.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/api"
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // TestMain lets the test binary act as the coppice binary for the process
@@ -79,7 +79,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 // a server that is not there, and its address defaults.
 func TestHealthcheck(t *testing.T) {
 	var out bytes.Buffer
-	if code := run([]string{"healthcheck", "--url", "http://" + freeAddr(t) + "/healthz", "--timeout", "2s"},
+	if code := run([]string{"healthcheck", "--url", "http://" + testnet.FreeAddr(t) + "/healthz", "--timeout", "2s"},
 		func(string) string { return "" }, &out, &out); code != 1 {
 		t.Errorf("no server: exit %d", code)
 	}
@@ -224,12 +224,7 @@ type serveProcess struct {
 // until it answers.
 func startServe(t *testing.T, key string, extra ...string) *serveProcess {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProcess{addr: ln.Addr().String(), data: t.TempDir() + "/data", exited: make(chan error, 1)}
-	ln.Close()
+	p := &serveProcess{addr: testnet.FreeAddr(t), data: t.TempDir() + "/data", exited: make(chan error, 1)}
 	p.cmd = exec.Command(os.Args[0], append([]string{"serve", "--addr", p.addr, "--data", p.data}, extra...)...)
 	p.cmd.Env = append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+key, "COPPICE_LOG_LEVEL=warn")
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -279,24 +274,13 @@ func (p *serveProcess) stop(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestServeProcess runs `coppice serve` as a process: first-start
 // bootstrap output, a request with the bootstrap key, readiness, the
 // metrics listener, JSON access logs without the key, the healthcheck
 // command, and a clean exit on SIGTERM.
 func TestServeProcess(t *testing.T) {
 	const key = "cpk_process_test_key"
-	metrics := freeAddr(t)
+	metrics := testnet.FreeAddr(t)
 	p := startServe(t, key, "--metrics-addr", metrics, "--log-level", "info", "--log-format", "json")
 	get := func(url string) (int, string) {
 		t.Helper()

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // process is a `coppice serve` process started by a test.
@@ -52,12 +54,7 @@ func (s *syncBuffer) String() string {
 // the test if it is still running.
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 	p := &process{t: t, addr: addr, key: "cpk_process_test_key", stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(os.Args[0], append([]string{"serve", "--addr", addr, "--data", t.TempDir() + "/data"}, args...)...)
 	p.cmd.Env = append(append(os.Environ(), "COPPICE_TEST_RUN_MAIN=1", "COPPICE_BOOTSTRAP_KEY="+p.key), env...)

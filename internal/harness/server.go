@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // Build compiles cmd/coppice with the build tags of the Makefile into dir
@@ -104,7 +105,7 @@ func New(t testing.TB, cfg Config) *Server {
 		cfg.Key = DefaultKey
 	}
 	if cfg.Addr == "" {
-		cfg.Addr = FreeAddr(t)
+		cfg.Addr = testnet.FreeAddr(t)
 	}
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 30 * time.Second
@@ -307,16 +308,4 @@ func (l *logSink) last() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()[l.start:]
-}
-
-// FreeAddr returns a loopback address with a port free at the time of the
-// call.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

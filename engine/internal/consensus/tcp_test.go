@@ -3,10 +3,11 @@ package consensus
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/coppice-db/coppice/internal/testnet"
 )
 
 // TestTCP runs a 3-node group over the library's own TCP transport on
@@ -16,12 +17,7 @@ func TestTCP(t *testing.T) {
 	t.Parallel()
 	addrs := map[uint64]string{}
 	for id := uint64(1); id <= 3; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[id] = ln.Addr().String()
-		ln.Close()
+		addrs[id] = testnet.FreeAddr(t)
 	}
 	base := t.TempDir()
 	hosts := map[uint64]*Host{}

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
@@ -132,7 +131,7 @@ func backupDir(ctx context.Context, o BackupOptions) (codec.BackupManifest, erro
 		return codec.BackupManifest{}, err
 	}
 	m := codec.BackupManifest{CreatedAt: time.Now().UTC(), Server: o.Program}
-	names, err := listFiles(o.To)
+	names, err := codec.BackupFiles(o.To)
 	if err != nil {
 		return m, err
 	}
@@ -253,27 +252,6 @@ func hashFile(path string) (codec.BackupFile, error) {
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	return codec.BackupFile{Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, err
-}
-
-// listFiles lists the regular files under dir but the manifest as
-// slash-separated relative names, sorted.
-func listFiles(dir string) ([]string, error) {
-	var names []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		if rel = filepath.ToSlash(rel); rel != codec.BackupManifestName {
-			names = append(names, rel)
-		}
-		return nil
-	})
-	sort.Strings(names)
-	return names, err
 }
 
 // syncDirs syncs dir and every directory below it, so that the new
