@@ -368,8 +368,15 @@ func TestExplainSearch(t *testing.T) {
 			if high.Detail != gen.DocsTable {
 				t.Errorf("%s: not the table's", high.head())
 			}
-			if logged := f.loggedPlan(t, real); logged != "" {
-				t.Errorf("a search not explained logged a plan: %s", logged)
+			// The slow-request log has the steps of a search not explained
+			// too, with their rows, without the filter's own steps.
+			logged := f.loggedPlan(t, real)
+			want := fmt.Sprintf("search %s [%d rows](highlight %s [%d rows](top-k", plan.Detail, records, gen.DocsTable, high.ActualRows)
+			if !strings.HasPrefix(logged, want) || !strings.Contains(logged, fmt.Sprintf("candidates [%d rows])", cands.ActualRows)) {
+				t.Errorf("the search logged the plan\n%s\nwant it to start %s and end with its %d candidates", logged, want, cands.ActualRows)
+			}
+			if strings.Contains(logged, word[:len(word)-1]) {
+				t.Errorf("the logged plan holds a word of the query: %s", logged)
 			}
 		})
 	}

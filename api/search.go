@@ -89,6 +89,7 @@ func (s *Server) searchTable(r *request) error {
 	if err != nil {
 		return err
 	}
+	r.setPlan(planSummary{res.Plan})
 	s.writeSearch(r, res)
 	return nil
 }
@@ -121,6 +122,7 @@ func (s *Server) searchBranch(r *request) error {
 	if err != nil {
 		return err
 	}
+	r.setPlan(planSummary{res.Plan})
 	s.writeSearch(r, res)
 	return nil
 }

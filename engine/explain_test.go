@@ -92,8 +92,19 @@ func TestExplainSearchBranch(t *testing.T) {
 	if matched != uint64(res.TotalCount) || read < uint64(len(res.Records)) || res.TotalCount == 0 {
 		t.Errorf("%d matches, %d records, explained as\n%s", res.TotalCount, len(res.Records), root)
 	}
+	// A search not explained has the same steps with the same rows, and
+	// none of its filter's.
 	plain, err := e.SearchBranch(ctx, ref, SearchRequest{Query: &q, Size: &size}, SearchOptions{})
-	if err != nil || plain.Plan != nil {
-		t.Errorf("a search not explained: plan %v, error %v", plain.Plan, err)
+	if err != nil || plain.Plan == nil {
+		t.Fatalf("a search not explained: error %v, plan %v", err, plain.Plan)
+	}
+	for _, kind := range []string{"search", "highlight", "top-k", "scoring", "candidates"} {
+		a, b := plain.Plan.Find(kind), root.Find(kind)
+		if a == nil || a.Detail != b.Detail || a.Actual != b.Actual || a.Ran != b.Ran {
+			t.Errorf("step %s: not explained\n%s\nexplained\n%s", kind, plain.Plan, root)
+		}
+	}
+	if c := plain.Plan.Find("candidates"); len(c.Children) != 0 {
+		t.Errorf("a search not explained traced its filter:\n%s", plain.Plan)
 	}
 }

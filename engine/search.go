@@ -67,8 +67,9 @@ type SearchResult struct {
 	Records    []*SearchHit
 	TotalCount int
 	Warning    string
-	// Plan holds the steps of a search asked to Explain; nil otherwise.
-	// They are
+	// Plan holds the steps of the search: with their times and the
+	// filter's own steps when it was asked to Explain, with their rows
+	// only otherwise (for the slow-request log). They are
 	//
 	//	search <settings>; size N[, offset M]   the page
 	//	  highlight <table>                     the hits read, highlighted
@@ -115,19 +116,14 @@ func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in 
 	if err != nil {
 		return nil, err
 	}
-	var start time.Time
-	if in.Explain {
-		start = time.Now()
-	}
+	start := time.Now()
 	spec := SearchTable{Table: tableName, Filter: in.Filter, Target: in.Target, Boosters: in.Boosters}
 	th, err := e.searchOne(ctx, ref, spec, q, in.Explain)
 	if err != nil {
 		return nil, err
 	}
 	res := pageHits([]*tableHits{th}, q)
-	if in.Explain {
-		res.Plan = searchTree(q, res, start, th)
-	}
+	res.Plan = searchTree(q, res, start, th)
 	return res, nil
 }
 
@@ -135,10 +131,7 @@ func (e *Engine) SearchTable(ctx context.Context, ref Ref, tableName string, in 
 // or in.Tables) and merges their rankings. It stops with ctx's error when
 // ctx ends.
 func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, opts SearchOptions) (*SearchResult, error) {
-	var start time.Time
-	if in.Explain {
-		start = time.Now()
-	}
+	start := time.Now()
 	q, err := searchQuery(&in, opts)
 	if err != nil {
 		return nil, err
@@ -179,9 +172,7 @@ func (e *Engine) SearchBranch(ctx context.Context, ref Ref, in SearchRequest, op
 		all = append(all, th)
 	}
 	res := pageHits(all, q)
-	if in.Explain {
-		res.Plan = searchTree(q, res, start, all...)
-	}
+	res.Plan = searchTree(q, res, start, all...)
 	return res, nil
 }
 
@@ -191,7 +182,7 @@ type tableHits struct {
 	hits    []*SearchHit
 	total   int
 	warning string
-	// plan is the table's steps, when the search is explained.
+	// plan is the table's steps.
 	plan *ExplainNode
 }
 
@@ -228,10 +219,8 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	defer release()
 	t, ss := src.t, src.view.Search
 	lex := ss.Lexicon()
-	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters}
-	if explain {
-		req.Stats = &fts.Stats{}
-	}
+	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters,
+		Stats: &fts.Stats{Untraced: !explain}}
 	ssrc := &searchSource{source: src, store: ss, lex: lex}
 	r, err := fts.Search(ctx, ssrc, q, req, e.opts.Meta, q.Offset+q.Size)
 	if cerr := ssrc.close(); err == nil && cerr != nil {
@@ -241,10 +230,7 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		return nil, queryError(err)
 	}
 	out := &tableHits{total: r.Total, warning: r.Warning}
-	var read time.Time
-	if explain {
-		read = time.Now()
-	}
+	read := time.Now()
 	proj := index.AllColumns()
 	for _, h := range r.Hits {
 		var rec codec.Record
@@ -261,8 +247,6 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 		}
 		out.hits = append(out.hits, &SearchHit{Doc: doc, Table: t.Name, Score: h.Score, Highlight: r.Highlight(&rec)})
 	}
-	if explain {
-		out.plan = tableSearchTree(t.Name, req.Stats, q, len(r.Hits), len(out.hits), time.Since(read))
-	}
+	out.plan = tableSearchTree(t.Name, req.Stats, q, len(r.Hits), len(out.hits), time.Since(read))
 	return out, nil
 }

@@ -65,6 +65,7 @@ func (s *suite) runCoppice() error {
 	s.try("W6", func() error { return s.coppiceW6(srv) })
 	s.try("W7", func() error { return s.coppiceW7(srv) })
 	s.try("W7 import", func() error { return s.coppiceImportW7(srv) })
+	s.try("W1 single inserts", func() error { return s.coppiceSingleInserts(srv) })
 
 	err = srv.stop()
 	s.rssEnd = srv.peakKB
@@ -296,6 +297,75 @@ func (s *suite) coppiceW2(srv *server) error {
 	note := fmt.Sprintf("%d connections, closed loop, %d rounds alternating", s.cfg.conns, rounds)
 	s.rep.add("W2", "point get", sysCoppice, cs.summary("req/s"), note)
 	s.rep.add("W2", "point get", sysCeiling, ts.summary("req/s"), "trivial fasthttp handler, same load tool, same body size")
+	return nil
+}
+
+// singleInserts is how many single-record inserts coppiceSingleInserts
+// sends to each system, at most.
+const singleInserts = 20_000
+
+// coppiceSingleInserts inserts docs one per request (POST …/data, each
+// synced before its answer) with the suite's connections into a table of
+// their own, alternating rounds with the same load on a trivial handler
+// that answers a body of the same size.
+func (s *suite) coppiceSingleInserts(srv *server) error {
+	const table = "singles"
+	if err := srv.call("PUT", s.tablePath(srv, benchDB, "main", table, ""), nil, 201, nil); err != nil {
+		return err
+	}
+	if err := srv.call("PUT", s.tablePath(srv, benchDB, "main", table, "/schema"), map[string]any{"columns": gen.DocsColumns()}, 200, nil); err != nil {
+		return err
+	}
+	n := min(singleInserts, s.ds.n)
+	var bodies [][]byte
+	stop := make(chan struct{})
+	defer close(stop)
+	for batch := range s.ds.lineBatches(n, false, stop) {
+		for _, line := range batch {
+			doc, err := decodeDoc(line)
+			if err != nil {
+				return err
+			}
+			delete(doc, "id") // the server makes one
+			js, err := json.Marshal(doc)
+			if err != nil {
+				return err
+			}
+			bodies = append(bodies, js)
+		}
+	}
+	path := s.tablePath(srv, benchDB, "main", table, "/data")
+	status, sample, err := srv.do("POST", path, bodies[0])
+	if err != nil || status != 201 {
+		return fmt.Errorf("insert: status %d, %v: %s", status, err, trim(sample, 200))
+	}
+	triv, err := startTrivial(sample)
+	if err != nil {
+		return err
+	}
+	defer triv.close()
+	load := func(client *fasthttp.HostClient, want, from, k int) (series, error) {
+		return httpLoad(client, k, s.cfg.conns, want, func(req *fasthttp.Request, i int) {
+			srv.fill(req, "POST", path, bodies[(from+i)%len(bodies)])
+		})
+	}
+	const rounds = 2
+	var cs, ts series
+	for r := range rounds {
+		t, err := load(triv.client, 200, r*n/rounds, n/rounds)
+		if err != nil {
+			return err
+		}
+		ts.add(t)
+		c, err := withCPU(srv.cpu, func() (series, error) { return load(srv.client, 201, r*n/rounds, n/rounds) })
+		if err != nil {
+			return err
+		}
+		cs.add(c)
+	}
+	note := fmt.Sprintf("one record per POST, synced; %d connections, closed loop, %d rounds alternating", s.cfg.conns, rounds)
+	s.rep.add("W1", "single inserts", sysCoppice, cs.summary("inserts/s"), note)
+	s.rep.add("W1", "single inserts", sysCeiling, ts.summary("inserts/s"), "trivial fasthttp handler, same load tool, same bodies")
 	return nil
 }
 

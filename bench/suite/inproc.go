@@ -12,6 +12,30 @@ import (
 	"github.com/coppice-db/coppice/index"
 )
 
+// compactedMix runs the W3 mix in process again, right after the mix as
+// the loads left the store and then after compacting it: whether reads
+// pay for the merge operands a load leaves (the rate of the whole mix,
+// each kind weighing as many queries as it has).
+func (s *suite) compactedMix(ctx context.Context, e *engine.Engine, op func(i int) error) error {
+	_, loaded, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error { return op(i) })
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := e.Compact(ctx); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	took := time.Since(t0)
+	_, compacted, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error { return op(i) })
+	if err != nil {
+		return err
+	}
+	s.rep.add("W3", "query mix, as loaded", sysInProc, loaded.summary("q/s"), "engine.Query; the store as the loads and workloads left it")
+	s.rep.add("W3", "query mix, compacted", sysInProc, compacted.summary("q/s"),
+		fmt.Sprintf("engine.Query; after Engine.Compact (%v)", took.Round(time.Second)))
+	return nil
+}
+
 // runInProcess opens the server's data directory with the engine package
 // (the server is stopped) and runs the W3 mix, the cursor walks and W4 in
 // process: the engine's own speed, without HTTP and JSON rendering.
@@ -46,6 +70,13 @@ func (s *suite) runInProcess(dataDir string) error {
 		return err
 	}
 	s.addMix(sysInProc, byKind, "engine.Query")
+	if err := s.compactedMix(ctx, e, func(i int) error {
+		q := s.ds.q.Filter[i]
+		_, err := query(q.Filter, q.Sort, engine.PageInput{Size: &size})
+		return err
+	}); err != nil {
+		return err
+	}
 	if err := s.cursorWalks(sysInProc, func(q cursorQuery) (time.Duration, time.Duration, error) {
 		filter, _ := json.Marshal(q.filter)
 		sort, _ := json.Marshal(q.sortJSON())
