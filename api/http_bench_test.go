@@ -32,7 +32,8 @@ import (
 //	COPPICE_HTTP_BENCH_RECORDS   records loaded for point gets (default 1e4)
 //	COPPICE_HTTP_BENCH_GETS      point gets per side and iteration (default 2e4)
 //	COPPICE_HTTP_BENCH_INSERTS   inserts per side and iteration (default 5e3)
-//	COPPICE_HTTP_BENCH_CONNS     connections, one goroutine each (default 64)
+//	COPPICE_HTTP_BENCH_CONNS     connections, one goroutine each (default 64;
+//	                             inserts: 1, 16 and 64 unless set)
 //	COPPICE_HTTP_BENCH_ROUNDS    alternations of the two sides (default 4)
 //	COPPICE_HTTP_BENCH_NOSYNC=1  acknowledge writes before they reach the disk
 //
@@ -353,10 +354,13 @@ func BenchmarkHTTPPointGet(b *testing.B) {
 	compareLoads(b, cfg, cfg.gets, srv.addr, trivial, 200, 200, fill)
 }
 
-// BenchmarkHTTPInsert is the write twin of W2: POST T/data of one record
-// with a generated id, against the server (synced writes, shared among
-// concurrent writers) and against a trivial handler answering 201 with a
-// body of the server's size.
+// BenchmarkHTTPInsert is W9, the write twin of W2: POST T/data of one
+// record with a generated id from 1, 16 and 64 connections (or only
+// COPPICE_HTTP_BENCH_CONNS when set), against the server (synced writes,
+// shared among concurrent writers) and against a trivial handler answering
+// 201 with a body of the server's size. One connection waits for a sync
+// per insert: it sends a tenth of the inserts, so that it takes about as
+// long as the others.
 func BenchmarkHTTPInsert(b *testing.B) {
 	cfg := loadHTTPBenchConfig(b)
 	srv := startHTTPBenchServer(b, cfg, 0)
@@ -375,7 +379,21 @@ func BenchmarkHTTPInsert(b *testing.B) {
 	}
 	body := fetchOnce(b, srv.addr, 201, fill)
 	trivial := startTrivialServer(b, 201, body)
-	compareLoads(b, cfg, cfg.inserts, srv.addr, trivial, 201, 201, fill)
+	conns := []int{1, 16, 64}
+	if os.Getenv("COPPICE_HTTP_BENCH_CONNS") != "" {
+		conns = []int{cfg.conns}
+	}
+	for _, c := range conns {
+		b.Run(fmt.Sprintf("conns%d", c), func(b *testing.B) {
+			cfg := cfg
+			cfg.conns = c
+			n := cfg.inserts
+			if c == 1 {
+				n = max(n/10, cfg.rounds)
+			}
+			compareLoads(b, cfg, n, srv.addr, trivial, 201, 201, fill)
+		})
+	}
 }
 
 // BenchmarkServePointGet is the server's share of W2 without the network:

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -118,6 +119,142 @@ func TestConcurrentSingleWrites(t *testing.T) {
 			}
 			if rows.GetCardinality() != 1 {
 				t.Errorf("%s: code %s of %s is on %d rows", when, code, id, rows.GetCardinality())
+			}
+		}
+	}
+	check("after the writes")
+	db.reopen()
+	check("after a reopen")
+}
+
+// TestConcurrentBulkInserts runs bulk inserts from many clients at once,
+// so that they are applied in groups. Some requests share an id or a value
+// of a unique column with others, and some hold an invalid record after
+// valid ones. Each request must be applied whole or not at all; a request
+// with nothing wrong in it must be applied whatever the others hold; one
+// that fails must fail for its own invalid record or for a collision with
+// a request that was applied. The same holds after a reopen.
+func TestConcurrentBulkInserts(t *testing.T) {
+	db := openTestDB(t, Options{})
+	ref := db.ref("main")
+	const clients, rounds, size = 12, 8, 40
+	type request struct {
+		recs   []map[string]any
+		shared string // an id other requests may hold too, or ""
+		code   string // a unique value other requests may hold too, or ""
+		bad    bool   // it holds an invalid record
+		err    error
+	}
+	reqs := make([]*request, clients*rounds)
+	for k := range reqs {
+		r := &request{}
+		for i := range size {
+			r.recs = append(r.recs, map[string]any{"id": fmt.Sprintf("q%03d-%02d", k, i), "n": k, "note": "word" + fmt.Sprint(k%9)})
+		}
+		if k%3 == 0 {
+			r.shared = fmt.Sprintf("shared%d", k%5)
+			r.recs[size/2]["id"] = r.shared
+		}
+		if k%7 == 0 {
+			r.code = fmt.Sprintf("code%d", k%2)
+			r.recs[size/3]["code"] = r.code
+		}
+		if k%5 == 1 {
+			r.bad = true
+			r.recs[size-3]["n"] = "not a number"
+		}
+		reqs[k] = r
+	}
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				r := reqs[i*clients+c]
+				_, r.err = db.e.BulkInsert(context.Background(), ref, "items", r.recs)
+			}
+		}()
+	}
+	wg.Wait()
+	sharedBy, codeBy := map[string]int{}, map[string]int{}
+	for k, r := range reqs {
+		if r.err != nil {
+			continue
+		}
+		if r.bad {
+			t.Errorf("request %d holds an invalid record and was applied", k)
+		}
+		if r.shared != "" {
+			if o, dup := sharedBy[r.shared]; dup {
+				t.Errorf("requests %d and %d both created %s", o, k, r.shared)
+			}
+			sharedBy[r.shared] = k
+		}
+		if r.code != "" {
+			if o, dup := codeBy[r.code]; dup {
+				t.Errorf("requests %d and %d both hold code %s", o, k, r.code)
+			}
+			codeBy[r.code] = k
+		}
+	}
+	for k, r := range reqs {
+		if r.err == nil {
+			continue
+		}
+		_, sharedTaken := sharedBy[r.shared]
+		_, codeTaken := codeBy[r.code]
+		if !r.bad && !(r.shared != "" && sharedTaken) && !(r.code != "" && codeTaken) {
+			t.Errorf("request %d has nothing wrong with it and failed: %v", k, r.err)
+		}
+	}
+	check := func(when string) {
+		recs, err := db.scanTable("main", "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int64{}
+		for _, rec := range recs {
+			got[rec.ID] = rec.Values["n"].(int64)
+		}
+		want := 0
+		for k, r := range reqs {
+			for _, rec := range r.recs {
+				id := rec["id"].(string)
+				n, ok := got[id]
+				switch {
+				case r.err == nil:
+					want++
+					if !ok || n != int64(k) {
+						t.Errorf("%s: record %s of applied request %d: present %v, n %d", when, id, k, ok, n)
+					}
+				case ok && n == int64(k):
+					t.Errorf("%s: record %s of failed request %d is there", when, id, k)
+				}
+				// Read by id too: the id map must agree with the rows.
+				got, err := db.e.Get(ref, "items", id)
+				switch {
+				case err != nil && CodeOf(err) != CodeNotFound:
+					t.Fatal(err)
+				case r.err == nil && (err != nil || got.Values["n"] != int64(k)):
+					t.Errorf("%s: get %s of applied request %d: %v, %v", when, id, k, got, err)
+				case r.err != nil && err == nil && got.Values["n"] == int64(k):
+					t.Errorf("%s: get %s of failed request %d found it", when, id, k)
+				case r.err != nil && err == nil && id != r.shared:
+					t.Errorf("%s: get %s of failed request %d found %v", when, id, k, got.Values)
+				}
+			}
+		}
+		if len(recs) != want {
+			t.Errorf("%s: %d records, want %d", when, len(recs), want)
+		}
+		for code, k := range codeBy {
+			rows, err := db.e.FilterRows(ref, "items", mustFilter(fmt.Sprintf(`{"code":%q}`, code)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rows.GetCardinality() != 1 {
+				t.Errorf("%s: code %s of request %d is on %d rows", when, code, k, rows.GetCardinality())
 			}
 		}
 	}

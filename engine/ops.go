@@ -144,6 +144,10 @@ type StorageStats struct {
 	// ReadAmplification is the number of sorted runs a point read may
 	// consult: L0 sublevels plus non-empty lower levels.
 	ReadAmplification int
+	// KeysWritten counts the keys (sets, merges, deletions) of the
+	// commands committed since the engine opened: divided by the records
+	// written, what a record costs the memtable and the compactions after.
+	KeysWritten uint64
 }
 
 // LevelStats are the table files of one level.
@@ -185,6 +189,7 @@ func (e *Engine) Stats(maxDatabases int) (Stats, error) {
 // stats is Stats's work.
 func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	st := Stats{Storage: storageStats(e.pdb.Metrics())}
+	st.Storage.KeysWritten = e.ap.KeysWritten()
 	places := e.cat.Placements()
 	st.DatabaseCount = len(places)
 	dbs := make([]DatabaseStats, 0, len(places))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -223,6 +224,11 @@ func TestStats(t *testing.T) {
 		s.DiskBytes == 0 || s.Levels[0].Files == 0 || s.Flushes == 0 || s.CacheHits+s.CacheMisses == 0 {
 		t.Errorf("write-ahead log and disk: %+v", s)
 	}
+	// Counted since the engine opened: the one insert since, whose
+	// record, id, counters and bitmaps are each a key.
+	if s.KeysWritten < 4 || s.KeysWritten > 64 {
+		t.Errorf("keys written: %d, want those of one insert", s.KeysWritten)
+	}
 	if st.BuildsInProgress != 0 {
 		t.Errorf("builds in progress: %d", st.BuildsInProgress)
 	}
@@ -269,4 +275,84 @@ func TestVerifyBackup(t *testing.T) {
 	bad[len(bad)-10] ^= 1
 	f("a flipped bit", bad)
 	f("empty", nil)
+}
+
+// TestWordKeysWrittenOnce writes records whose words a table's layer
+// already holds, before and after a restart and on a branch: the word's
+// vocabulary key is written once per layer (the second write of the same
+// words costs exactly their keys less), and every word stays searchable.
+func TestWordKeysWrittenOnce(t *testing.T) {
+	dir := t.TempDir()
+	e, ref := opsDB(t, dir)
+	insert := func(ref engine.Ref, id, s string) uint64 {
+		t.Helper()
+		before, err := e.Stats(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.WriteOne(ref, engine.Op{Kind: engine.OpInsert, Table: "t", ID: id, Values: map[string]any{"s": s}}); err != nil {
+			t.Fatal(err)
+		}
+		after, err := e.Stats(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after.Storage.KeysWritten - before.Storage.KeysWritten
+	}
+	first := insert(ref, "a", "alpha beta")
+	second := insert(ref, "b", "beta alpha")
+	if first != second+2 {
+		t.Errorf("keys of a write of two new words: %d, of the same words again: %d; want 2 fewer", first, second)
+	}
+	e.Close()
+	var err error
+	if e, err = engine.Open(dir, engine.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if n := insert(ref, "c", "alpha beta"); n != second {
+		t.Errorf("keys of a write of stored words after a restart: %d, want %d", n, second)
+	}
+	if n := insert(ref, "d", "alpha gamma"); n != second+1 {
+		t.Errorf("keys of a write of one new word: %d, want %d", n, second+1)
+	}
+	dev := engine.Ref{Database: "db", Branch: "dev"}
+	if err := e.Branches().Create(dev, engine.CreateBranchRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// The branch writes its own layer: the words are new to it once.
+	devFirst := insert(dev, "e", "gamma delta")
+	if n := insert(dev, "f", "delta gamma"); devFirst != n+2 {
+		t.Errorf("keys on a branch: %d, then %d for the same words; want 2 fewer", devFirst, n)
+	}
+	search := func(ref engine.Ref, word string) []string {
+		t.Helper()
+		f := 0.0
+		res, err := e.SearchTable(context.Background(), ref, "t", engine.SearchRequest{Query: &word, Fuzziness: &f}, engine.SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range res.Records {
+			ids = append(ids, h.Doc.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for _, c := range []struct {
+		ref  engine.Ref
+		word string
+		want []string
+	}{
+		{ref, "alpha", []string{"a", "b", "c", "d"}},
+		{ref, "gamma", []string{"d"}},
+		{ref, "delta", nil},
+		{dev, "alpha", []string{"a", "b", "c", "d"}},
+		{dev, "gamma", []string{"d", "e", "f"}},
+		{dev, "delta", []string{"e", "f"}},
+	} {
+		if got := search(c.ref, c.word); !slices.Equal(got, c.want) {
+			t.Errorf("%s: search %q found %v, want %v", c.ref.Branch, c.word, got, c.want)
+		}
+	}
 }

@@ -26,6 +26,10 @@ type Applier struct {
 
 	fault atomic.Pointer[error] // set once the storage failed (fault.go)
 
+	// keys counts the keys of the batches committed: what a command costs
+	// the memtable, which flushes and compactions then carry.
+	keys atomic.Uint64
+
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
 }
@@ -74,6 +78,9 @@ func Open(pdb *pebble.DB, opts Options) (*Applier, error) {
 	return a, nil
 }
 
+// KeysWritten is the number of keys in the batches committed since Open.
+func (a *Applier) KeysWritten() uint64 { return a.keys.Load() }
+
 // Catalog is the in-memory catalog, for readers.
 func (a *Applier) Catalog() *catalog.Catalog { return a.cat }
 
@@ -87,6 +94,7 @@ func (a *Applier) DB(id uint32) *DB {
 
 // addDB makes an open database reachable, with its observers.
 func (a *Applier) addDB(d *DB) {
+	d.store = a.pdb
 	if a.opts.Observe != nil {
 		d.observers = a.opts.Observe(d)
 	}
@@ -282,6 +290,7 @@ func (a *Applier) commit(b *pebble.Batch, applied, unlock func()) (err error) {
 		// pipeline: it is left to it.
 		return err
 	}
+	a.keys.Add(uint64(b.Count()))
 	defer b.Close()
 	if applied != nil {
 		applied()

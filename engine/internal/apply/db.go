@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -56,6 +57,16 @@ type DB struct {
 	untracked uint32
 
 	observers []Observer // told of every command; set when the database opens
+
+	// store reads the database's committed keys, for writers; nil while
+	// the database's first command is staged (nothing is stored yet).
+	store pebble.Reader
+	// knownTerms holds, by table of a layer, words whose KindTerm key is
+	// committed, so that a command writes the key of a word only when the
+	// word is new to the layer (knownTerm) without reading it; knownCount
+	// counts them, up to maxKnownTerms. Guarded by mu.
+	knownTerms map[layerTable]map[string]struct{}
+	knownCount int
 
 	// gmu guards queue, the single-record writes waiting to be applied
 	// in a group (group.go); it is a leaf, taken alone or under mu.
@@ -206,6 +217,78 @@ func (d *DB) publish(tx *Tx) {
 	}
 	if tx.next != nil {
 		d.state.Store(tx.next)
+	}
+	d.forgetTerms(tx.dropLayers)
+	d.learnTerms(tx.newTerms)
+}
+
+// maxKnownTerms bounds the words a database remembers as stored: about
+// 20 MiB of a large vocabulary. Words beyond it are looked up in storage.
+const maxKnownTerms = 1 << 18
+
+// knownTerm reports whether the KindTerm key of a word in a table of a
+// layer is committed: remembered, or else read from storage. The caller
+// holds mu.
+func (d *DB) knownTerm(lt layerTable, term string, kb []byte) (bool, error) {
+	if _, ok := d.knownTerms[lt][term]; ok {
+		return true, nil
+	}
+	if d.store == nil {
+		return false, nil
+	}
+	_, closer, err := d.store.Get(codec.TermKey(kb[:0], d.ID, lt.layer, lt.table, term))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	closer.Close()
+	d.rememberTerm(lt, term)
+	return true, nil
+}
+
+// learnTerms remembers the words a committed command stored, by table of
+// a layer. The caller holds mu.
+func (d *DB) learnTerms(terms map[layerTable]map[string]struct{}) {
+	for lt, set := range terms {
+		for term := range set {
+			if !d.rememberTerm(lt, term) {
+				return
+			}
+		}
+	}
+}
+
+// rememberTerm remembers one stored word, and reports false once no more
+// fit. The caller holds mu.
+func (d *DB) rememberTerm(lt layerTable, term string) bool {
+	if d.knownCount >= maxKnownTerms {
+		return false
+	}
+	if d.knownTerms == nil {
+		d.knownTerms = map[layerTable]map[string]struct{}{}
+	}
+	set := d.knownTerms[lt]
+	if set == nil {
+		set = map[string]struct{}{}
+		d.knownTerms[lt] = set
+	}
+	if _, ok := set[term]; !ok {
+		set[term] = struct{}{}
+		d.knownCount++
+	}
+	return true
+}
+
+// forgetTerms forgets the words remembered of dropped layers. The caller
+// holds mu.
+func (d *DB) forgetTerms(dropped []uint32) {
+	for lt, set := range d.knownTerms {
+		if slices.Contains(dropped, lt.layer) {
+			d.knownCount -= len(set)
+			delete(d.knownTerms, lt)
+		}
 	}
 }
 

@@ -2,25 +2,34 @@ package apply
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
-// Group commit of single-record writes. Concurrent writes of one record
-// each (WriteRecords of one operation) on a database are applied as one
-// command: the writer that takes the database's writer lock stages every
-// write waiting for it into one batch, one after the other, each seeing
+// Group commit. Concurrent writes of records (WriteRecords: a
+// single-record write or a bulk insert) on a database are applied as one
+// command: the writer that takes the database's writer lock stages the
+// writes waiting for it into one batch, one after the other, each seeing
 // the ones before, and commits them with one sync; every caller is
 // answered once that sync is done, its own failure included. A write that
-// fails is left out of the group, which is possible because a
-// one-operation write fails before it stages anything; should one fail
-// after staging some of its keys, the group is dropped and its writes are
-// applied one at a time instead. The bitmaps the writes share then take
-// one merge operand each, and the counters one write.
+// fails before it stages anything (a single-record write always does) is
+// left out of the group; should one fail after staging some of its keys
+// (a bulk insert whose later record is refused), the group is dropped and
+// its writes are applied one at a time instead, so that each is applied
+// whole or not at all, whatever the others hold. The bitmaps the writes
+// share then take one merge operand each, and the counters and the words
+// new to a layer one key each. A group holds up to maxGroupOps
+// operations: the rest wait for the next one.
 //
 // This happens only where no copy of the database replays the commands:
 // a replicated database applies its log's entries one by one, so that
 // every replica writes the same bytes.
+
+// maxGroupOps bounds the operations of a group: a few bulk inserts of
+// 1000 records, which share most of their bitmaps, while the batch stays
+// a few megabytes.
+const maxGroupOps = 4096
 
 // groupReq is one write waiting to be applied in a group.
 type groupReq struct {
@@ -32,26 +41,38 @@ type groupReq struct {
 
 // groups reports whether w is applied in a group.
 func (a *Applier) groups(w *WriteRecords) bool {
-	return !a.opts.Replicated && !w.Bulk && len(w.Ops) == 1
+	return !a.opts.Replicated && len(w.Ops) > 0 && (w.Bulk || len(w.Ops) == 1)
 }
 
-// applyGrouped applies w with the other single-record writes waiting for
-// d's writer lock, and returns w's result once it is durable.
+// applyGrouped applies w with the other writes waiting for d's writer
+// lock, and returns w's result once it is durable. The holder of the lock
+// applies the oldest waiting writes as a group, and goes on with the next
+// ones until its own has been applied.
 func (a *Applier) applyGrouped(d *DB, w *WriteRecords) (any, error) {
 	r := &groupReq{cmd: w, done: make(chan struct{})}
 	d.gmu.Lock()
 	d.queue = append(d.queue, r)
 	d.gmu.Unlock()
-	d.mu.Lock()
-	d.gmu.Lock()
-	reqs := d.queue
-	d.queue = nil
-	d.gmu.Unlock()
-	if len(reqs) == 0 {
-		// An earlier holder of the lock took r into its group.
-		d.mu.Unlock()
-	} else {
-		a.applyGroup(d, reqs)
+	for {
+		d.mu.Lock()
+		d.gmu.Lock()
+		n, ops := 0, 0
+		for n < len(d.queue) && (n == 0 || ops+len(d.queue[n].cmd.Ops) <= maxGroupOps) {
+			ops += len(d.queue[n].cmd.Ops)
+			n++
+		}
+		reqs := slices.Clone(d.queue[:n])
+		d.queue = slices.Delete(d.queue, 0, n)
+		d.gmu.Unlock()
+		if n == 0 {
+			// An earlier holder of the lock took r into its group.
+			d.mu.Unlock()
+			break
+		}
+		a.applyGroup(d, reqs) // releases d.mu
+		if slices.Contains(reqs, r) {
+			break
+		}
 	}
 	<-r.done
 	return r.res, r.err

@@ -35,6 +35,7 @@ type Tx struct {
 	dropLayers      []uint32
 	changes         []RowChange                            // rows written, for the column stores
 	terms           map[model.TableKey]map[string]struct{} // words new to a table's layer
+	newTerms        map[layerTable]map[string]struct{}     // the same by layer, once written
 	backfills       []columnRef                            // notNull columns added to tables with records
 }
 
@@ -232,7 +233,9 @@ func (tx *Tx) termsOf(branch, table uint32) map[string]struct{} {
 }
 
 // writeTerms puts the KindTerm keys of the words noted by the command in
-// the top layer of their branch, in key order.
+// the top layer of their branch, in key order. A word whose key the layer
+// already holds is no word new to it: it is left out of the command's
+// words, and its key is not written again.
 func (tx *Tx) writeTerms() error {
 	keys := make([]model.TableKey, 0, len(tx.terms))
 	for k := range tx.terms {
@@ -248,13 +251,27 @@ func (tx *Tx) writeTerms() error {
 		if b == nil {
 			continue
 		}
-		layer := b.Lineage[0].Layer
-		for _, term := range model.SortedKeys(tx.terms[k]) {
-			kb = codec.TermKey(kb[:0], tx.d.ID, layer, k.Table, term)
+		lt := layerTable{b.Lineage[0].Layer, k.Table}
+		set := tx.terms[k]
+		for term := range set {
+			known, err := tx.d.knownTerm(lt, term, kb)
+			if err != nil {
+				return err
+			}
+			if known {
+				delete(set, term)
+			}
+		}
+		for _, term := range model.SortedKeys(set) {
+			kb = codec.TermKey(kb[:0], tx.d.ID, lt.layer, lt.table, term)
 			if err := tx.batch.Set(kb, nil, nil); err != nil {
 				return err
 			}
 		}
+		if tx.newTerms == nil {
+			tx.newTerms = map[layerTable]map[string]struct{}{}
+		}
+		tx.newTerms[lt] = set
 	}
 	return nil
 }
