@@ -97,7 +97,25 @@ func (r *request) call(fn func(r *request) error) error {
 		r.user, r.key, r.resolved = nil, nil, false
 		r.strong = true
 	} else {
-		r.strong = !r.readsLocally() && !r.clusterView()
+		local := r.readsLocally()
+		r.strong = !local && !r.clusterView()
+		if local {
+			// A local read authenticates with this node's replica of the
+			// catalog, which may not hold yet a key created a moment ago
+			// through another node: such a key is asked about again
+			// behind the catalog's barrier, and the read stays local.
+			err := r.authenticateFirst()
+			if err != errInvalidKey {
+				if err != nil {
+					return err
+				}
+				return fn(r)
+			}
+			if err := r.s.cluster.CatalogBarrier(r.context()); err != nil {
+				return err
+			}
+			r.user, r.key, r.resolved = nil, nil, false
+		}
 	}
 	if r.strong {
 		if err := r.barriers(); err != nil {

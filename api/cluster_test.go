@@ -573,6 +573,16 @@ func TestClusterEventualGet(t *testing.T) {
 	}
 	badValues(c.node(2))
 
+	// A key made while node 3 was cut off is not in node 3's catalog when
+	// the link heals: its eventual reads ask the catalog's leader first.
+	c.net.Partition("node3")
+	fresh := c.node(1).expect(201, "POST", c.node(1).url+"/user/keys/fresh-ev", nil).obj()["key"].(string)
+	c.net.Heal()
+	if got := c.node(3).expect(200, "GET", rec+"?consistency=eventual", nil, withKey(fresh)).obj(); got["name"] != "Cy" {
+		t.Errorf("an eventual get with a key node 3 had not seen: %v", got)
+	}
+	c.node(3).expect(200, "POST", "/db/ev:main/tables/people/query", map[string]any{"consistency": "eventual"}, withKey(fresh))
+
 	// Nodes 2 and 3 stop: node 1's groups have no majority. A linearizable
 	// get waits for the bound and answers 503; an eventual get answers from
 	// node 1's replica.
