@@ -19,7 +19,7 @@ import (
 type trigramIndex struct {
 	grams    map[uint32]*roaring.Bitmap
 	nonASCII roaring.Bitmap
-	bytes    int64 // the memory it took when built
+	bytes    int64 // the memory it takes, measured when built, then estimated
 }
 
 // foldASCII upper-cases an ASCII letter and leaves every other byte.
@@ -144,14 +144,16 @@ func buildTrigrams(c *Column) *trigramIndex {
 	return t
 }
 
-// update moves row from its old value (when had) to v.
+// update moves row from its old value (when had) to v. The size it keeps
+// counts two bytes a row of a gram, what an array container takes.
 func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 	if had {
 		eachTrigram(old, func(k uint32) {
-			if b := t.grams[k]; b != nil {
-				b.Remove(row)
+			if b := t.grams[k]; b != nil && b.CheckedRemove(row) {
+				t.bytes -= 2
 				if b.IsEmpty() {
 					delete(t.grams, k)
+					t.bytes -= 64
 				}
 			}
 		})
@@ -165,12 +167,25 @@ func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 		if b == nil {
 			b = roaring.New()
 			t.grams[k] = b
+			t.bytes += 64
 		}
-		b.Add(row)
+		if b.CheckedAdd(row) {
+			t.bytes += 2
+		}
 	})
 	if !isASCII(v.Str) {
 		t.nonASCII.Add(row)
 	}
+}
+
+// clone returns a copy of t that changes apart from it.
+func (t *trigramIndex) clone() *trigramIndex {
+	n := &trigramIndex{grams: make(map[uint32]*roaring.Bitmap, len(t.grams)), bytes: t.bytes}
+	for k, b := range t.grams {
+		n.grams[k] = b.Clone()
+	}
+	n.nonASCII = *t.nonASCII.Clone()
+	return n
 }
 
 var _ index.SubstringValues = (*Column)(nil)
