@@ -16,6 +16,14 @@ import (
 // of an argument gives a superset of the matches of $contains; rows with
 // non-ASCII bytes, which Unicode case folding may match in other ways, are
 // kept apart for $iContains.
+//
+// It lives in memory only. The first $contains on the column builds it
+// from the values the column store already holds, then the writes the
+// store applies keep it current (colindex.go), and a fork's copy of the
+// store takes a copy of it along: no write rebuilds it. It is not kept
+// across restarts: the store it derives from is built again from storage
+// then anyway, and building the index from the store's values, a chunk of
+// rows at a time, reads memory only.
 type trigramIndex struct {
 	grams    map[uint32]*roaring.Bitmap
 	nonASCII roaring.Bitmap
