@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -312,6 +313,89 @@ func BenchmarkQuery(b *testing.B) {
 			benchCursorPages(b, get(b, n))
 		})
 	}
+}
+
+// BenchmarkQueryAfterWrite times the contains query of BenchmarkQuery
+// right after a write it must see: "write" replaces one doc of main
+// before each query on main; "fork-write" forks main, writes one doc on
+// the fork, waits for the fork's own column store and times the fork's
+// first $contains. Both report the plain query on main beside them as
+// "plain".
+func BenchmarkQueryAfterWrite(b *testing.B) {
+	get := queryFixtures(b)
+	var contains func(*gen.Gen) (any, any)
+	for _, c := range queryCases {
+		if c.name == "contains" {
+			contains = c.body
+		}
+	}
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		label := sizeLabel(n)
+		for _, fork := range []bool{false, true} {
+			name := label + "/write"
+			if fork {
+				name = label + "/fork-write"
+			}
+			b.Run(name, func(b *testing.B) {
+				f := get(b, n)
+				filter, _ := contains(f.g)
+				in := queryBody{Filter: queryJSON(b, filter), Page: engine.PageInput{Size: &queryPage}}
+				benchQueryAfterWrite(b, f, in, fork)
+			})
+		}
+	}
+}
+
+// benchQueryAfterWrite times in after one write per op, untimed, that
+// changes the title of doc 0 back and forth; with fork, on a new fork of
+// main each op, dropped after.
+func benchQueryAfterWrite(b *testing.B, f *queryFixture, in queryBody, fork bool) {
+	b.StopTimer()
+	doc := f.g.Doc(0)
+	title := doc["title"].(string)
+	plain := make([]time.Duration, 0, b.N)
+	lat := make([]time.Duration, 0, b.N)
+	for i := range b.N {
+		_, d := timeQuery(b, f, in)
+		plain = append(plain, d)
+		ref := f.ref
+		if fork {
+			ref = f.env.ref("docs", fmt.Sprintf("w%d", i))
+			if err := f.env.e.Branches().Create(ref, engine.CreateBranchRequest{From: "main"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		doc["title"] = title
+		if i%2 == 0 {
+			doc["title"] = title + " rewritten"
+		}
+		if _, err := f.env.e.WriteOne(ref, engine.Op{Kind: engine.OpInsert, Table: gen.DocsTable, ID: gen.DocID(0), Values: doc}); err != nil {
+			b.Fatal(err)
+		}
+		q := f
+		if fork {
+			// A summary waits for the fork's column store, which the
+			// write started apart from main's: the query then times the
+			// store's trigram index, not a storage scan meanwhile.
+			if _, err := f.env.e.Summarize(context.Background(), ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
+				b.Fatal(err)
+			}
+			c := *f
+			c.ref = ref
+			q = &c
+		}
+		b.StartTimer()
+		_, d = timeQuery(b, q, in)
+		b.StopTimer()
+		lat = append(lat, d)
+		if fork {
+			if err := f.env.e.Branches().Delete(ref); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	reportLatency(b, "", lat)
+	reportLatency(b, "plain-", plain)
 }
 
 // benchQueryCase times one query per op, after checking that it matches

@@ -41,9 +41,11 @@ type CodedValues interface {
 type SubstringValues interface {
 	ColumnValues
 	// SubstringCandidates returns a superset of the rows whose value
-	// contains sub, under simple case folding when fold; ok is false when
-	// it cannot narrow them. The bitmap is the caller's.
-	SubstringCandidates(sub string, fold bool) (rows *roaring.Bitmap, ok bool)
+	// contains sub, under simple case folding when fold, and the rows
+	// of it known to contain sub (nil: none, every row is to be tested);
+	// ok is false when it cannot narrow them. The bitmaps are the
+	// caller's.
+	SubstringCandidates(sub string, fold bool) (rows, sure *roaring.Bitmap, ok bool)
 }
 
 // orderedColumn is a column's order with its values as one array type.

@@ -518,16 +518,40 @@ func (s *scanNode) inStrings(x *execCtx, vals ColumnValues, c *roaring.Bitmap) (
 	}
 	x.via("column store")
 	ctx, p := x.ctx, s.pred
-	rows := roaring.And(c, dv.Present())
-	if sv, ok := vals.(SubstringValues); ok && (p.Op == OpContains || p.Op == OpIContains) {
-		sub := x.begin("trigram", p.Value, rows)
-		narrowed, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains)
-		if ok {
-			rows.And(narrowed)
+	present := dv.Present()
+	var rows, sure *roaring.Bitmap
+	match := func(s string) bool { return matchScalar(ctx, p, codec.String(s)) }
+	if p.Op == OpContains || p.Op == OpIContains {
+		match = substringMatch(p.Value.Str, p.Op == OpIContains)
+		if sv, ok := vals.(SubstringValues); ok {
+			var in *roaring.Bitmap
+			if x.tr != nil {
+				in = roaring.And(c, present)
+			}
+			sub := x.begin("trigram", p.Value, in)
+			narrowed, known, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains)
+			if ok {
+				// The candidates are few next to c and the present rows:
+				// narrow them, not those.
+				rows = narrowed
+				rows.And(c)
+				rows.And(present)
+				if known != nil {
+					sure = known
+					sure.And(rows)
+				}
+			}
+			sub.end(x, rows, ok)
 		}
-		sub.end(x, rows, ok)
+	}
+	if rows == nil {
+		rows = roaring.And(c, present)
 	}
 	out := roaring.New()
+	if sure != nil && !sure.IsEmpty() {
+		out.Or(sure)
+		rows.AndNot(sure)
+	}
 	var buf, keep [256]uint32
 	it := rows.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
@@ -536,7 +560,7 @@ func (s *scanNode) inStrings(x *execCtx, vals ColumnValues, c *roaring.Bitmap) (
 		}
 		k := 0
 		for _, row := range buf[:n] {
-			if int(row) < len(strs) && matchScalar(ctx, p, codec.String(strs[row])) {
+			if int(row) < len(strs) && match(strs[row]) {
 				keep[k] = row
 				k++
 			}

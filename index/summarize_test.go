@@ -198,9 +198,9 @@ func (d memIndexed) Order() []uint32 {
 
 // SubstringCandidates narrows to exactly the rows holding sub, a superset
 // as the contract allows.
-func (d memIndexed) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bool) {
+func (d memIndexed) SubstringCandidates(sub string, fold bool) (rows, sure *roaring.Bitmap, ok bool) {
 	if d.strs == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	out := roaring.New()
 	it := d.present.Iterator()
@@ -214,7 +214,7 @@ func (d memIndexed) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap,
 			out.Add(row)
 		}
 	}
-	return out, true
+	return out, nil, true
 }
 
 func (m *memSource) Record(row uint32, rec *codec.Record) (bool, error) {

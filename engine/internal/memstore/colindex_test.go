@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/coppice-db/coppice/codec"
 )
 
@@ -15,7 +17,7 @@ import (
 // what a rebuild from the values gives.
 func TestColIndexFollowsWrites(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	words := []string{"alpha", "Beta", "gamma", "ALPHA", "bét", "ab", "", "alphabet", "eta"}
+	words := []string{"alpha", "Beta", "gamma", "ALPHA", "bét", "ab", "", "alphabet", "eta", "12-3", "K"}
 	ints := &Column{kind: codec.KindInt}
 	floats := &Column{kind: codec.KindFloat}
 	strs := &Column{kind: codec.KindString}
@@ -60,14 +62,20 @@ func TestColIndexFollowsWrites(t *testing.T) {
 				t.Fatalf("step %d: row %d coded %v, holds %v", step, row, got, want)
 			}
 		}
-		for _, sub := range []string{"alp", "ALPHA", "pha", "bét", "Bét", "etaal", "xyz", "ab"} {
+		for _, sub := range []string{"alp", "ALPHA", "pha", "bét", "Bét", "etaal", "xyz", "ab", "2-3", "12-", "3al", "Ka"} {
 			for _, fold := range []bool{false, true} {
-				cand, ok := strs.SubstringCandidates(sub, fold)
+				cand, sure, ok := strs.SubstringCandidates(sub, fold)
 				if !ok {
 					if len(sub) >= 3 && isASCII(sub) {
 						t.Fatalf("step %d: %q not narrowed", step, sub)
 					}
 					continue
+				}
+				if sure != nil && !roaring.AndNot(sure, cand).IsEmpty() {
+					t.Fatalf("step %d: %q (fold %v) sure of rows it does not offer", step, sub, fold)
+				}
+				if wantSure := len(sub) == 3 && (fold || !hasASCIILetter(sub)); (sure != nil) != wantSure {
+					t.Fatalf("step %d: %q (fold %v) sure %v", step, sub, fold, sure)
 				}
 				it := strs.present.Iterator()
 				for it.HasNext() {
@@ -79,6 +87,10 @@ func TestColIndexFollowsWrites(t *testing.T) {
 					}
 					if match && !cand.Contains(row) {
 						t.Fatalf("step %d: %q (fold %v) misses row %d %q", step, sub, fold, row, s)
+					}
+					if sure != nil && sure.Contains(row) && !strings.Contains(s, sub) &&
+						!(fold && strings.Contains(strings.ToUpper(s), strings.ToUpper(sub))) {
+						t.Fatalf("step %d: %q (fold %v) sure of row %d %q", step, sub, fold, row, s)
 					}
 				}
 			}

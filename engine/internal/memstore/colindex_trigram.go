@@ -16,10 +16,18 @@ import (
 // of an argument gives a superset of the matches of $contains; rows with
 // non-ASCII bytes, which Unicode case folding may match in other ways, are
 // kept apart for $iContains.
+//
+// It lives in memory only. The first $contains on the column builds it
+// from the values the column store already holds, then the writes the
+// store applies keep it current (colindex.go), and a fork's copy of the
+// store takes a copy of it along: no write rebuilds it. It is not kept
+// across restarts: the store it derives from is built again from storage
+// then anyway, and building the index from the store's values, a chunk of
+// rows at a time, reads memory only.
 type trigramIndex struct {
 	grams    map[uint32]*roaring.Bitmap
 	nonASCII roaring.Bitmap
-	bytes    int64 // the memory it took when built
+	bytes    int64 // the memory it takes, measured when built, then estimated
 }
 
 // foldASCII upper-cases an ASCII letter and leaves every other byte.
@@ -52,31 +60,91 @@ func isASCII(s string) bool {
 	return true
 }
 
-// buildTrigrams indexes the present rows of a string column.
+// trigramChunk is how many rows buildTrigrams gathers before adding them
+// to the bitmaps: one roaring container's worth, so that each gram's rows
+// of a chunk go in as one container, and what the build holds besides the
+// index stays bounded by the chunk, not by the column.
+const trigramChunk = 1 << 16
+
+// buildTrigrams indexes the present rows of a string column, a chunk of
+// rows at a time. Grams of ASCII bytes, nearly all of them, find their
+// list by a direct look-up of a 21-bit key; other grams go through a map.
 func buildTrigrams(c *Column) *trigramIndex {
 	t := &trigramIndex{grams: map[uint32]*roaring.Bitmap{}}
-	lists := map[uint32][]uint32{}
+	type gram struct {
+		key  uint32
+		rows []uint32
+	}
+	var grams []gram              // of the column, in order of first sight
+	ascii := make([]int32, 1<<21) // 7-bit gram key → index in grams + 1
+	other := map[uint32]int32{}   // other gram keys → index in grams
+	var touched []int32           // the grams holding rows of this chunk
 	var nonASCII []uint32
-	it := c.present.Iterator()
-	for it.HasNext() {
-		row := it.Next()
-		s := c.strs[row]
-		eachTrigram(s, func(k uint32) {
-			l := lists[k]
-			if n := len(l); n > 0 && l[n-1] == row {
-				return // rows come in ascending order: a repeat in this value
+	flush := func() {
+		for _, g := range touched {
+			l := grams[g].rows
+			b := t.grams[grams[g].key]
+			if b == nil {
+				b = roaring.New()
+				t.grams[grams[g].key] = b
 			}
-			lists[k] = append(l, row)
-		})
-		if !isASCII(s) {
-			nonASCII = append(nonASCII, row)
+			b.AddMany(l)
+			grams[g].rows = l[:0]
+		}
+		touched = touched[:0]
+	}
+	var buf [256]uint32
+	it := c.present.ManyIterator()
+	chunk := uint32(0)
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		for _, row := range buf[:n] {
+			if row>>16 != chunk {
+				flush()
+				chunk = row >> 16
+			}
+			s := c.strs[row]
+			if len(s) < 3 {
+				continue
+			}
+			high := byte(0)
+			k := uint32(foldASCII(s[0]))<<8 | uint32(foldASCII(s[1]))
+			high |= s[0] | s[1]
+			for i := 2; i < len(s); i++ {
+				high |= s[i]
+				k = (k<<8 | uint32(foldASCII(s[i]))) & 0xFFFFFF
+				var g int32
+				if k&0x808080 == 0 {
+					a := k>>2&0x1FC000 | k>>1&0x3F80 | k&0x7F
+					if ascii[a] == 0 {
+						grams = append(grams, gram{key: k})
+						ascii[a] = int32(len(grams))
+					}
+					g = ascii[a] - 1
+				} else {
+					var ok bool
+					if g, ok = other[k]; !ok {
+						g = int32(len(grams))
+						grams = append(grams, gram{key: k})
+						other[k] = g
+					}
+				}
+				l := grams[g].rows
+				if n := len(l); n > 0 && l[n-1] == row {
+					continue // a repeat in this value
+				}
+				if len(l) == 0 {
+					touched = append(touched, g)
+				}
+				grams[g].rows = append(l, row)
+			}
+			if high >= 0x80 {
+				nonASCII = append(nonASCII, row)
+			}
 		}
 	}
-	for k, l := range lists {
-		b := roaring.New()
-		b.AddMany(l)
+	flush()
+	for _, b := range t.grams {
 		b.RunOptimize()
-		t.grams[k] = b
 		t.bytes += 64 + int64(b.GetSizeInBytes())
 	}
 	t.nonASCII.AddMany(nonASCII)
@@ -84,14 +152,16 @@ func buildTrigrams(c *Column) *trigramIndex {
 	return t
 }
 
-// update moves row from its old value (when had) to v.
+// update moves row from its old value (when had) to v. The size it keeps
+// counts two bytes a row of a gram, what an array container takes.
 func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 	if had {
 		eachTrigram(old, func(k uint32) {
-			if b := t.grams[k]; b != nil {
-				b.Remove(row)
+			if b := t.grams[k]; b != nil && b.CheckedRemove(row) {
+				t.bytes -= 2
 				if b.IsEmpty() {
 					delete(t.grams, k)
+					t.bytes -= 64
 				}
 			}
 		})
@@ -105,36 +175,63 @@ func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 		if b == nil {
 			b = roaring.New()
 			t.grams[k] = b
+			t.bytes += 64
 		}
-		b.Add(row)
+		if b.CheckedAdd(row) {
+			t.bytes += 2
+		}
 	})
 	if !isASCII(v.Str) {
 		t.nonASCII.Add(row)
 	}
 }
 
+// clone returns a copy of t that changes apart from it.
+func (t *trigramIndex) clone() *trigramIndex {
+	n := &trigramIndex{grams: make(map[uint32]*roaring.Bitmap, len(t.grams)), bytes: t.bytes}
+	for k, b := range t.grams {
+		n.grams[k] = b.Clone()
+	}
+	n.nonASCII = *t.nonASCII.Clone()
+	return n
+}
+
 var _ index.SubstringValues = (*Column)(nil)
 
 // SubstringCandidates returns a superset of the rows whose value contains
 // sub (under simple case folding when fold), from the column's trigram
-// index, which it builds on first use. ok is false when the index cannot
-// narrow the rows: not a string column, sub shorter than three bytes, or
-// a folded sub with non-ASCII bytes. It implements index.SubstringValues.
-func (c *Column) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bool) {
+// index, which it builds on first use, and the rows of it known to match
+// without a look at their value (nil: none). ok is false when the index
+// cannot narrow the rows: not a string column, sub shorter than three
+// bytes, or a folded sub with non-ASCII bytes. It implements
+// index.SubstringValues.
+//
+// The grams' rows are intersected rarest first, so that the later
+// intersections are of a small set with a large one, which costs the
+// small set's size.
+//
+// A sub of exactly one trigram needs no look at the values when the
+// trigram says it all: folded, as ASCII bytes that fold to sub's are
+// whole runes that Unicode folds the same way; exact, when sub has no
+// ASCII letter to fold.
+func (c *Column) SubstringCandidates(sub string, fold bool) (rows, sure *roaring.Bitmap, ok bool) {
 	if c.kind != codec.KindString || len(sub) < 3 || (fold && !isASCII(sub)) {
-		return nil, false
+		return nil, nil, false
 	}
 	ix := &c.ix
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if ix.tri == nil {
 		ix.tri = buildTrigrams(c)
 		c.indexBuilt()
 	}
+	// Writers, who change the index, wait for the readers of the store:
+	// from here on it only is read.
+	t := ix.tri
+	ix.mu.Unlock()
 	var bms []*roaring.Bitmap
 	missing := false
 	eachTrigram(sub, func(k uint32) {
-		b := ix.tri.grams[k]
+		b := t.grams[k]
 		if b == nil {
 			missing = true
 			return
@@ -143,20 +240,39 @@ func (c *Column) SubstringCandidates(sub string, fold bool) (*roaring.Bitmap, bo
 			bms = append(bms, b)
 		}
 	})
-	out := roaring.New()
-	if !missing {
+	switch {
+	case missing:
+		rows = roaring.New()
+	case len(bms) == 1:
+		rows = bms[0].Clone()
+	default:
 		slices.SortFunc(bms, func(a, b *roaring.Bitmap) int {
 			return int(int64(a.GetCardinality()) - int64(b.GetCardinality()))
 		})
-		out = bms[0].Clone()
-		for _, b := range bms[1:] {
-			if out.And(b); out.IsEmpty() {
+		rows = roaring.And(bms[0], bms[1])
+		for _, b := range bms[2:] {
+			if rows.IsEmpty() {
 				break
 			}
+			rows.And(b)
 		}
 	}
-	if fold {
-		out.Or(&ix.tri.nonASCII)
+	if len(sub) == 3 && (fold || !hasASCIILetter(sub)) {
+		sure = rows.Clone()
 	}
-	return out, true
+	if fold {
+		rows.Or(&t.nonASCII)
+	}
+	return rows, sure, true
+}
+
+// hasASCIILetter reports whether s holds an ASCII letter, which the
+// trigram keys fold.
+func hasASCIILetter(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i] | 0x20; 'a' <= b && b <= 'z' {
+			return true
+		}
+	}
+	return false
 }

@@ -177,8 +177,10 @@ func newTableStore(t *model.Table) *TableStore {
 
 // clone returns a copy of s that changes apart from it: the values are
 // copied (strings and lists are never changed in place, so the copy shares
-// them), and so are the orders and dictionaries already built; trigram
-// indexes are built again on use. The caller holds s for reading.
+// them), and so are the orders, dictionaries and trigram indexes already
+// built, which the copy's writes then keep current: copying a trigram
+// index costs a fraction of building it again. The caller holds s for
+// reading.
 func (s *TableStore) clone() *TableStore {
 	n := &TableStore{cols: make(map[uint32]*Column, len(s.cols))}
 	for id, c := range s.cols {
@@ -192,6 +194,9 @@ func (s *TableStore) clone() *TableStore {
 		}
 		if d := c.ix.dict; d != nil {
 			nc.ix.dict = &colDict{codes: slices.Clone(d.codes), vals: slices.Clone(d.vals), byStr: maps.Clone(d.byStr)}
+		}
+		if t := c.ix.tri; t != nil {
+			nc.ix.tri = t.clone()
 		}
 		nc.ix.noOrder, nc.ix.noDict = c.ix.noOrder, c.ix.noDict
 		c.ix.mu.Unlock()
