@@ -80,12 +80,12 @@ func (s *suite) runCoppice() error {
 // settleAfter waits for the server's compactions to settle after a load,
 // and notes how long that took in the report.
 func (s *suite) settleAfter(srv *server, what string) {
-	waited, ok, err := srv.settle(10 * time.Minute)
+	waited, ok, err := srv.settle(5 * time.Minute)
 	switch {
 	case err != nil:
 		s.rep.note("waiting for compactions after %s: %v", what, err)
 	case !ok:
-		s.rep.note("compactions after %s had not settled after %v; the next workloads ran during them", what, waited.Round(time.Second))
+		s.rep.note("compactions after %s still ran after %v; the next workloads ran during them", what, waited.Round(time.Second))
 	default:
 		logf("compactions settled %v after %s", waited.Round(100*time.Millisecond), what)
 		s.rep.note("compactions after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))

@@ -119,60 +119,47 @@ func (s *server) ready(timeout time.Duration) error {
 	return nil
 }
 
-// settle waits, up to limit, until the server's storage has no compaction
-// running and little compaction debt left (its metrics say so for a second
-// in a row), so that a workload does not pay for the writes of the one
-// before it. It returns how long it waited and whether the storage settled.
+// settle waits, up to limit, until the server's storage has had no
+// compaction running for two seconds in a row, so that a workload does not
+// pay for the compactions of the load before it. (The storage's estimated
+// compaction debt is no guide: it stays in the hundreds of megabytes on a
+// settled tree that no compaction is due for.) It returns how long it
+// waited and whether the storage settled.
 func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
-	const debtLeft = 64 << 20
+	const poll, quietPolls = 250 * time.Millisecond, 8
 	t0 := time.Now()
 	quiet := 0
 	for time.Since(t0) < limit {
-		running, debt, err := s.compactionState()
+		running, err := s.compactionsRunning()
 		if err != nil {
 			return time.Since(t0), false, err
 		}
-		if running == 0 && debt < debtLeft {
-			if quiet++; quiet == 4 {
+		if running == 0 {
+			if quiet++; quiet == quietPolls {
 				return time.Since(t0), true, nil
 			}
 		} else {
 			quiet = 0
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(poll)
 	}
 	return time.Since(t0), false, nil
 }
 
-// compactionState reads the compactions in progress and the compaction
-// debt from the server's metrics.
-func (s *server) compactionState() (running, debt float64, err error) {
+// compactionsRunning reads the compactions in progress from the server's
+// metrics.
+func (s *server) compactionsRunning() (float64, error) {
+	const name = "coppice_storage_compactions_in_progress"
 	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
 	if err != nil || status != 200 {
-		return 0, 0, fmt.Errorf("metrics: status %d, %v", status, err)
+		return 0, fmt.Errorf("metrics: status %d, %v", status, err)
 	}
-	found := 0
 	for line := range strings.Lines(string(body)) {
-		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
-		var dst *float64
-		switch name {
-		case "coppice_storage_compactions_in_progress":
-			dst = &running
-		case "coppice_storage_compaction_debt_bytes":
-			dst = &debt
+		if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			return strconv.ParseFloat(value, 64)
 		}
-		if !ok || dst == nil {
-			continue
-		}
-		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, fmt.Errorf("metrics: %s: %w", name, err)
-		}
-		found++
 	}
-	if found != 2 {
-		return 0, 0, fmt.Errorf("metrics: no compaction figures in %d bytes", len(body))
-	}
-	return running, debt, nil
+	return 0, fmt.Errorf("metrics: no %s in %d bytes", name, len(body))
 }
 
 // core returns the engine's workspace id: the part after the slug.
