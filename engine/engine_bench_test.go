@@ -290,27 +290,11 @@ func BenchmarkInsert(b *testing.B) {
 		for _, clients := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("%s/clients%d", sizeLabel(n), clients), func(b *testing.B) {
 				f := get(b, n)
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							i := int(next.Add(1)) - 1
-							if i >= b.N {
-								return
-							}
-							op := engine.Op{Kind: engine.OpInsert, Table: benchTable, Values: tpl[i%len(tpl)]}
-							if _, err := f.env.e.WriteOne(f.ref, op); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
+				runClients(b, clients, func(i int) error {
+					op := engine.Op{Kind: engine.OpInsert, Table: benchTable, Values: tpl[i%len(tpl)]}
+					_, err := f.env.e.WriteOne(f.ref, op)
+					return err
+				})
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
 			})
 		}
@@ -352,28 +336,37 @@ func BenchmarkBulkInsertConcurrent(b *testing.B) {
 				f := get(b, n)
 				cost := startWriteCost(b, f.env.e)
 				cpu := processCPU(b)
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for next.Add(1) <= int64(b.N) {
-							if _, err := f.env.e.BulkInsert(context.Background(), f.ref, benchTable, batch); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
+				runClients(b, clients, func(int) error {
+					_, err := f.env.e.BulkInsert(context.Background(), f.ref, benchTable, batch)
+					return err
+				})
 				b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "records/s")
 				b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*len(batch)), "cpu-µs/doc")
 				cost.report(b, b.N*len(batch))
 			})
 		}
 	}
+}
+
+// runClients resets the timer and runs op for i = 0 … b.N-1 from clients
+// goroutines, each taking the next i, until every op is done or one fails.
+func runClients(b *testing.B, clients int, op func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
+				if err := op(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // writeCost is what the storage engine had been given when a benchmark of

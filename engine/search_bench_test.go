@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -198,22 +196,10 @@ func BenchmarkSearchIndexing(b *testing.B) {
 			}
 			cost := startWriteCost(b, env.e)
 			cpu := processCPU(b)
-			var taken atomic.Int64
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := taken.Add(1) - 1; i < int64(b.N); i = taken.Add(1) - 1 {
-						if _, err := env.e.BulkInsert(context.Background(), ref, "docs", batches[i]); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			runClients(b, clients, func(i int) error {
+				_, err := env.e.BulkInsert(context.Background(), ref, "docs", batches[i])
+				return err
+			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*engine.MaxBulkRecords)/b.Elapsed().Seconds(), "docs/s")
 			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*engine.MaxBulkRecords), "cpu-µs/doc")
