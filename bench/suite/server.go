@@ -119,9 +119,10 @@ func (s *server) ready(timeout time.Duration) error {
 	return nil
 }
 
-// settle waits, up to limit, until the server's storage has had no
-// compaction running for two seconds in a row, so that a workload does not
-// pay for the compactions of the load before it. (The storage's estimated
+// settle waits, up to limit, until the server has had no compaction and
+// no build of an in-memory column store running for two seconds in a row,
+// so that a workload does not pay for the background work of the one
+// before it. (The storage's estimated
 // compaction debt is no guide: it stays in the hundreds of megabytes on a
 // settled tree that no compaction is due for.) It returns how long it
 // waited and whether the storage settled.
@@ -130,7 +131,7 @@ func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
 	t0 := time.Now()
 	quiet := 0
 	for time.Since(t0) < limit {
-		running, err := s.compactionsRunning()
+		running, err := s.backgroundRunning()
 		if err != nil {
 			return time.Since(t0), false, err
 		}
@@ -146,20 +147,32 @@ func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
 	return time.Since(t0), false, nil
 }
 
-// compactionsRunning reads the compactions in progress from the server's
-// metrics.
-func (s *server) compactionsRunning() (float64, error) {
-	const name = "coppice_storage_compactions_in_progress"
+// backgroundRunning reads from the server's metrics how many compactions
+// and column-store builds are in progress.
+func (s *server) backgroundRunning() (float64, error) {
+	names := []string{"coppice_storage_compactions_in_progress", "coppice_store_builds_in_progress"}
 	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
 	if err != nil || status != 200 {
 		return 0, fmt.Errorf("metrics: status %d, %v", status, err)
 	}
+	var sum float64
+	found := 0
 	for line := range strings.Lines(string(body)) {
-		if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
-			return strconv.ParseFloat(value, 64)
+		for _, name := range names {
+			if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+				v, err := strconv.ParseFloat(value, 64)
+				if err != nil {
+					return 0, fmt.Errorf("metrics: %s: %w", name, err)
+				}
+				sum += v
+				found++
+			}
 		}
 	}
-	return 0, fmt.Errorf("metrics: no %s in %d bytes", name, len(body))
+	if found != len(names) {
+		return 0, fmt.Errorf("metrics: %d of %v in %d bytes", found, names, len(body))
+	}
+	return sum, nil
 }
 
 // core returns the engine's workspace id: the part after the slug.
