@@ -20,8 +20,8 @@ func prepareDataDir(dir string, log *slog.Logger) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		log.Warn("the data directory is open to other users; chmod 700 it", slog.String("dir", dir),
-			slog.String("mode", fs.FileMode(perm).String()))
+		log.Warn("the data directory is open to other users; chmod 700 it", slog.String("data_dir", dir),
+			slog.String("file_mode", fs.FileMode(perm).String()))
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 	}
 	bi := api.ReadBuildInfo()
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("data", cfg.DataDir),
-		slog.String("compat", cfg.API.Compat), slog.String("version", bi.Version), slog.String("revision", bi.Revision))
+		slog.String("compat", cfg.API.Compat), slog.String("version", bi.Version), slog.String("vcs_revision", bi.Revision))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if ready != nil {
@@ -151,8 +151,8 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if plan.GoLimit > 0 {
 		debug.SetMemoryLimit(plan.GoLimit)
 	}
-	log.Info("memory", slog.Int64("limit", plan.Limit), slog.Int64("cache", plan.CacheSize),
-		slog.Int64("memtables", plan.Memtables), slog.Int64("derived", plan.Derived), slog.Int64("go_limit", plan.GoLimit))
+	log.Info("memory", slog.Int64("limit_bytes", plan.Limit), slog.Int64("cache_bytes", plan.CacheSize),
+		slog.Int64("memtables_bytes", plan.Memtables), slog.Int64("derived_bytes", plan.Derived), slog.Int64("go_limit_bytes", plan.GoLimit))
 	opts := engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
 		Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster}
 	if m := cfg.API.Metrics; m != nil {
@@ -215,7 +215,7 @@ func shutdown(srv *api.Server, ln net.Listener, served <-chan error, eng *engine
 	}
 	if n := srv.InFlight(); n > 0 {
 		log.Error("requests still running at the end of the shutdown timeout: exiting without closing the data directory",
-			slog.Int("requests", n))
+			slog.Int("requests_running", n))
 		return
 	}
 	closed := make(chan error, 1)
