@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/engine"
 )
 
 // Admission: before its handler runs, a request reads its body within the
@@ -260,10 +262,48 @@ func hasBody(ctx *fasthttp.RequestCtx) bool {
 	return n > 0 || n == -1
 }
 
+// counter is a cap on a count of things without a queue: what does not
+// fit goes on without one.
+type counter struct {
+	n     atomic.Int64
+	limit int64
+}
+
+// tryAdd counts one more thing, if there is room.
+func (c *counter) tryAdd() bool {
+	if c.n.Add(1) > c.limit {
+		c.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+// done counts one thing less.
+func (c *counter) done() { c.n.Add(-1) }
+
+// writeContext returns the context of a write of r's made with base: once
+// the write waits to be committed with the others of its database, which
+// the writer holding the database's lock applies one group at a time, r
+// gives its execution slot to the next request when there is room among
+// the writes waiting so (Limits.MaxSyncWaiting). The writers waiting then
+// join one group and share its sync, however many they are; what is left
+// of r once answered, writing its response, is cheap.
+func (s *Server) writeContext(r *request, base context.Context) context.Context {
+	return engine.OnGroupWait(base, func() {
+		if r.slot && !r.syncWaiting && s.syncWaiting.tryAdd() {
+			r.slot, r.syncWaiting = false, true
+			s.slots.release()
+		}
+	})
+}
+
 // release gives back a request's slots and body bytes.
 func (s *Server) release(r *request) {
 	if r.slot {
 		s.slots.release()
+	}
+	if r.syncWaiting {
+		s.syncWaiting.done()
 	}
 	if r.heavySlot {
 		s.heavy.release()

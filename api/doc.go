@@ -47,7 +47,8 @@
 //     Shutdown, and handlers pass it to the engine's long calls. Admission
 //     (admission.go) reads a body within the budget of body bytes, then
 //     takes an execution slot; both wait in one bounded queue, and beyond
-//     it answer 503 with Retry-After. Connections are counted and capped by
+//     it answer 503 with Retry-After. A write waiting for its group commit
+//     gives its slot back (Limits.MaxSyncWaiting). Connections are counted and capped by
 //     the listener (conns.go), which also rides out running out of
 //     descriptors. Failed authentications are rate-limited per client
 //     address (authlimit.go). Transport errors are answered and logged

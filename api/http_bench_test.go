@@ -391,7 +391,13 @@ func BenchmarkHTTPInsert(b *testing.B) {
 			if c == 1 {
 				n = max(n/10, cfg.rounds)
 			}
+			st0, _ := srv.srv.eng.Stats(0)
 			compareLoads(b, cfg, n, srv.addr, trivial, 201, 201, fill)
+			st1, _ := srv.srv.eng.Stats(0)
+			g, w := st1.Storage.WriteGroups-st0.Storage.WriteGroups, st1.Storage.GroupedWrites-st0.Storage.GroupedWrites
+			b.ReportMetric(float64(w)/float64(max(g, 1)), "writes/group")
+			b.ReportMetric(float64(w)/float64(max(st1.Storage.WALSyncs-st0.Storage.WALSyncs, 1)), "writes/sync")
+			b.ReportMetric(float64(st1.Storage.KeysWritten-st0.Storage.KeysWritten)/float64(max(w, 1)), "keys/write")
 		})
 	}
 }

@@ -16,6 +16,7 @@ func (s *Server) initLimits() {
 	q := &queue{maxQueue: int64(l.MaxQueue), maxWait: l.MaxQueueWait}
 	s.slots = newSlots(l.MaxInflight, q)
 	s.heavy = newSlots(l.MaxInflightHeavy, q)
+	s.syncWaiting = &counter{limit: int64(l.MaxSyncWaiting)}
 	s.bodies = &bodyBudget{q: q, limit: l.MaxBodyInflight}
 	s.authFails = newAuthLimiter(l.AuthFailLimit, l.AuthFailWindow)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())

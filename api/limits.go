@@ -22,6 +22,15 @@ type Limits struct {
 	// summaries, aggregations, vector searches) execute at once, within
 	// MaxInflight; 0 means DefaultMaxInflightHeavy().
 	MaxInflightHeavy int
+	// MaxSyncWaiting is how many writes may wait for their sync without
+	// holding an execution slot. A write applied and waiting only for the
+	// sync it shares with the writes committed with it needs no CPU: it
+	// gives its slot to the next request, so that more writers than
+	// MaxInflight form each group and share its sync. Beyond this many, a
+	// write keeps its slot while it waits, and the requests after it
+	// queue for slots as usual. 0 means DefaultMaxSyncWaiting; negative
+	// means none: every write holds its slot to the end.
+	MaxSyncWaiting int
 	// MaxQueue is how many requests may wait for a slot when all are
 	// taken; beyond it they get 503. 0 means DefaultMaxQueue; negative
 	// means none wait.
@@ -67,8 +76,12 @@ type Limits struct {
 
 // Defaults of Limits.
 const (
-	DefaultRequestTimeout    = 30 * time.Second
-	DefaultMaxQueue          = 256
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxQueue       = 256
+	// DefaultMaxSyncWaiting lets a thousand clients' writes share their
+	// syncs; a waiting write holds its body (within MaxBodyInflight) and
+	// a goroutine.
+	DefaultMaxSyncWaiting    = 1024
 	DefaultMaxQueueWait      = 10 * time.Second
 	DefaultMaxBodyInflight   = 256 << 20
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -83,11 +96,12 @@ const (
 )
 
 // DefaultMaxInflight is the default of Limits.MaxInflight: four requests
-// per CPU, and at least 16. A request either computes or waits for its
-// write's group-committed sync; a few per core keep the cores busy while
-// some wait, and the writers waiting on one sync share it. More would only
-// add memory and contention. The floor lets the legacy SDK's ten parallel
-// requests and a few writers run without queueing on a small machine.
+// per CPU, and at least 16. A few per core keep the cores busy while some
+// wait for storage; a write waiting for its group commit gives its slot
+// back (MaxSyncWaiting), so the slots bound the requests computing. More
+// would only add memory and contention. The floor lets the legacy SDK's
+// ten parallel requests and a few writers run without queueing on a small
+// machine.
 func DefaultMaxInflight() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
 
 // DefaultMaxInflightHeavy is the default of Limits.MaxInflightHeavy: one
@@ -119,6 +133,12 @@ func (l Limits) withDefaults(maxBody int) Limits {
 		l.MaxInflightHeavy = DefaultMaxInflightHeavy()
 	}
 	l.MaxInflightHeavy = min(l.MaxInflightHeavy, l.MaxInflight)
+	switch {
+	case l.MaxSyncWaiting == 0:
+		l.MaxSyncWaiting = DefaultMaxSyncWaiting
+	case l.MaxSyncWaiting < 0:
+		l.MaxSyncWaiting = 0
+	}
 	switch {
 	case l.MaxQueue == 0:
 		l.MaxQueue = DefaultMaxQueue

@@ -652,3 +652,74 @@ func TestKeepAlive(t *testing.T) {
 	io.WriteString(c, "GET /user HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n")
 	read(200)
 }
+
+// TestWriteGivesSlotBack checks what a write does with its execution slot
+// once it waits to be committed with the others: a single-record write and
+// a bulk insert give it back while there is room among the writes waiting
+// so (MaxSyncWaiting), and take a place there until released; beyond it,
+// and for a transaction of several operations, the slot is kept.
+func TestWriteGivesSlotBack(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{MaxInflight: 3, MaxSyncWaiting: 2}})
+	ts.createDB("app")
+	ts.createTable("app", "t", map[string]any{"name": "n", "type": "int"})
+	s := ts.srv
+	ref := engine.Ref{Workspace: ts.info.Workspace, Database: "app", Branch: "main"}
+	admitted := func() *request {
+		t.Helper()
+		if !s.slots.tryAcquire() {
+			t.Fatal("no free slot")
+		}
+		return &request{s: s, slot: true}
+	}
+	free := func(want int) {
+		t.Helper()
+		if n := len(s.slots.free); n != want {
+			t.Errorf("%d free slots, want %d", n, want)
+		}
+	}
+	one := admitted()
+	if _, err := s.eng.WriteOneContext(s.writeContext(one, context.Background()), ref,
+		engine.Op{Kind: engine.OpInsert, Table: "t", Values: map[string]any{"n": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bulk := admitted()
+	if _, err := s.eng.BulkInsert(s.writeContext(bulk, context.Background()), ref, "t",
+		[]map[string]any{{"n": 2}, {"n": 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if one.slot || !one.syncWaiting || bulk.slot || !bulk.syncWaiting {
+		t.Errorf("single write: slot %v, waiting %v; bulk: slot %v, waiting %v, want both false, true",
+			one.slot, one.syncWaiting, bulk.slot, bulk.syncWaiting)
+	}
+	free(3)
+	full := admitted()
+	if _, err := s.eng.WriteOneContext(s.writeContext(full, context.Background()), ref,
+		engine.Op{Kind: engine.OpInsert, Table: "t", Values: map[string]any{"n": 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if !full.slot || full.syncWaiting {
+		t.Error("a write beyond MaxSyncWaiting gave its slot back")
+	}
+	s.release(one)
+	tx := admitted()
+	if _, err := s.eng.Write(s.writeContext(tx, context.Background()), ref, []engine.Op{
+		{Kind: engine.OpInsert, Table: "t", Values: map[string]any{"n": 5}},
+		{Kind: engine.OpInsert, Table: "t", Values: map[string]any{"n": 6}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !tx.slot || tx.syncWaiting {
+		t.Error("a transaction of two operations gave its slot back")
+	}
+	free(1)
+	for _, r := range []*request{bulk, full, tx} {
+		s.release(r)
+	}
+	free(3)
+	if n := s.syncWaiting.n.Load(); n != 0 {
+		t.Errorf("%d writes counted as waiting after release", n)
+	}
+	if n, err := s.eng.RecordCount(ref); err != nil || n != 6 {
+		t.Errorf("%d records (%v), want 6", n, err)
+	}
+}

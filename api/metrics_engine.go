@@ -107,6 +107,8 @@ var (
 	descWALSyncs        = desc("coppice_storage_wal_syncs_total", "Syncs of the write-ahead log (commits waiting together share one).")
 	descWALSyncSecs     = desc("coppice_storage_wal_sync_seconds_total", "Time spent syncing the write-ahead log.")
 	descWALFiles        = desc("coppice_storage_wal_files", "Live write-ahead log files.")
+	descWriteGroups     = desc("coppice_write_groups_total", "Commits of single-record writes and bulk inserts; concurrent ones share one commit and one sync.")
+	descGroupedWrites   = desc("coppice_write_group_writes_total", "Writes held by those commits: divided by coppice_write_groups_total, the mean size of a group.")
 	descBuildsNow       = desc("coppice_store_builds_in_progress", "In-memory column stores being built in the background now.")
 	descDatabases       = desc("coppice_databases", "Databases on this server.")
 	descDBRecords       = desc("coppice_database_records", "Records of a database, summed over its branches (a record two branches share counts twice); the "+strconv.Itoa(MaxDatabaseSeries)+" largest databases only.", "workspace", "database")
@@ -122,6 +124,7 @@ var (
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
 		descCompactionsNow, descCompactionDebt, descCompactionSecs, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,
+		descWriteGroups, descGroupedWrites,
 		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes, descMemLimit, descMemBudget,
 		descMemUsed, descMemStructures, descMemEvictions, descMemEvictedBytes, descWritesRefused}
 )
@@ -168,6 +171,8 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descWALSyncs, float64(s.WALSyncs))
 	counter(descWALSyncSecs, s.WALSyncTime.Seconds())
 	gauge(descWALFiles, float64(s.WALFiles))
+	counter(descWriteGroups, float64(s.WriteGroups))
+	counter(descGroupedWrites, float64(s.GroupedWrites))
 	gauge(descBuildsNow, float64(st.BuildsInProgress))
 	gauge(descDatabases, float64(st.DatabaseCount))
 	for _, d := range st.Databases {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -100,7 +101,8 @@ func (s *Server) insertRecord(r *request) error {
 	if _, ok := values["id"]; ok {
 		return invalid("id must not be set in the body of POST data; use PUT data/{id}")
 	}
-	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{Kind: engine.OpInsert, Table: c.table, Values: values, CreateOnly: true})
+	res, err := s.eng.WriteOneContext(s.writeContext(r, context.Background()), c.ref.Ref,
+		engine.Op{Kind: engine.OpInsert, Table: c.table, Values: values, CreateOnly: true})
 	if err != nil {
 		return err
 	}
@@ -146,7 +148,7 @@ func (s *Server) writeByID(r *request, op engine.Op, createOnly bool) error {
 		return err
 	}
 	op.Table = c.table
-	res, err := s.eng.WriteOne(c.ref.Ref, op)
+	res, err := s.eng.WriteOneContext(s.writeContext(r, context.Background()), c.ref.Ref, op)
 	if err != nil {
 		return err
 	}
@@ -209,7 +211,7 @@ func (s *Server) deleteRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.eng.WriteOne(c.ref.Ref, engine.Op{Kind: engine.OpDelete, Table: c.table, ID: id})
+	res, err := s.eng.WriteOneContext(s.writeContext(r, context.Background()), c.ref.Ref, engine.Op{Kind: engine.OpDelete, Table: c.table, ID: id})
 	if err != nil {
 		return err
 	}
@@ -268,7 +270,7 @@ func (s *Server) bulkInsert(r *request) error {
 	if nullErrs != nil {
 		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
 	}
-	res, err := s.eng.BulkInsert(r.context(), c.ref.Ref, c.table, records)
+	res, err := s.eng.BulkInsert(s.writeContext(r, r.context()), c.ref.Ref, c.table, records)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return bulkError(oe)

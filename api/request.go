@@ -46,6 +46,9 @@ type request struct {
 	slot      bool
 	heavySlot bool
 	bodyBytes int64
+	// syncWaiting is set once the request, a write waiting for its sync,
+	// gave its execution slot back for a place among Server.syncWaiting.
+	syncWaiting bool
 	// route is the endpoint the router matched; nil until then.
 	route *route
 	// plan is what the handler ran, for the slow-request log; see setPlan.

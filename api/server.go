@@ -122,18 +122,21 @@ type Server struct {
 
 	// Limits and their state: admission.go, authlimit.go, conns.go,
 	// reqctx.go.
-	limits     Limits
-	slots      *slots
-	heavy      *slots // the heavy requests' own cap, see heavyRequest
-	bodies     *bodyBudget
-	authFails  *authLimiter
-	base       context.Context // parent of request contexts; ends at Shutdown
-	cancelBase context.CancelCauseFunc
-	timeLimit  error // cause of a request's deadline
-	stopping   atomic.Bool
-	active     atomic.Int64 // requests in serve
-	connsMu    sync.Mutex
-	conns      []*connLimiter // the listeners Serve accepts on
+	limits Limits
+	slots  *slots
+	heavy  *slots // the heavy requests' own cap, see heavyRequest
+	// syncWaiting counts the writes waiting for their sync that gave
+	// their slot back (request.syncWait).
+	syncWaiting *counter
+	bodies      *bodyBudget
+	authFails   *authLimiter
+	base        context.Context // parent of request contexts; ends at Shutdown
+	cancelBase  context.CancelCauseFunc
+	timeLimit   error // cause of a request's deadline
+	stopping    atomic.Bool
+	active      atomic.Int64 // requests in serve
+	connsMu     sync.Mutex
+	conns       []*connLimiter // the listeners Serve accepts on
 }
 
 // DefaultRecordCacheSize is the default Options.RecordCacheSize: the

@@ -115,7 +115,7 @@ func (s *Server) transaction(r *request) error {
 	for i := range plans {
 		ops[i] = plans[i].op
 	}
-	results, err := s.eng.Write(r.context(), ref.Ref, ops)
+	results, err := s.eng.Write(s.writeContext(r, r.context()), ref.Ref, ops)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return txError(r, oe.Errors)

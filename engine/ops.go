@@ -148,6 +148,11 @@ type StorageStats struct {
 	// commands committed since the engine opened: divided by the records
 	// written, what a record costs the memtable and the compactions after.
 	KeysWritten uint64
+	// WriteGroups counts the commits of single-record writes and bulk
+	// inserts, each group of concurrent ones sharing one batch and one
+	// sync; GroupedWrites counts the writes they held. Their ratio is the
+	// mean size of the groups formed.
+	WriteGroups, GroupedWrites uint64
 }
 
 // LevelStats are the table files of one level.
@@ -190,6 +195,7 @@ func (e *Engine) Stats(maxDatabases int) (Stats, error) {
 func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	st := Stats{Storage: storageStats(e.pdb.Metrics())}
 	st.Storage.KeysWritten = e.ap.KeysWritten()
+	st.Storage.WriteGroups, st.Storage.GroupedWrites = e.ap.WriteGroups()
 	places := e.cat.Placements()
 	st.DatabaseCount = len(places)
 	dbs := make([]DatabaseStats, 0, len(places))

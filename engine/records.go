@@ -150,7 +150,7 @@ func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpR
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk})
+	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk, Queued: onGroupWait(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +160,28 @@ func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpR
 		results[i] = publicResult(&r)
 	}
 	return results, nil
+}
+
+// groupWaitKey is the context key of OnGroupWait's function.
+type groupWaitKey struct{}
+
+// OnGroupWait returns a context under which a single-record write or a
+// bulk insert calls fn once it has joined the writes of its database
+// waiting to be committed together. From then on its caller only waits:
+// the writer holding the database's writer lock applies the group, one
+// group at a time per database, and the group shares one sync. A server
+// may give the caller's execution slot to another request then. fn runs
+// at most once, on the caller's goroutine, and is not called for a write
+// that fails before it is queued, a transaction of several operations or
+// a replicated database's write.
+func OnGroupWait(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, groupWaitKey{}, fn)
+}
+
+// onGroupWait returns the function OnGroupWait set on ctx, or nil.
+func onGroupWait(ctx context.Context) func() {
+	fn, _ := ctx.Value(groupWaitKey{}).(func())
+	return fn
 }
 
 // publicResult returns the result of an operation as callers see it.
@@ -174,8 +196,13 @@ func publicResult(r *apply.OpResult) OpResult {
 // WriteOne applies a single operation and returns its result; failures are
 // plain *Error values.
 func (e *Engine) WriteOne(ref Ref, op Op) (OpResult, error) {
+	return e.WriteOneContext(context.Background(), ref, op)
+}
+
+// WriteOneContext is WriteOne with a context, as for Write.
+func (e *Engine) WriteOneContext(ctx context.Context, ref Ref, op Op) (OpResult, error) {
 	op.MissingNotFound = true
-	res, err := e.Write(context.Background(), ref, []Op{op})
+	res, err := e.Write(ctx, ref, []Op{op})
 	var oe *OpErrors
 	if errors.As(err, &oe) && len(oe.Errors) == 1 {
 		return OpResult{}, oe.Errors[0].Err

@@ -26,6 +26,8 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		"requests executing at once (default: 4 per CPU, at least 16)")
 	heavy := str("max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY", strconv.Itoa(api.DefaultMaxInflightHeavy()),
 		"heavy requests (queries, searches, summaries, aggregations, vector searches) executing at once, within --max-inflight (default: one less than the CPUs, at least 1)")
+	syncWaiting := str("max-sync-waiting", "COPPICE_MAX_SYNC_WAITING", strconv.Itoa(api.DefaultMaxSyncWaiting),
+		"writes that may wait to be committed with others and for their shared sync without holding one of the --max-inflight slots; beyond, a write keeps its slot; 0: every write keeps it")
 	queue := str("max-queue", "COPPICE_MAX_QUEUE", strconv.Itoa(api.DefaultMaxQueue),
 		"requests waiting for an execution slot or body bytes; more get 503 with Retry-After; 0: none wait")
 	queueWait := str("max-queue-wait", "COPPICE_MAX_QUEUE_WAIT", api.DefaultMaxQueueWait.String(),
@@ -69,6 +71,10 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		dur("request-timeout", reqTimeout, &l.RequestTimeout)
 		count("max-inflight", inflight, 1, &l.MaxInflight)
 		count("max-inflight-heavy", heavy, 1, &l.MaxInflightHeavy)
+		count("max-sync-waiting", syncWaiting, 0, &l.MaxSyncWaiting)
+		if l.MaxSyncWaiting == 0 {
+			l.MaxSyncWaiting = -1 // none
+		}
 		count("max-queue", queue, 0, &l.MaxQueue)
 		if l.MaxQueue == 0 {
 			l.MaxQueue = -1 // none wait

@@ -29,6 +29,10 @@ type Applier struct {
 	// keys counts the keys of the batches committed: what a command costs
 	// the memtable, which flushes and compactions then carry.
 	keys atomic.Uint64
+	// groupCommits and groupedWrites count the commits of the writes
+	// applied in groups (group.go) and the writes they held: their ratio
+	// is the mean size of the groups formed.
+	groupCommits, groupedWrites atomic.Uint64
 
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
@@ -80,6 +84,12 @@ func Open(pdb *pebble.DB, opts Options) (*Applier, error) {
 
 // KeysWritten is the number of keys in the batches committed since Open.
 func (a *Applier) KeysWritten() uint64 { return a.keys.Load() }
+
+// WriteGroups returns the number of group commits since Open and of the
+// writes they held.
+func (a *Applier) WriteGroups() (groups, writes uint64) {
+	return a.groupCommits.Load(), a.groupedWrites.Load()
+}
 
 // Catalog is the in-memory catalog, for readers.
 func (a *Applier) Catalog() *catalog.Catalog { return a.cat }

@@ -69,9 +69,13 @@ type DB struct {
 	knownCount int
 
 	// gmu guards queue, the single-record writes waiting to be applied
-	// in a group (group.go); it is a leaf, taken alone or under mu.
-	gmu   sync.Mutex
-	queue []*groupReq
+	// in a group (group.go), groups, the groups taken from it and not yet
+	// synced, and groupEnd, closed when one of them ends (nil until a
+	// writer waits for that); it is a leaf, taken alone or under mu.
+	gmu      sync.Mutex
+	queue    []*groupReq
+	groups   int
+	groupEnd chan struct{}
 }
 
 // State returns the database's current state.

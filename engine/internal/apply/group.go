@@ -20,7 +20,11 @@ import (
 // whole or not at all, whatever the others hold. The bitmaps the writes
 // share then take one merge operand each, and the counters and the words
 // new to a layer one key each. A group holds up to maxGroupOps
-// operations: the rest wait for the next one.
+// operations: the rest wait for the next one. At most maxGroupsInFlight
+// groups of a database are under way at once, the next waiting for the
+// sync of the oldest: while it syncs, the waiting writes pile up into one
+// group instead of each committing alone. A waiting write's caller is
+// told it only waits from then on (WriteRecords.Queued).
 //
 // This happens only where no copy of the database replays the commands:
 // a replicated database applies its log's entries one by one, so that
@@ -37,6 +41,9 @@ type groupReq struct {
 	res  any
 	err  error
 	done chan struct{}
+	// taken is set, under DB.gmu, once a writer took the request from
+	// the queue into its group.
+	taken bool
 }
 
 // groups reports whether w is applied in a group.
@@ -44,32 +51,69 @@ func (a *Applier) groups(w *WriteRecords) bool {
 	return !a.opts.Replicated && len(w.Ops) > 0 && (w.Bulk || len(w.Ops) == 1)
 }
 
+// maxGroupsInFlight bounds the groups of a database taken from its queue
+// and not yet synced: one syncing while the next is staged. A writer
+// that would start a third waits, and the writes arriving meanwhile join
+// its group: the groups grow with the writers rather than the syncs
+// multiplying, and each sync carries fewer keys per write, the bitmaps
+// the writes of a group share taking one operand each.
+const maxGroupsInFlight = 2
+
 // applyGrouped applies w with the other writes waiting for d's writer
-// lock, and returns w's result once it is durable. The holder of the lock
-// applies the oldest waiting writes as a group, and goes on with the next
-// ones until its own has been applied.
+// lock, and returns w's result once it is durable. Once it has a place
+// among the groups in flight, the holder of the lock applies the oldest
+// waiting writes as a group, and goes on with the next ones until its
+// own has been applied.
 func (a *Applier) applyGrouped(d *DB, w *WriteRecords) (any, error) {
 	r := &groupReq{cmd: w, done: make(chan struct{})}
 	d.gmu.Lock()
 	d.queue = append(d.queue, r)
 	d.gmu.Unlock()
+	if w.Queued != nil {
+		w.Queued()
+	}
 	for {
+		d.gmu.Lock()
+		for d.groups >= maxGroupsInFlight && !r.taken {
+			if d.groupEnd == nil {
+				d.groupEnd = make(chan struct{})
+			}
+			end := d.groupEnd
+			d.gmu.Unlock()
+			<-end
+			d.gmu.Lock()
+		}
+		taken := r.taken
+		d.gmu.Unlock()
+		if taken {
+			// An earlier holder of the lock took r into its group.
+			break
+		}
 		d.mu.Lock()
 		d.gmu.Lock()
+		if r.taken || d.groups >= maxGroupsInFlight {
+			d.gmu.Unlock()
+			d.mu.Unlock()
+			continue
+		}
 		n, ops := 0, 0
 		for n < len(d.queue) && (n == 0 || ops+len(d.queue[n].cmd.Ops) <= maxGroupOps) {
 			ops += len(d.queue[n].cmd.Ops)
+			d.queue[n].taken = true
 			n++
 		}
 		reqs := slices.Clone(d.queue[:n])
 		d.queue = slices.Delete(d.queue, 0, n)
+		d.groups++
 		d.gmu.Unlock()
-		if n == 0 {
-			// An earlier holder of the lock took r into its group.
-			d.mu.Unlock()
-			break
-		}
 		a.applyGroup(d, reqs) // releases d.mu
+		d.gmu.Lock()
+		d.groups--
+		if d.groupEnd != nil {
+			close(d.groupEnd)
+			d.groupEnd = nil
+		}
+		d.gmu.Unlock()
 		if slices.Contains(reqs, r) {
 			break
 		}
@@ -89,7 +133,10 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 	}
 	defer answer()
 	if len(reqs) == 1 {
-		reqs[0].res, reqs[0].err = a.applyLocked(d, reqs[0].cmd, nil)
+		if reqs[0].res, reqs[0].err = a.applyLocked(d, reqs[0].cmd, nil); reqs[0].err == nil {
+			a.groupCommits.Add(1)
+			a.groupedWrites.Add(1)
+		}
 		return
 	}
 	unlocked := false
@@ -107,13 +154,13 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		return
 	}
 	tx := beginTx(d, a.pdb.NewIndexedBatch())
-	staged := 0
+	nStaged := 0
 	for _, r := range reqs {
 		n, rows, changes := tx.batch.Count(), maps.Clone(tx.rows), len(tx.changes)
 		res, err := r.cmd.apply(tx)
 		if err == nil {
 			r.res = res
-			staged++
+			nStaged++
 			continue
 		}
 		if tx.batch.Count() != n || len(tx.changes) != changes {
@@ -138,7 +185,7 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 			}
 		}
 	}
-	if staged == 0 {
+	if nStaged == 0 {
 		tx.batch.Close()
 		return
 	}
@@ -152,5 +199,8 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 	}
 	if err := a.commitTx(d, tx, unlock); err != nil {
 		fail(err)
+		return
 	}
+	a.groupCommits.Add(1)
+	a.groupedWrites.Add(uint64(nStaged))
 }

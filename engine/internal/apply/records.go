@@ -22,6 +22,12 @@ type WriteRecords struct {
 	Now    time.Time  `json:"now"`
 	Ops    []model.Op `json:"ops"`
 	Bulk   bool       `json:"bulk,omitempty"`
+	// Queued, when set, is called once the write joins the writes
+	// waiting to be applied in a group (group.go): from then on its
+	// caller only waits, for the group and for its sync, while the
+	// writer applying the group does the work. It is not part of the
+	// command: a replica never sees it.
+	Queued func() `json:"-"`
 }
 
 func (c *WriteRecords) apply(tx *Tx) (any, error) {
