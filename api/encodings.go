@@ -6,11 +6,12 @@ import (
 	"github.com/coppice-db/coppice/engine"
 )
 
-// Point reads answer with the record encoded by appendView. The engine's
-// RecordCache keeps views, not encodings, and hands out the same view for
-// a record until the record is written; so the server keeps the encoding
-// of each view it encoded, keyed by the view itself, and a read whose view
-// it knows encodes nothing. An entry holds its view, so a key is never
+// Point reads, and query pages of whole records, answer with records
+// encoded by appendView. The engine's RecordCache keeps views, not
+// encodings, and hands out the same view for a record until the record is
+// written; so the server keeps the encoding of each cached view it
+// encoded, keyed by the view itself, and a read whose view it knows
+// encodes nothing. An entry holds its view, so a key is never
 // reused by another view; entries of views the engine has replaced are
 // never asked for again and leave as the budget evicts them.
 

@@ -312,6 +312,60 @@ func TestPointGetRecordCacheOff(t *testing.T) {
 	}
 }
 
+// TestQueryPagesRecordCache: query pages served through the record cache
+// (whole records, and some columns) answer as a server without the cache
+// does, page after page, after point reads of the same records, and after
+// writes to some of them.
+func TestQueryPagesRecordCache(t *testing.T) {
+	on := startServer(t, Options{})
+	off := startServer(t, Options{RecordCacheSize: -1})
+	for _, ts := range []*testServer{on, off} {
+		ts.createDB("d")
+		ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"}, map[string]any{"name": "n", "type": "int"})
+		for i := range 6 {
+			ts.expect(201, "PUT", fmt.Sprintf("/db/d:main/tables/t/data/r%d", i), map[string]any{"s": fmt.Sprint("v", i), "n": i % 3})
+		}
+	}
+	// answer is a page's records without their metadata, whose times
+	// differ between the servers, and the version of each.
+	answer := func(ts *testServer, body map[string]any) string {
+		r := ts.expect(200, "POST", "/db/d:main/tables/t/query", body)
+		var out []string
+		for _, rec := range r.obj()["records"].([]any) {
+			m := rec.(map[string]any)
+			meta, _ := m["svc"].(map[string]any)
+			delete(m, "svc")
+			out = append(out, fmt.Sprint(m, " v", meta["version"]))
+		}
+		return strings.Join(out, "; ")
+	}
+	queries := []map[string]any{
+		{"filter": map[string]any{"n": 1}},
+		{"sort": map[string]any{"s": "desc"}, "page": map[string]any{"size": 4}},
+		{"columns": []any{"s"}, "filter": map[string]any{"n": map[string]any{"$ge": 1}}},
+		{"columns": []any{"n", "svc.version"}},
+	}
+	for round := range 4 {
+		switch round {
+		case 2:
+			for _, ts := range []*testServer{on, off} {
+				ts.expect(200, "GET", "/db/d:main/tables/t/data/r4", nil)
+				ts.expect(200, "PATCH", "/db/d:main/tables/t/data/r1", map[string]any{"s": "w1", "n": 2})
+				ts.expect(204, "DELETE", "/db/d:main/tables/t/data/r3", nil)
+			}
+		case 3:
+			for _, ts := range []*testServer{on, off} {
+				ts.expect(201, "PUT", "/db/d:main/tables/t/data/r3", map[string]any{"s": "again", "n": 1})
+			}
+		}
+		for _, q := range queries {
+			if a, b := answer(on, q), answer(off, q); a != b || a == "" {
+				t.Fatalf("round %d, query %v: with the cache %q, without %q", round, q, a, b)
+			}
+		}
+	}
+}
+
 // TestQueryViewsMatchDocs: a query page encoded from the stored records
 // (QueryOptions.Views) writes exactly what the projecting path writes, for
 // column lists that allow it and, falling back, for those that do not.

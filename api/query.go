@@ -57,6 +57,7 @@ func (s *Server) queryTable(r *request) error {
 	}
 	opts := s.queryOptions()
 	opts.Views = true // encoded from their stored values when the columns allow
+	opts.Records = s.records
 	res, err := s.eng.Query(r.context(), ref.Ref, table, in, opts)
 	if err != nil {
 		return err
@@ -76,6 +77,12 @@ func (s *Server) queryTable(r *request) error {
 			b = append(b, ',')
 		}
 		first = false
+		if s.encoded != nil && v.Cached() {
+			// A whole record as the cache keeps it: encoded once, as
+			// point reads encode it.
+			b = append(b, s.encoded.encoding(v, s.appendView)...)
+			continue
+		}
 		b = s.appendView(b, v)
 	}
 	for _, d := range res.Records {

@@ -71,9 +71,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Limits bound requests and connections; see limits.go.
 	Limits Limits
-	// RecordCacheSize is the memory in bytes that point reads keep records
-	// in as read, and again their encodings, so that a hot record is
-	// answered without reading or encoding it again; 0 means
+	// RecordCacheSize is the memory in bytes that point reads and query
+	// pages keep records in as read, and again their encodings, so that a
+	// hot record is answered without reading or encoding it again; 0 means
 	// DefaultRecordCacheSize, a negative value turns the cache off.
 	RecordCacheSize int
 }
@@ -107,7 +107,7 @@ type Server struct {
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
-	records  *engine.RecordCache     // point reads by id; nil: off
+	records  *engine.RecordCache     // point reads and query pages; nil: off
 	encoded  *viewEncodings          // the encodings of records' views; nil: off
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
 

@@ -52,7 +52,15 @@ type RecordView struct {
 	// (ComparePaths), so that the columns of an object are adjacent and
 	// every level is sorted.
 	Fields []FieldView
+
+	cached bool // put in a RecordCache
 }
+
+// Cached reports whether the view is one a RecordCache keeps: the cache
+// hands out this same view for the record until the record is written, so
+// what a caller derives from it (such as its encoding) may be kept with
+// it. Other views are a single read's.
+func (v *RecordView) Cached() bool { return v.cached }
 
 // FieldView is one value of a RecordView.
 type FieldView struct {
@@ -214,6 +222,7 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
 	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
+		v.cached = true
 		c.Put(bc, id, row, e0, t, v, viewSize(v))
 	}
 	return v, nil
@@ -231,7 +240,7 @@ func NewRecordCache(maxBytes int) *RecordCache { return memstore.NewRecordCache[
 
 // viewSize estimates the memory a cached view holds.
 func viewSize(v *RecordView) int {
-	const entry = 256 // key, entry, view header and map overhead
+	const entry = 288 // keys, entry, view header and the overhead of both maps
 	n := entry + 2*len(v.ID)
 	for _, f := range v.Fields {
 		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)

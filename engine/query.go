@@ -79,6 +79,9 @@ type QueryOptions struct {
 	// reverse link, no file column): the stored values with their
 	// columns, for callers that encode records themselves.
 	Views bool
+	// Records, when not nil, is the record cache the views of a page are
+	// read through and kept in, as GetView reads and keeps them.
+	Records *RecordCache
 }
 
 func (o *QueryOptions) defaults() {
@@ -178,7 +181,7 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	res := &QueryResult{Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}
 	n := 0
 	if opts.Views && src.plain(proj) {
-		res.Views, err = src.views(page.Rows, proj)
+		res.Views, err = src.views(page.Rows, proj, opts.Records)
 		n = len(res.Views)
 	} else {
 		res.Records, err = src.docs(page.Rows, proj)
@@ -213,19 +216,58 @@ func (s *source) plain(p *index.Projection) bool {
 }
 
 // views reads rows in order as views of the columns p selects, for a
-// plain projection.
-func (s *source) views(rows []uint32, p *index.Projection) ([]*RecordView, error) {
+// plain projection. With a record cache (c not nil) that may serve the
+// source (cachedRecords), a row the cache holds at the source's epoch is
+// not read, and the records read are cached whole, as GetView caches
+// them; the views are the same as without.
+func (s *source) views(rows []uint32, p *index.Projection, c *RecordCache) ([]*RecordView, error) {
 	byRow := make([]*RecordView, len(rows))
 	// One allocation for the page's views and, while they fit, one for
 	// their fields.
-	views := make([]RecordView, len(rows))
-	fields := make([]FieldView, 0, len(rows)*len(s.t.ByID))
+	var (
+		views  []RecordView
+		fields []FieldView
+	)
+	pooled := func(i int) *RecordView {
+		if views == nil {
+			views = make([]RecordView, len(rows))
+			fields = make([]FieldView, 0, len(rows)*len(s.t.ByID))
+		}
+		return &views[i]
+	}
+	read, at := rows, []int(nil) // the rows to read, and where they go in rows
+	bc := s.cachedRecords(c)
+	if bc != nil {
+		read = nil
+		for i, row := range rows {
+			if v, ok := c.GetRow(bc, row, s.epoch, s.t); ok {
+				byRow[i] = v
+				if !p.All {
+					byRow[i] = projectView(v, p, pooled(i), &fields)
+				}
+				continue
+			}
+			read, at = append(read, row), append(at, i)
+		}
+	}
 	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
-		// The view takes the decoded values, which the next decode into
+	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, read, func(j int, rec *codec.Record) error {
+		// A view takes the decoded values, which the next decode into
 		// rec leaves alone.
-		fillRecordView(&views[i], &fields, s.t, rec, p)
-		byRow[i] = &views[i]
+		if bc == nil {
+			fillRecordView(pooled(j), &fields, s.t, rec, p)
+			byRow[j] = &views[j]
+			return nil
+		}
+		i := at[j]
+		v := newRecordView(s.t, rec, nil)
+		scopeViewFiles(v, s.e, s.d, s.b, s.t)
+		v.cached = true
+		c.Put(bc, v.ID, read[j], s.epoch, s.t, v, viewSize(v))
+		byRow[i] = v
+		if !p.All {
+			byRow[i] = projectView(v, p, pooled(i), &fields)
+		}
 		return nil
 	})
 	if err != nil {
@@ -238,6 +280,44 @@ func (s *source) views(rows []uint32, p *index.Projection) ([]*RecordView, error
 		}
 	}
 	return out, nil
+}
+
+// cachedRecords returns the table cache whose epochs tag the source's
+// entries in the record cache c, or nil when c may not serve the source:
+// no cache, a snapshot at no known epoch, or a branch that reads the rows
+// of an ancestor (whose entries GetView, reading the branch's own cache,
+// would not find).
+func (s *source) cachedRecords(c *RecordCache) *memstore.BitmapCache {
+	if c == nil || s.cache == nil || s.view == nil || s.view.Root != s.b {
+		return nil
+	}
+	return s.cache
+}
+
+// projectView builds in dst the view of the columns p selects of a whole
+// record's view v, taking its fields from the front of *pool when it has
+// room, as fillRecordView does, and returns dst.
+func projectView(v *RecordView, p *index.Projection, dst *RecordView, pool *[]FieldView) *RecordView {
+	*dst = RecordView{ID: v.ID, Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+	n := 0
+	for i := range v.Fields {
+		if p.Selected(v.Fields[i].Path) {
+			n++
+		}
+	}
+	if cap(*pool)-len(*pool) >= n {
+		k := len(*pool)
+		*pool = (*pool)[:k+n]
+		dst.Fields = (*pool)[k : k : k+n]
+	} else {
+		dst.Fields = make([]FieldView, 0, n)
+	}
+	for _, f := range v.Fields {
+		if p.Selected(f.Path) {
+			dst.Fields = append(dst.Fields, f)
+		}
+	}
+	return dst
 }
 
 // queryError turns the index package's input errors into CodeInvalid.

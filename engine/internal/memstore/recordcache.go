@@ -16,12 +16,18 @@ import (
 // table object, at the epoch of its table's BitmapCache it was read at and
 // at every later (or earlier) epoch no command in between wrote its row
 // (the BitmapCache's writeLog): the engine's GetView documents why that makes
-// it exact. It is safe for concurrent
+// it exact. Entries are found by id (Get) and by row (GetRow): a row holds
+// the same record for as long as no command writes the row, so the same
+// rule makes an entry found by its row exact. It is safe for concurrent
 // use and may serve several engines and databases; the caller owns it.
 type RecordCache[V any] struct {
 	seed   maphash.Seed
 	limit  int // bytes per shard
 	shards [recordCacheShards]recordShard[V]
+	// rows finds the entries of shards by table cache and row. An entry
+	// is in rows only while it is in shards; a row whose entries are
+	// several (of several ids the row held) finds the latest put.
+	rows [recordCacheShards]rowShard[V]
 
 	// entry puts the cache under the memory budget of the first engine
 	// whose records it keeps; total is the bytes of all shards.
@@ -43,6 +49,14 @@ type recordShard[V any] struct {
 	bytes int
 }
 
+// rowShard is one lock's share of a RecordCache's row index, keyed by a
+// hash of the table cache and row, which the entry repeats. Its lock is
+// taken under a recordShard's, never the other way round.
+type rowShard[V any] struct {
+	mu sync.RWMutex
+	m  map[uint64]*cachedView[V]
+}
+
 // cachedView is a view with what makes it valid: the cache of its table
 // (which names the database, branch and table), the row of the record, the
 // latest epoch of the cache it is known to hold at, and the table object
@@ -62,8 +76,35 @@ func NewRecordCache[V any](maxBytes int) *RecordCache[V] {
 	c := &RecordCache[V]{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
 	for i := range c.shards {
 		c.shards[i].m = map[uint64]*cachedView[V]{}
+		c.rows[i].m = map[uint64]*cachedView[V]{}
 	}
 	return c
+}
+
+// rowSlot returns the row index key of row of the table bc caches, and its
+// shard.
+func (c *RecordCache[V]) rowSlot(bc *BitmapCache, row uint32) (uint64, *rowShard[V]) {
+	h := uint64(row)*0x9e3779b97f4a7c15 ^ bc.salt
+	return h, &c.rows[h%recordCacheShards]
+}
+
+// link makes cv the entry its row finds. The caller holds cv's recordShard.
+func (c *RecordCache[V]) link(cv *cachedView[V]) {
+	h, r := c.rowSlot(cv.bc, cv.row)
+	r.mu.Lock()
+	r.m[h] = cv
+	r.mu.Unlock()
+}
+
+// unlink drops cv from the row index when its row finds it. The caller
+// holds cv's recordShard.
+func (c *RecordCache[V]) unlink(cv *cachedView[V]) {
+	h, r := c.rowSlot(cv.bc, cv.row)
+	r.mu.Lock()
+	if r.m[h] == cv {
+		delete(r.m, h)
+	}
+	r.mu.Unlock()
 }
 
 // slot returns the map key of record id of the table bc caches, and its
@@ -85,6 +126,27 @@ func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Tabl
 		var zero V
 		return zero, false
 	}
+	return c.hit(cv, e)
+}
+
+// GetRow returns the view of the record stored in row of bc's table if
+// one is cached with table t that holds at epoch e of bc, as Get does for
+// an id.
+func (c *RecordCache[V]) GetRow(bc *BitmapCache, row uint32, e uint64, t *model.Table) (V, bool) {
+	h, r := c.rowSlot(bc, row)
+	r.mu.RLock()
+	cv := r.m[h]
+	r.mu.RUnlock()
+	if cv == nil || cv.bc != bc || cv.row != row || cv.t != t {
+		var zero V
+		return zero, false
+	}
+	return c.hit(cv, e)
+}
+
+// hit returns the view of a found entry of bc if it holds at epoch e.
+func (c *RecordCache[V]) hit(cv *cachedView[V], e uint64) (V, bool) {
+	bc := cv.bc
 	if at := cv.epoch.Load(); at != e {
 		if !bc.rowHolds(at, e, cv.row) {
 			var zero V
@@ -118,7 +180,8 @@ func (c *RecordCache[V]) budgeted(reg *Registry) *Entry {
 	return en
 }
 
-// empty drops every record, for the memory budget.
+// empty drops every record, for the memory budget. It holds every shard
+// while it clears the row index, so that no put links an entry it drops.
 func (c *RecordCache[V]) empty() {
 	for i := range c.shards {
 		s := &c.shards[i]
@@ -126,7 +189,15 @@ func (c *RecordCache[V]) empty() {
 		clear(s.m)
 		c.total.Add(-int64(s.bytes))
 		s.bytes = 0
-		s.mu.Unlock()
+	}
+	for i := range c.rows {
+		r := &c.rows[i]
+		r.mu.Lock()
+		clear(r.m)
+		r.mu.Unlock()
+	}
+	for i := range c.shards {
+		c.shards[i].mu.Unlock()
 	}
 	if en := c.entry.Load(); en != nil {
 		en.Resize(c.total.Load())
@@ -144,9 +215,11 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 	before := s.bytes
 	if old := s.m[h]; old != nil {
 		s.bytes -= old.size
+		c.unlink(old)
 	}
 	s.m[h] = cv
 	s.bytes += cv.size
+	c.link(cv)
 	for victim, old := range s.m {
 		if s.bytes <= c.limit {
 			break
@@ -154,6 +227,7 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 		if victim != h {
 			delete(s.m, victim)
 			s.bytes -= old.size
+			c.unlink(old)
 		}
 	}
 	total := c.total.Add(int64(s.bytes - before))
