@@ -97,6 +97,10 @@ var (
 	descCompactionsNow  = desc("coppice_storage_compactions_in_progress", "Compactions running now.")
 	descCompactionDebt  = desc("coppice_storage_compaction_debt_bytes", "Estimated bytes compactions must still rewrite for the LSM tree to settle.")
 	descCompactionSecs  = desc("coppice_storage_compaction_seconds_total", "Time spent in compactions.")
+	descIdleCompactions = desc("coppice_storage_idle_compactions_total", "Tables whose storage was compacted after their bulk writes went idle (--compact-idle).")
+	descIdleFailures    = desc("coppice_storage_idle_compaction_failures_total", "Compactions of idle tables that failed (logged).")
+	descIdlePending     = desc("coppice_storage_idle_compactions_pending", "Tables that took a bulk's worth of rows and wait for their writes to pause, or are being compacted (--compact-idle).")
+	descIdleBytes       = desc("coppice_storage_idle_compacted_bytes_total", "Bytes the idle tables' key ranges took on disk before they were compacted.")
 	descFlushes         = desc("coppice_storage_flushes_total", "Memtables flushed to table files.")
 	descMemtableBytes   = desc("coppice_storage_memtable_bytes", "Memory of memtables and large batches.")
 	descCacheBytes      = desc("coppice_storage_block_cache_bytes", "Bytes held by the block cache (--cache-size bounds it).")
@@ -122,7 +126,7 @@ var (
 	descMemEvictedBytes = desc("coppice_memory_evicted_bytes_total", "Bytes of the structures evicted and caches emptied, by kind.", "kind")
 	descWritesRefused   = desc("coppice_storage_writes_refused", "1 once the storage failed (a full disk, an I/O error) and writes are refused until a restart, else 0.")
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
-		descCompactionsNow, descCompactionDebt, descCompactionSecs, descFlushes, descMemtableBytes, descCacheBytes,
+		descCompactionsNow, descCompactionDebt, descCompactionSecs, descIdleCompactions, descIdleFailures, descIdleBytes, descIdlePending, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,
 		descWriteGroups, descGroupedWrites,
 		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes, descMemLimit, descMemBudget,
@@ -161,6 +165,10 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCompactionsNow, float64(s.CompactionsInProgress))
 	gauge(descCompactionDebt, float64(s.CompactionDebtBytes))
 	counter(descCompactionSecs, s.CompactionTime.Seconds())
+	counter(descIdleCompactions, float64(s.IdleCompactions))
+	counter(descIdleFailures, float64(s.IdleCompactionFailures))
+	counter(descIdleBytes, float64(s.IdleCompactedBytes))
+	gauge(descIdlePending, float64(s.IdleCompactionsPending))
 	counter(descFlushes, float64(s.Flushes))
 	gauge(descMemtableBytes, float64(s.MemtableBytes))
 	gauge(descCacheBytes, float64(s.CacheBytes))

@@ -79,6 +79,12 @@ type Options struct {
 	// columns ("<Meta>.createdAt"): "" means "svc"; the server's compat mode
 	// sets "xata".
 	Meta string
+	// CompactIdle is the pause in a table's writes after which, once the
+	// table took a bulk's worth of rows, its key ranges are compacted in
+	// the background (idlecompact.go), so that reads after a bulk load are
+	// as fast as on a compacted store. 0 means DefaultCompactIdle; a
+	// negative value turns it off.
+	CompactIdle time.Duration
 	// Cluster, when set, makes the engine a node of a cluster that
 	// replicates every database and the catalog (cluster.go); nil is a
 	// single server.
@@ -101,6 +107,10 @@ type Engine struct {
 	files    Files
 	branches Branches
 	schema   Schema
+
+	// compactor compacts tables that went idle after bulk writes; nil when
+	// Options.CompactIdle turns it off.
+	compactor *idleCompactor
 
 	// cl is the cluster this engine is a node of; nil on a single server.
 	cl *Cluster
@@ -129,6 +139,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CompactIdle == 0 {
+		opts.CompactIdle = DefaultCompactIdle
 	}
 	obs := &observer{log: opts.Logger, onEvent: opts.OnEvent}
 	if opts.Meta == "" {
@@ -181,6 +194,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if e.compactor != nil {
+		go e.compactor.run()
+	}
 	return e, nil
 }
 
@@ -203,6 +219,9 @@ func (e *Engine) Close() error {
 	}
 	close(e.closing)
 	e.bg.Wait()
+	if e.compactor != nil {
+		<-e.compactor.done
+	}
 	if e.cl != nil {
 		if err := e.cl.close(); err != nil {
 			e.opts.Logger.Error("close cluster node", "err", err)
@@ -273,8 +292,15 @@ func (e *Engine) load() error {
 	})
 	memory := e.MemoryStats
 	e.obs.memory.Store(&memory)
+	observe := e.mem.Open
+	if e.opts.CompactIdle > 0 {
+		e.compactor = newIdleCompactor(e, e.opts.CompactIdle)
+		observe = func(d *apply.DB) []apply.Observer {
+			return append(e.mem.Open(d), e.compactor.observer(d))
+		}
+	}
 	ap, err := apply.Open(e.pdb, apply.Options{NoSync: e.opts.NoSync, Replicated: e.opts.Cluster != nil,
-		Logger: e.opts.Logger, Observe: e.mem.Open})
+		Logger: e.opts.Logger, Observe: observe})
 	if err != nil {
 		return err
 	}

@@ -127,6 +127,15 @@ type StorageStats struct {
 	Compactions, CompactionsInProgress int64
 	CompactionDebtBytes                uint64
 	CompactionTime                     time.Duration
+	// IdleCompactions counts the tables compacted after their bulk writes
+	// went idle (Options.CompactIdle), IdleCompactionFailures those that
+	// failed (logged), and IdleCompactedBytes what their key ranges took
+	// on disk before. IdleCompactionsPending are the tables that took a
+	// bulk's worth of rows and are not compacted yet: waiting for their
+	// writes to pause, or being compacted.
+	IdleCompactions, IdleCompactionFailures int64
+	IdleCompactedBytes                      uint64
+	IdleCompactionsPending                  int
 	// Flushes counts memtables written to L0.
 	Flushes int64
 	// MemtableBytes is the memory of memtables (and large batches).
@@ -196,6 +205,12 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	st := Stats{Storage: storageStats(e.pdb.Metrics())}
 	st.Storage.KeysWritten = e.ap.KeysWritten()
 	st.Storage.WriteGroups, st.Storage.GroupedWrites = e.ap.WriteGroups()
+	if c := e.compactor; c != nil {
+		st.Storage.IdleCompactions = c.runs.Load()
+		st.Storage.IdleCompactionFailures = c.failures.Load()
+		st.Storage.IdleCompactedBytes = c.bytes.Load()
+		st.Storage.IdleCompactionsPending = c.pending()
+	}
 	places := e.cat.Placements()
 	st.DatabaseCount = len(places)
 	dbs := make([]DatabaseStats, 0, len(places))

@@ -152,6 +152,9 @@ const (
 	EventStoreBuild = model.EventStoreBuild
 	EventEviction   = model.EventEviction
 	EventFlatten    = model.EventFlatten
+	// EventIdleCompaction is a table's key ranges compacted after its bulk
+	// writes went idle (Options.CompactIdle).
+	EventIdleCompaction = model.EventIdleCompaction
 )
 
 // Event reports one piece of work the engine did on its own, for metrics.

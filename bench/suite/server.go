@@ -119,8 +119,9 @@ func (s *server) ready(timeout time.Duration) error {
 	return nil
 }
 
-// settle waits, up to limit, until the server has had no compaction and
-// no build of an in-memory column store running for two seconds in a row,
+// settle waits, up to limit, until the server has had no compaction, no
+// table waiting for its idle compaction (--compact-idle) and no build of
+// an in-memory column store for two seconds in a row,
 // so that a workload does not pay for the background work of the one
 // before it. (The storage's estimated
 // compaction debt is no guide: it stays in the hundreds of megabytes on a
@@ -148,9 +149,10 @@ func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
 }
 
 // backgroundRunning reads from the server's metrics how many compactions
-// and column-store builds are in progress.
+// and column-store builds are in progress, and how many idle compactions
+// are pending.
 func (s *server) backgroundRunning() (float64, error) {
-	names := []string{"coppice_storage_compactions_in_progress", "coppice_store_builds_in_progress"}
+	names := []string{"coppice_storage_compactions_in_progress", "coppice_store_builds_in_progress", "coppice_storage_idle_compactions_pending"}
 	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
 	if err != nil || status != 200 {
 		return 0, fmt.Errorf("metrics: status %d, %v", status, err)

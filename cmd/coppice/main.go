@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize, memLimit, recordCache, slow string
+	var regions, domains, maxBody, cacheSize, memLimit, recordCache, slow, compactIdle string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -124,6 +124,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"storage block cache, a byte size such as 512MiB, taken from --memory-limit; more keeps more records in memory (default: an eighth of --memory-limit, at most "+formatByteSize(engine.DefaultCacheSize)+") (env COPPICE_CACHE_SIZE)")
 	fs.StringVar(&recordCache, "record-cache-size", env("COPPICE_RECORD_CACHE_SIZE", formatByteSize(api.DefaultRecordCacheSize)),
 		"records point reads keep as read, and again their encodings, a byte size such as 64MiB: a hot record is answered without reading or encoding it; 0 turns it off (env COPPICE_RECORD_CACHE_SIZE)")
+	fs.StringVar(&compactIdle, "compact-idle", env("COPPICE_COMPACT_IDLE", engine.DefaultCompactIdle.String()),
+		"pause in a table's writes after which, once it took a bulk's worth of rows, its storage is compacted in the background so that reads are as fast as on a compacted store, e.g. 5s; 0 turns it off (env COPPICE_COMPACT_IDLE)")
 	limits := limitFlags(fs, env)
 	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
@@ -181,6 +183,12 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		o.SlowRequest = d
 		if d == 0 {
 			o.SlowRequest = -1 // off
+		}
+		if cfg.CompactIdle, err = time.ParseDuration(strings.TrimSpace(compactIdle)); err != nil || cfg.CompactIdle < 0 {
+			return fmt.Errorf("--compact-idle must be a duration such as 5s, or 0 for off, got %q", compactIdle)
+		}
+		if cfg.CompactIdle == 0 {
+			cfg.CompactIdle = -1 // off
 		}
 		if o.Limits, err = limits(o.MaxBody); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/coppice-db/coppice/api"
 	"github.com/coppice-db/coppice/engine"
@@ -29,6 +30,9 @@ type serveConfig struct {
 	// CacheSize is the storage block cache in bytes, taken from
 	// MemoryLimit; 0 means engine.PlanMemory's share.
 	CacheSize int64
+	// CompactIdle is engine.Options.CompactIdle: the pause in a table's
+	// writes after which it is compacted; negative: never.
+	CompactIdle time.Duration
 	// BootstrapKey, when set, is the API key a first start creates instead
 	// of a generated one.
 	BootstrapKey string
@@ -154,7 +158,7 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	log.Info("memory", slog.Int64("limit_bytes", plan.Limit), slog.Int64("cache_bytes", plan.CacheSize),
 		slog.Int64("memtables_bytes", plan.Memtables), slog.Int64("derived_bytes", plan.Derived), slog.Int64("go_limit_bytes", plan.GoLimit))
 	opts := engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
-		Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster}
+		Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster, CompactIdle: cfg.CompactIdle}
 	if m := cfg.API.Metrics; m != nil {
 		opts.OnEvent = m.EngineEvent
 	}

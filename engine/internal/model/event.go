@@ -26,6 +26,9 @@ const (
 	EventEviction
 	// EventFlatten is a branch's frozen ancestors copied into one layer.
 	EventFlatten
+	// EventIdleCompaction is the key ranges of a table compacted once its
+	// bulk writes went idle; Bytes is what they took on disk before.
+	EventIdleCompaction
 )
 
 // String names the kind as metrics label it.
@@ -43,6 +46,8 @@ func (k EventKind) String() string {
 		return "eviction"
 	case EventFlatten:
 		return "flatten"
+	case EventIdleCompaction:
+		return "idle_compaction"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }

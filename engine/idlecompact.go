@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/apply"
+)
+
+// Compaction after bulk writes. A bulk load leaves each bitmap chunk it
+// touched as a stack of merge operands, one per batch, spread over L0 and
+// the upper levels of the LSM tree with the records beside them; reads
+// merge those operands and consult every level until compactions that
+// the load's volume alone triggers happen to reach the keys, which they
+// may never do once writes stop. So once a table has taken a bulk's worth
+// of rows and then no write for a while, its key ranges are compacted
+// down to the bottom level in the background: operands fold into one
+// value per key and reads find each key in one place, as after
+// Engine.Compact. One table at a time, never in the write path, and
+// cancelled by Close.
+
+// DefaultCompactIdle is the pause in a table's writes after which the key
+// ranges they wrote are compacted (Options.CompactIdle 0).
+const DefaultCompactIdle = 5 * time.Second
+
+// idleCompactRows is the rows a table of a layer must have taken since its
+// last idle compaction for the next to be due: a bulk request's worth, so
+// that a trickle of single writes does not rewrite a large table.
+const idleCompactRows = 1000
+
+// idleCompactKinds are the key kinds of a table that queries read: current
+// records, the id map, bitmaps (postings, ordered postings, existence and
+// live rows) and the words of the search stores.
+var idleCompactKinds = [...]byte{codec.KindRecordCur, codec.KindIDMapCur, codec.KindBitmapCur, codec.KindTerm}
+
+// layerTableKey names one table in one layer of one database: the unit of
+// an idle compaction.
+type layerTableKey struct{ db, layer, table uint32 }
+
+// idleTable is what a table of a layer took since its last idle compaction.
+type idleTable struct {
+	rows int       // rows written
+	last time.Time // when last written
+}
+
+// idleCompactor notes the tables commands write and compacts those that
+// went idle after a bulk's worth of rows, one at a time, in one background
+// goroutine.
+type idleCompactor struct {
+	e    *Engine
+	idle time.Duration
+
+	mu      sync.Mutex
+	written map[layerTableKey]*idleTable
+	wake    chan struct{} // a table reached idleCompactRows
+	// done is closed when run returns: Close waits for it. (Not one of
+	// the engine's background jobs, which tests wait for to settle: run
+	// lasts until Close.)
+	done chan struct{}
+
+	runs, failures atomic.Int64
+	bytes          atomic.Uint64
+	running        atomic.Int64 // 1 while a table is being compacted
+}
+
+// pending counts the tables that took a bulk's worth of rows and wait to
+// go idle or to be compacted, the one being compacted included.
+func (c *idleCompactor) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := int(c.running.Load())
+	for _, t := range c.written {
+		if t.rows >= idleCompactRows {
+			n++
+		}
+	}
+	return n
+}
+
+// newIdleCompactor returns the compactor of e, which waits idle after a
+// table's last write.
+func newIdleCompactor(e *Engine, idle time.Duration) *idleCompactor {
+	return &idleCompactor{e: e, idle: idle, written: map[layerTableKey]*idleTable{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// observer returns the write path's observer of database d.
+func (c *idleCompactor) observer(d *apply.DB) apply.Observer {
+	return idleObserver{c: c, db: d}
+}
+
+// idleObserver tells the compactor of the rows each command applied to
+// one database wrote.
+type idleObserver struct {
+	c  *idleCompactor
+	db *apply.DB
+}
+
+// Prepare notes, once the command is applied, the tables its rows went to.
+func (o idleObserver) Prepare(tx *apply.Tx) func(bool) {
+	if len(tx.Rows()) == 0 {
+		return nil
+	}
+	return func(applied bool) {
+		if applied {
+			o.c.note(o.db, tx.Rows())
+		}
+	}
+}
+
+// Dropped forgets the database's tables: its range is gone.
+func (o idleObserver) Dropped() {
+	o.c.mu.Lock()
+	for k := range o.c.written {
+		if k.db == o.db.ID {
+			delete(o.c.written, k)
+		}
+	}
+	o.c.mu.Unlock()
+}
+
+// note counts rows written to the top layers of their branches, as of the
+// database's state after the command.
+func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
+	st := d.State()
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var k layerTableKey
+	var t *idleTable
+	prevBranch, prevTable := ^uint32(0), ^uint32(0)
+	for _, r := range rows {
+		if r.Branch != prevBranch || r.Table != prevTable {
+			prevBranch, prevTable = r.Branch, r.Table
+			b := st.ByID.At(r.Branch)
+			if b == nil || len(b.Lineage) == 0 {
+				t = nil
+				continue
+			}
+			k = layerTableKey{d.ID, b.Lineage[0].Layer, r.Table}
+			if t = c.written[k]; t == nil {
+				t = &idleTable{}
+				c.written[k] = t
+			}
+			t.last = now
+		}
+		if t == nil {
+			continue
+		}
+		if t.rows++; t.rows == idleCompactRows {
+			select {
+			case c.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// next removes and returns the table that has been idle longest among
+// those due at now; without one, wait is how long until the first is due
+// (0: none will be until more rows come).
+func (c *idleCompactor) next(now time.Time) (k layerTableKey, ok bool, wait time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldest time.Time
+	for key, t := range c.written {
+		if t.rows < idleCompactRows {
+			continue
+		}
+		if due := t.last.Add(c.idle); due.After(now) {
+			if w := due.Sub(now); wait == 0 || w < wait {
+				wait = w
+			}
+			continue
+		}
+		if !ok || t.last.Before(oldest) {
+			k, ok, oldest = key, true, t.last
+		}
+	}
+	if ok {
+		delete(c.written, k)
+		c.running.Store(1)
+		wait = 0
+	}
+	return k, ok, wait
+}
+
+// run compacts tables as they go idle until the engine closes; a
+// compaction under way then stops at its next step.
+func (c *idleCompactor) run() {
+	defer close(c.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.e.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		k, ok, wait := c.next(time.Now())
+		if ok {
+			c.compact(ctx, k)
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		var tick <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-tick:
+		}
+	}
+}
+
+// compact compacts the key ranges of one table of a layer to the bottom
+// of the LSM tree and reports it as an EventIdleCompaction; Bytes is what
+// the ranges took on disk before. Being cancelled is not a failure.
+func (c *idleCompactor) compact(ctx context.Context, k layerTableKey) {
+	defer c.running.Store(0)
+	start := time.Now()
+	var before uint64
+	var err error
+	for _, kind := range idleCompactKinds {
+		lo := codec.TablePrefix(nil, k.db, k.layer, kind, k.table)
+		hi := codec.PrefixEnd(lo)
+		n, derr := c.e.pdb.EstimateDiskUsage(lo, hi)
+		if derr != nil {
+			err = derr
+			break
+		}
+		before += n
+		if err = c.e.pdb.Compact(ctx, lo, hi, false); err != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return
+	}
+	if err != nil {
+		c.failures.Add(1)
+	} else {
+		c.runs.Add(1)
+		c.bytes.Add(before)
+	}
+	c.e.obs.event(Event{Kind: EventIdleCompaction, Duration: time.Since(start), Bytes: before, Err: err})
+}
