@@ -205,10 +205,16 @@ func (d *DB) startWrite(tx *apply.Tx) (done func()) {
 	}
 	for _, b := range bumped {
 		end := b.bc.epoch.Load() + 2
+		if n := b.bc.counts(); n != nil {
+			n.Writes.Add(1)
+		}
 		if tx.ChangedBranches() {
 			b.bc.log.note(end, nil, nil, true)
 		} else {
 			ids, ok := tx.BitmapsChanged(b.table, maxWriteIDs)
+			if n := b.bc.counts(); n != nil && !ok {
+				n.Overflows.Add(1)
+			}
 			every := !ok || slices.Contains(ids, string(codec.MaskBitmapID()))
 			b.bc.log.note(end, b.rows, ids, every)
 		}
@@ -322,9 +328,11 @@ func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		c.looked(true)
 		c.entry.Touch()
 		return x.b.Clone()
 	}
+	c.looked(false)
 	return nil
 }
 
@@ -381,6 +389,7 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	defer c.mu.Unlock()
 	x := c.scans[col]
 	if x == nil {
+		c.looked(false)
 		return nil, false
 	}
 	ok := c.idHolds(x.at, e, col, true)
@@ -393,6 +402,7 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 		c.bytes -= scanBytes(x.entries)
 		c.entry.Resize(c.bytes)
 	}
+	c.looked(ok)
 	if !ok {
 		return nil, false
 	}
@@ -425,8 +435,10 @@ func (c *BitmapCache) Cardinality(id string, e uint64) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		c.looked(true)
 		return x.b.GetCardinality(), true
 	}
+	c.looked(false)
 	return 0, false
 }
 
