@@ -159,10 +159,30 @@ func (c *testCluster) converge() {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the cluster did not converge: %s", why)
+			c.t.Fatalf("the cluster did not converge: %s\n%s", why, c.views())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// views returns each running node's own view of its groups (applied,
+// first and last log index, leader, term), to say why a cluster did not
+// converge.
+func (c *testCluster) views() string {
+	var b strings.Builder
+	for i, s := range c.nodes {
+		if !s.Running() {
+			fmt.Fprintf(&b, "node %d: not running\n", i+1)
+			continue
+		}
+		r, err := client(s).Do("GET", "/admin/cluster/node", nil)
+		if err != nil {
+			fmt.Fprintf(&b, "node %d: %v\n", i+1, err)
+			continue
+		}
+		fmt.Fprintf(&b, "node %d: %d %s\n", i+1, r.Status, r.Body)
+	}
+	return b.String()
 }
 
 // digests stops every node with SIGTERM and returns the digests of each

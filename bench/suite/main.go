@@ -142,6 +142,7 @@ func (s *suite) writeReport() (string, error) {
 
 // try runs one phase or workload and notes its failure in the report.
 func (s *suite) try(name string, fn func() error) {
+	logf("%s", name)
 	if err := fn(); err != nil {
 		logf("%s failed: %v", name, err)
 		s.rep.note("%s failed: %v", name, err)

@@ -37,6 +37,18 @@ func (a *Applier) ApplyLogged(cmd Command, write func(b *pebble.Batch, res any) 
 	return a.applyWith(cmd, write)
 }
 
+// Record commits bookkeeping of a replicated log that goes with no command
+// (write stages it), as ApplyLogged commits a command's: unsynced, and a
+// failure of the storage engine is the applier's fault from then on.
+func (a *Applier) Record(write func(b *pebble.Batch) error) error {
+	b := a.pdb.NewBatch()
+	if err := write(b); err != nil {
+		b.Close()
+		return err
+	}
+	return a.commit(b, nil, nil)
+}
+
 // copyForFlatten makes the copy a FinishFlatten swaps in, on a replica:
 // a replica applies the two flatten commands of its log, and the copy
 // between them is made here, just before the second, whenever it will

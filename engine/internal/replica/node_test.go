@@ -191,6 +191,37 @@ func (c *testCluster) converge(dbs ...uint32) {
 	}
 }
 
+// sameApplied waits until every running node reports the same applied
+// index for database db's group, as the cluster's status compares them.
+func (c *testCluster) sameApplied(db uint32) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		applied := map[uint64]uint64{}
+		for id, nd := range c.nodes {
+			if nd.node == nil {
+				continue
+			}
+			for _, g := range nd.node.Status().Groups {
+				if g.Database == db {
+					applied[id] = g.Applied
+				}
+			}
+		}
+		same := true
+		for _, a := range applied {
+			same = same && a == applied[1]
+		}
+		if same && len(applied) == len(c.nodes) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("applied index of database %d by node: %v", db, applied)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // createDB creates a database with a table of a few columns through node
 // id and returns its id.
 func (c *testCluster) createDB(id uint64, name string) uint32 {
@@ -395,11 +426,29 @@ func TestFollowerCatchesUpFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The last entries change nothing: a request proposed again and a
+	// command that fails. They count as applied all the same.
+	ctx, cancel := ctxFor(10 * time.Second)
+	defer cancel()
+	enc, err := apply.Encode(apply.OnDatabase(db, &apply.WriteRecords{Branch: "main", Ops: []model.Op{{Kind: model.OpUpdate, Table: "t", ID: "b0", Values: map[string]any{"n": 7}}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := encodeEntry(c.node(1).ids.next(), enc)
+	for range 2 {
+		if _, err := c.node(1).host.Propose(ctx, groupOf(db), payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.node(1).Propose(ctx, apply.OnDatabase(db, &apply.WriteRecords{Branch: "nope", Ops: []model.Op{{Kind: model.OpInsert, Table: "t"}}})); model.CodeOf(err) != model.CodeNotFound {
+		t.Fatalf("write to a missing branch: %v, want not found", err)
+	}
 	c.start(3)
 	c.converge(db, db2)
 	if c.node(3).Recovered() == 0 {
 		t.Error("node 3 caught up without a snapshot")
 	}
+	c.sameApplied(db)
 	if err := c.write(3, db, "after", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -90,46 +90,62 @@ func (s *stateMachine) applied() (uint64, error) {
 }
 
 // Update applies the entries one by one, each a command with its own
-// batch, and answers each with its result.
+// batch, and answers each with its result. An entry that changes nothing
+// (a request proposed again, a command that failed) still moves the
+// applied index on: when the last entry is one, the index is recorded on
+// its own, so that a replica that catches up from a snapshot holds the
+// same applied index as one that applied the log, and a restart does not
+// apply those entries again.
 func (s *stateMachine) Update(ents []consensus.Entry) error {
+	recorded := false
 	for i := range ents {
-		ents[i].Result = s.applyEntry(ents[i].Index, ents[i].Cmd)
+		ents[i].Result, recorded = s.applyEntry(ents[i].Index, ents[i].Cmd)
 	}
 	if s.db == 0 {
 		s.n.catalogChanged()
 	}
+	if n := len(ents); n > 0 && !recorded {
+		// A failure here is the applier's fault (every later write
+		// refused) and costs only a replay of these entries after a
+		// restart, which answers them alike: the entries stay applied.
+		_ = s.n.ap.Record(func(b *pebble.Batch) error {
+			return b.Set(s.appliedKey(), codec.AppendU64(nil, ents[n-1].Index), nil)
+		})
+	}
 	return nil
 }
 
-// applyEntry applies one entry and returns its result bytes.
-func (s *stateMachine) applyEntry(index uint64, entry []byte) []byte {
+// applyEntry applies one entry and returns its result bytes, and whether
+// its batch recorded its index as applied.
+func (s *stateMachine) applyEntry(index uint64, entry []byte) ([]byte, bool) {
 	id, raw, err := decodeEntry(entry)
 	if err != nil {
-		return encodeResult(apply.Command{}, nil, err)
+		return encodeResult(apply.Command{}, nil, err), false
 	}
 	if prev, ok, err := s.request(id); err != nil {
-		return encodeResult(apply.Command{}, nil, err)
+		return encodeResult(apply.Command{}, nil, err), false
 	} else if ok {
 		// Proposed again: the first result stands.
-		return prev
+		return prev, false
 	}
 	cmd, err := apply.Decode(raw)
 	if err == nil && !s.owns(cmd) {
 		err = fmt.Errorf("replica: a command of another group in group %d's log", groupOf(s.db))
 	}
 	if err != nil {
-		return encodeResult(apply.Command{}, nil, err)
+		return encodeResult(apply.Command{}, nil, err), false
 	}
 	var out []byte
+	wrote := false
 	res, err := s.n.ap.ApplyLogged(cmd, func(b *pebble.Batch, res any) error {
-		out = encodeResult(cmd, res, nil)
+		out, wrote = encodeResult(cmd, res, nil), true
 		return s.record(b, index, id, out)
 	})
 	if err != nil {
 		out = encodeResult(cmd, nil, err)
 	}
 	s.n.deliver(id, res, err)
-	return out
+	return out, err == nil && wrote
 }
 
 // owns reports whether cmd belongs in this group's log.
