@@ -29,11 +29,16 @@ import (
 // ends at. An entry tagged with epoch a answers for epoch b when its key's
 // last write ends at or before the smaller of the two: then no command
 // between them touched it. Otherwise it is a miss, and the reader refills
-// it. The log forgets (moves its floor, past which every older entry is a
-// miss) when it grows past its bounds, and for a command that touches more
-// than maxWriteIDs bitmaps, changes a mask (which takes inherited rows out
-// of every bitmap of the table) or changes branches (schemas, lineages),
-// which counts as touching every bitmap, and for the last also every row.
+// it, unless the write kept it: once a command is applied, the entries it
+// changed that held just before it (for a command past the log's bounds,
+// every entry) are brought to the epoch after it by applying its deltas,
+// so that a bulk load leaves the cache warm. The log forgets (moves its
+// floor, past which every older entry is a miss) when it grows past its
+// bounds, and for a command that touches more than maxWriteIDs bitmaps,
+// changes a mask (which takes inherited rows out of every bitmap of the
+// table) or changes branches (schemas, lineages), which counts as touching
+// every bitmap, and for the last also every row; the last two keep no
+// entry.
 // The log is written before the epoch turns odd, so whoever loads an even
 // epoch finds every command up to it.
 type BitmapCache struct {
