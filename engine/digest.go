@@ -32,7 +32,7 @@ type RangeDigest struct {
 // holding it, and returns the digest of the catalog, then of each
 // database's range by id.
 func DigestDataDir(dir string) ([]RangeDigest, error) {
-	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Merger: layers.Merger, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}})
+	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Merger: layers.Merger, Logger: pebbleLogger{&observer{log: slog.New(slog.DiscardHandler)}}})
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}

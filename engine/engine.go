@@ -145,9 +145,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
-		Logger:                      pebbleLogger{opts.Logger},
+		Logger:                      pebbleLogger{obs},
 		EventListener:               obs.pebbleListener(),
-		FS:                          opts.FS,
+		FS:                          backoffFS{FS: orDefault(opts.FS), failed: obs.failed.Load},
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -182,6 +182,14 @@ func Open(dir string, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// orDefault returns fs, or the operating system's filesystem when fs is nil.
+func orDefault(fs vfs.FS) vfs.FS {
+	if fs == nil {
+		return vfs.Default
+	}
+	return fs
 }
 
 // Close waits for background work, then closes the data directory. Calls

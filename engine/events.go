@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"runtime"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,11 +26,16 @@ type observer struct {
 	// fail degrades the engine for a storage failure of its background
 	// work (apply.Applier.Fail); set once the write path exists.
 	fail atomic.Pointer[func(error) error]
+	// failed is set once the storage failed; lastRepeat is when a repeated
+	// background failure was last logged since, in Unix nanoseconds.
+	failed     atomic.Bool
+	lastRepeat atomic.Int64
 }
 
 // storageFailed degrades the engine: a flush that cannot write stops
 // writes as surely as a failed commit.
 func (o *observer) storageFailed(err error) {
+	o.failed.Store(true)
 	if fail := o.fail.Load(); fail != nil {
 		(*fail)(err)
 	}
@@ -57,12 +66,30 @@ func (o *observer) timed(k EventKind, fn func() error) {
 	o.event(Event{Kind: k, Duration: time.Since(start), Err: err})
 }
 
+// repeatEvery is how often a storage engine whose storage failed logs the
+// failures of the flushes and compactions it retries.
+const repeatEvery = time.Minute
+
+// logFailure reports whether a failure of background work is logged: every
+// one while the storage is healthy, then one a minute, as Pebble retries
+// its flushes until the restart.
+func (o *observer) logFailure() bool {
+	if !o.failed.Load() {
+		return true
+	}
+	now, last := time.Now().UnixNano(), o.lastRepeat.Load()
+	return now-last >= int64(repeatEvery) && o.lastRepeat.CompareAndSwap(last, now)
+}
+
 // pebbleListener turns Pebble's events into Events and its failures into
 // log lines. Pebble calls it from its own goroutines.
 func (o *observer) pebbleListener() *pebble.EventListener {
 	var stalled atomic.Int64 // when the current stall began, in Unix nanoseconds
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
+			if !o.logFailure() {
+				return
+			}
 			o.log.Error("storage background error", slog.Any("err", err))
 			if !errors.Is(err, pebble.ErrCancelledCompaction) {
 				o.storageFailed(err)
@@ -77,7 +104,9 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
 			if info.Err != nil && !emptyFlush(info.Err) {
-				o.log.Error("storage flush failed", slog.Any("err", info.Err))
+				if o.logFailure() {
+					o.log.Error("storage flush failed", slog.Any("err", info.Err))
+				}
 				o.storageFailed(info.Err)
 			}
 			var n uint64
@@ -88,7 +117,9 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 		},
 		CompactionEnd: func(info pebble.CompactionInfo) {
 			if info.Err != nil && !errors.Is(info.Err, pebble.ErrCancelledCompaction) {
-				o.log.Error("storage compaction failed", slog.Any("err", info.Err))
+				if o.logFailure() {
+					o.log.Error("storage compaction failed", slog.Any("err", info.Err))
+				}
 			}
 			var n uint64
 			for _, t := range info.Output.Tables {
@@ -106,24 +137,67 @@ func (o *observer) pebbleListener() *pebble.EventListener {
 	}
 }
 
-// pebbleLogger sends Pebble's log to the engine's logger; a fatal message
-// is logged, then panics, as Pebble expects.
-type pebbleLogger struct{ log *slog.Logger }
+// pebbleLogger sends Pebble's log to the engine's logger.
+type pebbleLogger struct{ o *observer }
 
 // Infof logs an informational message of Pebble's at debug level: they
 // tell of routine work (WALs found, files opened).
 func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "storage"))
+	l.o.log.Debug(fmt.Sprintf(format, args...), slog.String("component", "storage"))
 }
 
 // Errorf logs an error of Pebble's.
 func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error(fmt.Sprintf(format, args...), slog.String("component", "storage"))
+	l.o.log.Error(fmt.Sprintf(format, args...), slog.String("component", "storage"))
 }
 
-// Fatalf logs a fatal error of Pebble's and panics: Pebble cannot go on.
+// Fatalf is a failure Pebble cannot go on from. It is logged and degrades
+// the engine (every write refused until a restart). Then, on the write
+// path (the applier's storage call is on the stack), it panics, which
+// fails the write there: the commit cannot be trusted. Elsewhere, when it
+// reports an I/O failure (a full disk under a flush or compaction writing
+// its manifest), it returns, and Pebble fails the background work that
+// called it: the process stays up, reads going on from what is durable,
+// as the engine promises of a full disk. Any other fatal message (a broken
+// invariant) panics.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	l.log.Error(msg, slog.String("component", "storage"))
-	panic(msg)
+	if l.o.logFailure() {
+		l.o.log.Error(msg, slog.String("component", "storage"))
+	}
+	l.o.storageFailed(errors.New(msg))
+	if onWritePath() || !ioFailure(args) {
+		panic(msg)
+	}
+}
+
+// onWritePath reports whether the caller runs under the applier's storage
+// call, which recovers a panic into a failed write.
+func onWritePath() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "internal/apply.(*Applier).storage") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// ioFailure reports whether one of args is an error of the operating
+// system's file operations (no space left, an I/O error).
+func ioFailure(args []any) bool {
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			var pe *fs.PathError
+			var errno syscall.Errno
+			if errors.As(err, &pe) || errors.As(err, &errno) {
+				return true
+			}
+		}
+	}
+	return false
 }

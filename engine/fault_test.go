@@ -4,9 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // TestDiskFull fills the disk under the engine mid-load: the write the
@@ -127,5 +134,73 @@ func TestDiskFull(t *testing.T) {
 	}
 	if err := write(200); err != nil {
 		t.Fatalf("a write after the restart: %v", err)
+	}
+}
+
+// TestManifestWriteFails makes the storage engine's manifest unwritable
+// under a flush, which the storage engine takes as fatal: the engine
+// degrades instead of the process dying. Writes are refused, reads go on,
+// Close returns, and the directory opens again with every acknowledged
+// write.
+func TestManifestWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	var armed atomic.Bool
+	fsys := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && strings.Contains(filepath.Base(op.Path), "MANIFEST") &&
+			(op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpCreate) {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	e, err := Open(dir, Options{FS: fsys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := Ref{Database: "db", Branch: "main"}
+	if _, err := e.CreateDatabase(CreateDatabaseRequest{Name: "db", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Schema().CreateTable(main, "t"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "t", ID: fmt.Sprintf("r%02d", i), Values: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	armed.Store(true)
+	if _, err := e.pdb.AsyncFlush(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.Health() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not degrade on a flush with an unwritable manifest")
+		}
+	}
+	if h := e.Health(); !strings.Contains(h.Error(), "no space left") {
+		t.Fatalf("health: %v", h)
+	}
+	if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "t", ID: "late", Values: map[string]any{}}); CodeOf(err) != CodeUnavailable {
+		t.Fatalf("a write after the fault: %v", err)
+	}
+	if rec, err := e.Get(main, "t", "r07"); err != nil || rec.ID != "r07" {
+		t.Fatalf("a read after the fault: %v %v", rec, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs after the fault")
+	}
+	e, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for i := range 50 {
+		if _, err := e.Get(main, "t", fmt.Sprintf("r%02d", i)); err != nil {
+			t.Fatalf("acknowledged r%02d lost: %v", i, err)
+		}
 	}
 }

@@ -56,8 +56,12 @@ func (s *suite) runCoppice() error {
 	s.settleAfter(srv, "the W1 import and the deletion of its database")
 	// One summary builds the docs table's column store, as the first
 	// queries of a server that has been up for a while would have.
+	// It may run out of its time limit before the store is built (a busy
+	// machine): the build goes on in the background, which the wait
+	// below lets finish.
 	if err := srv.call("POST", s.tablePath(srv, benchDB, "main", gen.DocsTable, "/summarize"), summarizeBody(), 200, nil); err != nil {
-		return fmt.Errorf("warm-up summary: %w", err)
+		logf("warm-up summary: %v", err)
+		s.rep.note("the warm-up summary failed (%v); the column store's build went on in the background", err)
 	}
 	s.settleAfter(srv, "a warm-up summary (the table's column store built)")
 

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -115,6 +116,9 @@ func New(t testing.TB, cfg Config) *Server {
 		if s.Running() {
 			s.cmd.Process.Kill()
 			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("the server's last run logged (last %d lines):\n%s", failedLogLines, s.tail(failedLogLines))
 		}
 	})
 	return s
@@ -260,6 +264,17 @@ func (s *Server) Logs() string { return s.logs.all() }
 
 // LastLog returns what the current or last run has written.
 func (s *Server) LastLog() string { return s.logs.last() }
+
+// failedLogLines is how much of a server's log a failed test shows.
+const failedLogLines = 40
+
+// tail returns the last n lines of the current run's log, the API key
+// masked.
+func (s *Server) tail(n int) string {
+	lines := strings.Split(strings.TrimRight(s.LastLog(), "\n"), "\n")
+	out := strings.Join(lines[max(len(lines)-n, 0):], "\n")
+	return strings.ReplaceAll(out, s.Key, "cpk_…")
+}
 
 // logSink keeps a process's output in memory and in a file per run.
 type logSink struct {
