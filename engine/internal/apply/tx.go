@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -66,6 +67,17 @@ func (tx *Tx) Terms() map[model.TableKey]map[string]struct{} { return tx.terms }
 func (tx *Tx) BitmapsChanged(table uint32, limit int) (ids []string, ok bool) {
 	return tx.pending.ChangedIDs(table, limit)
 }
+
+// ApplyBitmapChanges applies to set (unless nil) the changes the command
+// made to a bitmap of a table in one layer, and reports whether it made
+// any.
+func (tx *Tx) ApplyBitmapChanges(layer, table uint32, id string, set *roaring.Bitmap) bool {
+	return tx.pending.ApplyTo(layer, table, id, set)
+}
+
+// BitmapLayers returns the layers in which the command changed bitmaps of
+// a table.
+func (tx *Tx) BitmapLayers(table uint32) []uint32 { return tx.pending.Layers(table) }
 
 // ChangedBranches reports whether the command added, changed or removed
 // branches (their schemas and lineages included): the state published

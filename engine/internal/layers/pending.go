@@ -219,6 +219,41 @@ func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
 	return ids, true
 }
 
+// ApplyTo applies the staged changes of a bitmap of a table of a layer to
+// set, unless set is nil, and reports whether there are any. p may be nil.
+func (p *Pending) ApplyTo(layer, table uint32, bitmapID string, set *roaring.Bitmap) bool {
+	if p == nil {
+		return false
+	}
+	pt := p.tables[layerTable{layer, table}]
+	if pt == nil {
+		return false
+	}
+	pb := pt.byID[bitmapID]
+	if pb == nil {
+		return false
+	}
+	if set != nil {
+		pb.applyTo(set)
+	}
+	return true
+}
+
+// Layers returns the layers in which a table has staged changes. p may be
+// nil.
+func (p *Pending) Layers(table uint32) []uint32 {
+	if p == nil {
+		return nil
+	}
+	var out []uint32
+	for k := range p.tables {
+		if k.table == table {
+			out = append(out, k.layer)
+		}
+	}
+	return out
+}
+
 // Table returns the staged changes of a table of a layer, made on first use.
 func (p *Pending) Table(layer, table uint32) *PendingTable {
 	k := layerTable{layer, table}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 // Queries read the same postings again and again (a category, active=true),
@@ -28,11 +29,16 @@ import (
 // ends at. An entry tagged with epoch a answers for epoch b when its key's
 // last write ends at or before the smaller of the two: then no command
 // between them touched it. Otherwise it is a miss, and the reader refills
-// it. The log forgets (moves its floor, past which every older entry is a
-// miss) when it grows past its bounds, and for a command that touches more
-// than maxWriteIDs bitmaps, changes a mask (which takes inherited rows out
-// of every bitmap of the table) or changes branches (schemas, lineages),
-// which counts as touching every bitmap, and for the last also every row.
+// it, unless the write kept it: once a command is applied, the entries it
+// changed that held just before it (for a command past the log's bounds,
+// every entry) are brought to the epoch after it by applying its deltas,
+// so that a bulk load leaves the cache warm. The log forgets (moves its
+// floor, past which every older entry is a miss) when it grows past its
+// bounds, and for a command that touches more than maxWriteIDs bitmaps,
+// changes a mask (which takes inherited rows out of every bitmap of the
+// table) or changes branches (schemas, lineages), which counts as touching
+// every bitmap, and for the last also every row; the last two keep no
+// entry.
 // The log is written before the epoch turns odd, so whoever loads an even
 // epoch finds every command up to it.
 type BitmapCache struct {
@@ -176,48 +182,182 @@ func (c *BitmapCache) empty() {
 
 // startWrite makes odd the epochs of the caches of every table a command
 // writes, before its batch becomes visible, and notes in each what the
-// command writes of its table; the returned func makes the epochs even
-// again after. Both run under the writer lock.
-func (d *DB) startWrite(tx *apply.Tx) (done func()) {
-	type bump struct {
-		bc    *BitmapCache
-		table uint32
-		rows  *roaring.Bitmap
-	}
-	var bumped []bump
+// command writes of its table; the returned func, told whether the
+// command was applied, brings the cached bitmaps the command changed up to
+// date (keep) and makes the epochs even again. Both run under the writer
+// lock.
+func (d *DB) startWrite(tx *apply.Tx) (done func(applied bool)) {
+	var bumped []*cacheWrite
 	var last storeKey
-	cur := -1
+	var cur *cacheWrite
 	for i, c := range tx.Rows() {
 		k := storeKey{Branch: c.Branch, Table: c.Table}
 		if i == 0 || k != last {
-			last, cur = k, -1
+			last, cur = k, nil
 			if bc := d.Cache(k); bc != nil {
-				cur = slices.IndexFunc(bumped, func(b bump) bool { return b.bc == bc })
-				if cur < 0 {
-					bumped = append(bumped, bump{bc: bc, table: k.Table, rows: roaring.New()})
-					cur = len(bumped) - 1
+				j := slices.IndexFunc(bumped, func(w *cacheWrite) bool { return w.bc == bc })
+				if j < 0 {
+					bumped = append(bumped, &cacheWrite{bc: bc, key: k, rows: roaring.New()})
+					j = len(bumped) - 1
 				}
+				cur = bumped[j]
 			}
 		}
-		if cur >= 0 {
-			bumped[cur].rows.Add(c.Row)
+		if cur != nil {
+			cur.rows.Add(c.Row)
 		}
 	}
-	for _, b := range bumped {
-		end := b.bc.epoch.Load() + 2
-		if tx.ChangedBranches() {
-			b.bc.log.note(end, nil, nil, true)
-		} else {
-			ids, ok := tx.BitmapsChanged(b.table, maxWriteIDs)
-			every := !ok || slices.Contains(ids, string(codec.MaskBitmapID()))
-			b.bc.log.note(end, b.rows, ids, every)
-		}
-		b.bc.epoch.Add(1)
+	for _, w := range bumped {
+		w.start(d, tx)
 	}
-	return func() {
-		for _, b := range bumped {
-			b.bc.epoch.Add(1)
+	return func(applied bool) {
+		for _, w := range bumped {
+			if applied && w.top != nil {
+				w.bc.keep(tx, w)
+			}
+			w.bc.epoch.Add(1)
 		}
+	}
+}
+
+// cacheWrite is what a command in flight writes of the table of one cache.
+type cacheWrite struct {
+	bc   *BitmapCache
+	key  storeKey
+	rows *roaring.Bitmap // the rows it writes
+	from uint64          // the even epoch before it
+	// ids are the bitmaps it changes; every is set when it counts as
+	// changing every bitmap: it changes more than the log follows one by
+	// one (ids is nil then), or a mask.
+	ids   []string
+	every bool
+	// top is the layer it writes, when the bitmaps it changes there may be
+	// brought up to date from its deltas: it changes no branch, no mask
+	// and no other layer the table's bitmaps are composed from.
+	top *uint32
+}
+
+// start notes the command in the cache's log and makes its epoch odd.
+// Entries that may be kept are first brought to the epoch before the
+// command when they hold there, for keep to find them.
+func (w *cacheWrite) start(d *DB, tx *apply.Tx) {
+	c := w.bc
+	w.from = c.epoch.Load() // even: no other write is in flight
+	end := w.from + 2
+	n := c.counts()
+	if n != nil {
+		n.Writes.Add(1)
+	}
+	if tx.ChangedBranches() {
+		c.log.note(end, nil, nil, true)
+		c.epoch.Add(1)
+		return
+	}
+	ids, ok := tx.BitmapsChanged(w.key.Table, maxWriteIDs)
+	if !ok && n != nil {
+		n.Overflows.Add(1)
+	}
+	w.ids, w.every = ids, !ok || slices.Contains(ids, string(codec.MaskBitmapID()))
+	w.top = keepLayer(d, tx, w.key)
+	if w.top != nil {
+		c.settle(w)
+	}
+	c.log.note(end, w.rows, ids, w.every)
+	c.epoch.Add(1)
+}
+
+// keepLayer returns the layer of the branch of k a command writes, when
+// the bitmaps of k's table it changes may be brought up to date by
+// applying its deltas to them: the composed bitmap of a branch is its top
+// layer's over what it inherits less its mask, and rows of the top layer
+// are never inherited ones, so when the command changes neither the mask
+// nor another layer of the lineage, the composed bitmap changes by the
+// top layer's delta. Otherwise nil.
+func keepLayer(d *DB, tx *apply.Tx, k storeKey) *uint32 {
+	b := d.State().ByID.At(k.Branch)
+	if b == nil || len(b.Lineage) == 0 {
+		return nil
+	}
+	top := b.Lineage[0].Layer
+	for _, l := range tx.BitmapLayers(k.Table) {
+		if l != top && slices.ContainsFunc(b.Lineage, func(r model.LayerRef) bool { return r.Layer == l }) {
+			return nil
+		}
+	}
+	if tx.ApplyBitmapChanges(top, k.Table, string(codec.MaskBitmapID()), nil) {
+		return nil
+	}
+	return &top
+}
+
+// settle brings the entries of the bitmaps a command changes, or with
+// every all entries, to the epoch before it where they hold there, and
+// drops the others, before the command is noted in the log. Entries put
+// from then on are of that epoch too, until it turns odd.
+func (c *BitmapCache) settle(w *cacheWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w.every {
+		for id, x := range c.m {
+			c.valid(id, x, w.from)
+		}
+		return
+	}
+	for _, id := range w.ids {
+		if x := c.m[id]; x != nil {
+			c.valid(id, x, w.from)
+		}
+	}
+}
+
+// keep brings the entries of the bitmaps an applied command changed, which
+// settle left at the epoch before it, to the epoch after it by applying
+// the command's deltas, instead of leaving them to miss; with every, the
+// entries it left alone too. Readers of the epoch before miss them from
+// then on, as they would after a refill. It runs before the epoch turns
+// even again.
+func (c *BitmapCache) keep(tx *apply.Tx, w *cacheWrite) {
+	end := w.from + 2
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := int64(0)
+	update := func(id string, x *cachedBitmap) {
+		if x.at != w.from {
+			return
+		}
+		if tx.ApplyBitmapChanges(*w.top, w.key.Table, id, nil) {
+			old := bitmapBytes(id, x.b)
+			b := x.b.Clone() // copy-on-write: the containers it changes are copied
+			tx.ApplyBitmapChanges(*w.top, w.key.Table, id, b)
+			c.m[id] = &cachedBitmap{b: b, at: end}
+			c.bytes += bitmapBytes(id, b) - old
+			kept++
+			return
+		}
+		if w.every {
+			x.at = end
+		}
+	}
+	if w.every {
+		for id, x := range c.m {
+			if x.at != w.from {
+				delete(c.m, id) // stale from the command on
+				c.entries--
+				c.bytes -= bitmapBytes(id, x.b)
+				continue
+			}
+			update(id, x)
+		}
+	} else {
+		for _, id := range w.ids {
+			if x := c.m[id]; x != nil {
+				update(id, x)
+			}
+		}
+	}
+	c.entry.Resize(c.bytes)
+	if n := c.counts(); n != nil && kept > 0 {
+		n.Kept.Add(kept)
 	}
 }
 
@@ -322,9 +462,11 @@ func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		c.looked(true)
 		c.entry.Touch()
 		return x.b.Clone()
 	}
+	c.looked(false)
 	return nil
 }
 
@@ -381,6 +523,7 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 	defer c.mu.Unlock()
 	x := c.scans[col]
 	if x == nil {
+		c.looked(false)
 		return nil, false
 	}
 	ok := c.idHolds(x.at, e, col, true)
@@ -393,6 +536,7 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 		c.bytes -= scanBytes(x.entries)
 		c.entry.Resize(c.bytes)
 	}
+	c.looked(ok)
 	if !ok {
 		return nil, false
 	}
@@ -425,8 +569,10 @@ func (c *BitmapCache) Cardinality(id string, e uint64) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if x := c.m[id]; x != nil && c.valid(id, x, e) {
+		c.looked(true)
 		return x.b.GetCardinality(), true
 	}
+	c.looked(false)
 	return 0, false
 }
 

@@ -43,6 +43,7 @@ type Registry struct {
 	budget *Budget
 
 	backgroundBuilds atomic.Int64 // column stores being built in the background
+	bitmapCounts     BitmapCacheCounts
 
 	mu  sync.RWMutex // guards dbs and opts; a leaf of the lock order (apply's doc)
 	dbs map[uint32]*DB

@@ -26,7 +26,7 @@ func (d *DB) Prepare(tx *apply.Tx) func(bool) {
 				d.queueChanges(tx)
 			}
 		}
-		endWrite() // even again: the write is visible, or failed
+		endWrite(applied) // even again: the write is visible, or failed
 		if lock {
 			d.storeMu.Unlock()
 		}
