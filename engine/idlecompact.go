@@ -17,7 +17,8 @@ import (
 // merge those operands and consult every level until compactions that
 // the load's volume alone triggers happen to reach the keys, which they
 // may never do once writes stop. So once a table has taken a bulk's worth
-// of rows and then no write for a while, its key ranges are compacted
+// of rows (and, once compacted, a quarter more than it had then) and then
+// no write for a while, its key ranges are compacted
 // down to the bottom level in the background: operands fold into one
 // value per key and reads find each key in one place, as after
 // Engine.Compact. One table at a time, never in the write path, and
@@ -27,10 +28,23 @@ import (
 // ranges they wrote are compacted (Options.CompactIdle 0).
 const DefaultCompactIdle = 5 * time.Second
 
-// idleCompactRows is the rows a table of a layer must have taken since its
-// last idle compaction for the next to be due: a bulk request's worth, so
-// that a trickle of single writes does not rewrite a large table.
+// idleCompactRows is the fewest rows a table of a layer must have taken
+// since its last idle compaction for the next to be due: a bulk request's
+// worth, so that a trickle of single writes does not rewrite a table.
 const idleCompactRows = 1000
+
+// idleCompactGrowth bounds the rewriting of a large table: a compaction
+// rewrites all of the table's ranges, so the next is due only once the
+// table has taken a further 1/idleCompactGrowth of the rows it had taken
+// up to the last one. Bursts of writes to a large table then cost a
+// bounded multiple of their own volume, not a rewrite of the table each.
+const idleCompactGrowth = 4
+
+// idleForget is how long a table of a layer that is not due is remembered
+// after its last write: past it, its rows so far are forgotten (a table
+// written again starts from idleCompactRows), so that the tables of
+// deleted branches do not stay in memory.
+const idleForget = time.Hour
 
 // idleCompactKinds are the key kinds of a table that queries read: current
 // records, the id map, bitmaps (postings, ordered postings, existence and
@@ -43,20 +57,27 @@ type layerTableKey struct{ db, layer, table uint32 }
 
 // idleTable is what a table of a layer took since its last idle compaction.
 type idleTable struct {
-	rows int       // rows written
+	rows int       // rows written since the last idle compaction
+	done int       // rows written before it, since the process started
 	last time.Time // when last written
 }
 
+// due reports whether the table has taken enough rows for a compaction.
+func (t *idleTable) due() bool { return t.rows >= t.dueRows() }
+
+// dueRows is the rows that make a compaction of the table due.
+func (t *idleTable) dueRows() int { return max(idleCompactRows, t.done/idleCompactGrowth) }
+
 // idleCompactor notes the tables commands write and compacts those that
-// went idle after a bulk's worth of rows, one at a time, in one background
-// goroutine.
+// went idle after enough rows (idleTable.due), one at a time, in one
+// background goroutine.
 type idleCompactor struct {
 	e    *Engine
 	idle time.Duration
 
 	mu      sync.Mutex
 	written map[layerTableKey]*idleTable
-	wake    chan struct{} // a table reached idleCompactRows
+	wake    chan struct{} // a table became due
 	// done is closed when run returns: Close waits for it. (Not one of
 	// the engine's background jobs, which tests wait for to settle: run
 	// lasts until Close.)
@@ -67,14 +88,14 @@ type idleCompactor struct {
 	running        atomic.Int64 // 1 while a table is being compacted
 }
 
-// pending counts the tables that took a bulk's worth of rows and wait to
-// go idle or to be compacted, the one being compacted included.
+// pending counts the tables that took enough rows (idleTable.due) and wait
+// to go idle or to be compacted, the one being compacted included.
 func (c *idleCompactor) pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := int(c.running.Load())
 	for _, t := range c.written {
-		if t.rows >= idleCompactRows {
+		if t.due() {
 			n++
 		}
 	}
@@ -151,7 +172,7 @@ func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
 		if t == nil {
 			continue
 		}
-		if t.rows++; t.rows == idleCompactRows {
+		if t.rows++; t.rows == t.dueRows() {
 			select {
 			case c.wake <- struct{}{}:
 			default:
@@ -168,7 +189,10 @@ func (c *idleCompactor) next(now time.Time) (k layerTableKey, ok bool, wait time
 	defer c.mu.Unlock()
 	var oldest time.Time
 	for key, t := range c.written {
-		if t.rows < idleCompactRows {
+		if !t.due() {
+			if now.Sub(t.last) > idleForget {
+				delete(c.written, key)
+			}
 			continue
 		}
 		if due := t.last.Add(c.idle); due.After(now) {
@@ -182,7 +206,9 @@ func (c *idleCompactor) next(now time.Time) (k layerTableKey, ok bool, wait time
 		}
 	}
 	if ok {
-		delete(c.written, k)
+		t := c.written[k]
+		t.done += t.rows
+		t.rows = 0
 		c.running.Store(1)
 		wait = 0
 	}

@@ -206,3 +206,67 @@ func TestIdleCompactionOff(t *testing.T) {
 		t.Fatalf("stats %+v, %v", st.Storage, err)
 	}
 }
+
+// TestIdleCompactionGrowth checks that once a table has been compacted,
+// the next compaction waits for the table to grow by a quarter of the rows
+// it had taken: a burst of a bulk's worth into a large table is not a
+// rewrite of the table.
+func TestIdleCompactionGrowth(t *testing.T) {
+	// Longer than a bulk request takes: the compactor finds no pause
+	// within a load.
+	const idle = 500 * time.Millisecond
+	db := openTestDB(t, Options{CompactIdle: idle})
+	n := 0
+	load := func(rows int) {
+		t.Helper()
+		for rows > 0 {
+			recs := make([]map[string]any, min(rows, 1000))
+			for i := range recs {
+				recs[i] = map[string]any{"name": "x", "code": fmt.Sprintf("c%06d", n)}
+				n++
+			}
+			if _, err := db.e.BulkInsert(context.Background(), db.ref("main"), "items", recs); err != nil {
+				t.Fatal(err)
+			}
+			rows -= len(recs)
+		}
+	}
+	stats := func() (done, pending int64) {
+		t.Helper()
+		st, err := db.e.Stats(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Storage.IdleCompactions, int64(st.Storage.IdleCompactionsPending)
+	}
+	waitDone := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			done, pending := stats()
+			if done == want && pending == 0 {
+				return
+			}
+			if done > want || time.Now().After(deadline) {
+				t.Fatalf("%d idle compactions (%d pending), want %d", done, pending, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	load(8000)
+	waitDone(1)
+	// 8,000 rows compacted: the next is due after 2,000 more.
+	load(1999)
+	if _, pending := stats(); pending != 0 {
+		t.Fatalf("after 1,999 rows more: %d idle compactions pending, want 0", pending)
+	}
+	time.Sleep(4 * idle)
+	if done, _ := stats(); done != 1 {
+		t.Fatalf("after 1,999 rows more and a pause: %d idle compactions, want 1", done)
+	}
+	load(1)
+	if _, pending := stats(); pending != 1 {
+		t.Fatalf("after 2,000 rows more: %d idle compactions pending, want 1", pending)
+	}
+	waitDone(2)
+}
