@@ -184,6 +184,33 @@ func (d *Delta) Then(newer Delta) {
 	}
 }
 
+// Before composes older before d in place: afterwards applying d equals
+// applying older and then the old d, as older.Then(d) would leave older.
+// It costs what older holds, not what d holds, so that folding a long
+// history newest first, as a merge operator does, is linear in the
+// history rather than quadratic in the accumulated sets. older is
+// consumed: Before may change its bitmaps and keep them.
+func (d *Delta) Before(older Delta) {
+	if d.Full {
+		return
+	}
+	d.ensure()
+	older.ensure()
+	// adds = (a1 − d2) ∪ a2, dels = (d1 − a2) ∪ d2, both from d's sets as
+	// they were; a full older keeps its dels, as Then does.
+	older.Adds.AndNot(d.Dels)
+	if !older.Full {
+		older.Dels.AndNot(d.Adds)
+	}
+	d.Adds.Or(older.Adds)
+	if older.Full {
+		d.Full = true
+		d.Dels = older.Dels
+		return
+	}
+	d.Dels.Or(older.Dels)
+}
+
 // ApplyTo applies d to set in place: set = set − Dels ∪ Adds, or set = Adds
 // when d is Full. set must not be nil.
 func (d Delta) ApplyTo(set *roaring.Bitmap) {

@@ -125,6 +125,37 @@ func TestDeltaThen(t *testing.T) {
 	}
 }
 
+// TestDeltaBefore checks that composing an older change before a delta
+// gives what Then gives composing it after the older one, on the cases of
+// TestDeltaThen.
+func TestDeltaBefore(t *testing.T) {
+	cases := [][2]string{
+		{"", ""}, {"+1", ""}, {"", "+1 -2"}, {"+1", "-1"}, {"-1", "+1"}, {"+1 -2", "+2 -1"},
+		{"+1 +2", "+3 -2"}, {"+1..100000", "-50..60"}, {"-0..70000", "+65535..65537"},
+		{"+4294967295", "-4294967295"}, {"full", "+1"}, {"full +1 +2", "+3 -2"}, {"full +1", "-5"},
+		{"+1 -2", "full +7"}, {"full +1", "full"}, {"full +1 -9", "+2 -1"},
+	}
+	for _, c := range cases {
+		want := deltaParse(t, c[0])
+		want.Then(deltaParse(t, c[1]))
+		got := deltaParse(t, c[1])
+		got.Before(deltaParse(t, c[0]))
+		if !deltaSame(got, want) {
+			t.Errorf("(%s) before (%s) = %s, want %s", c[0], c[1], deltaString(got), deltaString(want))
+		}
+	}
+	var z codec.Delta
+	z.Before(deltaParse(t, "+1 -2"))
+	if !deltaSame(z, deltaParse(t, "+1 -2")) {
+		t.Errorf("(+1 -2) before zero = %s", deltaString(z))
+	}
+	d := deltaParse(t, "+1")
+	d.Before(codec.Delta{})
+	if !deltaSame(d, deltaParse(t, "+1")) {
+		t.Errorf("zero before (+1) = %s", deltaString(d))
+	}
+}
+
 func TestDeltaApplyTo(t *testing.T) {
 	f := func(set, delta, want string) {
 		t.Helper()
@@ -395,6 +426,11 @@ func TestDeltaRandom(t *testing.T) {
 			older.Then(right)
 			right = older
 		}
+		// Newest first into one accumulator, as Pebble's merges fold.
+		before := deltaCopy(log[len(log)-1])
+		for i := len(log) - 2; i >= 0; i-- {
+			before.Before(deltaCopy(log[i]))
+		}
 		tree := deltaTree(rng, log)
 		// Through the codec at every step, as a merge operator would.
 		enc := codec.AppendDelta(nil, codec.Delta{})
@@ -410,7 +446,7 @@ func TestDeltaRandom(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			d    codec.Delta
-		}{{"left fold", left}, {"right fold", right}, {"tree", tree}} {
+		}{{"left fold", left}, {"right fold", right}, {"newest first", before}, {"tree", tree}} {
 			got := start.Clone()
 			c.d.ApplyTo(got)
 			if !got.Equals(final) {
@@ -496,6 +532,43 @@ func FuzzDecodeDelta(f *testing.F) {
 		}
 		if b, err := codec.DecodeBitmap(data); err != nil || !b.Equals(d.Adds) {
 			t.Fatalf("DecodeBitmap(% x) disagrees with DecodeDelta (%v)", data, err)
+		}
+	})
+}
+
+// BenchmarkDeltaFoldNewestFirst folds 10,000 one-row additions newest
+// first, as a merge operator meets the operands single inserts leave on a
+// posting: into the accumulator with Before, against the older operand
+// with Then (which copies the accumulated sets at every step).
+func BenchmarkDeltaFoldNewestFirst(b *testing.B) {
+	const n = 10000
+	ops := make([][]byte, n)
+	for i := range ops {
+		ops[i] = codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(uint32(3 * i))})
+	}
+	decode := func(i int) codec.Delta {
+		d, err := codec.DecodeDelta(ops[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	b.Run("before", func(b *testing.B) {
+		for b.Loop() {
+			acc := decode(n - 1)
+			for i := n - 2; i >= 0; i-- {
+				acc.Before(decode(i))
+			}
+		}
+	})
+	b.Run("then", func(b *testing.B) {
+		for b.Loop() {
+			acc := decode(n - 1)
+			for i := n - 2; i >= 0; i-- {
+				older := decode(i)
+				older.Then(acc)
+				acc = older
+			}
 		}
 	})
 }

@@ -67,8 +67,7 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 	if m.acc.Full {
 		return nil // decoded only to report corruption
 	}
-	older.Then(m.acc)
-	m.acc = older
+	m.acc.Before(older)
 	return nil
 }
 
