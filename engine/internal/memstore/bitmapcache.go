@@ -491,6 +491,28 @@ func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	return nil
 }
 
+// GetAll sets out[i] to a copy of the cached bitmap of ids[i] at epoch e
+// and reports true when every one of ids is cached, under one lock: a
+// term's postings and frequency levels are read together, for each of
+// the hundreds of terms a prefix expands to. On false out is left as is.
+func (c *BitmapCache) GetAll(ids []string, e uint64, out []*roaring.Bitmap) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		x := c.m[id]
+		ok := x != nil && c.valid(id, x, e)
+		c.looked(ok)
+		if !ok {
+			return false
+		}
+	}
+	for i, id := range ids {
+		out[i] = c.m[id].b.Clone()
+	}
+	c.entry.Touch()
+	return true
+}
+
 // Put keeps a copy of bitmap b of id, read at epoch e, if e is still the
 // table's epoch.
 func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {

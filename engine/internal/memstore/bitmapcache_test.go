@@ -90,3 +90,32 @@ func dense(n int) *roaring.Bitmap {
 	}
 	return roaring.FromDense(words, false)
 }
+
+// TestBitmapCacheGetAll: GetAll answers when every bitmap is cached at the
+// epoch, with copies the caller may change, and leaves out alone when one
+// is missing or was put at another epoch.
+func TestBitmapCacheGetAll(t *testing.T) {
+	c, _ := newTestCache(maxCachedBytes)
+	c.Put("a", roaring.BitmapOf(1, 2), 0)
+	c.Put("b", roaring.New(), 0)
+	out := make([]*roaring.Bitmap, 3)
+	if c.GetAll([]string{"a", "b", "c"}, 0, out) || out[0] != nil {
+		t.Fatalf("GetAll with c missing: answered %v", out)
+	}
+	c.Put("c", roaring.BitmapOf(3), 0)
+	if !c.GetAll([]string{"a", "b", "c"}, 0, out) {
+		t.Fatal("GetAll missed with every bitmap cached")
+	}
+	if !out[0].Equals(roaring.BitmapOf(1, 2)) || !out[1].IsEmpty() || !out[2].Equals(roaring.BitmapOf(3)) {
+		t.Fatalf("GetAll answered %v", out)
+	}
+	out[0].Add(9)
+	if b := c.Get("a", 0); !b.Equals(roaring.BitmapOf(1, 2)) {
+		t.Fatalf("changing a copy changed the cached bitmap: %v", b)
+	}
+	c.epoch.Store(2) // a write the log does not name: everything older is stale
+	c.log.note(2, nil, nil, true)
+	if c.GetAll([]string{"a"}, 2, out[:1]) {
+		t.Fatal("GetAll answered with a bitmap of an older epoch")
+	}
+}
