@@ -584,8 +584,10 @@ type childFixture struct {
 
 // BenchmarkChildRead compares point reads of the same records on a child
 // branch and on its parent main (target: child ≤ 1.3× main). "fresh" reads
-// right after the fork; "main-churn-10pct" after main has rewritten a tenth
-// of the records, whose versions the child then reads from main's history.
+// right after the fork; "fresh-queries" runs a mix of page-20 queries
+// instead, as the server does (views through a record cache); and
+// "main-churn-10pct" reads after main has rewritten a tenth of the
+// records, whose versions the child then reads from main's history.
 func BenchmarkChildRead(b *testing.B) {
 	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *childFixture {
 		env.load(b, n, "bench")
@@ -609,6 +611,29 @@ func BenchmarkChildRead(b *testing.B) {
 				b.Skip("the fixture was churned already")
 			}
 			run(b, f)
+		})
+		b.Run(sizeLabel(n)+"/fresh-queries", func(b *testing.B) {
+			f := get(b, n)
+			if f.churned {
+				b.Skip("the fixture was churned already")
+			}
+			mix := benchQueryMix(b)
+			opts := engine.QueryOptions{Views: true, Records: engine.NewRecordCache(32 << 20)}
+			warm := func() {
+				for range 2 {
+					for _, q := range mix {
+						runBenchQueryWith(b, f.env.e, f.main, q, opts)
+						runBenchQueryWith(b, f.env.e, f.child, q, opts)
+					}
+				}
+			}
+			// The first queries start the column store's build, which
+			// would land in the timed part: time once it is built.
+			warm()
+			waitForBuilds(b, f.env.e)
+			warm()
+			b.ResetTimer()
+			reportSides(b, "query", "main", "child", interleavedQueriesWith(b, f.env.e, f.main, f.child, mix, opts))
 		})
 		b.Run(sizeLabel(n)+"/main-churn-10pct", func(b *testing.B) {
 			f := get(b, n)
@@ -704,14 +729,35 @@ func benchQueryMix(b *testing.B) []engine.QueryRequest {
 	}
 }
 
+// waitForBuilds waits until e builds no column store in the background.
+func waitForBuilds(b *testing.B, e *engine.Engine) {
+	for t0 := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		st, err := e.Stats(0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.BuildsInProgress == 0 {
+			return
+		}
+		if time.Since(t0) > 5*time.Minute {
+			b.Fatalf("store builds still running after %v", time.Since(t0).Round(time.Second))
+		}
+	}
+}
+
 // runBenchQuery runs one query and fails the benchmark when it finds
 // nothing.
 func runBenchQuery(b *testing.B, e *engine.Engine, ref engine.Ref, q engine.QueryRequest) {
-	res, err := e.Query(context.Background(), ref, benchTable, q, engine.QueryOptions{})
+	runBenchQueryWith(b, e, ref, q, engine.QueryOptions{})
+}
+
+// runBenchQueryWith runs one query with opts, as runBenchQuery does.
+func runBenchQueryWith(b *testing.B, e *engine.Engine, ref engine.Ref, q engine.QueryRequest, opts engine.QueryOptions) {
+	res, err := e.Query(context.Background(), ref, benchTable, q, opts)
 	if err != nil {
 		b.Fatalf("query %v: %v", ref, err)
 	}
-	if len(res.Records) == 0 {
+	if len(res.Records) == 0 && len(res.Views) == 0 {
 		b.Fatalf("query on %v matches nothing", ref)
 	}
 }
@@ -720,11 +766,17 @@ func runBenchQuery(b *testing.B, e *engine.Engine, ref engine.Ref, q engine.Quer
 // interleavedReads times reads: one op is one query on each side, the
 // sides alternating which goes first.
 func interleavedQueries(b *testing.B, e *engine.Engine, x, y engine.Ref, mix []engine.QueryRequest) (side [2]sideCost) {
+	return interleavedQueriesWith(b, e, x, y, mix, engine.QueryOptions{})
+}
+
+// interleavedQueriesWith times the queries of mix with opts, as
+// interleavedQueries does.
+func interleavedQueriesWith(b *testing.B, e *engine.Engine, x, y engine.Ref, mix []engine.QueryRequest, opts engine.QueryOptions) (side [2]sideCost) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	run := func(s int, ref engine.Ref, q engine.QueryRequest) {
 		t0, c0 := time.Now(), threadCPU()
-		runBenchQuery(b, e, ref, q)
+		runBenchQueryWith(b, e, ref, q, opts)
 		side[s].wall += time.Since(t0)
 		side[s].cpu += threadCPU() - c0
 	}

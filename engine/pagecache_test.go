@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coppice-db/coppice/engine/internal/memstore"
 	"github.com/coppice-db/coppice/index"
@@ -16,12 +17,16 @@ import (
 
 // TestPagesThroughRecordCache reads pages of records through a record
 // cache while writers insert, update and delete records of the same table
-// on two branches (main and a child forked from it) and point reads fill
-// the cache too, and checks every page against the same rows read from
-// storage at the same snapshot: a page served from the cache must be the
-// page storage holds, for every projection, whole records or some columns.
-// Once the writers are done, a page read twice comes from the cache the
-// second time, and holds the very views point reads get.
+// on main and on its forks, and point reads fill the cache too, and checks
+// every page against the same rows read from storage at the same
+// snapshot: a page served from the cache must be the page storage holds,
+// for every projection, whole records or some columns. Forks are made as
+// the writers go, of main and of other forks, so that pages are read of
+// forks that share their ancestor's rows (neither side has written the
+// table since the fork), of forks whose sharing a write is ending, and of
+// forks that have written the table. Once the writers are done, a page
+// read twice comes from the cache the second time, and holds the very
+// views point reads get, on a fresh fork as on main.
 func TestPagesThroughRecordCache(t *testing.T) {
 	e, main := recFixture(t, map[string][]ColumnDef{
 		"items": {
@@ -46,11 +51,26 @@ func TestPagesThroughRecordCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dev := Ref{Workspace: main.Workspace, Database: main.Database, Branch: "dev"}
-	if err := e.Branches().Create(dev, CreateBranchRequest{From: "main"}); err != nil {
-		t.Fatal(err)
+	fork := func(from Ref, name string) Ref {
+		t.Helper()
+		ref := Ref{Workspace: from.Workspace, Database: from.Database, Branch: name}
+		if err := e.Branches().Create(ref, CreateBranchRequest{From: from.Branch}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
 	}
+	dev := fork(main, "dev")
+	// The branches pages are read of; forks join as they are made.
+	var refsMu sync.Mutex
 	refs := []Ref{main, dev}
+	pick := func(rng *rand.Rand) Ref {
+		refsMu.Lock()
+		defer refsMu.Unlock()
+		if rng.IntN(2) == 0 {
+			return refs[len(refs)-1] // the newest fork: likely unwritten
+		}
+		return refs[rng.IntN(len(refs))]
+	}
 	var projections []*index.Projection
 	for _, cols := range []string{`null`, `["s"]`, `["n","m"]`, `["svc.version","s"]`} {
 		c, err := index.ReadColumns([]byte(cols))
@@ -84,6 +104,23 @@ func TestPagesThroughRecordCache(t *testing.T) {
 	var wg sync.WaitGroup
 	var writing atomic.Int32
 	writing.Store(2)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(7, 8))
+		for i := 0; writing.Load() > 0 && !failed.Load(); i++ {
+			from := pick(rng)
+			ref := Ref{Workspace: from.Workspace, Database: from.Database, Branch: fmt.Sprintf("f%d", i)}
+			if err := e.Branches().Create(ref, CreateBranchRequest{From: from.Branch}); err != nil {
+				fail("fork of %s: %v", from.Branch, err)
+				return
+			}
+			refsMu.Lock()
+			refs = append(refs, ref)
+			refsMu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	for w := range 2 {
 		wg.Add(1)
 		go func() {
@@ -94,7 +131,7 @@ func TestPagesThroughRecordCache(t *testing.T) {
 				if failed.Load() {
 					return
 				}
-				ref, id := refs[rng.IntN(2)], idOf(rng.IntN(ids))
+				ref, id := pick(rng), idOf(rng.IntN(ids))
 				var err error
 				switch rng.IntN(4) {
 				case 0:
@@ -115,13 +152,15 @@ func TestPagesThroughRecordCache(t *testing.T) {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(5, 6))
 		for writing.Load() > 0 && !failed.Load() {
-			ref := refs[rng.IntN(2)]
+			ref := pick(rng)
 			if _, err := e.GetView(c, ref, "items", idOf(rng.IntN(ids))); err != nil && CodeOf(err) != CodeNotFound {
 				fail("point read on %s: %v", ref.Branch, err)
 			}
 		}
 	}()
-	var checked, cached atomic.Int64
+	// Pages checked, and those of forks that share their ancestor's rows;
+	// whole cached views among them.
+	var checked, cached, shared, sharedCached atomic.Int64
 	for r := range 2 {
 		wg.Add(1)
 		go func() {
@@ -131,21 +170,27 @@ func TestPagesThroughRecordCache(t *testing.T) {
 				if failed.Load() {
 					return
 				}
-				ref := refs[rng.IntN(2)]
+				ref := pick(rng)
 				p := projections[rng.IntN(len(projections))]
-				got, want, n, err := pageBothWays(e, c, ref, p, rng)
+				pg, err := pageBothWays(e, c, ref, p, rng)
 				if err != nil {
 					fail("page on %s: %v", ref.Branch, err)
 					return
 				}
-				if msg := sameViews(got, want); msg != "" {
-					fail("page of %d rows on %s: through the cache %s", n, ref.Branch, msg)
+				if msg := sameViews(pg.got, pg.want); msg != "" {
+					fail("page of %d rows on %s (sharing its ancestor's rows: %v): through the cache %s", pg.n, ref.Branch, pg.shared, msg)
 					return
 				}
 				checked.Add(1)
-				for _, v := range got {
+				if pg.shared {
+					shared.Add(1)
+				}
+				for _, v := range pg.got {
 					if v.Cached() {
 						cached.Add(1)
+						if pg.shared {
+							sharedCached.Add(1)
+						}
 					}
 				}
 			}
@@ -155,24 +200,36 @@ func TestPagesThroughRecordCache(t *testing.T) {
 	if failed.Load() {
 		return
 	}
-	if checked.Load() == 0 || cached.Load() == 0 {
-		t.Fatalf("%d pages checked, %d whole cached views among them", checked.Load(), cached.Load())
+	// Whether pages of sharing forks find cached views depends on how the
+	// writers run; the quiet part below and TestForkPagesAtTheirSnapshot
+	// make sure they do.
+	if checked.Load() == 0 || cached.Load() == 0 || shared.Load() == 0 {
+		t.Fatalf("%d pages checked, %d whole cached views among them; %d of forks sharing rows, with %d cached views",
+			checked.Load(), cached.Load(), shared.Load(), sharedCached.Load())
 	}
+	t.Logf("%d pages checked, %d whole cached views among them; %d of forks sharing rows, with %d cached views",
+		checked.Load(), cached.Load(), shared.Load(), sharedCached.Load())
 
 	// Quiet now: a page read twice is served from the cache, and its
-	// views are those point reads get.
+	// views are those point reads get, on branches that have written the
+	// table and on fresh forks (one of a fresh fork) sharing main's rows.
 	big := NewRecordCache(1 << 20)
-	for _, ref := range refs {
-		first, _, _, err := pageBothWays(e, big, ref, projections[0], nil)
+	quiet := fork(main, "quiet")
+	for _, ref := range []Ref{main, dev, quiet, fork(quiet, "quieter")} {
+		pg, err := pageBothWays(e, big, ref, projections[0], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, want, _, err := pageBothWays(e, big, ref, projections[0], nil)
-		if err != nil {
+		first := pg.got
+		if pg, err = pageBothWays(e, big, ref, projections[0], nil); err != nil {
 			t.Fatal(err)
 		}
-		if msg := sameViews(again, want); msg != "" {
+		again := pg.got
+		if msg := sameViews(again, pg.want); msg != "" {
 			t.Fatalf("%s: %s", ref.Branch, msg)
+		}
+		if fresh := ref.Branch != main.Branch && ref.Branch != dev.Branch; pg.shared != fresh {
+			t.Fatalf("%s: sharing its ancestor's rows: %v", ref.Branch, pg.shared)
 		}
 		if len(first) == 0 || len(first) != len(again) {
 			t.Fatalf("%s: pages of %d and %d records", ref.Branch, len(first), len(again))
@@ -192,32 +249,49 @@ func TestPagesThroughRecordCache(t *testing.T) {
 	}
 }
 
+// bothWays is a page read through a record cache (got) and from storage
+// (want) at one snapshot, of n rows asked for; shared says the branch read
+// its ancestor's structures, sharing its rows.
+type bothWays struct {
+	got, want []*RecordView
+	n         int
+	shared    bool
+}
+
 // pageBothWays reads some rows of a table of a branch as views of the
-// columns p selects, through the record cache c and from storage, at one
-// snapshot; the rows are live and deleted ones in random order (every
-// row, ascending, with rng nil). n is how many rows it asked for.
-func pageBothWays(e *Engine, c *RecordCache, ref Ref, p *index.Projection, rng *rand.Rand) (got, want []*RecordView, n int, err error) {
+// columns p selects, through the record cache c as Query does and from
+// storage, at one snapshot; the rows are live and deleted ones in random
+// order (every row, ascending, with rng nil).
+func pageBothWays(e *Engine, c *RecordCache, ref Ref, p *index.Projection, rng *rand.Rand) (bothWays, error) {
+	own := e.loadOwnEpoch(ref, "items", c)
 	src, release, err := e.openSource(context.Background(), ref, "items", memstore.Need{})
 	if err != nil {
-		return nil, nil, 0, err
+		return bothWays{}, err
 	}
 	defer release()
+	if rng != nil && rng.IntN(2) == 0 {
+		// As long as a query takes: writes of the branch after the
+		// snapshot have their time to land and be cached.
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+	}
+	pc := src.cachedRecords(c, own)
 	// The projection was parsed against main's table: the same columns.
 	var rows []uint32
-	for row := range uint32(80) {
+	for row := range uint32(256) {
 		rows = append(rows, row)
 	}
 	if rng != nil {
 		rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-		rows = rows[:1+rng.IntN(30)]
+		rows = rows[:1+rng.IntN(len(rows))]
 	}
-	if got, err = src.views(rows, p, c); err != nil {
-		return nil, nil, 0, err
+	pg := bothWays{n: len(rows), shared: src.view.Root != src.b}
+	if pg.got, err = src.views(rows, p, pc); err != nil {
+		return bothWays{}, err
 	}
-	if want, err = src.views(rows, p, nil); err != nil {
-		return nil, nil, 0, err
+	if pg.want, err = src.views(rows, p, pageCache{}); err != nil {
+		return bothWays{}, err
 	}
-	return got, want, len(rows), nil
+	return pg, nil
 }
 
 // sameViews describes how two pages of views differ, or is "".
@@ -245,4 +319,116 @@ func sameViews(got, want []*RecordView) string {
 		}
 	}
 	return ""
+}
+
+// TestForkPagesAtTheirSnapshot reads pages of forks that share their
+// parent's rows through a record cache with writes and point reads
+// between the snapshot and the page read, in the order that tells an
+// epoch of the fork's cache taken with the snapshot from one taken later:
+// a write of the fork after its snapshot, whose new record a point read
+// then caches, must not show in the page; a write of the parent leaves the
+// fork's cached records in use.
+func TestForkPagesAtTheirSnapshot(t *testing.T) {
+	e, main := recFixture(t, map[string][]ColumnDef{"items": {{Name: "s", Type: TypeString}}})
+	for i := range 8 {
+		if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "items", ID: fmt.Sprintf("r%d", i), Values: map[string]any{"s": "old"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := index.ReadColumns([]byte(`null`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewRecordCache(1 << 20)
+	// page reads every row of ref through c as Query does, with between
+	// its snapshot and the page read; it checks the page against storage
+	// at the snapshot and returns whether the fork shared its ancestor's
+	// rows and how many views came from the cache.
+	page := func(ref Ref, between func()) (shared bool, hits int) {
+		t.Helper()
+		own := e.loadOwnEpoch(ref, "items", c)
+		src, release, err := e.openSource(context.Background(), ref, "items", memstore.Need{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		p, err := index.ParseColumns(src.it, all, e.opts.Meta, src.tableByName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared = src.view.Root != src.b
+		between()
+		rows := make([]uint32, 16)
+		for i := range rows {
+			rows[i] = uint32(i)
+		}
+		pc := src.cachedRecords(c, own)
+		// Cached views are found before the read that puts them: count
+		// them before.
+		for _, row := range rows {
+			if pc.bc != nil {
+				if _, ok := c.GetRow(pc.bc, row, pc.epoch, src.t); ok {
+					hits++
+				}
+			}
+		}
+		got, err := src.views(rows, p, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := src.views(rows, p, pageCache{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameViews(got, want); msg != "" {
+			t.Fatalf("%s: through the cache %s", ref.Branch, msg)
+		}
+		return shared, hits
+	}
+	update := func(ref Ref, id, s string) {
+		t.Helper()
+		if _, err := e.WriteOne(ref, Op{Kind: OpUpdate, Table: "items", ID: id, Values: map[string]any{"s": s}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.GetView(c, ref, "items", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fork := func(name string) Ref {
+		ref := Ref{Workspace: main.Workspace, Database: main.Database, Branch: name}
+		if err := e.Branches().Create(ref, CreateBranchRequest{From: main.Branch}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	nothing := func() {}
+
+	a := fork("a")
+	if shared, hits := page(a, nothing); !shared || hits != 0 {
+		t.Fatalf("fresh fork: shared %v, %d cached views", shared, hits)
+	}
+	if shared, hits := page(a, nothing); !shared || hits != 8 {
+		t.Fatalf("fork read again: shared %v, %d cached views, want 8", shared, hits)
+	}
+	// The fork writes after the snapshot, and a point read caches the new
+	// record under the fork's cache: the page still shows the old one.
+	if shared, _ := page(a, func() { update(a, "r1", "new") }); !shared {
+		t.Fatal("fork not sharing before its first write")
+	}
+	// Its next page sees the write, from the cache, and the rest of the
+	// fork's entries as they were.
+	if shared, hits := page(a, nothing); shared || hits != 8 {
+		t.Fatalf("fork after its write: shared %v, %d cached views, want 8", shared, hits)
+	}
+
+	// The parent writes after the snapshot of a fresh fork: the fork's
+	// rows and cached records stay.
+	b := fork("b")
+	page(b, nothing)
+	if shared, hits := page(b, func() { update(main, "r2", "main") }); !shared || hits != 8 {
+		t.Fatalf("fork while its parent writes: shared %v, %d cached views, want 8", shared, hits)
+	}
+	if shared, hits := page(b, nothing); shared || hits != 8 {
+		t.Fatalf("fork after its parent wrote: shared %v, %d cached views, want 8", shared, hits)
+	}
 }

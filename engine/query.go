@@ -152,11 +152,18 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	if err != nil {
 		return nil, err
 	}
+	var own ownEpoch
+	if opts.Views {
+		own = e.loadOwnEpoch(ref, tableName, opts.Records)
+	}
 	src, release, err := e.openSource(ctx, ref, tableName, memstore.Need{})
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	// Right after the snapshot: the later the second look at the epoch, the
+	// likelier a write in between makes the page read storage.
+	pc := src.cachedRecords(opts.Records, own)
 	var seed [8]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		return nil, err
@@ -181,7 +188,7 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 	res := &QueryResult{Cursor: page.Cursor, More: page.More, Size: page.Size, Plan: &page.Plan}
 	n := 0
 	if opts.Views && src.plain(proj) {
-		res.Views, err = src.views(page.Rows, proj, opts.Records)
+		res.Views, err = src.views(page.Rows, proj, pc)
 		n = len(res.Views)
 	} else {
 		res.Records, err = src.docs(page.Rows, proj)
@@ -216,11 +223,11 @@ func (s *source) plain(p *index.Projection) bool {
 }
 
 // views reads rows in order as views of the columns p selects, for a
-// plain projection. With a record cache (c not nil) that may serve the
-// source (cachedRecords), a row the cache holds at the source's epoch is
-// not read, and the records read are cached whole, as GetView caches
-// them; the views are the same as without.
-func (s *source) views(rows []uint32, p *index.Projection, c *RecordCache) ([]*RecordView, error) {
+// plain projection. Through a record cache (pc from cachedRecords, or the
+// zero pageCache for none), a row the cache holds at pc's epoch is not
+// read, and the records read are cached whole, as GetView caches them;
+// the views are the same as without.
+func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*RecordView, error) {
 	byRow := make([]*RecordView, len(rows))
 	// One allocation for the page's views and, while they fit, one for
 	// their fields.
@@ -236,11 +243,11 @@ func (s *source) views(rows []uint32, p *index.Projection, c *RecordCache) ([]*R
 		return &views[i]
 	}
 	read, at := rows, []int(nil) // the rows to read, and where they go in rows
-	bc := s.cachedRecords(c)
+	c, bc := pc.c, pc.bc
 	if bc != nil {
 		read = nil
 		for i, row := range rows {
-			if v, ok := c.GetRow(bc, row, s.epoch, s.t); ok {
+			if v, ok := c.GetRow(bc, row, pc.epoch, s.t); ok {
 				byRow[i] = v
 				if !p.All {
 					byRow[i] = projectView(v, p, pooled(i), &fields)
@@ -263,7 +270,7 @@ func (s *source) views(rows []uint32, p *index.Projection, c *RecordCache) ([]*R
 		v := newRecordView(s.t, rec, nil)
 		scopeViewFiles(v, s.e, s.d, s.b, s.t)
 		v.cached = true
-		c.Put(bc, v.ID, read[j], s.epoch, s.t, v, viewSize(v))
+		c.Put(bc, v.ID, read[j], pc.epoch, s.t, v, viewSize(v))
 		byRow[i] = v
 		if !p.All {
 			byRow[i] = projectView(v, p, pooled(i), &fields)
@@ -282,16 +289,97 @@ func (s *source) views(rows []uint32, p *index.Projection, c *RecordCache) ([]*R
 	return out, nil
 }
 
-// cachedRecords returns the table cache whose epochs tag the source's
-// entries in the record cache c, or nil when c may not serve the source:
-// no cache, a snapshot at no known epoch, or a branch that reads the rows
-// of an ancestor (whose entries GetView, reading the branch's own cache,
-// would not find).
-func (s *source) cachedRecords(c *RecordCache) *memstore.BitmapCache {
-	if c == nil || s.cache == nil || s.view == nil || s.view.Root != s.b {
-		return nil
+// The record cache keeps the records of a table of a branch under that
+// branch's own table cache (memstore.BitmapCache), tagged with an epoch of
+// it, whichever branch's structures the branch reads: GetView finds them
+// there by id, and pages by row. A branch that reads its own structures
+// (the view's Root is the branch) has its snapshot's epoch
+// (memstore.View.Epoch) of its own cache. A fork whose table neither it
+// nor its parent has written since the fork reads its ancestor's
+// structures, whose epochs say nothing of the fork's cache; the page
+// takes its epoch of the fork's cache as a point read does:
+//
+//   - loadOwnEpoch gets the cache (made, when there is none, under the
+//     writer lock, so that every write of the fork's table that starts
+//     later finds it and makes its epoch odd before its batch becomes
+//     visible) and loads its epoch before the snapshot is taken;
+//     cachedRecords loads it again after. Both loads
+//     equal and even: no write of the fork's table was in flight, nor
+//     ended, from the first to the second, so the snapshot shows every
+//     write of it up to that epoch and none after: the table as of that
+//     epoch, which is what an entry tagged with it holds.
+//   - A write of the fork's table in between changes the epoch, and the
+//     page reads storage; in practice such a write before the snapshot also
+//     ends the sharing (share.go decides it from the write marks that agree
+//     with the snapshot), and the page takes the first case with the
+//     fork's own epoch.
+//   - A write of the parent changes none of the fork's rows: the fork reads
+//     its parent's top layer as of the fork's seq. It changes the
+//     parent's epochs only, which tag the parent's entries and the bitmaps the
+//     query reads, never the fork's entries; once it ends the sharing, the
+//     fork's next page takes the first case, with the same cache.
+//
+// A row means one record across forks: row ids are never reused in a
+// database, an update or delete writes the record's row in the writing
+// branch's top layer (copy-on-write), and the fork reads the rows its
+// ancestor's column store returns through its own lineage, as a point
+// read does; an entry of a row stays valid only while the fork's write
+// log shows no write of that row.
+
+// ownEpoch is a branch's own table cache and its epoch loaded before a
+// source's snapshot, for cachedRecords; the zero value is none.
+type ownEpoch struct {
+	bc            *memstore.BitmapCache
+	epoch         uint64
+	branch, table uint32 // the ids the cache is of
+}
+
+// loadOwnEpoch returns the cache of a table of a branch that a page
+// through the record cache c is kept in, with its epoch, loaded before the
+// source is opened. With no record cache, an engine whose storage failed
+// (making a cache takes the writer lock, which a write stuck in failed
+// storage may hold), or a table not found (opening the source says why),
+// it is none.
+func (e *Engine) loadOwnEpoch(ref Ref, tableName string, c *RecordCache) ownEpoch {
+	if c == nil || e.Health() != nil {
+		return ownEpoch{}
 	}
-	return s.cache
+	d, b, t, err := e.resolveTable(ref, tableName)
+	if err != nil {
+		return ownEpoch{}
+	}
+	bc := d.CacheFor(storeKey{Branch: b.ID, Table: t.ID})
+	return ownEpoch{bc: bc, epoch: bc.Epoch(), branch: b.ID, table: t.ID}
+}
+
+// pageCache is a record cache a page is read through, with the table cache
+// and the epoch of it its entries are tagged with; bc is nil for none.
+type pageCache struct {
+	c     *RecordCache
+	bc    *memstore.BitmapCache
+	epoch uint64
+}
+
+// cachedRecords returns how the record cache c serves the source's pages,
+// given its branch's own table cache loaded before the snapshot (own): at
+// the source's epoch when the branch reads its own structures, at own's
+// epoch when it reads an ancestor's and that epoch is still current and
+// even (see above), else not at all (none asked for, or a snapshot at no
+// known epoch).
+func (s *source) cachedRecords(c *RecordCache, own ownEpoch) pageCache {
+	if c == nil || s.view == nil {
+		return pageCache{}
+	}
+	if s.view.Root == s.b {
+		if s.cache == nil {
+			return pageCache{}
+		}
+		return pageCache{c: c, bc: s.cache, epoch: s.epoch}
+	}
+	if own.bc == nil || own.branch != s.b.ID || own.table != s.t.ID || own.epoch%2 != 0 || own.bc.Epoch() != own.epoch {
+		return pageCache{}
+	}
+	return pageCache{c: c, bc: own.bc, epoch: own.epoch}
 }
 
 // projectView builds in dst the view of the columns p selects of a whole

@@ -49,17 +49,8 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 		ids[i+1] = string(codec.TermTFBitmapID(nil, col, uint8(i), term))
 	}
 	var out [len(fts.TFLevels) + 1]*roaring.Bitmap
-	if s.cache != nil {
-		hit := true
-		for i, id := range ids {
-			if out[i] = s.cache.Get(id, s.epoch); out[i] == nil {
-				hit = false
-				break
-			}
-		}
-		if hit {
-			return out[0], [len(fts.TFLevels)]*roaring.Bitmap(out[1:]), nil
-		}
+	if s.cache != nil && s.cache.GetAll(ids[:], s.epoch, out[:]) {
+		return out[0], [len(fts.TFLevels)]*roaring.Bitmap(out[1:]), nil
 	}
 	if lr := s.b.Lineage[0]; len(s.b.Lineage) == 1 && lr.Seq == model.MaxSeq {
 		for i := range out {

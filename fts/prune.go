@@ -182,11 +182,7 @@ func (x *scorer) scorePruned(phrased *roaring.Bitmap, boosters boosterSet, boost
 		}
 		e = essential(tiers, threshold+boost.lo, boost.hi, best)
 	}
-	rows := make([]*roaring.Bitmap, e)
-	for i := range rows {
-		rows[i] = x.tierRows(&tiers[i])
-	}
-	scored := roaring.FastOr(rows...)
+	scored := x.unionTiers(tiers[:e])
 	if phrased != nil {
 		scored.And(phrased)
 	}
@@ -195,6 +191,51 @@ func (x *scorer) scorePruned(phrased *roaring.Bitmap, boosters boosterSet, boost
 		return err
 	}
 	return x.finish(scored, boosters, top)
+}
+
+// denseUnionTiers is how many small tiers are unioned through the
+// scratch marks rather than merged pairwise; a tier is small when it
+// holds at most walkedPosting rows.
+const denseUnionTiers = 32
+
+// unionTiers returns the rows of tiers. The hundreds of small tiers of a
+// prefix's completions are unioned by setting their rows' bits in the
+// scratch marks and reading the bitmap back, one pass over their rows,
+// where merging them pairwise copies the growing union once per tier;
+// large tiers are merged, container by container. The marks are zero
+// again when it returns.
+func (x *scorer) unionTiers(tiers []tier) *roaring.Bitmap {
+	var large, small []*roaring.Bitmap
+	for i := range tiers {
+		switch rows := x.tierRows(&tiers[i]); {
+		case rows.GetCardinality() > walkedPosting:
+			large = append(large, rows)
+		case !rows.IsEmpty():
+			small = append(small, rows)
+		}
+	}
+	if len(small) < denseUnionTiers {
+		return roaring.FastOr(append(large, small...)...)
+	}
+	x.arrays()
+	marks := x.s.marks
+	lo, hi := len(marks), -1
+	var buf [512]uint32
+	for _, rows := range small {
+		lo, hi = min(lo, int(rows.Minimum()/64)), max(hi, int(rows.Maximum()/64))
+		it := rows.ManyIterator()
+		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+			for _, row := range buf[:n] {
+				marks[row/64] |= 1 << (row % 64)
+			}
+		}
+	}
+	out := roaring.FromDense(marks[:hi+1], true)
+	clear(marks[lo : hi+1])
+	if len(large) == 0 {
+		return out
+	}
+	return roaring.FastOr(append(large, out)...)
 }
 
 // lowerBound returns a score the text of at least k matching rows reaches

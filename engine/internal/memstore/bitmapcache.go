@@ -47,12 +47,12 @@ type BitmapCache struct {
 	salt  uint64    // sets its records apart in a RecordCache
 	reg   *Registry // whose budget record caches charge
 	entry *Entry    // under the memory budget
+	bound int64     // the most bytes the entries take (cacheBound)
 
-	mu      sync.Mutex
-	m       map[string]*cachedBitmap
-	scans   map[string]*cachedScan // whole-column scans by column prefix
-	entries int
-	bytes   int64 // what the entries take
+	mu    sync.Mutex
+	m     map[string]*cachedBitmap
+	scans map[string]*cachedScan // whole-column scans by column prefix
+	bytes int64                  // what the entries take
 }
 
 // writeLog holds, for each row and bitmap of a table written since its
@@ -101,9 +101,29 @@ type ScanEntry struct {
 // columns have few; a scan of a near-unique column is not kept.
 const MaxCachedScan = 1024
 
-// maxCachedBitmaps bounds the entries of one table's cache; past it the
-// cache starts over.
-const maxCachedBitmaps = 4096
+// maxCachedBytes bounds what the entries of one table's cache take, by
+// bitmapBytes and scanBytes. A bound by bytes rather than by entries lets
+// the thousands of small postings a prefix or a typo expands to stay
+// cached, while a few large postings still cannot take more than this;
+// the memory budget may empty the cache before it is full.
+const maxCachedBytes = 64 << 20
+
+// cacheBound returns the bound of a table's cache under a budget of limit
+// bytes (0: none): maxCachedBytes, and at most an eighth of the limit, so
+// that one table's postings do not make a small budget evict the stores
+// that answer the rest.
+func cacheBound(limit int64) int64 {
+	if limit > 0 {
+		return min(maxCachedBytes, limit/8)
+	}
+	return maxCachedBytes
+}
+
+// cacheShrink is the fraction of its bound a full cache drops to,
+// in eighths: entries picked at random go until the rest fit, so that a
+// working set a little larger than the bound keeps most of its entries
+// rather than starting over.
+const cacheShrink = 6
 
 // CacheFor returns the cache of a table of a branch. A new cache is made
 // under the writer lock, so that no write is in flight while its first
@@ -138,7 +158,7 @@ func (d *DB) cacheFor(k storeKey) *BitmapCache {
 	if c := d.Cache(k); c != nil {
 		return c
 	}
-	c := &BitmapCache{salt: rand.Uint64(), reg: d.reg}
+	c := &BitmapCache{salt: rand.Uint64(), reg: d.reg, bound: cacheBound(d.reg.budget.limit.Load())}
 	c.entry = d.reg.budget.AddCache(KindBitmapCache, c.empty)
 	d.caches.Store(k, c)
 	if d.cacheTables == nil {
@@ -176,7 +196,7 @@ func (d *DB) dropCaches(branch uint32, gone func(table uint32) bool) {
 func (c *BitmapCache) empty() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m, c.scans, c.entries, c.bytes = nil, nil, 0, 0
+	c.m, c.scans, c.bytes = nil, nil, 0
 	c.entry.Resize(0)
 }
 
@@ -342,7 +362,6 @@ func (c *BitmapCache) keep(tx *apply.Tx, w *cacheWrite) {
 		for id, x := range c.m {
 			if x.at != w.from {
 				delete(c.m, id) // stale from the command on
-				c.entries--
 				c.bytes -= bitmapBytes(id, x.b)
 				continue
 			}
@@ -442,16 +461,18 @@ func (c *BitmapCache) valid(id string, x *cachedBitmap, e uint64) bool {
 		x.at = e
 	case !ok && e > x.at:
 		delete(c.m, id)
-		c.entries--
 		c.bytes -= bitmapBytes(id, x.b)
 		c.entry.Resize(c.bytes)
 	}
 	return ok
 }
 
-// bitmapBytes estimates the memory a cached bitmap takes.
+// bitmapBytes estimates the memory a cached bitmap takes: its containers,
+// and for the entry itself the map slot, the id, the entry and the
+// bitmap's header and container lists, which for the many postings of one
+// or two rows are most of it.
 func bitmapBytes(id string, b *roaring.Bitmap) int64 {
-	return 64 + int64(len(id)) + int64(b.GetSizeInBytes())
+	return 192 + int64(len(id)) + int64(b.GetSizeInBytes())
 }
 
 // Get returns a copy of the cached bitmap of id at epoch e, or nil. The
@@ -470,6 +491,28 @@ func (c *BitmapCache) Get(id string, e uint64) *roaring.Bitmap {
 	return nil
 }
 
+// GetAll sets out[i] to a copy of the cached bitmap of ids[i] at epoch e
+// and reports true when every one of ids is cached, under one lock: a
+// term's postings and frequency levels are read together, for each of
+// the hundreds of terms a prefix expands to. On false out is left as is.
+func (c *BitmapCache) GetAll(ids []string, e uint64, out []*roaring.Bitmap) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		x := c.m[id]
+		ok := x != nil && c.valid(id, x, e)
+		c.looked(ok)
+		if !ok {
+			return false
+		}
+	}
+	for i, id := range ids {
+		out[i] = c.m[id].b.Clone()
+	}
+	c.entry.Touch()
+	return true
+}
+
 // Put keeps a copy of bitmap b of id, read at epoch e, if e is still the
 // table's epoch.
 func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
@@ -478,33 +521,60 @@ func (c *BitmapCache) Put(id string, b *roaring.Bitmap, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset()
 	if old, ok := c.m[id]; ok {
+		delete(c.m, id)
 		c.bytes -= bitmapBytes(id, old.b)
-	} else {
-		c.entries++
 	}
 	kept := b.Clone()
 	kept.SetCopyOnWrite(true)
-	c.m[id] = &cachedBitmap{b: kept, at: e}
 	n := bitmapBytes(id, kept)
+	if !c.room(n) {
+		c.entry.Resize(c.bytes)
+		return
+	}
+	c.m[id] = &cachedBitmap{b: kept, at: e}
 	c.bytes += n
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
 
-// reset starts the entries over when there are none yet or too many. The
-// caller holds mu.
-func (c *BitmapCache) reset() {
-	if c.m == nil || c.entries >= maxCachedBitmaps {
-		if c.entries > 0 && c.reg != nil {
-			c.reg.budget.Overflowed(KindBitmapCache, c.bytes)
-		}
-		c.m, c.scans, c.entries, c.bytes = map[string]*cachedBitmap{}, map[string]*cachedScan{}, 0, 0
-		if c.entry != nil {
-			c.entry.Resize(0)
-		}
+// room makes room for an entry of n bytes: when the entries would take
+// more than the cache's bound with it, entries picked at random (the
+// maps' order) are dropped until they take at most cacheShrink eighths of
+// it.
+// It reports false, dropping nothing, for an entry larger than that on
+// its own, which is not kept. The caller holds mu.
+func (c *BitmapCache) room(n int64) bool {
+	if c.m == nil {
+		c.m, c.scans = map[string]*cachedBitmap{}, map[string]*cachedScan{}
 	}
+	if c.bytes+n <= c.bound {
+		return true
+	}
+	target := c.bound * cacheShrink / 8
+	if n > target {
+		return false
+	}
+	target -= n
+	freed := c.bytes
+	for id, x := range c.m {
+		if c.bytes <= target {
+			break
+		}
+		delete(c.m, id)
+		c.bytes -= bitmapBytes(id, x.b)
+	}
+	for col, x := range c.scans {
+		if c.bytes <= target {
+			break
+		}
+		delete(c.scans, col)
+		c.bytes -= scanBytes(x.entries)
+	}
+	if freed -= c.bytes; freed > 0 && c.reg != nil {
+		c.reg.budget.Overflowed(KindBitmapCache, freed)
+	}
+	return true
 }
 
 // scanBytes estimates the memory a cached scan takes.
@@ -532,7 +602,6 @@ func (c *BitmapCache) Scan(col string, e uint64) ([]ScanEntry, bool) {
 		x.at = e
 	case !ok && e > x.at:
 		delete(c.scans, col)
-		c.entries -= len(x.entries)
 		c.bytes -= scanBytes(x.entries)
 		c.entry.Resize(c.bytes)
 	}
@@ -551,14 +620,17 @@ func (c *BitmapCache) PutScan(col string, entries []ScanEntry, e uint64) {
 	if c.epoch.Load() != e {
 		return
 	}
-	c.reset()
 	if old := c.scans[col]; old != nil {
-		c.entries -= len(old.entries)
+		delete(c.scans, col)
 		c.bytes -= scanBytes(old.entries)
 	}
+	n := scanBytes(entries)
+	if !c.room(n) {
+		c.entry.Resize(c.bytes)
+		return
+	}
 	c.scans[col] = &cachedScan{entries: entries, at: e}
-	c.entries += len(entries)
-	c.bytes += scanBytes(entries)
+	c.bytes += n
 	c.entry.Resize(c.bytes)
 	c.entry.Touch()
 }
