@@ -73,7 +73,7 @@ func explainSchemas() obj {
 			"kind": strDesc("the step: live, and, or, not, postings, range, scan, trigram, link (filters); walk, heap (order); " +
 				"query, records; summarize, sort, having, group; search, highlight, top-k, scoring, candidates"),
 			"detail":        strDesc("what the step tests or produces, e.g. a predicate or a sort order"),
-			"via":           strDesc("how the step reached its rows, when it has several ways: ordered range, column store, ordered index, records, column order, id index, id store, postings, codes, values"),
+			"via":           strDesc("how the step reached its rows, when it has several ways: ordered range, column store, ordered index, records, column order, id order, id index, id store, postings, codes, values"),
 			"estimatedRows": rows("the most rows the step could produce as known when it started"),
 			"actualRows":    rows("the rows the step produced; never above estimatedRows"),
 			"timeMs":        obj{"type": "number", "minimum": 0, "description": "the step's time, its children's included"},

@@ -66,7 +66,7 @@ func queryPaging(t *testing.T, storeless bool) {
 	}
 	sorts := []string{``, `[{"n":"asc"}]`, `{"f":"desc"}`, `["s"]`, `[{"s":"desc"},{"n":"asc"}]`, `[{"svc.createdAt":"desc"}]`, `[{"d":"asc"}]`, `[{"b":"desc"}]`,
 		`[{"n":"desc"},{"f":"asc"}]`, `[{"b":"asc"},{"d":"desc"}]`, `[{"f":"asc"},{"s":"desc"}]`}
-	filters := []string{``, `{"$any":{"b":false,"s":"c"}}`, `{"n":{"$lt":5}}`, `{"s":"c"}`}
+	filters := []string{``, `{"$any":{"b":false,"s":"c"}}`, `{"n":{"$lt":5}}`, `{"s":"c"}`, `{"$not":{"s":{"$contains":"c"}}}`}
 	// Broad filters of ranges the walks test row by row: with postings,
 	// negations, nulls (n and f are missing on some rows) and ties.
 	lazy := []string{
@@ -110,8 +110,9 @@ func queryPaging(t *testing.T, storeless bool) {
 	checkPaging(t, e, dev, sorts, lazy)
 }
 
-// checkLazy checks that each filter, with a sort on an in-memory order and
-// a small page, runs as a lazy walk, and (when eager) that a selective
+// checkLazy checks that each filter, with a sort on an in-memory order or
+// in id order and a small page, runs as a lazy walk, that a broad filter
+// it cannot test walks the ids' order, and (when eager) that a selective
 // filter does not, nor a range the walk would reach only at its end.
 func checkLazy(t *testing.T, e *Engine, ref Ref, filters []string, eager bool) {
 	t.Helper()
@@ -126,6 +127,14 @@ func checkLazy(t *testing.T, e *Engine, ref Ref, filters []string, eager bool) {
 		if p := plan(flt, `{"n":"desc"}`); !strings.Contains(p, "lazy walk") {
 			t.Errorf("filter %s on %s: plan %s, want a lazy walk", flt, ref.Branch, p)
 		}
+		if p := plan(flt, ``); !strings.Contains(p, "lazy walk") || !strings.Contains(p, "via id order") {
+			t.Errorf("filter %s in id order on %s: plan %s, want a lazy walk of the ids", flt, ref.Branch, p)
+		}
+	}
+	// A broad filter that cannot be tested row by row walks the ids'
+	// order over its rows.
+	if p := plan(`{"$not":{"s":{"$contains":"c"}}}`, ``); !strings.Contains(p, "walk id; limit 11 via id order") || strings.Contains(p, "lazy") {
+		t.Errorf("a broad $contains in id order on %s: plan %s, want a walk of the ids", ref.Branch, p)
 	}
 	if !eager {
 		return

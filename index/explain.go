@@ -37,7 +37,8 @@ import (
 //
 // A page is ordered by a walk or a heap (Select): "walk" visits an ordered
 // index until the page is full, via "column order" (the in-memory order),
-// "ordered index" (the stored one) or "id index"; "heap" keeps the first
+// "ordered index" (the stored one), "id order" (the ids' in-memory order)
+// or "id index" (the stored one); "heap" keeps the first
 // rows of every candidate's sort key, read via "column store", "id store"
 // or "records". A "lazy walk" walks as a walk does but tests each row it
 // visits against the filter: under it, each step of the filter has the

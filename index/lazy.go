@@ -19,10 +19,11 @@ package index
 //
 // and the query runs lazily when the tests cost less than the build, the
 // window (offset, page and one more row) holds at most maxLazyLimit rows,
-// the order's first key is an ordered index (not a random order, not the
-// default id order), and every condition can be tested on one row: no
-// $contains or other scans, no links, no element conditions (a not adds
-// |live|/16 to the build and a probe of the live rows to the tests).
+// the order's first key is an ordered index or the order is the default
+// one with the ids' order in memory (not a random order), and every
+// condition can be tested on one row: no $contains or other scans, no
+// links, no element conditions (a not adds |live|/16 to the build and a
+// probe of the live rows to the tests).
 // Otherwise the eager plan runs; it also runs, starting over, when the
 // source turns out to keep no ordered index of the sort column and when
 // the walk tests more rows than its budget (lazyBudget). The walk itself
@@ -275,8 +276,14 @@ func lazyBudget(t *rowTest, limit int, live float64) uint64 {
 // chooses it; ok is false when it does not, and the eager plan runs (with
 // the postings read here). An explained query notes the tests' counts.
 func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explain bool) (rows []uint32, keys []Key, ok bool, err error) {
-	if w.Limit > maxLazyLimit || len(p.order.Keys) == 0 || !walkable(p.order) || p.filter.root == nil {
+	if w.Limit > maxLazyLimit || !walkable(p.order) || p.filter.root == nil {
 		return nil, nil, false, nil
+	}
+	if len(p.order.Keys) == 0 {
+		order, _, err := idOrder(src)
+		if err != nil || order == nil {
+			return nil, nil, false, err
+		}
 	}
 	start := time.Now()
 	live, err := src.Live()

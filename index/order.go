@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"slices"
 	"sort"
 
@@ -14,13 +15,14 @@ import (
 // ColumnValues; what it returns is read-only and valid while the Source is
 // in use.
 
-// OrderedValues is a DenseValues of an int, datetime or float column that
-// also keeps its rows in order of value.
+// OrderedValues is a DenseValues of an int, datetime, float or string
+// column (the record ids among them) that also keeps its rows in order of
+// value.
 type OrderedValues interface {
 	DenseValues
 	// Order returns the rows of Present in ascending order of their
-	// values, rows of equal value in ascending row order; nil when the
-	// store keeps no order for the column.
+	// values (strings by bytes), rows of equal value in ascending row
+	// order; nil when the store keeps no order for the column.
 	Order() []uint32
 }
 
@@ -251,4 +253,78 @@ func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (
 		out.hi, out.hasHi, out.hiIncl = v, true, b.HiIncl
 	}
 	return out, true
+}
+
+// idOrder returns the record ids' in-memory order and the ids by row, or
+// nil when the id store keeps none; it builds the order on first use.
+func idOrder(src Source) (order []uint32, ids []string, err error) {
+	vals, err := src.Values(IDColumn)
+	if err != nil || vals == nil {
+		return nil, nil, err
+	}
+	ov, ok := vals.(OrderedValues)
+	if !ok {
+		return nil, nil, nil
+	}
+	ids = ov.Strings()
+	if ids == nil {
+		return nil, nil, nil
+	}
+	if p := ov.Present(); !p.IsEmpty() && int(p.Maximum()) >= len(ids) {
+		return nil, nil, nil
+	}
+	order = ov.Order()
+	if order == nil {
+		return nil, nil, nil
+	}
+	return order, ids, nil
+}
+
+// walkIDOrder produces the default order (ascending id) by walking the
+// ids' in-memory order within the window's cursors, taking the rows that
+// are candidates until the window is full.
+func walkIDOrder(ctx context.Context, order []uint32, ids []string, cc candidates, w Window) ([]uint32, []Key, error) {
+	lo, hi := 0, len(order)
+	if w.After != nil {
+		after := w.After.ID
+		lo = sort.Search(len(order), func(k int) bool { return ids[order[k]] > after })
+	}
+	if w.Before != nil {
+		before := w.Before.ID
+		hi = max(lo, sort.Search(len(order), func(k int) bool { return ids[order[k]] >= before }))
+	}
+	var rows []uint32
+	var keys []Key
+	n := 0
+	// visit takes row when it is a candidate and reports whether the
+	// window wants more.
+	visit := func(row uint32) (bool, error) {
+		n++
+		if err := checkContext(ctx, n); err != nil {
+			return false, err
+		}
+		if !cc.has(row) {
+			return true, nil
+		}
+		if cc.spent() {
+			return false, errLazySpent
+		}
+		rows = append(rows, row)
+		keys = append(keys, Key{Values: []codec.Value{}, ID: ids[row]})
+		return len(rows) < w.Limit, nil
+	}
+	if w.Reverse {
+		for i := hi - 1; i >= lo; i-- {
+			if more, err := visit(order[i]); err != nil || !more {
+				return rows, keys, err
+			}
+		}
+		return rows, keys, nil
+	}
+	for _, row := range order[lo:hi] {
+		if more, err := visit(row); err != nil || !more {
+			return rows, keys, err
+		}
+	}
+	return rows, keys, nil
 }

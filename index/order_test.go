@@ -1,8 +1,12 @@
 package index
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -83,6 +87,108 @@ func TestOrderedColumn(t *testing.T) {
 			}
 			if !rows.Equals(want) {
 				t.Fatalf("walk (desc %v) of %+v: %d rows, want %d", desc, b, rows.GetCardinality(), want.GetCardinality())
+			}
+		}
+	}
+}
+
+// TestWalkIDOrder compares walks of the ids' in-memory order with the heap
+// over the candidates' ids, on random ids that rows gain and lose between
+// rounds, for random candidates, windows, cursors and both directions, the
+// candidates given as a set and as a lazy test.
+func TestWalkIDOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	const n = 5000
+	ids := make([]string, n)
+	present := roaring.New()
+	used := map[string]bool{}
+	// newID makes an id no row has held, of shared prefixes and varying
+	// lengths, so that comparisons reach past the first bytes.
+	newID := func() string {
+		for {
+			id := fmt.Sprintf("r%0*d", 1+rng.Intn(6), rng.Intn(200000))
+			if !used[id] {
+				used[id] = true
+				return id
+			}
+		}
+	}
+	for row := range uint32(n) {
+		if rng.Intn(8) > 0 {
+			ids[row] = newID()
+			present.Add(row)
+		}
+	}
+	ctx := context.Background()
+	for round := range 40 {
+		// Inserts take free rows; deletes clear rows; updates change ids.
+		for range rng.Intn(200) {
+			row := uint32(rng.Intn(n))
+			switch rng.Intn(3) {
+			case 0:
+				ids[row] = ""
+				present.Remove(row)
+			default:
+				ids[row] = newID()
+				present.Add(row)
+			}
+		}
+		order := present.ToArray()
+		slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
+		kr := &keyReader{ids: memIndexed{&memDense{strs: ids, present: *present}}}
+		for range 30 {
+			cand := roaring.New()
+			density := rng.Intn(n) + 1
+			for range density {
+				cand.Add(uint32(rng.Intn(n)))
+			}
+			cand.And(present)
+			w := Window{Limit: 1 + rng.Intn(60), Reverse: rng.Intn(2) == 0}
+			at := func() *Key {
+				if rng.Intn(2) == 0 {
+					return &Key{ID: ids[order[rng.Intn(len(order))]]}
+				}
+				return &Key{ID: newID()}
+			}
+			if rng.Intn(2) == 0 {
+				w.After = at()
+			}
+			if rng.Intn(3) == 0 {
+				w.Before = at()
+			}
+			want, ok := selectByID(kr, cand, Order{}, w)
+			if !ok {
+				t.Fatal("no heap over the ids")
+			}
+			name := fmt.Sprintf("round %d, %d candidates, window %+v", round, cand.GetCardinality(), w)
+			got, keys, err := walkIDOrder(ctx, order, ids, candidates{set: cand}, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: walk %v, heap %v", name, got, want)
+			}
+			for i, k := range keys {
+				if k.ID != ids[got[i]] || k.Values == nil {
+					t.Fatalf("%s: key %+v of row %d", name, k, got[i])
+				}
+			}
+			test := &rowTest{kind: testBits, bits: cand}
+			got, _, err = walkIDOrder(ctx, order, ids, candidates{set: present, test: test, budget: n}, w)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%s: lazy walk %v (%v), heap %v", name, got, err, want)
+			}
+			if len(want) > 0 && test.tested == 0 {
+				t.Fatalf("%s: a lazy walk that tested no row", name)
+			}
+			// A budget of rows spent before the window fills stops the
+			// walk.
+			if test.tested > 1 && len(want) == w.Limit {
+				short := &rowTest{kind: testBits, bits: cand}
+				_, _, err = walkIDOrder(ctx, order, ids, candidates{set: present, test: short, budget: test.tested / 2}, w)
+				if !errors.Is(err, errLazySpent) {
+					t.Fatalf("%s: a walk over budget ends with %v", name, err)
+				}
 			}
 		}
 	}

@@ -339,7 +339,14 @@ func selectOrder(ctx context.Context, src Source, cand *roaring.Bitmap, o Order,
 		note.set("heap", "") // of nothing: a walk is never chosen for few rows
 		return nil, nil, nil
 	}
-	if walkable(o) && preferWalk(src, cand, w) {
+	if walkable(o) {
+		prefer, err := preferWalk(src, cand, o, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !prefer {
+			return selectHeap(ctx, src, cand, o, w, note)
+		}
 		rows, keys, err := walk(ctx, src, candidates{set: cand}, o, w, note)
 		if !errors.Is(err, ErrNoOrderedIndex) {
 			return rows, keys, err
@@ -353,18 +360,30 @@ func selectOrder(ctx context.Context, src Source, cand *roaring.Bitmap, o Order,
 // preferWalk decides between walking an ordered index and a heap over the
 // candidates. A heap reads every candidate's key (cost ∝ |cand|); a walk
 // visits about Limit·|live|/|cand| values, each a storage read worth some
-// fifty in-memory key reads. So walk when |cand|² > 50·Limit·|live|, and
-// always for very large candidate sets.
-func preferWalk(src Source, cand *roaring.Bitmap, w Window) bool {
+// fifty in-memory key reads, or one such read when the walk is of the
+// ids' in-memory order. So walk when |cand|² > f·Limit·|live| (f the cost
+// of a visit: 50, or 1), and always for very large candidate sets; a
+// storage walk never for fewer than minWalk candidates.
+func preferWalk(src Source, cand *roaring.Bitmap, o Order, w Window) (bool, error) {
 	n := cand.GetCardinality()
-	if n <= minWalk {
-		return false
+	visit := 50.0
+	if len(o.Keys) == 0 {
+		order, _, err := idOrder(src)
+		if err != nil {
+			return false, err
+		}
+		if order != nil {
+			visit = 1
+		}
+	}
+	if n <= minWalk && visit > 1 {
+		return false, nil
 	}
 	live, err := src.Live()
 	if err != nil {
-		return true
+		return true, nil
 	}
-	return float64(n)*float64(n) > 50*float64(w.Limit)*float64(live.GetCardinality())
+	return float64(n)*float64(n) > visit*float64(w.Limit)*float64(live.GetCardinality()), nil
 }
 
 // minWalk is the candidate count below which a heap always wins.
@@ -484,6 +503,22 @@ func (c candidates) keep(rows []uint32) []uint32 {
 // key.
 func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
 	cand := cc.set
+	if len(o.Keys) == 0 {
+		order, ids, err := idOrder(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		if order != nil {
+			note.set("walk", "id order")
+			return walkIDOrder(ctx, order, ids, cc, w)
+		}
+		if cc.test != nil {
+			// A lazy walk tests rows in memory only.
+			return nil, nil, ErrNoOrderedIndex
+		}
+		note.set("walk", "id index")
+		return walkIDs(ctx, src, cand, o, w)
+	}
 	kr, err := newKeyReader(ctx, src, o)
 	if err != nil {
 		return nil, nil, err
@@ -527,10 +562,6 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			keys = append(keys, k.key)
 		}
 		return !full(), nil
-	}
-	if len(o.Keys) == 0 {
-		note.set("walk", "id index")
-		return walkIDs(ctx, src, cand, o, w)
 	}
 	note.set("walk", "")
 	sk := o.Keys[0]

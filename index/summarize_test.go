@@ -182,15 +182,18 @@ func (m *memSource) Values(c *Column) (ColumnValues, error) {
 type memIndexed struct{ *memDense }
 
 func (d memIndexed) Order() []uint32 {
-	if d.ints == nil && d.floats == nil {
+	if d.ints == nil && d.floats == nil && d.strs == nil {
 		return nil
 	}
 	rows := d.present.ToArray()
 	less := func(a, b uint32) bool {
-		if d.ints != nil {
+		switch {
+		case d.ints != nil:
 			return d.ints[a] < d.ints[b]
+		case d.floats != nil:
+			return d.floats[a] < d.floats[b]
 		}
-		return d.floats[a] < d.floats[b]
+		return d.strs[a] < d.strs[b]
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return less(rows[i], rows[j]) })
 	return rows

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/model"
+	"github.com/coppice-db/coppice/index"
 )
 
 // Building a structure. The builder registers the slot, being built, and
@@ -220,6 +221,11 @@ func (b *build) make(ctx context.Context) error {
 			err = s.table.readLayer(ctx, b.snap, d.ID, b.lin[0], b.t)
 		} else {
 			s.table, err = buildTableStore(ctx, b.snap, d.ID, b.lin, b.t)
+		}
+		if err == nil {
+			// A query in the default order walks the ids' order: sort
+			// them here, not in the first such query.
+			s.table.Column(index.MetaIDColumn).Order()
 		}
 	case KindSearchStore:
 		s.search, err = BuildSearchStore(ctx, b.snap, d.ID, b.lin, b.t)

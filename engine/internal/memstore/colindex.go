@@ -1,8 +1,11 @@
 package memstore
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -15,9 +18,10 @@ import (
 // built on the first query that asks for it and kept exactly consistent
 // with the column from then on:
 //
-//   - an order (int, datetime and float columns): the rows holding a value
-//     sorted by value, so that a range is a binary search and a slice, and
-//     a sort walks values in order. A write marks its row stale instead of
+//   - an order (int, datetime, float and string columns): the rows holding
+//     a value sorted by value, so that a range is a binary search and a
+//     slice, and a sort walks values in order; the record ids' order walks
+//     the default order of a query. A write marks its row stale instead of
 //     moving it; the next reader merges the stale rows back in, in time
 //     linear in the column, before using the order.
 //   - a dictionary (string columns with few distinct values): a small code
@@ -78,12 +82,12 @@ func (c *Column) written(row uint32, v codec.Value) {
 var _ index.OrderedValues = (*Column)(nil)
 
 // Order returns the rows holding a value in ascending order of value, rows
-// of equal value in ascending row order, for an int, datetime or float
-// column (nil for others, or for a float column holding NaN). It
-// implements index.OrderedValues.
+// of equal value in ascending row order, for an int, datetime, float or
+// string column (strings by bytes; nil for others, or for a float column
+// holding NaN). It implements index.OrderedValues.
 func (c *Column) Order() []uint32 {
 	switch c.kind {
-	case codec.KindInt, codec.KindDatetime, codec.KindFloat:
+	case codec.KindInt, codec.KindDatetime, codec.KindFloat, codec.KindString:
 	default:
 		return nil
 	}
@@ -98,9 +102,14 @@ func (c *Column) Order() []uint32 {
 	}
 	var order []uint32
 	var ok bool
-	if ix.hasOrder {
+	switch {
+	case c.kind == codec.KindString && ix.hasOrder:
+		order, ok = c.mergeStrOrder(ix.order, &ix.stale), true
+	case c.kind == codec.KindString:
+		order, ok = c.sortStrRows(c.present.ToArray()), true
+	case ix.hasOrder:
 		order, ok = c.mergeOrder(ix.order, &ix.stale)
-	} else {
+	default:
 		order, ok = c.sortRows(c.present.ToArray())
 	}
 	if !ok {
@@ -235,4 +244,46 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 		out = append(out, row)
 	}
 	return append(out, fresh[fi:]...), true
+}
+
+// compareStrRows orders two rows of a string column by value, then by row.
+func (c *Column) compareStrRows(a, b uint32) int {
+	if x := strings.Compare(c.strs[a], c.strs[b]); x != 0 {
+		return x
+	}
+	return cmp.Compare(a, b)
+}
+
+// sortStrRows orders rows of a string column by value, rows of equal value
+// by row; rows is reused.
+func (c *Column) sortStrRows(rows []uint32) []uint32 {
+	slices.SortFunc(rows, c.compareStrRows)
+	return rows
+}
+
+// mergeStrOrder returns a new order of a string column: old without the
+// stale rows, with the stale rows that hold a value put in place by binary
+// search, so that a few writes cost a few searches and one copy, not a
+// comparison of every string.
+func (c *Column) mergeStrOrder(old []uint32, stale *roaring.Bitmap) []uint32 {
+	fresh := c.sortStrRows(roaring.And(stale, &c.present).ToArray())
+	staleBits := make([]uint64, stale.Maximum()/64+1)
+	stale.WriteDenseTo(staleBits)
+	kept := make([]uint32, 0, len(old))
+	for _, row := range old {
+		w := int(row >> 6)
+		if w < len(staleBits) && staleBits[w]&(1<<(row&63)) != 0 {
+			continue
+		}
+		kept = append(kept, row)
+	}
+	out := make([]uint32, 0, len(kept)+len(fresh))
+	at := 0
+	for _, row := range fresh {
+		i := at + sort.Search(len(kept)-at, func(k int) bool { return c.compareStrRows(kept[at+k], row) > 0 })
+		out = append(out, kept[at:i]...)
+		out = append(out, row)
+		at = i
+	}
+	return append(out, kept[at:]...)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/coppice-db/coppice/codec"
 )
 
-// TestColIndexFollowsWrites builds the order, dictionary and trigram index
+// TestColIndexFollowsWrites builds the orders, dictionary and trigram index
 // of columns, then writes, and checks them after every few writes against
 // what a rebuild from the values gives.
 func TestColIndexFollowsWrites(t *testing.T) {
@@ -37,7 +37,7 @@ func TestColIndexFollowsWrites(t *testing.T) {
 	}
 	check := func(step int) {
 		t.Helper()
-		for _, c := range []*Column{ints, floats} {
+		for _, c := range []*Column{ints, floats, strs} {
 			order := c.Order()
 			want := c.present.ToArray()
 			slices.SortStableFunc(want, func(a, b uint32) int {
