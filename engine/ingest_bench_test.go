@@ -174,8 +174,14 @@ func benchDuringIngest(b *testing.B, f *queryFixture, table string, next *atomic
 	b.ReportMetric(idle99, "idle-p99-ns")
 	b.ReportMetric(busy50, "busy-p50-ns")
 	b.ReportMetric(busy99, "busy-p99-ns")
-	b.ReportMetric(float64(slices.Max(idle.lat)), "idle-max-ns")
-	b.ReportMetric(float64(slices.Max(busy.lat)), "busy-max-ns")
+	for _, s := range []struct {
+		side side
+		unit string
+	}{{idle, "idle-max-ns"}, {busy, "busy-max-ns"}} {
+		if len(s.side.lat) > 0 {
+			b.ReportMetric(float64(slices.Max(s.side.lat)), s.unit)
+		}
+	}
 	if idle50 > 0 && idle99 > 0 {
 		b.ReportMetric(busy50/idle50, "p50-ratio")
 		b.ReportMetric(busy99/idle99, "p99-ratio")
