@@ -91,7 +91,7 @@ func (d *DB) Unpin() { d.gcMu.RUnlock() }
 
 // LockWriter takes the database's writer lock: no command is applied to
 // it, and its state stays, until UnlockWriter. Derived structures take it
-// to build from a snapshot no write slips past.
+// to begin where no write is in flight (a new bitmap cache's epochs).
 func (d *DB) LockWriter() { d.mu.Lock() }
 
 // UnlockWriter releases the writer lock.

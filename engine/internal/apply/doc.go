@@ -41,27 +41,35 @@
 //  1. Applier.catMu serializes catalog commands. A command that drops a
 //     database takes that database's writer lock under it.
 //  2. DB.mu is a database's writer lock: it serializes its commands, and
-//     derived structures take it (DB.LockWriter) to make a bitmap cache,
-//     build a store or lend one. Observers run under it.
+//     derived structures take it (DB.LockWriter) to make a bitmap cache.
+//     Observers run under it.
 //  3. DB.gcMu is held for reading by readers (DB.Pin) from loading a
 //     lineage to their last read, and for writing while layers are
 //     dropped, which happens after the command that unreferenced them,
 //     without DB.mu.
 //  4. The store lock of a database's derived structures (memstore.DB's
-//     storeMu): written by its observer from before a commit's batch is
-//     visible until its changes are queued on the structures, and by
-//     builds registering a structure and evictions dropping one; read by
-//     readers while they pick their structures and take their snapshot,
-//     never while they read.
-//  5. The lock of one derived structure (memstore's slot.mu): read by
+//     storeMu): written by its observer from before the batch of a
+//     command that changes branches is visible until the structures are
+//     brought in line with it, and when the database is dropped; read by
+//     everyone who takes a table's lock (5).
+//  5. The lock of one table of a database, on every branch (memstore's
+//     tableLock), under storeMu held for reading: written by the observer
+//     of a command that writes the table's rows from before its batch is
+//     visible until its changes are queued on the structures (several
+//     tables in increasing id), and by builds registering a structure of
+//     the table, opening it, and evictions dropping one; read by readers
+//     of the table while they pick its structures and take their
+//     snapshot, never while they read. A reader only tries the locks of
+//     the tables its links reach, never waits for them.
+//  6. The lock of one derived structure (memstore's slot.mu): read by
 //     the readers of the structure for as long as they use it, written
 //     by whoever applies changes to it (writers and readers only ever
 //     try it, never wait) and by its builder while it builds.
-//  6. catalog.Catalog's mu guards the catalog's in-memory maps: readers,
+//  7. catalog.Catalog's mu guards the catalog's in-memory maps: readers,
 //     and catalog commands publishing their changes (catalog.Tx.Publish),
 //     which also open and forget the databases they place and drop.
-//  7. Applier.dbMu and Engine.dbMu guard the maps of open databases.
-//  8. Leaves, under which nothing is taken: the bitmap caches' and column
+//  8. Applier.dbMu and Engine.dbMu guard the maps of open databases.
+//  9. Leaves, under which nothing is taken: the bitmap caches' and column
 //     indexes' locks, a structure's queue of changes, the record cache's
 //     shard locks, the memory budget's and its entries' locks, a
 //     database's write marks, the catalog's key-hash cache,

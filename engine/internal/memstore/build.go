@@ -12,11 +12,11 @@ import (
 )
 
 // Building a structure. The builder registers the slot, being built, and
-// takes its snapshot under the database's writer lock, so that every
-// command after the snapshot queues its changes on the slot; then it
-// builds without any lock of the database but the slot's own (writes go
-// on), applies the changes queued meanwhile, and opens the slot to
-// readers. A column store whose owner forked from a branch whose store
+// takes its snapshot under its table's lock (DB), so that every command
+// writing the table after the snapshot queues its changes on the slot;
+// then it builds without any lock of the database but the slot's own
+// (writes go on), applies the changes queued meanwhile, and opens the
+// slot to readers. A column store whose owner forked from a branch whose store
 // shows the rows the owner started from is copied from that store, and
 // only the owner's own layer is read.
 
@@ -34,9 +34,9 @@ var errDegraded = errors.New("engine: storage failed")
 func (d *DB) ensure(ctx context.Context, kind Kind, root *model.Branch, t *model.Table, col uint32) error {
 	for {
 		k := storeKey{Branch: root.ID, Table: t.ID}
-		d.storeMu.RLock()
+		tl := d.readTable(t.ID)
 		s := d.lookup(k, kind, col)
-		d.storeMu.RUnlock()
+		d.doneReading(tl)
 		if s == nil || s.sig != t.Sig {
 			var started bool
 			var err error
@@ -92,9 +92,9 @@ func (d *DB) buildInBackground(root *model.Branch, t *model.Table) {
 func (d *DB) startBuild(ctx context.Context, kind Kind, root *model.Branch, t *model.Table, col uint32) (*slot, bool, error) {
 	b, err := d.register(kind, root, t, col)
 	if err != nil || b == nil {
-		d.storeMu.RLock()
+		tl := d.readTable(t.ID)
 		s := d.lookup(storeKey{Branch: root.ID, Table: t.ID}, kind, col)
-		d.storeMu.RUnlock()
+		d.doneReading(tl)
 		if err == nil && s == nil {
 			err = errors.New("engine: a structure vanished while it was built")
 		}
@@ -120,27 +120,29 @@ func (d *DB) register(kind Kind, root *model.Branch, t *model.Table, col uint32)
 	if err := d.reg.opts.Fault(); err != nil {
 		return nil, errDegraded
 	}
-	d.LockWriter()
-	defer d.UnlockWriter()
-	// Under the writer lock the state is current and no write is in
-	// flight: the snapshot shows every command, and every later one
-	// finds the slot.
+	// Under the table's lock for writing (and storeMu for reading) the
+	// state is current and no write of the table is in flight: the
+	// snapshot shows every command that wrote it, and every later one
+	// finds the slot. Commands writing other tables go on.
+	d.Pin() // released by the build: the layers it reads stay
+	tl := d.writeTable(t.ID)
+	defer d.doneWriting(tl)
 	st := d.State()
 	if root = st.ByID.At(root.ID); root == nil {
+		d.Unpin()
 		return nil, model.NotFoundf("branch not found")
 	}
 	if t = root.Schema.TableByID(t.ID); t == nil {
+		d.Unpin()
 		return nil, model.NotFoundf("table not found")
 	}
 	if kind == KindVectorStore {
 		if c := t.ByID[col]; c == nil || c.Type != model.TypeVector {
+			d.Unpin()
 			return nil, errNotVector
 		}
 	}
 	k := storeKey{Branch: root.ID, Table: t.ID}
-	d.Pin() // released by the build: the layers it reads stay
-	d.storeMu.Lock()
-	defer d.storeMu.Unlock()
 	if cur := d.lookup(k, kind, col); cur != nil {
 		if cur.sig == t.Sig {
 			d.Unpin()
@@ -162,7 +164,7 @@ func (d *DB) register(kind Kind, root *model.Branch, t *model.Table, col uint32)
 // copyBase returns the column store a fork's store can be copied from,
 // held for reading: the store of the rows of the table the fork started
 // from, when its parent has not written them since. The caller holds the
-// writer lock and storeMu for writing.
+// table's lock for writing.
 func (d *DB) copyBase(st *apply.State, root *model.Branch, t *model.Table) *slot {
 	p, pt := d.parentOf(st, root, t)
 	if p == nil {
@@ -196,11 +198,11 @@ func (b *build) run(ctx context.Context) error {
 	s.drain() // the changes of the commands after the snapshot
 	size := s.size()
 	// From here writers may apply their changes; readers wait for
-	// building to end, under storeMu, which is below the slot's lock.
+	// building to end, under the table's lock, which is above the slot's.
 	s.mu.Unlock()
-	d.storeMu.Lock()
+	tl := d.writeTable(s.owner.Table)
 	s.building = false
-	d.storeMu.Unlock()
+	d.doneWriting(tl)
 	s.entry.Resize(size)
 	close(s.built)
 	d.reg.event(model.Event{Kind: model.EventStoreBuild, Duration: time.Since(start)})
@@ -248,9 +250,9 @@ func (b *build) abandon(err error) {
 	}
 	s.table, s.search, s.vector = nil, nil, nil
 	s.mu.Unlock()
-	d.storeMu.Lock()
+	tl := d.writeTable(s.owner.Table)
 	d.drop(s)
 	s.building, s.err = false, err
-	d.storeMu.Unlock()
+	d.doneWriting(tl)
 	close(s.built)
 }

@@ -29,8 +29,8 @@ type Options struct {
 	// Event is told of store builds and evictions, and of their failures.
 	Event func(model.Event)
 	// Fault returns why the storage failed, or nil: a degraded engine
-	// builds no shared structure, which would wait for the writer lock a
-	// stuck write may hold; its readers build their own.
+	// builds no shared structure, which would wait for the lock of its
+	// table a stuck write may hold; its readers build their own.
 	Fault func() error
 }
 
@@ -47,6 +47,11 @@ type Registry struct {
 
 	mu  sync.RWMutex // guards dbs and opts; a leaf of the lock order (apply's doc)
 	dbs map[uint32]*DB
+
+	// prepared, when set, is called by every command that writes rows
+	// once it holds the locks of the tables it writes, before its batch
+	// becomes visible (SetPrepared).
+	prepared atomic.Pointer[func(*apply.Tx)]
 }
 
 // NewRegistry returns an empty registry whose stores read pdb.
@@ -84,6 +89,18 @@ func (r *Registry) SetStoreless(v bool) {
 	r.mu.Unlock()
 }
 
+// SetPrepared makes every command that writes rows call fn once it holds
+// the locks of the tables it writes, before its batch becomes visible;
+// nil stops it. Tests hold a command there to see which readers wait for
+// it.
+func (r *Registry) SetPrepared(fn func(tx *apply.Tx)) {
+	if fn == nil {
+		r.prepared.Store(nil)
+		return
+	}
+	r.prepared.Store(&fn)
+}
+
 // storeless reads Options.Storeless.
 func (r *Registry) storeless() bool {
 	r.mu.RLock()
@@ -105,7 +122,7 @@ func (r *Registry) event(ev model.Event) { r.opts.Event(ev) }
 // readers ask for them, and returns the observers that keep them current:
 // what apply.Options.Observe returns.
 func (r *Registry) Open(ad *apply.DB) []apply.Observer {
-	d := &DB{DB: ad, reg: r, slots: map[uint32]map[uint32]*tableSlots{}}
+	d := &DB{DB: ad, reg: r}
 	r.mu.Lock()
 	r.dbs[d.ID] = d
 	r.mu.Unlock()
@@ -128,22 +145,116 @@ func (r *Registry) BuildsInProgress() int { return int(r.backgroundBuilds.Load()
 // applies commands to, and the structures derived from its keys in
 // memory, which it keeps current as its observer.
 //
-// Its store lock, storeMu, guards the map of those structures (slots),
-// and orders readers against writers: a writer holds it for writing from
-// before its batch becomes visible until it has queued its changes for
-// the structures (observe.go), and a reader holds it for reading while it
-// picks its structures and takes its snapshot (view.go), so that the two
-// agree. Nobody holds it while reading or building a structure.
+// What a reader takes must agree with itself: its snapshot of storage,
+// the state it resolved its branch and table in, the structures it picked
+// for them (which show some commit sequence of the table's rows) and the
+// bitmap cache's epoch. A structure follows writes through the changes a
+// command queues on it (slot.go) once its batch is visible; a reader that
+// took its snapshot after the batch became visible and before the
+// changes were queued would find a structure that shows no change
+// pending and yet misses rows its snapshot has. And whether a branch
+// reads its own structures or an ancestor's (share.go) is decided from
+// the write marks, which a command publishes with its batch. So writers
+// hold a lock from before their batch becomes visible until their changes
+// are queued and their marks and state published, and readers hold it
+// while they pick their structures and take their snapshot (view.go);
+// nobody holds it while reading or building a structure.
+//
+// That lock has two levels, so that a command writing the rows of some
+// tables holds back only the readers of those tables:
+//
+//   - storeMu, for writing, covers everything: a command that changes
+//     branches (schemas, lineages, the state readers resolve names in)
+//     holds it, and so does dropping the database. Such commands run
+//     under the writer lock, as every command does, so they never wait
+//     for one that writes rows.
+//   - Everyone else holds storeMu for reading and, under it, the lock of
+//     each table whose structures they use (tableLock, one per table id,
+//     across branches, since branches share a table's structures): a
+//     command that writes rows takes the locks of the tables it writes
+//     for writing, in increasing table id; a reader takes its table's
+//     for reading, and those of the tables its links reach only if it
+//     gets them without waiting (it reads storage for the others).
+//     Registering a structure, opening it to readers and dropping it
+//     (eviction) take its table's lock for writing.
+//
+// The state readers resolve names in changes only under storeMu for
+// writing; the slots of a table, their building and dead flags and the
+// write marks of the table change only under its lock for writing (or
+// storeMu for writing).
 type DB struct {
 	*apply.DB
 	reg *Registry
 
 	storeMu sync.RWMutex
-	slots   map[uint32]map[uint32]*tableSlots // by owner branch, then table; guarded by storeMu
+	// tables holds the *tableLock of each table id; entries are made
+	// under storeMu (held either way) and removed only under storeMu for
+	// writing, so that a table has one lock while anybody holds storeMu.
+	tables sync.Map
 
 	caches      sync.Map            // storeKey → *BitmapCache
 	cachesMu    sync.Mutex          // serializes making and dropping caches; a leaf
 	cacheTables map[uint32][]uint32 // the tables with a cache, by branch; guarded by cachesMu
+}
+
+// tableLock orders the readers and writers of one table of the database,
+// on every branch (see DB), and holds the table's structures.
+type tableLock struct {
+	mu sync.RWMutex
+	// slots holds the structures of the table, by owner branch; guarded
+	// by mu for writing, or storeMu for writing.
+	slots map[uint32]*tableSlots
+}
+
+// table returns the lock of table id, making it when there is none. The
+// caller holds storeMu.
+func (d *DB) table(id uint32) *tableLock {
+	if tl, ok := d.tables.Load(id); ok {
+		return tl.(*tableLock)
+	}
+	tl, _ := d.tables.LoadOrStore(id, &tableLock{})
+	return tl.(*tableLock)
+}
+
+// readTable takes storeMu for reading and the lock of table id for
+// reading: no command writing the table is in flight until doneReading.
+func (d *DB) readTable(id uint32) *tableLock {
+	d.storeMu.RLock()
+	tl := d.table(id)
+	tl.mu.RLock()
+	return tl
+}
+
+// doneReading ends a readTable.
+func (d *DB) doneReading(tl *tableLock) {
+	tl.mu.RUnlock()
+	d.storeMu.RUnlock()
+}
+
+// writeTable takes storeMu for reading and the lock of table id for
+// writing: the table's slots may change until doneWriting.
+func (d *DB) writeTable(id uint32) *tableLock {
+	d.storeMu.RLock()
+	tl := d.table(id)
+	tl.mu.Lock()
+	return tl
+}
+
+// doneWriting ends a writeTable.
+func (d *DB) doneWriting(tl *tableLock) {
+	tl.mu.Unlock()
+	d.storeMu.RUnlock()
+}
+
+// pruneTables forgets the locks of tables without structures. The caller
+// holds storeMu for writing: nobody holds a table's lock.
+func (d *DB) pruneTables() {
+	d.tables.Range(func(id, tl any) bool {
+		if len(tl.(*tableLock).slots) == 0 {
+			d.tables.Delete(id)
+		}
+		return true
+	})
 }
 
 // tableSlots are the structures derived for one table of one branch.
@@ -202,40 +313,44 @@ func (ts *tableSlots) empty() bool {
 }
 
 // lookup returns the slot of kind k (and col) of a table of a branch, or
-// nil. The caller holds storeMu.
+// nil. The caller holds storeMu and the table's lock, or storeMu for
+// writing.
 func (d *DB) lookup(k storeKey, kind Kind, col uint32) *slot {
-	if ts := d.slots[k.Branch][k.Table]; ts != nil {
+	tl, ok := d.tables.Load(k.Table)
+	if !ok {
+		return nil
+	}
+	if ts := tl.(*tableLock).slots[k.Branch]; ts != nil {
 		return ts.get(kind, col)
 	}
 	return nil
 }
 
 // install makes s the slot of its kind for its owner's table. The caller
-// holds storeMu for writing.
+// holds storeMu and the table's lock for writing, or storeMu for writing.
 func (d *DB) install(s *slot) {
-	tables := d.slots[s.owner.Branch]
-	if tables == nil {
-		tables = map[uint32]*tableSlots{}
-		d.slots[s.owner.Branch] = tables
+	tl := d.table(s.owner.Table)
+	if tl.slots == nil {
+		tl.slots = map[uint32]*tableSlots{}
 	}
-	ts := tables[s.owner.Table]
+	ts := tl.slots[s.owner.Branch]
 	if ts == nil {
 		ts = &tableSlots{}
-		tables[s.owner.Table] = ts
+		tl.slots[s.owner.Branch] = ts
 	}
 	ts.set(s.kind, s.col, s)
 }
 
 // drop makes slot s unreachable: readers that hold it finish with it, and
-// no write reaches it any more. The caller holds storeMu for writing.
+// no write reaches it any more. The caller holds storeMu and the table's
+// lock for writing, or storeMu for writing.
 func (d *DB) drop(s *slot) {
-	tables := d.slots[s.owner.Branch]
-	if ts := tables[s.owner.Table]; ts != nil && ts.get(s.kind, s.col) == s {
-		ts.set(s.kind, s.col, nil)
-		if ts.empty() {
-			delete(tables, s.owner.Table)
-			if len(tables) == 0 {
-				delete(d.slots, s.owner.Branch)
+	if tl, ok := d.tables.Load(s.owner.Table); ok {
+		slots := tl.(*tableLock).slots
+		if ts := slots[s.owner.Branch]; ts != nil && ts.get(s.kind, s.col) == s {
+			ts.set(s.kind, s.col, nil)
+			if ts.empty() {
+				delete(slots, s.owner.Branch)
 			}
 		}
 	}
@@ -247,9 +362,10 @@ func (d *DB) drop(s *slot) {
 	}
 }
 
-// evict drops slot s for the budget.
+// evict drops slot s for the budget; the readers and writers of other
+// tables go on meanwhile.
 func (d *DB) evict(s *slot) {
-	d.storeMu.Lock()
+	tl := d.writeTable(s.owner.Table)
 	d.drop(s)
-	d.storeMu.Unlock()
+	d.doneWriting(tl)
 }

@@ -9,10 +9,11 @@
 // database's observer on the write path (apply.Observer): told of every
 // command before its batch becomes visible and after, it makes cache
 // epochs odd while a write is in flight and queues the rows written on
-// the structures of their tables. A structure lives in a slot (slot.go)
-// that readers hold for as long as they use it, without holding back any
-// write, and that always shows exactly the snapshot its reader took
-// (view.go). A branch that has not written a table since its fork reads
+// the structures of their tables, holding back meanwhile only the
+// readers of those tables (DB says which lock covers what). A structure
+// lives in a slot (slot.go) that readers hold for as long as they use it,
+// without holding back any write, and that always shows exactly the
+// snapshot its reader took (view.go). A branch that has not written a table since its fork reads
 // its parent's structures (share.go), decided from the lineages and the
 // write marks stored with the data, so also after a restart.
 //

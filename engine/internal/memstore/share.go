@@ -20,8 +20,8 @@ import (
 
 // shareRoot returns the branch whose rows of table t branch b sees exactly,
 // going up its forks for as long as neither side has written the table,
-// and that branch's table. The caller holds storeMu or the writer lock, so
-// that the write marks agree with its snapshot.
+// and that branch's table. The caller holds the table's lock (DB) or the
+// writer lock, so that the write marks agree with its snapshot.
 func (d *DB) shareRoot(st *apply.State, b *model.Branch, t *model.Table) (*model.Branch, *model.Table) {
 	for {
 		p, pt := d.parentOf(st, b, t)

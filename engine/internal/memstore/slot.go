@@ -29,10 +29,11 @@ import (
 //     behind it. A reader never waits for a slot holding the store lock,
 //     so writes never wait for readers.
 //
-// Readers decide and take their snapshot holding the database's store
-// lock for reading, and writers hold it for writing from before their
-// batch becomes visible until their changes are queued: a reader that
-// finds no change queued has a snapshot the slot shows exactly.
+// Readers decide and take their snapshot holding the lock of the slot's
+// table (DB's tableLock) for reading, and writers of the table hold it for
+// writing from before their batch becomes visible until their changes are
+// queued: a reader that finds no change queued has a snapshot the slot
+// shows exactly.
 type slot struct {
 	d     *DB
 	kind  Kind
@@ -43,12 +44,13 @@ type slot struct {
 
 	// mu is held for reading by the readers of the structure, and for
 	// writing while changes are applied or the structure is built. Below
-	// storeMu in the lock order: nobody takes storeMu holding it, and
-	// nobody holding storeMu waits for it but for a change being applied,
-	// which takes no other lock.
+	// storeMu and the table locks in the lock order: nobody takes them
+	// holding it, and nobody holding them waits for it but for a change
+	// being applied, which takes no other lock.
 	mu sync.RWMutex
 
-	// building, dead and built are guarded by the database's storeMu.
+	// building, dead and built are guarded by the lock of the table
+	// (tableLock; or storeMu for writing).
 	building bool          // the build has not ended: mu is held by the builder
 	dead     bool          // dropped: no reader picks it, no write reaches it
 	built    chan struct{} // closed when the build ends
@@ -81,7 +83,8 @@ func (d *DB) newSlot(kind Kind, owner storeKey, col uint32, t *model.Table) *slo
 }
 
 // queue adds a command's changes of the slot's table, applying them now
-// when no reader holds the slot. The caller holds storeMu for writing.
+// when no reader holds the slot. The caller holds the table's lock for
+// writing, or storeMu for writing.
 func (s *slot) queue(c change) {
 	s.bmu.Lock()
 	s.backlog = append(s.backlog, c)
@@ -154,9 +157,9 @@ func (s *slot) size() int64 {
 // when it can, without waiting. It fails when the slot is dead or being
 // built (busy false), or when changes are queued and readers hold it, or
 // someone waits to apply them (busy: catchUp waits for that). The caller
-// holds storeMu for reading: no change is queued meanwhile, and it must
-// not wait for the slot's lock, which would hold back writers behind the
-// slot's readers.
+// holds the table's lock for reading: no change is queued meanwhile, and
+// it must not wait for the slot's lock, which would hold back writers
+// behind the slot's readers.
 func (s *slot) tryRead() (ok, busy bool) {
 	if s.dead || s.building {
 		return false, false

@@ -146,9 +146,9 @@ func (d *DB) prepare(ctx context.Context, branch, table string, need Need) error
 	if err != nil {
 		return err
 	}
-	d.storeMu.RLock()
+	tl := d.readTable(t.ID)
 	root, rt := d.shareRoot(st, b, t)
-	d.storeMu.RUnlock()
+	d.doneReading(tl)
 	if need.Store != Without {
 		if err := d.prepareStore(ctx, root, rt, need.Store); err != nil {
 			return err
@@ -174,9 +174,9 @@ func (d *DB) prepare(ctx context.Context, branch, table string, need Need) error
 // server answers its first queries at once.
 func (d *DB) prepareStore(ctx context.Context, root *model.Branch, t *model.Table, use Use) error {
 	k := storeKey{Branch: root.ID, Table: t.ID}
-	d.storeMu.RLock()
+	tl := d.readTable(t.ID)
 	s := d.lookup(k, KindColumnStore, 0)
-	d.storeMu.RUnlock()
+	d.doneReading(tl)
 	if use == Optional && s != nil && s.sig == t.Sig {
 		return nil // built, or being built: the reader does not wait
 	}
@@ -210,9 +210,12 @@ func (d *DB) liveRows(b *model.Branch, t *model.Table) (uint64, error) {
 }
 
 // acquire takes the snapshot of a view and the structures need asks for
-// that show exactly it. missing is true when a structure the reader must
-// have is not there (evicted or changed since prepare, or held by readers
-// with changes queued).
+// that show exactly it, holding storeMu for reading (the state stays) and
+// the table's lock for reading (no command writing the table is in
+// flight), and the locks of the linked tables whose stores it takes
+// (takeLinked). missing is true when a structure the reader must have is
+// not there (evicted or changed since prepare, or held by readers with
+// changes queued).
 func (d *DB) acquire(branch, table string, need Need) (v *View, busy []*slot, missing bool, err error) {
 	d.Pin()
 	d.storeMu.RLock()
@@ -227,6 +230,8 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, busy []*slot, mi
 		d.Unpin()
 		return nil, nil, false, err
 	}
+	tl := d.table(t.ID)
+	tl.mu.RLock()
 	root, rt := d.shareRoot(st, b, t)
 	k := storeKey{Branch: root.ID, Table: t.ID}
 	v = &View{d: d, State: st, Branch: b, Table: t, Root: root, RootTable: rt}
@@ -268,24 +273,34 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, busy []*slot, mi
 			v.Vector = s.vector
 		}
 	}
+	var linked []*tableLock
 	if need.Store != Without {
-		d.takeLinked(v)
+		linked = d.takeLinked(v)
 	}
-	// No write is in flight under storeMu: the epoch is even and stays.
+	// No write of the table is in flight under its lock: the epoch is
+	// even and stays.
 	cache := d.cacheFor(k)
 	e0 := cache.Epoch()
 	v.Snap = d.reg.pdb.NewSnapshot()
 	if e1 := cache.Epoch(); e0 == e1 && e0%2 == 0 {
 		v.Cache, v.Epoch = cache, e0
 	}
-	d.storeMu.RUnlock()
+	for _, l := range linked {
+		l.mu.RUnlock()
+	}
+	d.doneReading(tl)
 	return v, busy, missing, nil
 }
 
 // takeLinked takes the column stores of the tables the view's table links
-// to, and those they link to, that exist and show the snapshot. The caller
-// holds storeMu for reading.
-func (d *DB) takeLinked(v *View) {
+// to, and those they link to, that exist and show the snapshot, and
+// returns the locks of their tables, which it holds for reading until the
+// caller has taken the snapshot. A table whose lock it cannot take at once
+// (a command writing it is in flight, or waits) is left out: the reader
+// reads its rows from storage, and does not wait. The caller holds
+// storeMu and the view's table's lock for reading.
+func (d *DB) takeLinked(v *View) []*tableLock {
+	var locked []*tableLock
 	seen := map[uint32]bool{v.Table.ID: true}
 	queue := []*model.Table{v.Table}
 	for len(queue) > 0 {
@@ -301,14 +316,21 @@ func (d *DB) takeLinked(v *View) {
 				continue
 			}
 			queue = append(queue, lt)
+			ltl := d.table(lt.ID)
+			if !ltl.mu.TryRLock() {
+				continue
+			}
 			root, _ := d.shareRoot(v.State, v.Branch, lt)
 			s := d.lookup(storeKey{Branch: root.ID, Table: lt.ID}, KindColumnStore, 0)
 			if s == nil || s.sig != lt.Sig {
+				ltl.mu.RUnlock()
 				continue
 			}
 			if ok, _ := s.tryRead(); !ok {
+				ltl.mu.RUnlock()
 				continue
 			}
+			locked = append(locked, ltl)
 			s.entry.Touch()
 			v.held = append(v.held, s)
 			if v.Linked == nil {
@@ -317,6 +339,7 @@ func (d *DB) takeLinked(v *View) {
 			v.Linked[lt.ID] = s.table
 		}
 	}
+	return locked
 }
 
 // buildMissing builds, from the view's snapshot and for the view alone,
@@ -362,8 +385,8 @@ func isCtxErr(err error) bool {
 // branch reads now and whether it is being built: the store of the branch
 // the branch shares its rows with (share.go), without building anything.
 func (d *DB) Peek(b *model.Branch, t *model.Table) (store *TableStore, building bool) {
-	d.storeMu.RLock()
-	defer d.storeMu.RUnlock()
+	tl := d.readTable(t.ID)
+	defer d.doneReading(tl)
 	st := d.State()
 	if b = st.ByID.At(b.ID); b == nil {
 		return nil, false
