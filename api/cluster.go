@@ -135,10 +135,14 @@ func (r *request) call(fn func(r *request) error) error {
 // barrier of the same database; a database the catalog's barrier reveals
 // to be another one gets its own.
 func (r *request) barriers() error {
-	var early chan error
+	var (
+		early    chan error
+		core, db string
+	)
 	if dbb, err := r.param("dbb"); err == nil && dbb != "" && r.wsLabel != "" {
-		db, _, _ := strings.Cut(dbb, ":")
-		if core, ok := r.s.workspaceCore(r.wsLabel); ok && db != "" {
+		db, _, _ = strings.Cut(dbb, ":")
+		var ok bool
+		if core, ok = r.s.workspaceCore(r.wsLabel); ok && db != "" {
 			early = make(chan error, 1)
 			ctx := r.context()
 			go func() {
@@ -150,7 +154,14 @@ func (r *request) barriers() error {
 	}
 	err := r.s.cluster.CatalogBarrier(r.context())
 	if early != nil {
-		if eerr := <-early; err == nil {
+		eerr := <-early
+		if err == nil && eerr != nil && r.s.cluster.DatabaseID(core, db) != r.earlyDB {
+			// The catalog's barrier found the database deleted (its group
+			// stopped under the early barrier) or another one under its
+			// name: the request answers from the catalog as it is now.
+			eerr, r.earlyDB = nil, 0
+		}
+		if err == nil {
 			err = eerr
 		}
 	}

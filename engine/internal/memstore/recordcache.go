@@ -214,6 +214,13 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 	s.mu.Lock()
 	before := s.bytes
 	if old := s.m[h]; old != nil {
+		if old.bc == bc && old.id == id && old.t == t && old.epoch.Load() > e {
+			// Read at a later epoch (a query page or point read on an older
+			// snapshot finishing after a newer one): the entry cached is
+			// the one later reads can use.
+			s.mu.Unlock()
+			return
+		}
 		s.bytes -= old.size
 		c.unlink(old)
 	}
