@@ -192,7 +192,7 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	)
 	branchID, tableID := b.ID, t.ID
 	if c != nil && e.Health() != nil {
-		// Making a cache takes the writer lock, which a write stuck in
+		// Making a cache takes the table's lock, which a write stuck in
 		// failed storage may hold.
 		c = nil
 	}

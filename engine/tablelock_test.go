@@ -18,9 +18,10 @@ import (
 // visible) and queries every table of the database meanwhile. The queries
 // of the other tables answer: that of a table whose link reaches the
 // written one (a filter through the link sees the written table as it was
-// before the write), and the first query of a table, which builds its
-// structures. A query of the written table waits for the write and then
-// sees it, as a fresh read does.
+// before the write), the first query of a table, which builds its
+// structures, and the first point read of a table through a record cache,
+// which makes the table's cache. A query of the written table waits for
+// the write and then sees it, as a fresh read does.
 func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{
 		"owners": {{Name: "name", Type: TypeString}},
@@ -30,6 +31,7 @@ func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 		},
 		"other": {{Name: "x", Type: TypeString}},
 		"fresh": {{Name: "y", Type: TypeString}},
+		"point": {{Name: "z", Type: TypeString}},
 	})
 	ctx := context.Background()
 	write := func(table, id string, values map[string]any) {
@@ -45,6 +47,8 @@ func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 	}
 	write("other", "x0", map[string]any{"x": "a"})
 	write("fresh", "y0", map[string]any{"y": "a"})
+	write("point", "p0", map[string]any{"z": "a"})
+	recCache := NewRecordCache(1 << 20)
 
 	// ids returns the ids of the records of table the filter finds.
 	ids := func(table string, filter map[string]any) ([]string, error) {
@@ -80,9 +84,12 @@ func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 		name  string
 		write func() error
 		// answer are the queries that must answer while the write is held,
-		// with what they find; wait is the one that waits, with what it
-		// finds after the write; later are queries after the write.
+		// with what they find, and points the tables whose record id+"0" a
+		// point read through the record cache must find meanwhile; wait is
+		// the one that waits, with what it finds after the write; later
+		// are queries after the write.
 		answer map[*query][]string
+		points []string
 		wait   *query
 		later  map[*query][]string
 	}{
@@ -93,6 +100,7 @@ func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 				return err
 			},
 			answer: map[*query][]string{&annDocs: {"d0", "d2", "d4"}, &anns: {"o1"}, &fresh: {"y0"}},
+			points: []string{"point"},
 			wait:   &others,
 		},
 		{
@@ -158,6 +166,27 @@ func TestWriteHoldsBackOnlyItsTables(t *testing.T) {
 					unhold()
 					<-got
 					t.Fatalf("%s %v waits for the write of %s", q.table, q.filter, c.name)
+				}
+			}
+			for _, table := range c.points {
+				id := table[:1] + "0"
+				got := make(chan error, 1)
+				go func() {
+					v, err := e.GetView(recCache, ref, table, id)
+					if err == nil && v.ID != id {
+						err = fmt.Errorf("found %s", v.ID)
+					}
+					got <- err
+				}()
+				select {
+				case err := <-got:
+					if err != nil {
+						t.Errorf("point read of %s/%s while the write of %s is held: %v", table, id, c.name, err)
+					}
+				case <-time.After(10 * time.Second):
+					unhold()
+					<-got
+					t.Fatalf("point read of %s/%s waits for the write of %s", table, id, c.name)
 				}
 			}
 			select {

@@ -89,14 +89,6 @@ func (d *DB) Pin() { d.gcMu.RLock() }
 // Unpin ends a Pin.
 func (d *DB) Unpin() { d.gcMu.RUnlock() }
 
-// LockWriter takes the database's writer lock: no command is applied to
-// it, and its state stays, until UnlockWriter. Derived structures take it
-// to begin where no write is in flight (a new bitmap cache's epochs).
-func (d *DB) LockWriter() { d.mu.Lock() }
-
-// UnlockWriter releases the writer lock.
-func (d *DB) UnlockWriter() { d.mu.Unlock() }
-
 // OpenSeq is the commit sequence number the database was opened at: the
 // commands since are the ones observers were told of.
 func (d *DB) OpenSeq() uint64 { return d.openSeq }

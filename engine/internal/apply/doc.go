@@ -40,8 +40,7 @@
 //
 //  1. Applier.catMu serializes catalog commands. A command that drops a
 //     database takes that database's writer lock under it.
-//  2. DB.mu is a database's writer lock: it serializes its commands, and
-//     derived structures take it (DB.LockWriter) to make a bitmap cache.
+//  2. DB.mu is a database's writer lock: it serializes its commands.
 //     Observers run under it.
 //  3. DB.gcMu is held for reading by readers (DB.Pin) from loading a
 //     lineage to their last read, and for writing while layers are
@@ -59,7 +58,8 @@
 //     tables in increasing id), and by builds registering a structure of
 //     the table, opening it, and evictions dropping one; read by readers
 //     of the table while they pick its structures and take their
-//     snapshot, never while they read. A reader only tries the locks of
+//     snapshot, never while they read, and to make the table's bitmap
+//     cache. A reader only tries the locks of
 //     the tables its links reach, never waits for them.
 //  6. The lock of one derived structure (memstore's slot.mu): read by
 //     the readers of the structure for as long as they use it, written

@@ -126,14 +126,17 @@ func cacheBound(limit int64) int64 {
 const cacheShrink = 6
 
 // CacheFor returns the cache of a table of a branch. A new cache is made
-// under the writer lock, so that no write is in flight while its first
-// epoch begins. The caller must hold none of the database's locks.
+// under the table's lock (DB), as a reader holds it: no command writing
+// the table is between its batch becoming visible and its epochs turning
+// even, and one that has yet to get there turns the new cache's epoch odd
+// too. A write of another table does not hold it back. The caller must
+// hold none of the database's locks.
 func (d *DB) CacheFor(k storeKey) *BitmapCache {
 	if c := d.Cache(k); c != nil {
 		return c
 	}
-	d.LockWriter()
-	defer d.UnlockWriter()
+	tl := d.readTable(k.Table)
+	defer d.doneReading(tl)
 	return d.cacheFor(k)
 }
 
