@@ -29,26 +29,37 @@ func TestCachesUnderWrites(t *testing.T) {
 	}
 }
 
-func cachesUnderWrites(t *testing.T, storeless bool) {
-	e, main := recFixture(t, map[string][]ColumnDef{
+// cacheItems makes the "items" table the cache tests write under
+// concurrency, and returns random values for a record of it.
+func cacheItems(t *testing.T) (*Engine, Ref) {
+	return recFixture(t, map[string][]ColumnDef{
 		"items": {
 			{Name: "s", Type: TypeString},
 			{Name: "n", Type: TypeInt},
 			{Name: "m", Type: TypeMultiple},
 		},
 	})
+}
+
+// cacheItemValues returns random values of an "items" record (cacheItems).
+func cacheItemValues(rng *rand.Rand) map[string]any {
+	words := [...]string{"red", "green", "blue", "grey"}
+	v := map[string]any{"s": words[rng.IntN(len(words))], "n": json.Number(fmt.Sprint(rng.IntN(10)))}
+	if rng.IntN(3) > 0 {
+		v["m"] = []any{words[rng.IntN(len(words))]}
+	}
+	return v
+}
+
+// cacheItemID is the id of the i-th "items" record.
+func cacheItemID(i int) string { return fmt.Sprintf("r%02d", i) }
+
+func cachesUnderWrites(t *testing.T, storeless bool) {
+	e, main := cacheItems(t)
 	e.mem.SetStoreless(storeless)
 	// Records below steady are never deleted: their versions only grow.
 	const ids, steady = 60, 10
-	words := []string{"red", "green", "blue", "grey"}
-	values := func(rng *rand.Rand) map[string]any {
-		v := map[string]any{"s": words[rng.IntN(len(words))], "n": json.Number(fmt.Sprint(rng.IntN(10)))}
-		if rng.IntN(3) > 0 {
-			v["m"] = []any{words[rng.IntN(len(words))]}
-		}
-		return v
-	}
-	idOf := func(i int) string { return fmt.Sprintf("r%02d", i) }
+	values, idOf := cacheItemValues, cacheItemID
 
 	// model[branch][id] is the values of a live record; guarded by the
 	// record's lock in locks, and by gate for whole-table reads.

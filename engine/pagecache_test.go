@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -28,23 +27,9 @@ import (
 // read twice comes from the cache the second time, and holds the very
 // views point reads get, on a fresh fork as on main.
 func TestPagesThroughRecordCache(t *testing.T) {
-	e, main := recFixture(t, map[string][]ColumnDef{
-		"items": {
-			{Name: "s", Type: TypeString},
-			{Name: "n", Type: TypeInt},
-			{Name: "m", Type: TypeMultiple},
-		},
-	})
+	e, main := cacheItems(t)
 	const ids = 60
-	words := []string{"red", "green", "blue", "grey"}
-	values := func(rng *rand.Rand) map[string]any {
-		v := map[string]any{"s": words[rng.IntN(len(words))], "n": json.Number(fmt.Sprint(rng.IntN(10)))}
-		if rng.IntN(3) > 0 {
-			v["m"] = []any{words[rng.IntN(len(words))]}
-		}
-		return v
-	}
-	idOf := func(i int) string { return fmt.Sprintf("r%02d", i) }
+	values, idOf := cacheItemValues, cacheItemID
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range ids {
 		if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "items", ID: idOf(i), Values: values(rng)}); err != nil {

@@ -300,7 +300,7 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 // takes its epoch of the fork's cache as a point read does:
 //
 //   - loadOwnEpoch gets the cache (made, when there is none, under the
-//     writer lock, so that every write of the fork's table that starts
+//     table's lock, so that every write of the fork's table that starts
 //     later finds it and makes its epoch odd before its batch becomes
 //     visible) and loads its epoch before the snapshot is taken;
 //     cachedRecords loads it again after. Both loads
@@ -337,7 +337,7 @@ type ownEpoch struct {
 // loadOwnEpoch returns the cache of a table of a branch that a page
 // through the record cache c is kept in, with its epoch, loaded before the
 // source is opened. With no record cache, an engine whose storage failed
-// (making a cache takes the writer lock, which a write stuck in failed
+// (making a cache takes the table's lock, which a write stuck in failed
 // storage may hold), or a table not found (opening the source says why),
 // it is none.
 func (e *Engine) loadOwnEpoch(ref Ref, tableName string, c *RecordCache) ownEpoch {

@@ -149,8 +149,8 @@ func (d *DB) Cache(k storeKey) *BitmapCache {
 }
 
 // cacheFor returns the cache of a table of a branch, making it when there
-// is none. The caller holds the writer lock, or the table's lock (DB): no
-// write of the table is in flight.
+// is none. The caller holds the table's lock (DB): no write of the table
+// is in flight.
 func (d *DB) cacheFor(k storeKey) *BitmapCache {
 	if c := d.Cache(k); c != nil {
 		c.entry.Touch()
