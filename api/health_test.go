@@ -93,7 +93,7 @@ func TestReadyz(t *testing.T) {
 // answer; /healthz and /readyz answer 503 with the reason, and the metrics
 // say writes are refused.
 func TestDiskFullDegrades(t *testing.T) {
-	disk := engine.NewDiskFull(-1)
+	disk := engine.NewDiskFull()
 	dir := t.TempDir()
 	m := NewMetrics()
 	eng, err := engine.Open(dir, engine.Options{FS: disk.FS(), OnEvent: m.EngineEvent})

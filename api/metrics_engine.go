@@ -124,7 +124,7 @@ var (
 	descMemStructures   = desc("coppice_memory_structures", "Structures under the memory budget, by kind.", "kind")
 	descMemEvictions    = desc("coppice_memory_evictions_total", "Structures evicted, and caches emptied, to stay within the memory budget, by kind.", "kind")
 	descMemEvictedBytes = desc("coppice_memory_evicted_bytes_total", "Bytes of the structures evicted and caches emptied, by kind.", "kind")
-	descWritesRefused   = desc("coppice_storage_writes_refused", "1 once the storage failed (a full disk, an I/O error) and writes are refused until a restart, else 0.")
+	descWritesRefused   = desc("coppice_storage_writes_refused", "1 while writes are refused: the storage failed (a full disk, an I/O error), until a restart; or the disk has less room than --min-free-space, until space is freed; else 0.")
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
 		descCompactionsNow, descCompactionDebt, descCompactionSecs, descIdleCompactions, descIdleFailures, descIdleBytes, descIdlePending, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,

@@ -89,6 +89,13 @@ type Options struct {
 	// replicates every database and the catalog (cluster.go); nil is a
 	// single server.
 	Cluster *ClusterOptions
+	// MinFreeSpace is the room, in bytes, kept free on the data
+	// directory's disk: while less is available, writes fail with
+	// CodeUnavailable (and Health says why), before the storage engine
+	// meets a full disk it cannot go on from; they resume once space is
+	// freed. 0 means DefaultMinFreeSpace; a negative value turns the
+	// check off.
+	MinFreeSpace int64
 }
 
 // Engine is an open data directory.
@@ -114,6 +121,8 @@ type Engine struct {
 
 	// cl is the cluster this engine is a node of; nil on a single server.
 	cl *Cluster
+
+	space spaceGuard // refuses writes while the disk is short of room
 
 	bg      sync.WaitGroup
 	closing chan struct{}
@@ -142,6 +151,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if opts.CompactIdle == 0 {
 		opts.CompactIdle = DefaultCompactIdle
+	}
+	if opts.MinFreeSpace == 0 {
+		opts.MinFreeSpace = DefaultMinFreeSpace
 	}
 	obs := &observer{log: opts.Logger, onEvent: opts.OnEvent}
 	if opts.Meta == "" {
@@ -178,6 +190,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		ids:     model.NewIDGen(),
 		obs:     obs,
 		closing: make(chan struct{}),
+		space:   spaceGuard{fs: orDefault(opts.FS), dir: dir, reserve: opts.MinFreeSpace},
 	}
 	e.accounts.e, e.files.e, e.branches.e, e.schema.e = e, e, e, e
 	if err := checkDataDirKind(pdb, dir, opts.Cluster != nil); err != nil {
@@ -242,10 +255,21 @@ func (e *Engine) Close() error {
 	return err
 }
 
-// Health returns nil while the engine takes writes, and else why not: its
-// storage failed (a full disk, an I/O error), and it answers reads only,
-// until it is opened again. Writes then fail with CodeUnavailable.
+// Health returns nil while the engine takes writes, and else why not:
+// its storage failed (a full disk, an I/O error), and it answers reads
+// only, until it is opened again; or its disk has less room than
+// Options.MinFreeSpace, until space is freed. Writes then fail with
+// CodeUnavailable.
 func (e *Engine) Health() error {
+	if err := e.storageFault(); err != nil {
+		return err
+	}
+	return e.space.check()
+}
+
+// storageFault returns why the storage failed, for good until a restart,
+// or nil.
+func (e *Engine) storageFault() error {
 	if e.ap == nil {
 		return nil // still opening
 	}
@@ -324,6 +348,9 @@ func (e *Engine) load() error {
 // through its group in a cluster; the structures it made grow are trimmed
 // to their budget after.
 func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
+	if err := e.space.check(); err != nil {
+		return nil, err
+	}
 	var res any
 	var err error
 	if e.cl != nil {
@@ -338,6 +365,9 @@ func (e *Engine) apply(d *database, cmd apply.DBCommand) (any, error) {
 // applyCatalog applies a catalog command through the one write path, or
 // through the catalog's group in a cluster.
 func (e *Engine) applyCatalog(cmd catalog.Command) (any, error) {
+	if err := e.space.check(); err != nil {
+		return nil, err
+	}
 	if e.cl != nil {
 		return e.cl.applyCatalog(cmd)
 	}

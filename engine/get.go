@@ -191,7 +191,7 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 		e0 uint64
 	)
 	branchID, tableID := b.ID, t.ID
-	if c != nil && e.Health() != nil {
+	if c != nil && e.storageFault() != nil {
 		// Making a cache takes the table's lock, which a write stuck in
 		// failed storage may hold.
 		c = nil

@@ -107,8 +107,8 @@ type Stats struct {
 	BuildsInProgress int
 	// Memory are the figures of the memory budget.
 	Memory MemoryStats
-	// WritesRefused is why the engine refuses writes since its storage
-	// failed (Health), or "" while it takes them.
+	// WritesRefused is why the engine refuses writes (Health): its storage
+	// failed, or its disk is short of room; "" while it takes them.
 	WritesRefused string
 }
 

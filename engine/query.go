@@ -341,7 +341,7 @@ type ownEpoch struct {
 // storage may hold), or a table not found (opening the source says why),
 // it is none.
 func (e *Engine) loadOwnEpoch(ref Ref, tableName string, c *RecordCache) ownEpoch {
-	if c == nil || e.Health() != nil {
+	if c == nil || e.storageFault() != nil {
 		return ownEpoch{}
 	}
 	d, b, t, err := e.resolveTable(ref, tableName)

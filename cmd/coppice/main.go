@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	}
 	cfg := &serveConfig{BootstrapKey: getenv("COPPICE_BOOTSTRAP_KEY")}
 	o := &cfg.API
-	var regions, domains, maxBody, cacheSize, memLimit, recordCache, slow, compactIdle string
+	var regions, domains, maxBody, cacheSize, memLimit, recordCache, slow, compactIdle, minFree string
 	fs.StringVar(&cfg.Addr, "addr", env("COPPICE_ADDR", "127.0.0.1:8080"), "listen address (env COPPICE_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data", env("COPPICE_DATA", "./data"), "data directory, created if missing (env COPPICE_DATA)")
 	fs.StringVar(&o.Compat, "compat", env("COPPICE_COMPAT", api.CompatNone),
@@ -126,6 +126,8 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		"records point reads keep as read, and again their encodings, a byte size such as 64MiB: a hot record is answered without reading or encoding it; 0 turns it off (env COPPICE_RECORD_CACHE_SIZE)")
 	fs.StringVar(&compactIdle, "compact-idle", env("COPPICE_COMPACT_IDLE", engine.DefaultCompactIdle.String()),
 		"pause in a table's writes after which, once it took a bulk's worth of rows, its storage is compacted in the background so that reads are as fast as on a compacted store, e.g. 5s; 0 turns it off (env COPPICE_COMPACT_IDLE)")
+	fs.StringVar(&minFree, "min-free-space", env("COPPICE_MIN_FREE_SPACE", formatByteSize(engine.DefaultMinFreeSpace)),
+		"room kept free on the data directory's disk, a byte size such as 1GiB: with less available, writes get 503 and /healthz says why, until space is freed; 0 turns the check off (env COPPICE_MIN_FREE_SPACE)")
 	limits := limitFlags(fs, env)
 	cluster := clusterFlags(fs, env)
 	fs.StringVar(&o.LogLevel, "log-level", env("COPPICE_LOG_LEVEL", "info"),
@@ -189,6 +191,12 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 		}
 		if cfg.CompactIdle == 0 {
 			cfg.CompactIdle = -1 // off
+		}
+		if cfg.MinFreeSpace, err = parseByteSize(minFree); err != nil || cfg.MinFreeSpace < 0 {
+			return fmt.Errorf("--min-free-space must be a byte size such as 1GiB, or 0 for off, got %q", minFree)
+		}
+		if cfg.MinFreeSpace == 0 {
+			cfg.MinFreeSpace = -1 // off
 		}
 		if o.Limits, err = limits(o.MaxBody); err != nil {
 			return err

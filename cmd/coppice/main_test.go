@@ -44,7 +44,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"serve", "-addr", "COPPICE_ADDR", "-data", "COPPICE_DATA", "-compat", "COPPICE_COMPAT",
 		"-regions", "COPPICE_REGIONS", "-domains", "COPPICE_DOMAINS", "-max-body", "COPPICE_MAX_BODY",
 		"-cache-size", "COPPICE_CACHE_SIZE", "-memory-limit", "COPPICE_MEMORY_LIMIT", "-record-cache-size", "COPPICE_RECORD_CACHE_SIZE",
-		"-compact-idle", "COPPICE_COMPACT_IDLE", "-public-url", "COPPICE_PUBLIC_URL",
+		"-compact-idle", "COPPICE_COMPACT_IDLE", "-min-free-space", "COPPICE_MIN_FREE_SPACE", "-public-url", "COPPICE_PUBLIC_URL",
 		"-log-level", "COPPICE_LOG_LEVEL", "COPPICE_BOOTSTRAP_KEY", "127.0.0.1:8080", "./data",
 		"import", "export", "-url", "COPPICE_URL", "-api-key", "COPPICE_API_KEY", "-workspace", "COPPICE_WORKSPACE",
 		"-db", "COPPICE_DB", "-branch", "COPPICE_BRANCH", "-table", "COPPICE_TABLE", "-progress", "-progress-every",
@@ -137,7 +137,7 @@ func TestServeOptions(t *testing.T) {
 	def := serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: mem,
 		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: api.DefaultMaxBody, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}}
-	def.CompactIdle = engine.DefaultCompactIdle
+	def.CompactIdle, def.MinFreeSpace = engine.DefaultCompactIdle, engine.DefaultMinFreeSpace
 	f(nil, def)
 	obs := def
 	obs.API.LogFormat, obs.API.SlowRequest, obs.MetricsAddr = "json", 2*time.Second, "127.0.0.1:9090"
@@ -166,20 +166,27 @@ func TestServeOptions(t *testing.T) {
 	ci.CompactIdle = 30 * time.Second
 	env = map[string]string{"COPPICE_COMPACT_IDLE": "30s"}
 	f(nil, ci)
+	env = map[string]string{}
+	mf := def
+	mf.MinFreeSpace = -1 // off
+	f([]string{"--min-free-space", "0"}, mf)
+	mf.MinFreeSpace = 1 << 30
+	env = map[string]string{"COPPICE_MIN_FREE_SPACE": "1GiB"}
+	f(nil, mf)
 
 	env = map[string]string{"COPPICE_ADDR": ":9000", "COPPICE_DATA": "/d", "COPPICE_COMPAT": "xata",
 		"COPPICE_REGIONS": "a, b,,c", "COPPICE_MAX_BODY": "100", "COPPICE_LOG_LEVEL": "debug",
 		"COPPICE_BOOTSTRAP_KEY": "k", "COPPICE_DOMAINS": "x.test,y.test", "COPPICE_CACHE_SIZE": "1048576"}
-	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, CacheSize: 1 << 20, BootstrapKey: "k",
+	f(nil, serveConfig{Addr: ":9000", DataDir: "/d", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 1 << 20, BootstrapKey: "k",
 		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "http://:9000", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	// Flags win over the environment.
 	f([]string{"--addr", ":1", "--data=/e", "--compat", "none", "--regions", "r", "--max-body", "5", "--log-level", "warn", "--domains", "z", "--cache-size", "4096"},
-		serveConfig{Addr: ":1", DataDir: "/e", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, CacheSize: 4096, BootstrapKey: "k",
+		serveConfig{Addr: ":1", DataDir: "/e", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 4096, BootstrapKey: "k",
 			API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Regions: []string{"r"}, Domains: []string{"z"}, MaxBody: 5,
 				LogLevel: "warn", PublicURL: "http://:1", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 	env["COPPICE_PUBLIC_URL"] = "https://db.example.com/base"
-	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, CacheSize: 1 << 20, BootstrapKey: "k",
+	f([]string{"--addr", ":1"}, serveConfig{Addr: ":1", DataDir: "/d", MemoryLimit: mem, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 1 << 20, BootstrapKey: "k",
 		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "xata", Regions: []string{"a", "b", "c"}, Domains: []string{"x.test", "y.test"}, MaxBody: 100,
 			LogLevel: "debug", PublicURL: "https://db.example.com/base", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: lim}})
 
@@ -192,13 +199,13 @@ func TestServeOptions(t *testing.T) {
 	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxSyncWaiting: -1, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second, MaxLoad: 2 << 30}
-	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, CacheSize: 2 << 30,
+	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 2 << 30,
 		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
 	custom.MaxSyncWaiting = 100
 	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-sync-waiting", "100", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
-		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, CacheSize: 2 << 30,
+		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 2 << 30,
 			API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	env = map[string]string{}
@@ -214,6 +221,7 @@ func TestServeOptions(t *testing.T) {
 		{"--max-load", "0"}, {"--max-load", "4GiB"}, {"--max-load", "big"},
 		{"--record-cache-size", "-1"}, {"--record-cache-size", "3GiB"}, {"--record-cache-size", "many"},
 		{"--compact-idle", "-1s"}, {"--compact-idle", "5"},
+		{"--min-free-space", "-1"}, {"--min-free-space", "lots"},
 	} {
 		if _, err := serveOptions(args, getenv, os.Stderr); err == nil {
 			t.Errorf("%v: no error", args)

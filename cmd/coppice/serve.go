@@ -33,6 +33,9 @@ type serveConfig struct {
 	// CompactIdle is engine.Options.CompactIdle: the pause in a table's
 	// writes after which it is compacted; negative: never.
 	CompactIdle time.Duration
+	// MinFreeSpace is engine.Options.MinFreeSpace: the room kept free on
+	// the data directory's disk; negative: no check.
+	MinFreeSpace int64
 	// BootstrapKey, when set, is the API key a first start creates instead
 	// of a generated one.
 	BootstrapKey string
@@ -158,7 +161,8 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	log.Info("memory", slog.Int64("limit_bytes", plan.Limit), slog.Int64("cache_bytes", plan.CacheSize),
 		slog.Int64("memtables_bytes", plan.Memtables), slog.Int64("derived_bytes", plan.Derived), slog.Int64("go_limit_bytes", plan.GoLimit))
 	opts := engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
-		Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster, CompactIdle: cfg.CompactIdle}
+		Meta: api.MetaKey(cfg.API.Compat), Cluster: cfg.Cluster, CompactIdle: cfg.CompactIdle,
+		MinFreeSpace: cfg.MinFreeSpace}
 	if m := cfg.API.Metrics; m != nil {
 		opts.OnEvent = m.EngineEvent
 	}

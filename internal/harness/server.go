@@ -266,7 +266,7 @@ func (s *Server) Logs() string { return s.logs.all() }
 func (s *Server) LastLog() string { return s.logs.last() }
 
 // failedLogLines is how much of a server's log a failed test shows.
-const failedLogLines = 40
+const failedLogLines = 200
 
 // tail returns the last n lines of the current run's log, the API key
 // masked.
