@@ -377,6 +377,9 @@ func (s *Server) clusterStatus(r *request) error {
 	errs := make([]error, len(nodes))
 	auth := string(r.ctx.Request.Header.Peek("Authorization"))
 	self := s.cluster.NodeID()
+	// The request's context is made on first use, which is not safe for
+	// concurrent use: make it here, before the goroutines share it.
+	ctx := r.context()
 	var wg sync.WaitGroup
 	for i, nd := range nodes {
 		if nd.ID == self {
@@ -387,7 +390,7 @@ func (s *Server) clusterStatus(r *request) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			views[i], errs[i] = fetchNodeView(r.context(), nd.APIAddr, auth)
+			views[i], errs[i] = fetchNodeView(ctx, nd.APIAddr, auth)
 		}()
 	}
 	wg.Wait()
