@@ -97,6 +97,7 @@ var (
 	descCompactionsNow  = desc("coppice_storage_compactions_in_progress", "Compactions running now.")
 	descCompactionDebt  = desc("coppice_storage_compaction_debt_bytes", "Estimated bytes compactions must still rewrite for the LSM tree to settle.")
 	descCompactionSecs  = desc("coppice_storage_compaction_seconds_total", "Time spent in compactions.")
+	descIdleFlushes     = desc("coppice_storage_idle_flushes_total", "Memtable flushes made when a table that took a bulk's worth of rows, not enough to be compacted, went idle (--compact-idle): the flush folds the index updates its writes left in memory.")
 	descIdleCompactions = desc("coppice_storage_idle_compactions_total", "Tables whose storage was compacted after their bulk writes went idle (--compact-idle).")
 	descIdleFailures    = desc("coppice_storage_idle_compaction_failures_total", "Compactions of idle tables that failed (logged).")
 	descIdlePending     = desc("coppice_storage_idle_compactions_pending", "Tables that took a bulk's worth of rows and wait for their writes to pause, or are being compacted (--compact-idle).")
@@ -126,7 +127,7 @@ var (
 	descMemEvictedBytes = desc("coppice_memory_evicted_bytes_total", "Bytes of the structures evicted and caches emptied, by kind.", "kind")
 	descWritesRefused   = desc("coppice_storage_writes_refused", "1 while writes are refused: the storage failed (a full disk, an I/O error), until a restart; or the disk has less room than --min-free-space, until space is freed; else 0.")
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
-		descCompactionsNow, descCompactionDebt, descCompactionSecs, descIdleCompactions, descIdleFailures, descIdleBytes, descIdlePending, descFlushes, descMemtableBytes, descCacheBytes,
+		descCompactionsNow, descCompactionDebt, descCompactionSecs, descIdleCompactions, descIdleFlushes, descIdleFailures, descIdleBytes, descIdlePending, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,
 		descWriteGroups, descGroupedWrites,
 		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes, descMemLimit, descMemBudget,
@@ -166,6 +167,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCompactionDebt, float64(s.CompactionDebtBytes))
 	counter(descCompactionSecs, s.CompactionTime.Seconds())
 	counter(descIdleCompactions, float64(s.IdleCompactions))
+	counter(descIdleFlushes, float64(s.IdleFlushes))
 	counter(descIdleFailures, float64(s.IdleCompactionFailures))
 	counter(descIdleBytes, float64(s.IdleCompactedBytes))
 	gauge(descIdlePending, float64(s.IdleCompactionsPending))

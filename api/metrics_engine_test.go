@@ -62,7 +62,7 @@ func TestEngineMetrics(t *testing.T) {
 		"coppice_storage_compactions_total": dto.MetricType_COUNTER, "coppice_storage_compactions_in_progress": dto.MetricType_GAUGE,
 		"coppice_storage_compaction_debt_bytes": dto.MetricType_GAUGE, "coppice_storage_compaction_seconds_total": dto.MetricType_COUNTER,
 		"coppice_storage_flushes_total": dto.MetricType_COUNTER, "coppice_storage_memtable_bytes": dto.MetricType_GAUGE,
-		"coppice_storage_idle_compactions_total": dto.MetricType_COUNTER, "coppice_storage_idle_compaction_failures_total": dto.MetricType_COUNTER,
+		"coppice_storage_idle_compactions_total": dto.MetricType_COUNTER, "coppice_storage_idle_flushes_total": dto.MetricType_COUNTER, "coppice_storage_idle_compaction_failures_total": dto.MetricType_COUNTER,
 		"coppice_storage_idle_compacted_bytes_total": dto.MetricType_COUNTER, "coppice_storage_idle_compactions_pending": dto.MetricType_GAUGE, "coppice_storage_block_cache_bytes": dto.MetricType_GAUGE,
 		"coppice_storage_block_cache_hits_total":   dto.MetricType_COUNTER,
 		"coppice_storage_block_cache_misses_total": dto.MetricType_COUNTER, "coppice_storage_wal_bytes_total": dto.MetricType_COUNTER,

@@ -23,6 +23,13 @@ import (
 // value per key and reads find each key in one place, as after
 // Engine.Compact. One table at a time, never in the write path, and
 // cancelled by Close.
+//
+// A table that took a bulk's worth of rows, but not enough to be due for
+// a compaction (a large table's burst, or single writes), has its
+// memtable flushed once it goes idle: the flush folds the operands each
+// write left in the memtable into one per key, which every read would
+// otherwise fold again (a posting that a thousand single inserts touched
+// is a thousand operands), at the cost of writing the memtable once.
 
 // DefaultCompactIdle is the pause in a table's writes after which the key
 // ranges they wrote are compacted (Options.CompactIdle 0).
@@ -57,13 +64,18 @@ type layerTableKey struct{ db, layer, table uint32 }
 
 // idleTable is what a table of a layer took since its last idle compaction.
 type idleTable struct {
-	rows int       // rows written since the last idle compaction
-	done int       // rows written before it, since the process started
-	last time.Time // when last written
+	rows  int       // rows written since the last idle compaction
+	done  int       // rows written before it, since the process started
+	fresh int       // rows written since the last idle flush or compaction
+	last  time.Time // when last written
 }
 
 // due reports whether the table has taken enough rows for a compaction.
 func (t *idleTable) due() bool { return t.rows >= t.dueRows() }
+
+// flushDue reports whether the table has taken enough rows since the
+// last idle flush or compaction for a flush.
+func (t *idleTable) flushDue() bool { return t.fresh >= idleCompactRows }
 
 // dueRows is the rows that make a compaction of the table due.
 func (t *idleTable) dueRows() int { return max(idleCompactRows, t.done/idleCompactGrowth) }
@@ -83,9 +95,9 @@ type idleCompactor struct {
 	// lasts until Close.)
 	done chan struct{}
 
-	runs, failures atomic.Int64
-	bytes          atomic.Uint64
-	running        atomic.Int64 // 1 while a table is being compacted
+	runs, flushes, failures atomic.Int64
+	bytes                   atomic.Uint64
+	running                 atomic.Int64 // 1 while a table is being compacted
 }
 
 // pending counts the tables that took enough rows (idleTable.due) and wait
@@ -172,7 +184,8 @@ func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
 		if t == nil {
 			continue
 		}
-		if t.rows++; t.rows == t.dueRows() {
+		t.fresh++
+		if t.rows++; t.rows == t.dueRows() || t.fresh == idleCompactRows {
 			select {
 			case c.wake <- struct{}{}:
 			default:
@@ -181,15 +194,25 @@ func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
 	}
 }
 
-// next removes and returns the table that has been idle longest among
-// those due at now; without one, wait is how long until the first is due
-// (0: none will be until more rows come).
-func (c *idleCompactor) next(now time.Time) (k layerTableKey, ok bool, wait time.Duration) {
+// idleWork is what the compactor does next.
+type idleWork int
+
+const (
+	idleNothing idleWork = iota
+	idleCompact          // compact a table's key ranges
+	idleFlush            // flush the memtable
+)
+
+// next picks the work due at now and marks it begun: the compaction of
+// the table idle longest among those due (k), else a flush when an idle
+// table is due for one. Without either, wait is how long until the first
+// work is due (0: none will be until more rows come).
+func (c *idleCompactor) next(now time.Time) (work idleWork, k layerTableKey, wait time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var oldest time.Time
 	for key, t := range c.written {
-		if !t.due() {
+		if !t.due() && !t.flushDue() {
 			if now.Sub(t.last) > idleForget {
 				delete(c.written, key)
 			}
@@ -201,18 +224,28 @@ func (c *idleCompactor) next(now time.Time) (k layerTableKey, ok bool, wait time
 			}
 			continue
 		}
-		if !ok || t.last.Before(oldest) {
-			k, ok, oldest = key, true, t.last
+		switch {
+		case t.due() && (work != idleCompact || t.last.Before(oldest)):
+			work, k, oldest = idleCompact, key, t.last
+		case work == idleNothing:
+			work = idleFlush
 		}
 	}
-	if ok {
+	switch work {
+	case idleCompact:
 		t := c.written[k]
 		t.done += t.rows
-		t.rows = 0
-		c.running.Store(1)
-		wait = 0
+		t.rows, t.fresh = 0, 0
+	case idleFlush:
+		// One flush folds what every table left in the memtable.
+		for _, t := range c.written {
+			t.fresh = 0
+		}
+	default:
+		return work, k, wait
 	}
-	return k, ok, wait
+	c.running.Store(1)
+	return work, k, 0
 }
 
 // run compacts tables as they go idle until the engine closes; a
@@ -231,9 +264,13 @@ func (c *idleCompactor) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		k, ok, wait := c.next(time.Now())
-		if ok {
-			c.compact(ctx, k)
+		work, k, wait := c.next(time.Now())
+		if work != idleNothing {
+			if work == idleCompact {
+				c.compact(ctx, k)
+			} else {
+				c.flush(ctx)
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -284,4 +321,22 @@ func (c *idleCompactor) compact(ctx context.Context, k layerTableKey) {
 		c.bytes.Add(before)
 	}
 	c.e.obs.event(Event{Kind: EventIdleCompaction, Duration: time.Since(start), Bytes: before, Err: err})
+}
+
+// flush flushes the memtable, and waits for it unless cancelled (a flush
+// on a failed disk never ends: its failure is the flush's, reported by
+// the storage engine's events). It counts as an idle flush.
+func (c *idleCompactor) flush(ctx context.Context) {
+	defer c.running.Store(0)
+	flushed, err := c.e.pdb.AsyncFlush()
+	if err != nil {
+		c.failures.Add(1)
+		c.e.obs.event(Event{Kind: EventIdleCompaction, Err: err})
+		return
+	}
+	select {
+	case <-flushed:
+		c.flushes.Add(1)
+	case <-ctx.Done():
+	}
 }

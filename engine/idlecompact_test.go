@@ -231,13 +231,18 @@ func TestIdleCompactionGrowth(t *testing.T) {
 			rows -= len(recs)
 		}
 	}
-	stats := func() (done, pending int64) {
+	storage := func() StorageStats {
 		t.Helper()
 		st, err := db.e.Stats(0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Storage.IdleCompactions, int64(st.Storage.IdleCompactionsPending)
+		return st.Storage
+	}
+	stats := func() (done, pending int64) {
+		t.Helper()
+		st := storage()
+		return st.IdleCompactions, int64(st.IdleCompactionsPending)
 	}
 	waitDone := func(want int64) {
 		t.Helper()
@@ -263,6 +268,11 @@ func TestIdleCompactionGrowth(t *testing.T) {
 	time.Sleep(4 * idle)
 	if done, _ := stats(); done != 1 {
 		t.Fatalf("after 1,999 rows more and a pause: %d idle compactions, want 1", done)
+	}
+	// Not due for a compaction, but a bulk's worth: the memtable that holds
+	// their index updates was flushed, once.
+	if st := storage(); st.IdleFlushes != 1 || st.Flushes < 2 {
+		t.Fatalf("after 1,999 rows more and a pause: %d idle flushes, %d flushes, want 1 and at least 2", st.IdleFlushes, st.Flushes)
 	}
 	load(1)
 	if _, pending := stats(); pending != 1 {

@@ -136,6 +136,9 @@ type StorageStats struct {
 	IdleCompactions, IdleCompactionFailures int64
 	IdleCompactedBytes                      uint64
 	IdleCompactionsPending                  int
+	// IdleFlushes counts the memtable flushes made when a table that took
+	// a bulk's worth of rows, not enough for a compaction, went idle.
+	IdleFlushes int64
 	// Flushes counts memtables written to L0.
 	Flushes int64
 	// MemtableBytes is the memory of memtables (and large batches).
@@ -210,6 +213,7 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 		st.Storage.IdleCompactionFailures = c.failures.Load()
 		st.Storage.IdleCompactedBytes = c.bytes.Load()
 		st.Storage.IdleCompactionsPending = c.pending()
+		st.Storage.IdleFlushes = c.flushes.Load()
 	}
 	places := e.cat.Placements()
 	st.DatabaseCount = len(places)
