@@ -42,9 +42,13 @@ func (o *observer) storageFailed(err error) {
 }
 
 // event reports ev, logging it when it is a failure, and logging the
-// memory budget's builds and evictions at debug level.
+// memory budget's builds and evictions at debug level. Work cancelled (by
+// Close, or because what it built went) did not fail: it is logged at
+// debug level too.
 func (o *observer) event(ev Event) {
-	if ev.Err != nil {
+	if errors.Is(ev.Err, context.Canceled) {
+		o.log.Debug("background work cancelled", slog.String("work", ev.Kind.String()), slog.Any("err", ev.Err))
+	} else if ev.Err != nil {
 		o.log.Error("background work failed", slog.String("work", ev.Kind.String()), slog.Any("err", ev.Err))
 	} else if ev.Kind == EventStoreBuild || ev.Kind == EventEviction {
 		if mem := o.memory.Load(); mem != nil && o.log.Enabled(context.Background(), slog.LevelDebug) {

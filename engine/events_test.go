@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -117,5 +119,26 @@ func TestEventsAndBackgroundFailures(t *testing.T) {
 	}
 	if logged := l.log.String(); !strings.Contains(logged, "background work failed") || !strings.Contains(logged, "store_build") {
 		t.Errorf("the failure is not logged:\n%s", logged)
+	}
+}
+
+// TestCancelledWorkIsNotAFailure: background work cancelled (a store
+// build stopped by Close) is logged at debug level, not as a failure,
+// and still reported; a real failure is logged as one.
+func TestCancelledWorkIsNotAFailure(t *testing.T) {
+	var logged strings.Builder
+	var events []Event
+	o := &observer{log: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		onEvent: func(ev Event) { events = append(events, ev) }}
+	o.event(Event{Kind: EventStoreBuild, Err: fmt.Errorf("build: %w", context.Canceled)})
+	if logged.Len() != 0 {
+		t.Errorf("a cancelled build logged at info or above:\n%s", logged.String())
+	}
+	o.event(Event{Kind: EventStoreBuild, Err: errors.New("corrupt record")})
+	if !strings.Contains(logged.String(), "level=ERROR") || !strings.Contains(logged.String(), "corrupt record") {
+		t.Errorf("a failed build is not logged as an error:\n%s", logged.String())
+	}
+	if len(events) != 2 {
+		t.Errorf("%d events reported, want 2", len(events))
 	}
 }
