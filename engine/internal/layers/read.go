@@ -153,6 +153,18 @@ func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 // lineage index of the layer it came from. ok is false for a deleted or
 // unknown row.
 func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecord)
+}
+
+// ReadRowShared reads a row as ReadRow does, decoded by
+// codec.DecodeRecordShared: for a record read to be answered or kept
+// whole, whose strings share one copy.
+func ReadRowShared(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecordShared)
+}
+
+// readRow is ReadRow with the record decoder given.
+func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
 	var kb []byte
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
@@ -163,7 +175,7 @@ func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 		}
 		// The record decoder copies what it keeps: the value is read where
 		// it lies.
-		found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq, func(v []byte) error { return codec.DecodeRecord(v, rec) })
+		found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq, func(v []byte) error { return decode(v, rec) })
 		if err != nil {
 			return 0, false, err
 		}
@@ -181,7 +193,8 @@ func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 // lineage, read without history) are read with one iterator seeking
 // forward, which costs less than a point read per row; rows it does not
 // hold are read one by one from the layers below. rec is reused between
-// calls of fn.
+// calls of fn; the records are decoded by codec.DecodeRecordShared, for
+// pages that are answered or kept whole.
 func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
 	if len(rows) == 0 || len(lin) == 0 {
 		return nil
@@ -214,7 +227,7 @@ func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 				if err != nil {
 					return err
 				}
-				if err := codec.DecodeRecord(v, &rec); err != nil {
+				if err := codec.DecodeRecordShared(v, &rec); err != nil {
 					return err
 				}
 				if rec.Deleted {
@@ -229,7 +242,7 @@ func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 				return err
 			}
 		}
-		_, ok, err := ReadRow(r, db, rest, tableID, rows[i], &rec)
+		_, ok, err := ReadRowShared(r, db, rest, tableID, rows[i], &rec)
 		if err != nil {
 			return err
 		}
