@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -18,21 +19,17 @@ import (
 // output is the same (keys sorted, no HTML escaping, numbers and strings
 // as encoding/json writes them) at a fraction of the allocations.
 
-// responseBuffers holds the buffers answers of records are encoded into
-// before the response copies them, so that an answer costs no new buffer.
-var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// responseBody returns the response's body buffer, emptied, for a handler
+// to append its answer to and hand back with writeBody: the response owns
+// the buffer, pools it and sends it without a copy.
+func responseBody(ctx *fasthttp.RequestCtx) []byte { return ctx.Response.SwapBody(nil)[:0] }
 
-// maxPooledResponse is the largest buffer kept for reuse: a rare huge page
-// should not pin its memory.
-const maxPooledResponse = 1 << 20
-
-// putResponseBuffer returns b, grown from *buf, to the pool.
-func putResponseBuffer(buf *[]byte, b []byte) {
-	if cap(b) > maxPooledResponse {
-		return
-	}
-	*buf = b[:0]
-	responseBuffers.Put(buf)
+// writeBody sends b, got from responseBody and appended to, as the JSON
+// body of the response; b is the response's from then on.
+func writeBody(ctx *fasthttp.RequestCtx, status int, b []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.SwapBody(b)
 }
 
 // rawJSON is an encoded JSON value; writeJSON sends it as is.
