@@ -118,11 +118,15 @@ func idEntrySeq(b []byte) (uint64, error) {
 	return e.Seq, err
 }
 
+// idKeySize is room for a record key, and for an id-map key but its id:
+// the table prefix, a row or a separator, and a history seq.
+const idKeySize = 32
+
 // LookupID resolves a record id to its row in a branch. level is the lineage
 // index of the layer holding the mapping. ok is false when the record does
 // not exist (never written, or deleted).
 func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
-	var kb []byte
+	kb := make([]byte, 0, idKeySize+len(id)) // one allocation for every layer's key
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
 		var hp []byte // the top layer (maxSeq) reads no history
@@ -165,7 +169,7 @@ func ReadRowShared(r pebble.Reader, db uint32, lin model.Lineage, tableID, row u
 
 // readRow is ReadRow with the record decoder given.
 func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
-	var kb []byte
+	kb := make([]byte, 0, idKeySize) // one allocation for every layer's key
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
 		var hp []byte // the top layer (maxSeq) reads no history
