@@ -36,6 +36,10 @@ type Applier struct {
 
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
+
+	// noPrestage leaves bulk inserts to the record-by-record path: the
+	// reference a prestaged insert must write the same bytes as.
+	noPrestage bool
 }
 
 // Options configure an Applier.

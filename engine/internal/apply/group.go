@@ -65,6 +65,10 @@ const maxGroupsInFlight = 2
 // waiting writes as a group, and goes on with the next ones until its
 // own has been applied.
 func (a *Applier) applyGrouped(d *DB, w *WriteRecords) (any, error) {
+	if w.pre == nil && !a.noPrestage {
+		// Worked out while the writes before it hold the lock.
+		w.pre = prestage(d, w)
+	}
 	r := &groupReq{cmd: w, done: make(chan struct{})}
 	d.gmu.Lock()
 	d.queue = append(d.queue, r)

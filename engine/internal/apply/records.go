@@ -28,6 +28,9 @@ type WriteRecords struct {
 	// writer applying the group does the work. It is not part of the
 	// command: a replica never sees it.
 	Queued func() `json:"-"`
+	// pre, when set, is the bitmaps of a bulk insert's records, worked
+	// out before the command waits for the writer lock (prestage.go).
+	pre *prestaged
 }
 
 func (c *WriteRecords) apply(tx *Tx) (any, error) {
@@ -36,8 +39,10 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		return nil, err
 	}
 	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk}
+	w.usePrestaged(c)
 	results := make([]OpResult, len(c.Ops))
 	for i := range c.Ops {
+		w.op, w.usual = i, false
 		r, err := w.apply(&c.Ops[i])
 		if err != nil {
 			var ee *model.Error
@@ -48,6 +53,7 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		}
 		results[i] = r
 	}
+	w.stagePrestaged(len(c.Ops))
 	return results, nil
 }
 
@@ -75,6 +81,12 @@ type writer struct {
 	// before and after are the bitmap memberships of the row writeRow is
 	// writing, kept between rows so that their maps do not grow anew.
 	before, after map[string]struct{}
+	// pre stages the new rows of a prestaged bulk insert (prestage.go);
+	// op is the index of the op being applied, and usual says that it
+	// takes the usual path, record by record.
+	pre   *prestagedRows
+	op    int
+	usual bool
 }
 
 // apply applies one operation; its errors name the table unless the
@@ -108,6 +120,12 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
 	if err != nil {
 		return OpResult{}, err
+	}
+	if exists && w.pre != nil {
+		// The record's id is taken: the rows before it are staged first,
+		// and it takes the usual path.
+		w.stagePrestaged(w.op)
+		w.usual = true
 	}
 	var old codec.Record
 	oldLevel := -1
@@ -526,6 +544,9 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 // joinAll stages the addition of a row to every bitmap rec belongs to,
 // notes the words new to the layer and the lengths of its text fields.
 func (w *writer) joinAll(pt *layers.PendingTable, t *model.Table, row uint32, rec *codec.Record) {
+	if w.join(pt, row) {
+		return
+	}
 	tx := w.tx
 	ch := &tx.changes[len(tx.changes)-1]
 	var terms map[string]struct{}
