@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"runtime"
+
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
@@ -23,6 +25,30 @@ import (
 // published table is immutable: the same one has the same columns). A
 // record whose id the command finds stored takes the usual path, after
 // the rows before it are staged.
+
+// prestageWhen says when bulk inserts are prestaged.
+type prestageWhen uint8
+
+// When bulk inserts are prestaged.
+const (
+	prestageWhenBusy prestageWhen = iota
+	prestageNever
+	prestageAlways
+)
+
+// prestages reports whether a bulk insert on d arriving now is prestaged:
+// when another write is under way, so that the work overlaps with it.
+// With none there is nothing to overlap, and prestaging would only cost
+// more work, taken from the queries running meanwhile.
+func (a *Applier) prestages(d *DB) bool {
+	switch a.prestaging {
+	case prestageNever:
+		return false
+	case prestageAlways:
+		return true
+	}
+	return d.writing()
+}
 
 // prestaged is the bitmaps the records of a bulk insert join, worked out
 // before the command is applied.
@@ -66,6 +92,9 @@ func prestage(d *DB, w *WriteRecords) *prestaged {
 	fw := &writer{br: br, now: w.Now, bulk: true}
 	var rec codec.Record
 	for i := range w.Ops {
+		if i%yieldEvery == yieldEvery-1 {
+			runtime.Gosched()
+		}
 		op := &w.Ops[i]
 		if op.Kind != model.OpInsert || op.Table != name || op.MissingNotFound {
 			return nil

@@ -41,7 +41,7 @@ func TestReplayRandomLog(t *testing.T) {
 	}
 	g := newLogGen(seed)
 	a, b := openReplayReplica(t), openReplayReplica(t)
-	b.noPrestage = true
+	a.prestaging, b.prestaging = prestageAlways, prestageNever
 	seenDB := map[dbKind]bool{}
 	// okKinds counts the commands that applied, by type.
 	okKinds := map[string]int{}
