@@ -61,54 +61,48 @@ func (x *scorer) verifyPhrase(rows *roaring.Bitmap) (*roaring.Bitmap, error) {
 		}
 	}
 	filter := x.phraseFilter()
+	filter.sets = sets
 	out := roaring.New()
-	var rec codec.Record
-	var toks []Token
-	it := rows.Iterator()
-	for n := 0; it.HasNext(); n++ {
-		if n%ctxCheckRows == 0 {
-			if err := x.ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		row := it.Next()
-		ok, err := x.src.Record(row, &rec)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		found := false
+	holds := func(rec *codec.Record) bool {
 		for _, tc := range x.targets {
 			v, has := rec.Get(tc.col.ID)
 			if !has {
 				continue
 			}
-			texts := []string{v.Str}
 			if v.Kind == codec.KindStrings {
-				texts = v.Strs
-			}
-			for _, text := range texts {
-				if !filter.admits(text) {
-					continue
+				if slices.ContainsFunc(v.Strs, filter.holds) {
+					return true
 				}
-				toks = AppendTokens(toks[:0], text)
-				if holdsPhrase(toks, sets) {
-					found = true
-					break
-				}
-			}
-			if found {
-				break
+			} else if filter.holds(v.Str) {
+				return true
 			}
 		}
-		if found {
-			out.Add(row)
+		return false
+	}
+	// The rows are read in ascending batches: one pass forward over the
+	// records rather than a point read each.
+	var buf [phraseBatch]uint32
+	it := rows.ManyIterator()
+	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
+		if err := x.ctx.Err(); err != nil {
+			return nil, err
+		}
+		batch := buf[:n]
+		err := x.src.Records(batch, func(i int, rec *codec.Record) error {
+			if holds(rec) {
+				out.Add(batch[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
+
+// phraseBatch is how many candidate rows a phrase check reads at once.
+const phraseBatch = 1024
 
 // holdsPhrase reports whether consecutive tokens match the word sets in order.
 func holdsPhrase(toks []Token, sets []map[string]bool) bool {
@@ -138,7 +132,21 @@ func holdsPhrase(toks []Token, sets []map[string]bool) bool {
 // pass.
 type phraseFilter struct {
 	needles [][][]byte // by tested word, fewest needles first
-	lower   []byte     // scratch: the lowercase text
+	// sets are the terms of each word, in phrase order (holds).
+	sets []map[string]bool
+	// Scratch: the lowercase text, and whether it is ASCII (admits); its
+	// words (holds); the tokens of a text that is not ASCII.
+	lower []byte
+	ascii bool
+	words []asciiWord
+	toks  []Token
+}
+
+// asciiWord is a word of an ASCII text: lower[start:end], or none for a
+// word longer than MaxTokenBytes, which only takes its position.
+type asciiWord struct {
+	start, end int
+	none       bool
 }
 
 // maxPhraseNeedles is how many needles a word may have and be tested.
@@ -178,10 +186,8 @@ func (x *scorer) phraseFilter() *phraseFilter {
 
 // admits reports whether text may hold the phrase.
 func (f *phraseFilter) admits(text string) bool {
-	if len(f.needles) == 0 {
-		return true
-	}
 	lower := f.lower[:0]
+	f.ascii = false
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		if c >= utf8.RuneSelf {
@@ -192,7 +198,7 @@ func (f *phraseFilter) admits(text string) bool {
 		}
 		lower = append(lower, c)
 	}
-	f.lower = lower
+	f.lower, f.ascii = lower, true
 	for _, needles := range f.needles {
 		found := false
 		for _, n := range needles {
@@ -206,6 +212,49 @@ func (f *phraseFilter) admits(text string) bool {
 		}
 	}
 	return true
+}
+
+// holds reports whether text holds the phrase of f.sets, as holdsPhrase
+// over its tokens does. An ASCII text is not tokenized: its words are its
+// runs of ASCII letters and digits, and their terms those runs lowercased,
+// looked up where they lie in the lowercase text.
+func (f *phraseFilter) holds(text string) bool {
+	if !f.admits(text) {
+		return false
+	}
+	if !f.ascii {
+		f.toks = AppendTokens(f.toks[:0], text)
+		return holdsPhrase(f.toks, f.sets)
+	}
+	lower, words := f.lower, f.words[:0]
+	start := -1
+	for i := 0; i <= len(lower); i++ {
+		if i < len(lower) && isASCIIWord(lower[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			words = append(words, asciiWord{start: start, end: i, none: i-start > MaxTokenBytes})
+			start = -1
+		}
+	}
+	f.words = words
+	for i := 0; i+len(f.sets) <= len(words); i++ {
+		ok := true
+		for j, set := range f.sets {
+			w := words[i+j]
+			if w.none || !set[string(lower[w.start:w.end])] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // isASCII reports whether s is all ASCII.

@@ -32,6 +32,11 @@ type Source interface {
 	// Terms returns the rows whose column col holds term, and the rows
 	// holding it at least TFLevels[i] times.
 	Terms(col uint32, term string) (rows *roaring.Bitmap, levels [len(TFLevels)]*roaring.Bitmap, err error)
+	// Records reads the live records of rows, given in ascending order,
+	// and calls fn with the index in rows of each one found, in order;
+	// rec is reused between calls. It reads many rows for less than a
+	// call of Record each.
+	Records(rows []uint32, fn func(i int, rec *codec.Record) error) error
 }
 
 // Searchable reports whether search looks into columns of type t (json as
