@@ -140,6 +140,12 @@ type phraseFilter struct {
 	ascii bool
 	words []asciiWord
 	toks  []Token
+	// anchor is the word whose terms an ASCII text is searched for
+	// (anchorTerms, those it may hold), the phrase then read around each
+	// occurrence; -1 when no word has few enough terms, or every word is
+	// completed as a prefix.
+	anchor      int
+	anchorTerms [][]byte
 }
 
 // asciiWord is a word of an ASCII text: lower[start:end], or none for a
@@ -181,6 +187,23 @@ func (x *scorer) phraseFilter() *phraseFilter {
 		}
 	}
 	slices.SortStableFunc(f.needles, func(a, b [][]byte) int { return len(a) - len(b) })
+	f.anchor = -1
+	for i, exps := range x.words {
+		if slices.ContainsFunc(exps, func(ex expansion) bool { return ex.completion }) {
+			continue
+		}
+		var terms [][]byte
+		for _, ex := range exps {
+			// No word of an ASCII text is another term: the anchor
+			// keeps the terms one may be.
+			if isASCII(ex.term) && len(ex.term) <= MaxTokenBytes {
+				terms = append(terms, []byte(ex.term))
+			}
+		}
+		if len(terms) <= maxPhraseNeedles && (f.anchor < 0 || len(terms) < len(f.anchorTerms)) {
+			f.anchor, f.anchorTerms = i, terms
+		}
+	}
 	return f
 }
 
@@ -226,6 +249,9 @@ func (f *phraseFilter) holds(text string) bool {
 		f.toks = AppendTokens(f.toks[:0], text)
 		return holdsPhrase(f.toks, f.sets)
 	}
+	if f.anchor >= 0 {
+		return f.holdsAround()
+	}
 	lower, words := f.lower, f.words[:0]
 	start := -1
 	for i := 0; i <= len(lower); i++ {
@@ -255,6 +281,72 @@ func (f *phraseFilter) holds(text string) bool {
 		}
 	}
 	return false
+}
+
+// holdsAround reports whether the lowercase ASCII text holds the phrase:
+// at an occurrence of a term of the anchor word that is a whole word,
+// the words before and after it hold the other words' terms.
+func (f *phraseFilter) holdsAround() bool {
+	lower := f.lower
+	for _, t := range f.anchorTerms {
+		for off := 0; ; {
+			i := bytes.Index(lower[off:], t)
+			if i < 0 {
+				break
+			}
+			start, end := off+i, off+i+len(t)
+			off = start + 1
+			if start > 0 && isASCIIWord(lower[start-1]) || end < len(lower) && isASCIIWord(lower[end]) {
+				continue
+			}
+			if f.holdsBefore(start) && f.holdsAfter(end) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsBefore reports whether the words of lower before offset at hold the
+// terms of the words before the anchor, in order.
+func (f *phraseFilter) holdsBefore(at int) bool {
+	lower := f.lower
+	for j := f.anchor - 1; j >= 0; j-- {
+		end := at
+		for end > 0 && !isASCIIWord(lower[end-1]) {
+			end--
+		}
+		start := end
+		for start > 0 && isASCIIWord(lower[start-1]) {
+			start--
+		}
+		if start == end || end-start > MaxTokenBytes || !f.sets[j][string(lower[start:end])] {
+			return false
+		}
+		at = start
+	}
+	return true
+}
+
+// holdsAfter reports whether the words of lower from offset at on hold the
+// terms of the words after the anchor, in order.
+func (f *phraseFilter) holdsAfter(at int) bool {
+	lower := f.lower
+	for j := f.anchor + 1; j < len(f.sets); j++ {
+		start := at
+		for start < len(lower) && !isASCIIWord(lower[start]) {
+			start++
+		}
+		end := start
+		for end < len(lower) && isASCIIWord(lower[end]) {
+			end++
+		}
+		if start == end || end-start > MaxTokenBytes || !f.sets[j][string(lower[start:end])] {
+			return false
+		}
+		at = end
+	}
+	return true
 }
 
 // isASCII reports whether s is all ASCII.
