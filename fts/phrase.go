@@ -2,6 +2,7 @@ package fts
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -50,9 +51,16 @@ func (x *scorer) phraseCandidates() *roaring.Bitmap {
 	return out
 }
 
-// verifyPhrase keeps the rows where some searched column holds the query
-// words in a row, in order, the last one possibly as a prefix.
-func (x *scorer) verifyPhrase(rows *roaring.Bitmap) (*roaring.Bitmap, error) {
+// phraseCheck tells which records hold the query as a phrase: in some
+// searched column, the query words in a row, in order, the last one
+// possibly as a prefix.
+type phraseCheck struct {
+	x      *scorer
+	filter *phraseFilter
+}
+
+// newPhraseCheck returns the check of the query's phrase.
+func (x *scorer) newPhraseCheck() *phraseCheck {
 	sets := make([]map[string]bool, len(x.words))
 	for i, exps := range x.words {
 		sets[i] = map[string]bool{}
@@ -60,45 +68,113 @@ func (x *scorer) verifyPhrase(rows *roaring.Bitmap) (*roaring.Bitmap, error) {
 			sets[i][ex.term] = true
 		}
 	}
-	filter := x.phraseFilter()
-	filter.sets = sets
-	out := roaring.New()
-	holds := func(rec *codec.Record) bool {
-		for _, tc := range x.targets {
-			v, has := rec.Get(tc.col.ID)
-			if !has {
-				continue
-			}
-			if v.Kind == codec.KindStrings {
-				if slices.ContainsFunc(v.Strs, filter.holds) {
-					return true
-				}
-			} else if filter.holds(v.Str) {
+	f := x.phraseFilter()
+	f.sets = sets
+	return &phraseCheck{x: x, filter: f}
+}
+
+// holds reports whether rec holds the phrase.
+func (c *phraseCheck) holds(rec *codec.Record) bool {
+	for _, tc := range c.x.targets {
+		v, has := rec.Get(tc.col.ID)
+		if !has {
+			continue
+		}
+		if v.Kind == codec.KindStrings {
+			if slices.ContainsFunc(v.Strs, c.filter.holds) {
 				return true
 			}
+		} else if c.filter.holds(v.Str) {
+			return true
 		}
-		return false
 	}
-	// The rows are read in ascending batches: one pass forward over the
-	// records rather than a point read each.
-	var buf [phraseBatch]uint32
+	return false
+}
+
+// add reads the records of rows, in ascending order, and adds to out
+// those that hold the phrase.
+func (c *phraseCheck) add(rows []uint32, out *roaring.Bitmap) error {
+	if err := c.x.ctx.Err(); err != nil {
+		return err
+	}
+	return c.x.src.Records(rows, func(i int, rec *codec.Record) error {
+		if c.holds(rec) {
+			out.Add(rows[i])
+		}
+		return nil
+	})
+}
+
+// verifyPhrase returns the rows of rows that hold the phrase. The rows
+// are read in ascending batches, one pass forward over the records rather
+// than a point read each. With stop > 0 it stops once it found stop rows,
+// and returns the rows it did not check as well (nil when none).
+func (x *scorer) verifyPhrase(c *phraseCheck, rows *roaring.Bitmap, stop uint64) (held, unchecked *roaring.Bitmap, err error) {
+	held = roaring.New()
+	var arr [phraseBatch]uint32
+	buf := arr[:]
+	if stop > 0 && stop < phraseBatch {
+		buf = arr[:max(stop, 16)] // no need to read much more than stop
+	}
 	it := rows.ManyIterator()
-	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
-		if err := x.ctx.Err(); err != nil {
-			return nil, err
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		if err := c.add(buf[:n], held); err != nil {
+			return nil, nil, err
 		}
-		batch := buf[:n]
-		err := x.src.Records(batch, func(i int, rec *codec.Record) error {
-			if holds(rec) {
-				out.Add(batch[i])
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if last := buf[n-1]; stop > 0 && held.GetCardinality() >= stop && last < rows.Maximum() {
+			unchecked = rows.Clone()
+			unchecked.RemoveRange(0, uint64(last)+1)
+			return held, unchecked, nil
 		}
 	}
-	return out, nil
+	return held, nil, nil
+}
+
+// scoreUnchecked offers to top the rows that hold the phrase when the
+// phrase check stopped early: held, the rows found holding it, and those
+// of unchecked that do. Every row is scored; the unchecked ones are
+// checked best first, and only while they may still enter the k best.
+func (x *scorer) scoreUnchecked(c *phraseCheck, held, unchecked *roaring.Bitmap, boosters boosterSet, top *topK) error {
+	all := roaring.Or(held, unchecked)
+	x.touched = all // before scoring: free clears what a failure leaves
+	if err := x.addText(all); err != nil {
+		return err
+	}
+	if err := boosters.apply(x.ctx, x.src, all, x.s.total); err != nil {
+		return err
+	}
+	total := x.s.total
+	it := held.Iterator()
+	for it.HasNext() {
+		row := it.Next()
+		top.offer(row, total[row])
+	}
+	rest := unchecked.ToArray()
+	slices.SortFunc(rest, func(a, b uint32) int { return cmp.Compare(total[b], total[a]) })
+	found := roaring.New()
+	batch := make([]uint32, 0, max(top.k, 64))
+	for len(rest) > 0 {
+		// A row scoring below the kth best kept cannot enter.
+		th := top.threshold()
+		batch = batch[:0]
+		for len(rest) > 0 && len(batch) < cap(batch) && total[rest[0]] >= th {
+			batch, rest = append(batch, rest[0]), rest[1:]
+		}
+		if len(batch) == 0 {
+			break
+		}
+		slices.Sort(batch)
+		found.Clear()
+		if err := c.add(batch, found); err != nil {
+			return err
+		}
+		it := found.Iterator()
+		for it.HasNext() {
+			row := it.Next()
+			top.offer(row, total[row])
+		}
+	}
+	return nil
 }
 
 // phraseBatch is how many candidate rows a phrase check reads at once.

@@ -97,9 +97,12 @@ type Query struct {
 	now        time.Time
 	exhaustive bool
 	// Tests prune small tables: seed overrides pruneSeed when set, and
-	// force prunes whatever the postings' sizes.
-	seed  int
-	force bool
+	// force prunes whatever the postings' sizes; phraseStop, when set, is
+	// the count of rows holding a phrase past which its check stops,
+	// instead of MaxTotalCount.
+	seed       int
+	force      bool
+	phraseStop uint64
 	// Size and Offset page the merged ranking.
 	Size, Offset int
 }
@@ -270,10 +273,22 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	// A phrase's matches are the rows that hold it; other matches are
 	// counted from the postings (up to what the count and the choice
 	// below need) and listed only when every one is scored.
-	var phrased *roaring.Bitmap
+	var phrased, unchecked *roaring.Bitmap
+	var check *phraseCheck
 	var n uint64
 	if q.phrase && len(q.words) > 1 {
-		if phrased, err = x.verifyPhrase(x.phraseCandidates()); err != nil {
+		// The count stops at MaxTotalCount: so may the check, whose
+		// unchecked rows are then checked only while they may reach the
+		// k best.
+		var stop uint64
+		if !q.exhaustive {
+			stop = MaxTotalCount
+			if q.phraseStop > 0 {
+				stop = q.phraseStop
+			}
+		}
+		check = x.newPhraseCheck()
+		if phrased, unchecked, err = x.verifyPhrase(check, x.phraseCandidates(), stop); err != nil {
 			return nil, err
 		}
 		n = phrased.GetCardinality()
@@ -294,13 +309,16 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err != nil {
 		return nil, err
 	}
-	if q.exhaustive || !x.worthPruning(n, k, bound) {
+	switch {
+	case unchecked != nil:
+		err = x.scoreUnchecked(check, phrased, unchecked, boosters, top)
+	case q.exhaustive || !x.worthPruning(n, k, bound):
 		matched := phrased
 		if matched == nil {
 			matched = x.unionRows()
 		}
 		err = x.scoreAll(matched, boosters, top)
-	} else {
+	default:
 		err = x.scorePruned(phrased, boosters, bound, top)
 	}
 	if err != nil {
