@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -18,21 +19,17 @@ import (
 // output is the same (keys sorted, no HTML escaping, numbers and strings
 // as encoding/json writes them) at a fraction of the allocations.
 
-// responseBuffers holds the buffers answers of records are encoded into
-// before the response copies them, so that an answer costs no new buffer.
-var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// responseBody returns the response's body buffer, emptied, for a handler
+// to append its answer to and hand back with writeBody: the response owns
+// the buffer, pools it and sends it without a copy.
+func responseBody(ctx *fasthttp.RequestCtx) []byte { return ctx.Response.SwapBody(nil)[:0] }
 
-// maxPooledResponse is the largest buffer kept for reuse: a rare huge page
-// should not pin its memory.
-const maxPooledResponse = 1 << 20
-
-// putResponseBuffer returns b, grown from *buf, to the pool.
-func putResponseBuffer(buf *[]byte, b []byte) {
-	if cap(b) > maxPooledResponse {
-		return
-	}
-	*buf = b[:0]
-	responseBuffers.Put(buf)
+// writeBody sends b, got from responseBody and appended to, as the JSON
+// body of the response; b is the response's from then on.
+func writeBody(ctx *fasthttp.RequestCtx, status int, b []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.SwapBody(b)
 }
 
 // rawJSON is an encoded JSON value; writeJSON sends it as is.
@@ -324,6 +321,27 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// Byte-wise constants of plain8.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plain8 reports whether the eight bytes of s from i need no escape in a
+// JSON string: each is ASCII, not a control character, quote or
+// backslash.
+func plain8(s string, i int) bool {
+	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	// (v-ones)&^v sets the high bit of a byte (the lowest such at least)
+	// when a byte of v is zero, and (x-0x20s)&^x when one of x is below
+	// 0x20: exact as to whether there is one, which is all this asks.
+	// Bytes from 0x80 have it set in x itself.
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	bad := x | (x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs
+	return bad&highs == 0
+}
+
 // appendString appends a JSON string as encoding/json writes it without
 // HTML escaping: control characters as \u00XX (or \n, \r, \t), invalid
 // UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
@@ -331,6 +349,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Text is mostly printable ASCII: skip it eight bytes at a time.
+		for i+8 <= len(s) && plain8(s, i) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

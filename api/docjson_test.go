@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -71,4 +73,103 @@ func randomDoc(rng *rand.Rand, value func(int) any, depth int) *engine.Doc {
 		d.Values[string(rune('a'+rng.Intn(26)))] = value(depth)
 	}
 	return d
+}
+
+// TestPlain8: the eight-byte test agrees with the byte-wise rule for every
+// byte at every position, and for random words of mixed bytes.
+func TestPlain8(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	naive := func(s string) bool {
+		for i := 0; i < 8; i++ {
+			if !plain(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 8; at++ {
+			w := []byte("abcdefgh")
+			w[at] = byte(c)
+			if got, want := plain8(string(w), 0), naive(string(w)); got != want {
+				t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	pick := []byte{0, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7f, 0x80, 0xff, 'a'}
+	for range 200000 {
+		var w [9]byte
+		for i := range w {
+			w[i] = pick[rng.Intn(len(pick))]
+		}
+		if got, want := plain8(string(w[:]), 1), naive(string(w[1:])); got != want {
+			t.Fatalf("plain8(%q) = %v, want %v", w[1:], got, want)
+		}
+	}
+}
+
+// FuzzAppendString: appendString writes what a byte-at-a-time encoder
+// writes, which is what encoding/json writes without HTML escaping except
+// for \b and \f, which records have always shown as \u0008 and \u000c.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain words of a body", "quote\"back\\slash", "ctl\x00\x01\x1f\n\r\t\b\f", "<&>", "é ☃ 𝄞 and more text", "bad\xffutf8 in a longer string", "line\u2028sep\u2029", "\x7f\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := appendStringBytewise(nil, s)
+		if got := appendString([]byte("x"), s); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got[1:], want)
+		}
+		if strings.ContainsAny(s, "\b\f") {
+			return
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if std := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(want, std) {
+			t.Fatalf("%q: byte-wise %s, encoding/json %s", s, want, std)
+		}
+	})
+}
+
+// appendStringBytewise is the model of appendString: every byte looked at
+// on its own.
+func appendStringBytewise(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/coppice-db/coppice/engine"
@@ -55,21 +56,24 @@ func (c *viewEncodings) shard(v *engine.RecordView) *viewEncodingShard {
 // encodingSize estimates the memory an entry holds beyond its view.
 func encodingSize(b []byte) int { return 64 + cap(b) }
 
-// encoding returns the encoding of v, made with enc the first time. The
-// bytes are shared: the caller must not change them.
-func (c *viewEncodings) encoding(v *engine.RecordView, enc func(dst []byte, v *engine.RecordView) []byte) []byte {
+// appendEncoding appends the encoding of v to dst, made with enc the first
+// time: enc appends to dst, and the cache keeps a copy of exactly what it
+// appended, so a record is encoded once into the response and copied once.
+func (c *viewEncodings) appendEncoding(dst []byte, v *engine.RecordView, enc func(dst []byte, v *engine.RecordView) []byte) []byte {
 	s := c.shard(v)
 	s.mu.RLock()
 	b, ok := s.m[v]
 	s.mu.RUnlock()
 	if ok {
-		return b
+		return append(dst, b...)
 	}
-	b = enc(nil, v)
+	start := len(dst)
+	dst = enc(dst, v)
+	b = bytes.Clone(dst[start:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if prev, ok := s.m[v]; ok {
-		return prev // another request encoded it meanwhile
+	if _, ok := s.m[v]; ok {
+		return dst // another request encoded it meanwhile, to the same bytes
 	}
 	s.m[v] = b
 	s.bytes += encodingSize(b)
@@ -83,5 +87,5 @@ func (c *viewEncodings) encoding(v *engine.RecordView, enc func(dst []byte, v *e
 			s.bytes -= encodingSize(old)
 		}
 	}
-	return b
+	return dst
 }

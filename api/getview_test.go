@@ -158,7 +158,7 @@ func appendViewMatchesAppendDoc(t *testing.T, compat string) {
 			if got := s.appendView([]byte("prefix"), v); !bytes.Equal(got[6:], want) {
 				t.Fatalf("round %d record %s:\n got %s\nwant %s", round, id, got[6:], want)
 			}
-			if got := s.encoded.encoding(v, s.appendView); !bytes.Equal(got, want) {
+			if got := s.encoded.appendEncoding(nil, v, s.appendView); !bytes.Equal(got, want) {
 				t.Fatalf("round %d record %s: kept encoding\n got %s\nwant %s", round, id, got, want)
 			}
 		}
@@ -241,17 +241,26 @@ func TestViewEncodings(t *testing.T) {
 		return append(dst, v.ID...)
 	}
 	v := &engine.RecordView{ID: "a", Version: 1}
-	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+	if got := string(c.appendEncoding(nil, v, enc)); got != "a" || calls != 1 {
 		t.Fatalf("first encoding %q after %d calls", got, calls)
 	}
-	if got := string(c.encoding(v, enc)); got != "a" || calls != 1 {
+	if got := string(c.appendEncoding(nil, v, enc)); got != "a" || calls != 1 {
 		t.Fatalf("second encoding %q after %d calls, want the kept one", got, calls)
 	}
-	if got := string(c.encoding(&engine.RecordView{ID: "a", Version: 1}, enc)); got != "a" || calls != 2 {
+	if got := string(c.appendEncoding(nil, &engine.RecordView{ID: "a", Version: 1}, enc)); got != "a" || calls != 2 {
 		t.Fatalf("another view: %q after %d calls, want a new encoding", got, calls)
 	}
+	// Appended after a response's first bytes, the kept encoding is the
+	// record's alone.
+	w := &engine.RecordView{ID: "b", Version: 1}
+	if got := string(c.appendEncoding([]byte(`[a,`), w, enc)); got != "[a,b" || calls != 3 {
+		t.Fatalf("appended to a prefix: %q after %d calls", got, calls)
+	}
+	if got := string(c.appendEncoding([]byte(`[`), w, enc)); got != "[b" || calls != 3 {
+		t.Fatalf("kept encoding after a prefix: %q after %d calls", got, calls)
+	}
 	for i := range 10000 {
-		c.encoding(&engine.RecordView{ID: strconv.Itoa(i), Version: 1}, enc)
+		c.appendEncoding(nil, &engine.RecordView{ID: strconv.Itoa(i), Version: 1}, enc)
 	}
 	for i := range c.shards {
 		s := &c.shards[i]

@@ -37,6 +37,11 @@ import (
 //	                             inserts: 1, 16 and 64 unless set)
 //	COPPICE_HTTP_BENCH_ROUNDS    alternations of the two sides (default 4)
 //	COPPICE_HTTP_BENCH_NOSYNC=1  acknowledge writes before they reach the disk
+//	COPPICE_HTTP_BENCH_BODY      words of a record's body (default 12; the
+//	                             suite's dataset has 30–200)
+//	COPPICE_HTTP_BENCH_RECORD_CACHE  the server's RecordCacheSize in bytes
+//	                             (default the server's; -1 turns it off, so
+//	                             that every record is read and encoded)
 //
 // Run them with: go test -run '^$' -bench HTTP -benchtime 1x ./api/
 
@@ -44,6 +49,8 @@ import (
 type httpBenchConfig struct {
 	records, gets, inserts, conns, rounds int
 	noSync                                bool
+	bodyWords                             int
+	recordCache                           int // Options.RecordCacheSize; 0: the default
 }
 
 // benchEnvInt reads a positive integer from the environment; "1e4" works.
@@ -61,14 +68,24 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 
 // loadHTTPBenchConfig reads the sizing from the environment.
 func loadHTTPBenchConfig(b *testing.B) httpBenchConfig {
-	return httpBenchConfig{
+	cfg := httpBenchConfig{
 		records: benchEnvInt(b, "COPPICE_HTTP_BENCH_RECORDS", 1e4),
 		gets:    benchEnvInt(b, "COPPICE_HTTP_BENCH_GETS", 2e4),
 		inserts: benchEnvInt(b, "COPPICE_HTTP_BENCH_INSERTS", 5e3),
 		conns:   benchEnvInt(b, "COPPICE_HTTP_BENCH_CONNS", 64),
 		rounds:  benchEnvInt(b, "COPPICE_HTTP_BENCH_ROUNDS", 4),
 		noSync:  os.Getenv("COPPICE_HTTP_BENCH_NOSYNC") == "1",
+		// The body is the bulk of a record's bytes.
+		bodyWords: benchEnvInt(b, "COPPICE_HTTP_BENCH_BODY", 12),
 	}
+	if v := os.Getenv("COPPICE_HTTP_BENCH_RECORD_CACHE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 {
+			b.Fatalf("COPPICE_HTTP_BENCH_RECORD_CACHE=%q: want a nonzero number of bytes, or -1", v)
+		}
+		cfg.recordCache = n
+	}
+	return cfg
 }
 
 // Names of the benchmark database and table.
@@ -96,11 +113,11 @@ var httpBenchWords = strings.Fields(`alpha bravo charlie delta echo foxtrot golf
 
 // httpBenchRecord returns record i of the table, as JSON and as the values
 // a JSON decoder would give (numbers as json.Number).
-func httpBenchRecord(i int) (string, map[string]any) {
+func httpBenchRecord(i, bodyWords int) (string, map[string]any) {
 	w := func(k int) string { return httpBenchWords[(i*7+k*13)%len(httpBenchWords)] }
 	title := w(0) + " " + w(1) + " " + w(2)
 	var body []string
-	for k := range 12 {
+	for k := range bodyWords {
 		body = append(body, w(k+3))
 	}
 	cat := "cat" + strconv.Itoa(i%20)
@@ -162,7 +179,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	for start := 0; start < n; start += engine.MaxBulkRecords {
 		batch = batch[:0]
 		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
-			_, rec := httpBenchRecord(i)
+			_, rec := httpBenchRecord(i, cfg.bodyWords)
 			rec["id"] = httpBenchID(i)
 			batch = append(batch, rec)
 		}
@@ -177,7 +194,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 		b.Fatal(err)
 	}
 	// At warn, as the benchmark suite runs the server: no access log.
-	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	srv, err := New(eng, Options{RecordCacheSize: cfg.recordCache, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		eng.Close()
 		b.Fatal(err)
@@ -367,7 +384,7 @@ func BenchmarkHTTPInsert(b *testing.B) {
 	srv := startHTTPBenchServer(b, cfg, 0)
 	bodies := make([][]byte, 1024)
 	for i := range bodies {
-		js, _ := httpBenchRecord(i)
+		js, _ := httpBenchRecord(i, cfg.bodyWords)
 		bodies[i] = []byte(js)
 	}
 	path := srv.base + "/data"

@@ -63,8 +63,8 @@ func (s *Server) queryTable(r *request) error {
 		return err
 	}
 	r.setPlan(res.Plan)
-	buf := responseBuffers.Get().(*[]byte)
-	b := append((*buf)[:0], `{"meta":{"page":{"cursor":`...)
+	b := responseBody(r.ctx)
+	b = append(b, `{"meta":{"page":{"cursor":`...)
 	b = appendString(b, res.Cursor)
 	b = append(b, `,"more":`...)
 	b = strconv.AppendBool(b, res.More)
@@ -80,7 +80,7 @@ func (s *Server) queryTable(r *request) error {
 		if s.encoded != nil && v.Cached() {
 			// A whole record as the cache keeps it: encoded once, as
 			// point reads encode it.
-			b = append(b, s.encoded.encoding(v, s.appendView)...)
+			b = s.encoded.appendEncoding(b, v, s.appendView)
 			continue
 		}
 		b = s.appendView(b, v)
@@ -95,8 +95,7 @@ func (s *Server) queryTable(r *request) error {
 		first = false
 		b = s.appendDoc(b, d)
 	}
-	writeJSON(r.ctx, http.StatusOK, rawJSON(append(b, "]}"...)))
-	putResponseBuffer(buf, b)
+	writeBody(r.ctx, http.StatusOK, append(b, "]}"...))
 	return nil
 }
 

@@ -180,17 +180,13 @@ func (s *Server) getRecord(r *request) error {
 		if err != nil {
 			return err
 		}
-		r.ctx.SetStatusCode(http.StatusOK)
-		r.ctx.SetContentType("application/json")
+		b := responseBody(r.ctx)
 		if s.encoded != nil {
-			r.ctx.SetBody(s.encoded.encoding(v, s.appendView))
-			return nil
+			b = s.encoded.appendEncoding(b, v, s.appendView)
+		} else {
+			b = s.appendView(b, v)
 		}
-		// No cache: encode into a pooled buffer, which the response copies.
-		buf := responseBuffers.Get().(*[]byte)
-		b := s.appendView((*buf)[:0], v)
-		r.ctx.SetBody(b)
-		putResponseBuffer(buf, b)
+		writeBody(r.ctx, http.StatusOK, b)
 		return nil
 	}
 	rec, err := s.eng.Get(c.ref.Ref, c.table, id)

@@ -132,6 +132,22 @@ func appendLenString(dst []byte, s string) []byte {
 // On error r holds an unspecified partial result.
 func DecodeRecord(src []byte, r *Record) error {
 	d := recordDecoder{b: src}
+	return d.record(r)
+}
+
+// DecodeRecordShared decodes src into r as DecodeRecord does, except that
+// the record's strings are cut from a single copy of src instead of one
+// copy each: one allocation for the record instead of one per string, and
+// a string of it that is kept keeps the whole copy. It suits records read
+// to be answered, or kept whole, and not the ones whose strings outlive
+// the rest (such as ids put in an index).
+func DecodeRecordShared(src []byte, r *Record) error {
+	d := recordDecoder{b: src, src: src, shared: true}
+	return d.record(r)
+}
+
+// record decodes a whole record from d into r.
+func (d *recordDecoder) record(r *Record) error {
 	if len(d.b) < 2 {
 		return d.fail("truncated header")
 	}
@@ -187,6 +203,11 @@ func DecodeRecord(src []byte, r *Record) error {
 type recordDecoder struct {
 	b   []byte
 	err error
+	// With shared, strings are cut from str, a copy of src (of which b
+	// is the unread end) made at the first string.
+	shared bool
+	src    []byte
+	str    string
 }
 
 func (d *recordDecoder) fail(msg string) error {
@@ -245,7 +266,16 @@ func (d *recordDecoder) lenString() string {
 	if d.err != nil {
 		return ""
 	}
-	s := string(d.b[:n]) // copies: the record must not alias src
+	var s string
+	if d.shared {
+		if d.str == "" {
+			d.str = string(d.src)
+		}
+		at := len(d.src) - len(d.b)
+		s = d.str[at : at+n]
+	} else {
+		s = string(d.b[:n]) // copies: the record must not alias src
+	}
 	d.b = d.b[n:]
 	return s
 }

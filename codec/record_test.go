@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -335,8 +336,13 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(must(hex.DecodeString(strings.ReplaceAll(s, " ", ""))))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var r Record
+		var r, shared Record
 		err := DecodeRecord(in, &r)
+		// The shared decoder accepts and rejects what DecodeRecord does,
+		// with the same message, and decodes the same record.
+		if sharedErr := DecodeRecordShared(in, &shared); fmt.Sprint(sharedErr) != fmt.Sprint(err) {
+			t.Fatalf("shared decoder: error %v, DecodeRecord's %v", sharedErr, err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrBadRecord) {
 				t.Fatalf("error %v does not wrap ErrBadRecord", err)
@@ -354,13 +360,19 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("fields break the invariant: %+v", r.Fields)
 			}
 		}
-		// The decoded record owns its memory.
+		if !sameRecord(&shared, &r) {
+			t.Fatalf("shared decoder: %+v, DecodeRecord: %+v", shared, r)
+		}
+		// The decoded records own their memory.
 		snapshot := r.Clone()
 		for i := range in {
 			in[i] ^= 0xFF
 		}
 		if !sameRecord(&r, snapshot) {
 			t.Fatalf("decoded record changed with its source")
+		}
+		if !sameRecord(&shared, snapshot) {
+			t.Fatalf("shared decoded record changed with its source")
 		}
 	})
 }

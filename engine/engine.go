@@ -165,7 +165,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		Cache:                       cache,
 		Merger:                      layers.Merger,
 		MemTableSize:                uint64(plan.MemtableSize),
-		MemTableStopWritesThreshold: 4,
+		MemTableStopWritesThreshold: heldMemtables,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,

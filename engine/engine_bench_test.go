@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -772,22 +773,32 @@ func interleavedQueries(b *testing.B, e *engine.Engine, x, y engine.Ref, mix []e
 // interleavedQueriesWith times the queries of mix with opts, as
 // interleavedQueries does.
 func interleavedQueriesWith(b *testing.B, e *engine.Engine, x, y engine.Ref, mix []engine.QueryRequest, opts engine.QueryOptions) (side [2]sideCost) {
+	refs := [2]engine.Ref{x, y}
+	return interleavedOn(b, len(mix), func(s, i int) { runBenchQueryWith(b, e, refs[s], mix[i], opts) })
+}
+
+// interleavedOn times b.N ops on each of two sides, op(side, i) running
+// the i-th of k queries: one op is one query on each side, the sides
+// alternating which goes first every round of the k, so that drift and
+// cache warmth favor neither. It returns the wall and thread CPU time of
+// each side; a CPU profile labels each side's samples side=x or side=y.
+func interleavedOn(b *testing.B, k int, op func(side, i int)) (side [2]sideCost) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	run := func(s int, ref engine.Ref, q engine.QueryRequest) {
+	run := func(s, i int) {
 		t0, c0 := time.Now(), threadCPU()
-		runBenchQueryWith(b, e, ref, q, opts)
+		pprof.Do(context.Background(), pprof.Labels("side", [2]string{"x", "y"}[s]), func(context.Context) { op(s, i) })
 		side[s].wall += time.Since(t0)
 		side[s].cpu += threadCPU() - c0
 	}
 	for i := range b.N {
-		q := mix[i%len(mix)]
-		if (i/len(mix))%2 == 0 {
-			run(0, x, q)
-			run(1, y, q)
+		q := i % k
+		if (i/k)%2 == 0 {
+			run(0, q)
+			run(1, q)
 		} else {
-			run(1, y, q)
-			run(0, x, q)
+			run(1, q)
+			run(0, q)
 		}
 	}
 	return side

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
@@ -125,6 +124,10 @@ func newRecordView(t *model.Table, rec *codec.Record, p *index.Projection) *Reco
 	return v
 }
 
+// viewStackFields is the most fields of a record whose view is built
+// without allocating for its order.
+const viewStackFields = 64
+
 // fillRecordView builds a view as newRecordView does into v, taking its
 // fields from the front of *pool when it has room, so that the views of a
 // page can share one allocation.
@@ -134,15 +137,26 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
 	}
 	// Sort the fields' indexes, not the fields: moving views costs write
-	// barriers.
-	cols := make([]*model.Column, len(rec.Fields))
-	order := make([]int, 0, len(rec.Fields))
+	// barriers. A record of up to viewStackFields fields sorts them on the
+	// stack; stored fields come in column id order, which is mostly the
+	// path order already, so an insertion sort does little work.
+	var colsBuf [viewStackFields]*model.Column
+	var orderBuf [viewStackFields]int
+	cols, order := colsBuf[:0], orderBuf[:0]
+	if len(rec.Fields) > viewStackFields {
+		cols, order = make([]*model.Column, 0, len(rec.Fields)), make([]int, 0, len(rec.Fields))
+	}
+	cols = cols[:len(rec.Fields)]
 	for i, f := range rec.Fields {
 		if cols[i] = t.ByID[f.Col]; cols[i] != nil && (p == nil || p.Selected(cols[i].Path)) { // else a deleted or unselected column
 			order = append(order, i)
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int { return ComparePaths(cols[a].Path, cols[b].Path) })
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && ComparePaths(cols[order[j-1]].Path, cols[order[j]].Path) > 0; j-- {
+			order[j-1], order[j] = order[j], order[j-1]
+		}
+	}
 	if pool != nil && cap(*pool)-len(*pool) >= len(order) {
 		n := len(*pool)
 		*pool = (*pool)[:n+len(order)]
@@ -159,6 +173,8 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 // readRecord reads the visible version of a record of a table of a branch
 // into rec and returns its row; a missing or deleted record is a not-found
 // error. The caller holds d.gcMu for reading, and loaded b after taking it.
+// The record's strings share one copy of its stored form
+// (codec.DecodeRecordShared): its readers answer it or keep it whole.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) (uint32, error) {
 	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
@@ -167,7 +183,7 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 	if !ok {
 		return 0, model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = layers.ReadRow(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRowShared(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
 	if err != nil {
 		return 0, err
 	}

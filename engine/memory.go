@@ -15,8 +15,9 @@ type MemoryPlan struct {
 	// CacheSize is the storage engine's block cache.
 	CacheSize int64
 	// MemtableSize is the size of one memtable of the storage engine;
-	// Memtables what two of them take, one filling while one is written
-	// out.
+	// Memtables what the storage engine may hold of them at once:
+	// heldMemtables, one filling while the others wait to be written out
+	// (past them writes stop until a flush ends).
 	MemtableSize, Memtables int64
 	// Reserve is left for requests in flight and the Go runtime: a quarter
 	// of the limit, at least 64 MiB.
@@ -38,7 +39,14 @@ const (
 	maxMemtableSize = 64 << 20
 	minDerived      = 16 << 20
 	minReserve      = 64 << 20
+	minMemtableSize = 4 << 20
 )
+
+// heldMemtables is how many memtables the storage engine may hold
+// (pebble.Options.MemTableStopWritesThreshold): a bulk load that outruns
+// the flushes fills them all before its writes stop, so the plan counts
+// them all, and they take an eighth of the limit together.
+const heldMemtables = 4
 
 // PlanMemory shares out a memory limit (0: none) with a block cache of
 // cacheSize bytes (0: a default: DefaultCacheSize without a limit, an
@@ -49,14 +57,14 @@ func PlanMemory(limit, cacheSize int64) MemoryPlan {
 		if p.CacheSize == 0 {
 			p.CacheSize = DefaultCacheSize
 		}
-		p.Memtables = 2 * p.MemtableSize
+		p.Memtables = heldMemtables * p.MemtableSize
 		return p
 	}
 	if p.CacheSize == 0 {
 		p.CacheSize = min(max(p.Limit/8, 8<<20), DefaultCacheSize)
 	}
-	p.MemtableSize = min(max(p.Limit/16, 4<<20), maxMemtableSize)
-	p.Memtables = 2 * p.MemtableSize
+	p.MemtableSize = min(max(p.Limit/(8*heldMemtables), minMemtableSize), maxMemtableSize)
+	p.Memtables = heldMemtables * p.MemtableSize
 	p.Reserve = max(p.Limit/4, minReserve)
 	p.Derived = max(p.Limit-p.CacheSize-p.Memtables-p.Reserve, minDerived)
 	p.GoLimit = p.Limit

@@ -310,11 +310,12 @@ func TestBuildStopsWithContext(t *testing.T) {
 }
 
 // TestPlanMemory shares out a limit: an eighth for the block cache (at
-// most DefaultCacheSize), two memtables, a quarter in reserve, the rest for
-// the derived structures; no limit keeps the defaults and no budget.
+// most DefaultCacheSize), an eighth for the memtables the storage engine
+// may hold, a quarter in reserve, the rest for the derived structures; no
+// limit keeps the defaults and no budget.
 func TestPlanMemory(t *testing.T) {
 	p := PlanMemory(1<<30, 0)
-	want := MemoryPlan{Limit: 1 << 30, CacheSize: 128 << 20, MemtableSize: 64 << 20, Memtables: 128 << 20,
+	want := MemoryPlan{Limit: 1 << 30, CacheSize: 128 << 20, MemtableSize: 32 << 20, Memtables: 128 << 20,
 		Reserve: 256 << 20, Derived: 512 << 20, GoLimit: 1 << 30}
 	if manualStorageMemory {
 		want.GoLimit = 768 << 20
@@ -322,13 +323,38 @@ func TestPlanMemory(t *testing.T) {
 	if p != want {
 		t.Errorf("1GiB: %+v, want %+v", p, want)
 	}
-	if p := PlanMemory(64<<30, 0); p.CacheSize != DefaultCacheSize || p.Derived != 64<<30-DefaultCacheSize-128<<20-16<<30 {
+	if p := PlanMemory(64<<30, 0); p.CacheSize != DefaultCacheSize || p.Derived != 64<<30-DefaultCacheSize-256<<20-16<<30 {
 		t.Errorf("64GiB: %+v", p)
 	}
-	if p := PlanMemory(128<<20, 0); p.Derived != 32<<20 || p.MemtableSize != 8<<20 || p.GoLimit < p.Derived+p.Reserve {
+	if p := PlanMemory(128<<20, 0); p.Derived != 32<<20 || p.MemtableSize != 4<<20 || p.GoLimit < p.Derived+p.Reserve {
 		t.Errorf("128MiB: %+v", p)
 	}
-	if p := PlanMemory(0, 0); p.CacheSize != DefaultCacheSize || p.Derived != 0 || p.GoLimit != 0 {
+	if p := PlanMemory(0, 0); p.CacheSize != DefaultCacheSize || p.Derived != 0 || p.GoLimit != 0 || p.Memtables != heldMemtables*maxMemtableSize {
 		t.Errorf("no limit: %+v", p)
+	}
+}
+
+// TestPlanMemoryWithinLimit checks that the shares of every limit from
+// 256 MiB up fit in it, counting every memtable the storage engine may
+// hold, and that the Go runtime's limit leaves room for what the storage
+// engine holds outside the Go heap.
+func TestPlanMemoryWithinLimit(t *testing.T) {
+	for limit := int64(256 << 20); limit <= 64<<30; limit += limit / 3 {
+		for _, cache := range []int64{0, limit / 2} {
+			p := PlanMemory(limit, cache)
+			if p.Memtables != heldMemtables*p.MemtableSize {
+				t.Fatalf("%d: %d memtables of %d counted as %d", limit, heldMemtables, p.MemtableSize, p.Memtables)
+			}
+			if sum := p.CacheSize + p.Memtables + p.Reserve + p.Derived; sum > limit {
+				t.Fatalf("%d (cache %d): the shares take %d: %+v", limit, cache, sum, p)
+			}
+			offHeap := int64(0)
+			if manualStorageMemory {
+				offHeap = p.CacheSize + p.Memtables
+			}
+			if p.GoLimit+offHeap > limit {
+				t.Fatalf("%d (cache %d): Go limit %d and %d outside the heap: %+v", limit, cache, p.GoLimit, offHeap, p)
+			}
+		}
 	}
 }

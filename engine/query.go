@@ -436,11 +436,19 @@ func (s *source) sourceFor(t *model.Table) *source {
 	return &source{ctx: s.ctx, e: s.e, d: s.d, view: s.view, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTable(t.ID), store: store}
 }
 
+// readRows reads the live records of rows (in any order) and calls fn with
+// the index in rows of each one found, in ascending row order: one
+// iterator forward over the branch's own layer (layers.ReadRows). rec is
+// reused between calls.
+func (s *source) readRows(rows []uint32, fn func(i int, rec *codec.Record) error) error {
+	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
+	return layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, fn)
+}
+
 // docs reads and projects rows in order.
 func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 	byRow := make([]*Doc, len(rows))
-	lin := s.d.Filled.Prune(s.snap, s.d.ID, s.b.Lineage, s.t.ID, codec.KindRecordCur)
-	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, rows, func(i int, rec *codec.Record) error {
+	err := s.readRows(rows, func(i int, rec *codec.Record) error {
 		d, err := s.doc(rec, p)
 		byRow[i] = d
 		return err

@@ -232,20 +232,28 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	out := &tableHits{total: r.Total, warning: r.Warning}
 	read := time.Now()
 	proj := index.AllColumns()
-	for _, h := range r.Hits {
-		var rec codec.Record
-		ok, err := src.Record(h.Row, &rec)
+	rows := make([]uint32, len(r.Hits))
+	for i, h := range r.Hits {
+		rows[i] = h.Row
+	}
+	// The hits are read in one pass forward over their records, and kept
+	// in rank order.
+	byRank := make([]*SearchHit, len(rows))
+	err = src.readRows(rows, func(i int, rec *codec.Record) error {
+		doc, err := src.doc(rec, proj)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if !ok {
-			continue
+		byRank[i] = &SearchHit{Doc: doc, Table: t.Name, Score: r.Hits[i].Score, Highlight: r.Highlight(rec)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range byRank {
+		if h != nil {
+			out.hits = append(out.hits, h)
 		}
-		doc, err := src.doc(&rec, proj)
-		if err != nil {
-			return nil, err
-		}
-		out.hits = append(out.hits, &SearchHit{Doc: doc, Table: t.Name, Score: h.Score, Highlight: r.Highlight(&rec)})
 	}
 	out.plan = tableSearchTree(t.Name, req.Stats, q, len(r.Hits), len(out.hits), time.Since(read))
 	return out, nil

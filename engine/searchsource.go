@@ -111,3 +111,9 @@ func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, lev
 	}
 	return out[0], [len(fts.TFLevels)]*roaring.Bitmap(out[1:]), nil
 }
+
+// Records reads the live records of rows with one iterator forward over
+// the branch's own layer.
+func (s *searchSource) Records(rows []uint32, fn func(i int, rec *codec.Record) error) error {
+	return s.readRows(rows, fn)
+}

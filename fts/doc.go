@@ -28,7 +28,8 @@
 //     boost.go): Search binds a request's target, filter and boosters (read
 //     by request.go) to a table, expands the query words, reads their
 //     postings and counts the matches, checks phrases on the records that
-//     hold every word, scores column by column from the term and frequency
+//     hold every word (until the count's cap, then on the rest only while
+//     they may reach the k best), scores column by column from the term and frequency
 //     bitmaps the candidates that may reach the k best (MaxScore over
 //     per-term bounds: the same hits and scores as scoring every match),
 //     adds the boosters and keeps the k best in a bounded heap; Ranked

@@ -242,6 +242,18 @@ func (m *memSource) Record(row uint32, rec *codec.Record) (bool, error) {
 	return true, nil
 }
 
+func (m *memSource) Records(rows []uint32, fn func(i int, rec *codec.Record) error) error {
+	var rec codec.Record
+	for i, row := range rows {
+		if ok, _ := m.Record(row, &rec); ok {
+			if err := fn(i, &rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (m *memSource) Rows(ids []string) (*roaring.Bitmap, error) {
 	return m.where(func(row uint32) bool { return slices.Contains(ids, m.rows[row].ID) }), nil
 }

@@ -11,7 +11,9 @@ import (
 // accented and non-Latin words, over-long runs) and random phrases with
 // typo variants and completions, every text that holds the phrase passes
 // the filter. Texts that lack a word must be turned away, or the filter
-// saves nothing.
+// saves nothing. The checks that read the words of an ASCII text where
+// they lie, without tokenizing it (around an anchor word's occurrences,
+// and word by word), say what the tokens say.
 func TestPhraseFilter(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	vocab := []string{"to", "tot", "toll", "tolls", "atoll", "of", "off", "the", "then", "them",
@@ -57,6 +59,7 @@ func TestPhraseFilter(t *testing.T) {
 			}
 		}
 		f := x.phraseFilter()
+		f.sets = sets
 		for range 200 {
 			s := text()
 			if r.IntN(3) == 0 {
@@ -72,6 +75,15 @@ func TestPhraseFilter(t *testing.T) {
 			if holds && !admitted {
 				t.Fatalf("%q holds the phrase of %v but the filter turns it away", s, x.words)
 			}
+			if got := f.holds(s); got != holds {
+				t.Fatalf("%q: the check around the anchor says %v for the phrase of %v, the tokens %v", s, got, x.words, holds)
+			}
+			anchor := f.anchor
+			f.anchor = -1
+			if got := f.holds(s); got != holds {
+				t.Fatalf("%q: the check of the words says %v for the phrase of %v, the tokens %v", s, got, x.words, holds)
+			}
+			f.anchor = anchor
 			if holds {
 				held++
 			}

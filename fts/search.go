@@ -32,6 +32,11 @@ type Source interface {
 	// Terms returns the rows whose column col holds term, and the rows
 	// holding it at least TFLevels[i] times.
 	Terms(col uint32, term string) (rows *roaring.Bitmap, levels [len(TFLevels)]*roaring.Bitmap, err error)
+	// Records reads the live records of rows, given in ascending order,
+	// and calls fn with the index in rows of each one found, in order;
+	// rec is reused between calls. It reads many rows for less than a
+	// call of Record each.
+	Records(rows []uint32, fn func(i int, rec *codec.Record) error) error
 }
 
 // Searchable reports whether search looks into columns of type t (json as
@@ -92,9 +97,12 @@ type Query struct {
 	now        time.Time
 	exhaustive bool
 	// Tests prune small tables: seed overrides pruneSeed when set, and
-	// force prunes whatever the postings' sizes.
-	seed  int
-	force bool
+	// force prunes whatever the postings' sizes; phraseStop, when set, is
+	// the count of rows holding a phrase past which its check stops,
+	// instead of MaxTotalCount.
+	seed       int
+	force      bool
+	phraseStop uint64
 	// Size and Offset page the merged ranking.
 	Size, Offset int
 }
@@ -265,10 +273,22 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	// A phrase's matches are the rows that hold it; other matches are
 	// counted from the postings (up to what the count and the choice
 	// below need) and listed only when every one is scored.
-	var phrased *roaring.Bitmap
+	var phrased, unchecked *roaring.Bitmap
+	var check *phraseCheck
 	var n uint64
 	if q.phrase && len(q.words) > 1 {
-		if phrased, err = x.verifyPhrase(x.phraseCandidates()); err != nil {
+		// The count stops at MaxTotalCount: so may the check, whose
+		// unchecked rows are then checked only while they may reach the
+		// k best.
+		var stop uint64
+		if !q.exhaustive {
+			stop = MaxTotalCount
+			if q.phraseStop > 0 {
+				stop = q.phraseStop
+			}
+		}
+		check = x.newPhraseCheck()
+		if phrased, unchecked, err = x.verifyPhrase(check, x.phraseCandidates(), stop); err != nil {
 			return nil, err
 		}
 		n = phrased.GetCardinality()
@@ -289,13 +309,16 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err != nil {
 		return nil, err
 	}
-	if q.exhaustive || !x.worthPruning(n, k, bound) {
+	switch {
+	case unchecked != nil:
+		err = x.scoreUnchecked(check, phrased, unchecked, boosters, top)
+	case q.exhaustive || !x.worthPruning(n, k, bound):
 		matched := phrased
 		if matched == nil {
 			matched = x.unionRows()
 		}
 		err = x.scoreAll(matched, boosters, top)
-	} else {
+	default:
 		err = x.scorePruned(phrased, boosters, bound, top)
 	}
 	if err != nil {

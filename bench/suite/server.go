@@ -177,6 +177,23 @@ func (s *server) backgroundRunning() (float64, error) {
 	return sum, nil
 }
 
+// gcCycles reads from the server's metrics how many garbage collections
+// its Go runtime has completed; -1 when the metrics do not say.
+func (s *server) gcCycles() float64 {
+	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
+	if err != nil || status != 200 {
+		return -1
+	}
+	for line := range strings.Lines(string(body)) {
+		if value, ok := strings.CutPrefix(strings.TrimSpace(line), "go_gc_duration_seconds_count "); ok {
+			if v, err := strconv.ParseFloat(value, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
 // core returns the engine's workspace id: the part after the slug.
 func (s *server) core() string { return s.ws[strings.LastIndexByte(s.ws, '-')+1:] }
 

@@ -452,3 +452,24 @@ func TestHumanBytes(t *testing.T) {
 	f(3<<30+1<<29, "3.50 GiB")
 	f(2<<40, "2.00 TiB")
 }
+
+// TestDefaultMemoryLimit checks the default --memory-limit: half of the
+// memory the process may have, between the smallest default and the
+// largest, which a large machine never passes.
+func TestDefaultMemoryLimit(t *testing.T) {
+	for _, c := range []struct{ avail, want int64 }{
+		{0, maxDefaultMemoryLimit},
+		{-1, maxDefaultMemoryLimit},
+		{256 << 20, minDefaultMemoryLimit},
+		{3 << 30, 3 << 29},
+		{4 << 30, 2 << 30},
+		{64 << 30, maxDefaultMemoryLimit},
+	} {
+		if got := defaultLimitOf(c.avail); got != c.want {
+			t.Errorf("with %d bytes available: default %d, want %d", c.avail, got, c.want)
+		}
+	}
+	if got := defaultMemoryLimit(); got > maxDefaultMemoryLimit || got < minDefaultMemoryLimit {
+		t.Errorf("default %d on this machine, outside [%d, %d]", got, minDefaultMemoryLimit, maxDefaultMemoryLimit)
+	}
+}

@@ -3,6 +3,7 @@ package layers
 import (
 	"cmp"
 	"encoding/binary"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -151,7 +152,12 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 		}
 		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
-		for _, e := range entries {
+		for i, e := range entries {
+			if i%yieldBitmaps == yieldBitmaps-1 {
+				// A bulk write stages thousands of bitmaps in a row: let a
+				// waiting query run meanwhile.
+				runtime.Gosched()
+			}
 			key = append(append(key[:0], prefix...), e.id...)
 			n := len(key)
 			for _, cd := range e.pb.deltas() {
@@ -174,6 +180,11 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 	}
 	return nil
 }
+
+// yieldBitmaps is how many bitmaps Write stages between yields of its
+// processor: about as much work as a write does between its yields per
+// record.
+const yieldBitmaps = 256
 
 // NewPending returns an empty set of staged changes of database db.
 func NewPending(db uint32) *Pending {
@@ -281,4 +292,21 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 		pb.simple = false
 	}
 	pb.ops = append(pb.ops, op)
+}
+
+// AddRows stages the addition of rows, ascending, to a bitmap of the
+// table, as Add of each would.
+func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
+	pb := pt.byID[bitmapID]
+	if pb == nil {
+		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
+		pt.byID[bitmapID] = pb
+	}
+	for _, row := range rows {
+		op := uint64(row)<<1 | 1
+		if pb.simple && len(pb.ops) > 0 && pb.ops[len(pb.ops)-1] >= op {
+			pb.simple = false
+		}
+		pb.ops = append(pb.ops, op)
+	}
 }

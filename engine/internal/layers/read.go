@@ -118,11 +118,15 @@ func idEntrySeq(b []byte) (uint64, error) {
 	return e.Seq, err
 }
 
+// idKeySize is room for a record key, and for an id-map key but its id:
+// the table prefix, a row or a separator, and a history seq.
+const idKeySize = 32
+
 // LookupID resolves a record id to its row in a branch. level is the lineage
 // index of the layer holding the mapping. ok is false when the record does
 // not exist (never written, or deleted).
 func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
-	var kb []byte
+	kb := make([]byte, 0, idKeySize+len(id)) // one allocation for every layer's key
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
 		var hp []byte // the top layer (maxSeq) reads no history
@@ -153,7 +157,19 @@ func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 // lineage index of the layer it came from. ok is false for a deleted or
 // unknown row.
 func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
-	var kb []byte
+	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecord)
+}
+
+// ReadRowShared reads a row as ReadRow does, decoded by
+// codec.DecodeRecordShared: for a record read to be answered or kept
+// whole, whose strings share one copy.
+func ReadRowShared(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
+	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecordShared)
+}
+
+// readRow is ReadRow with the record decoder given.
+func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
+	kb := make([]byte, 0, idKeySize) // one allocation for every layer's key
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
 		var hp []byte // the top layer (maxSeq) reads no history
@@ -163,7 +179,7 @@ func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 		}
 		// The record decoder copies what it keeps: the value is read where
 		// it lies.
-		found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq, func(v []byte) error { return codec.DecodeRecord(v, rec) })
+		found, err := GetVersion(r, kb, hp, lr.Seq, codec.RecordSeq, func(v []byte) error { return decode(v, rec) })
 		if err != nil {
 			return 0, false, err
 		}
@@ -181,7 +197,8 @@ func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 // lineage, read without history) are read with one iterator seeking
 // forward, which costs less than a point read per row; rows it does not
 // hold are read one by one from the layers below. rec is reused between
-// calls of fn.
+// calls of fn; the records are decoded by codec.DecodeRecordShared, for
+// pages that are answered or kept whole.
 func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, rows []uint32, fn func(i int, rec *codec.Record) error) error {
 	if len(rows) == 0 || len(lin) == 0 {
 		return nil
@@ -214,7 +231,7 @@ func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 				if err != nil {
 					return err
 				}
-				if err := codec.DecodeRecord(v, &rec); err != nil {
+				if err := codec.DecodeRecordShared(v, &rec); err != nil {
 					return err
 				}
 				if rec.Deleted {
@@ -229,7 +246,7 @@ func ReadRows(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, row
 				return err
 			}
 		}
-		_, ok, err := ReadRow(r, db, rest, tableID, rows[i], &rec)
+		_, ok, err := ReadRowShared(r, db, rest, tableID, rows[i], &rec)
 		if err != nil {
 			return err
 		}

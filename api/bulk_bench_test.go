@@ -1,0 +1,179 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/coppice-db/coppice/bench/gen"
+	"github.com/coppice-db/coppice/engine"
+)
+
+// BenchmarkHTTPBulkLoad measures W1 of BENCHMARKS.md over HTTP in one
+// process: COPPICE_HTTP_BENCH_RECORDS generated docs (default 2e4), every
+// column indexed and the body searchable, posted in bulk requests of 1000
+// with two requests in flight to a server that syncs every write. It
+// reports docs/s and the median and slowest request. Run it with -trace,
+// -mutexprofile or -blockprofile to see what the requests wait on.
+func BenchmarkHTTPBulkLoad(b *testing.B) {
+	n := benchEnvInt(b, "COPPICE_HTTP_BENCH_RECORDS", 2e4)
+	g := gen.New(gen.Config{N: n, Seed: 1})
+	var bodies [][]byte
+	var docs []json.RawMessage
+	if err := g.Docs(func(d map[string]any) error {
+		js, err := json.Marshal(d)
+		docs = append(docs, js)
+		if len(docs) == engine.MaxBulkRecords {
+			bodies = append(bodies, bulkJSON(docs))
+			docs = docs[:0]
+		}
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if len(docs) > 0 {
+		bodies = append(bodies, bulkJSON(docs))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		addr, base := startBulkServer(b, g)
+		b.StartTimer()
+		lat, elapsed := postBulk(b, addr, base, bodies, 2)
+		b.StopTimer()
+		slices.Sort(lat)
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "docs/s")
+		b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
+		b.StartTimer()
+	}
+}
+
+// bulkJSON is the body of a bulk request of docs.
+func bulkJSON(docs []json.RawMessage) []byte {
+	js, err := json.Marshal(map[string]any{"records": docs})
+	if err != nil {
+		panic(err)
+	}
+	return js
+}
+
+// startBulkServer serves an empty database with the users and docs tables
+// of the generated dataset, users loaded, writes synced, and returns its
+// address and the path prefix of its tables.
+func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
+	b.Helper()
+	eng, err := engine.Open(b.TempDir(), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := Bootstrap(eng, testKey)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := engine.Ref{Workspace: info.Workspace, Database: "docs", Branch: "main"}
+	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: "docs", Region: "local"}); err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range []struct {
+		name string
+		cols []engine.ColumnDef
+	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
+		if _, err := eng.Schema().CreateTable(ref, t.name); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := eng.Schema().SetTableColumns(ref, t.name, t.cols); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var users []map[string]any
+	flush := func() {
+		if _, err := eng.BulkInsert(context.Background(), ref, gen.UsersTable, users); err != nil {
+			b.Fatal(err)
+		}
+		users = users[:0]
+	}
+	if err := g.Users(func(u map[string]any) error {
+		if users = append(users, u); len(users) == engine.MaxBulkRecords {
+			flush()
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if len(users) > 0 {
+		flush()
+	}
+	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		eng.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := eng.Close(); err != nil {
+			b.Errorf("close engine: %v", err)
+		}
+	})
+	return serveBench(b, srv.Serve, srv.Shutdown), "/ws/" + info.WorkspaceID + "/db/docs:main/tables/"
+}
+
+// postBulk posts bodies to the docs table with conns requests in flight
+// and returns each request's latency and the elapsed time.
+func postBulk(b *testing.B, addr, base string, bodies [][]byte, conns int) ([]time.Duration, time.Duration) {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: conns, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	defer c.CloseIdleConnections()
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		next int
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(bodies) {
+					return
+				}
+				req.Reset()
+				req.Header.SetMethod("POST")
+				req.SetRequestURI(base + gen.DocsTable + "/bulk")
+				req.URI().SetHost(addr)
+				req.Header.Set("Authorization", "Bearer "+testKey)
+				req.Header.SetContentType("application/json")
+				req.SetBodyRaw(bodies[i])
+				t0 := time.Now()
+				err := c.Do(req, resp)
+				d := time.Since(t0)
+				if err == nil && resp.StatusCode() != 200 {
+					err = fmt.Errorf("bulk: status %d: %.300s", resp.StatusCode(), resp.Body())
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start)
+}
