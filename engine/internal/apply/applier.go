@@ -36,12 +36,6 @@ type Applier struct {
 
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
-
-	// prestaging says when bulk inserts are prestaged (prestage.go):
-	// while another write is under way, or, in tests, never (the
-	// reference a prestaged insert must write the same bytes as) or
-	// always.
-	prestaging prestageWhen
 }
 
 // Options configure an Applier.

@@ -65,9 +65,6 @@ const maxGroupsInFlight = 2
 // waiting writes as a group, and goes on with the next ones until its
 // own has been applied.
 func (a *Applier) applyGrouped(d *DB, w *WriteRecords) (any, error) {
-	if w.pre == nil && a.prestages(d) {
-		w.pre = prestage(d, w)
-	}
 	r := &groupReq{cmd: w, done: make(chan struct{})}
 	d.gmu.Lock()
 	d.queue = append(d.queue, r)
@@ -123,14 +120,6 @@ func (a *Applier) applyGrouped(d *DB, w *WriteRecords) (any, error) {
 	}
 	<-r.done
 	return r.res, r.err
-}
-
-// writing reports whether a write of d is under way: applied, syncing or
-// waiting for its turn.
-func (d *DB) writing() bool {
-	d.gmu.Lock()
-	defer d.gmu.Unlock()
-	return d.groups > 0 || len(d.queue) > 0
 }
 
 // applyGroup applies reqs as one command; the caller holds d.mu, which is

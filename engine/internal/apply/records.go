@@ -29,9 +29,6 @@ type WriteRecords struct {
 	// writer applying the group does the work. It is not part of the
 	// command: a replica never sees it.
 	Queued func() `json:"-"`
-	// pre, when set, is the bitmaps of a bulk insert's records, worked
-	// out before the command waits for the writer lock (prestage.go).
-	pre *prestaged
 }
 
 func (c *WriteRecords) apply(tx *Tx) (any, error) {
@@ -40,10 +37,8 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		return nil, err
 	}
 	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk}
-	w.usePrestaged(c)
 	results := make([]OpResult, len(c.Ops))
 	for i := range c.Ops {
-		w.op, w.usual = i, false
 		if i%yieldEvery == yieldEvery-1 {
 			runtime.Gosched()
 		}
@@ -57,17 +52,16 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		}
 		results[i] = r
 	}
-	w.stagePrestaged(len(c.Ops))
 	return results, nil
 }
 
 // yieldEvery is how many records a write applies between yields of its
-// processor. A bulk write runs for a while without blocking, under the
-// writer lock or before it (prestage.go); a query that becomes runnable
-// meanwhile would wait for the scheduler to preempt it, up to ~10 ms, on
-// a machine with few cores. Yielding every few records, a fraction of a
-// millisecond of work, lets a waiting query run first, at the cost of a
-// call that returns at once when nothing waits.
+// processor. A bulk write runs for a while under the writer lock without
+// blocking; a query that becomes runnable meanwhile would wait for the
+// scheduler to preempt it, up to ~10 ms, on a machine with few cores.
+// Yielding every few records, a fraction of a millisecond of work, lets a
+// waiting query run first, at the cost of a call that returns at once
+// when nothing waits.
 const yieldEvery = 8
 
 // OpResult is the outcome of one operation as a command returns it: the
@@ -94,12 +88,6 @@ type writer struct {
 	// before and after are the bitmap memberships of the row writeRow is
 	// writing, kept between rows so that their maps do not grow anew.
 	before, after map[string]struct{}
-	// pre stages the new rows of a prestaged bulk insert (prestage.go);
-	// op is the index of the op being applied, and usual says that it
-	// takes the usual path, record by record.
-	pre   *prestagedRows
-	op    int
-	usual bool
 }
 
 // apply applies one operation; its errors name the table unless the
@@ -133,12 +121,6 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
 	if err != nil {
 		return OpResult{}, err
-	}
-	if exists && w.pre != nil {
-		// The record's id is taken: the rows before it are staged first,
-		// and it takes the usual path.
-		w.stagePrestaged(w.op)
-		w.usual = true
 	}
 	var old codec.Record
 	oldLevel := -1
@@ -557,9 +539,6 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 // joinAll stages the addition of a row to every bitmap rec belongs to,
 // notes the words new to the layer and the lengths of its text fields.
 func (w *writer) joinAll(pt *layers.PendingTable, t *model.Table, row uint32, rec *codec.Record) {
-	if w.join(pt, row) {
-		return
-	}
 	tx := w.tx
 	ch := &tx.changes[len(tx.changes)-1]
 	var terms map[string]struct{}

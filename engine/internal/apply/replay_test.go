@@ -23,8 +23,7 @@ var replaySeed = flag.Uint64("replay-seed", 0, "seed of TestReplayRandomLog (0: 
 // TestReplayRandomLog applies a random log of commands of every kind, of
 // the catalog and of several databases, to two data directories: one gets
 // each command as made, the other its encoded and decoded copy, as the
-// replicas of a replicated log do, and applies bulk inserts record by
-// record where the first prestages them. Both must answer every command alike
+// replicas of a replicated log do. Both must answer every command alike
 // (the same result or the same error) and end byte-identical, database
 // range by database range and in the catalog. Invalid commands are part of
 // the log on purpose: a command that fails must fail everywhere. The seed
@@ -41,7 +40,6 @@ func TestReplayRandomLog(t *testing.T) {
 	}
 	g := newLogGen(seed)
 	a, b := openReplayReplica(t), openReplayReplica(t)
-	a.prestaging, b.prestaging = prestageAlways, prestageNever
 	seenDB := map[dbKind]bool{}
 	// okKinds counts the commands that applied, by type.
 	okKinds := map[string]int{}
@@ -603,45 +601,9 @@ func (g *logGen) values(t *model.Table, n int) map[string]any {
 	return v
 }
 
-// bulkValues makes random values of the columns of t, valid but for one
-// record in forty, as a bulk insert's records mostly are.
-func (g *logGen) bulkValues(t *model.Table) map[string]any {
-	if t == nil || g.r.IntN(40) == 0 {
-		return g.values(t, 4)
-	}
-	v := g.values(t, 6)
-	for k := range v {
-		if t.ByPath[k] == nil {
-			delete(v, k)
-		}
-	}
-	if _, ok := v["name"]; ok {
-		v["name"] = pick(g, []string{"ann", "bob"})
-	}
-	if _, ok := v["n"]; ok {
-		v["n"] = g.r.Int64N(100)
-	}
-	delete(v, "pic")
-	delete(v, "pics")
-	return v
-}
-
-// writeRecords makes a transaction of 1 to 4 random operations, or, one
-// time in eight, a bulk insert of 16 to 40 records (of which ids taken,
-// within the insert or before it, make it fail).
+// writeRecords makes a transaction of 1 to 4 random operations.
 func (g *logGen) writeRecords(branch, table string, t *model.Table, now time.Time) *WriteRecords {
 	cmd := &WriteRecords{Branch: branch, Now: now}
-	if g.r.IntN(8) == 0 {
-		cmd.Bulk = true
-		for range minPrestage + g.r.IntN(25) {
-			id := g.recordID()
-			if g.r.IntN(3) > 0 {
-				id = g.id("bulk")
-			}
-			cmd.Ops = append(cmd.Ops, model.Op{Kind: model.OpInsert, Table: table, ID: id, Values: g.bulkValues(t), CreateOnly: g.r.IntN(4) > 0})
-		}
-		return cmd
-	}
 	for range 1 + g.r.IntN(4) {
 		op := model.Op{Table: table, ID: g.recordID()}
 		if g.r.IntN(10) == 0 {
