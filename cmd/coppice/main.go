@@ -119,7 +119,7 @@ func serveFlags(fs *flag.FlagSet, getenv func(string) string) (*serveConfig, fun
 	fs.StringVar(&maxBody, "max-body", env("COPPICE_MAX_BODY", formatByteSize(api.DefaultMaxBody)),
 		"request body limit, a byte size such as 32MiB; larger bodies get 413 (env COPPICE_MAX_BODY)")
 	fs.StringVar(&memLimit, "memory-limit", env("COPPICE_MEMORY_LIMIT", formatByteSize(defaultMemoryLimit())),
-		"memory the server may take, a byte size such as 2GiB: the storage cache, the in-memory column stores, indexes and caches (evicted least recently used first past their share) and requests in flight; the Go runtime's limit follows it (default: half the machine's or the container's memory, at most 2GiB) (env COPPICE_MEMORY_LIMIT)")
+		"memory the server may take, a byte size such as 2GiB: the storage cache, the in-memory column stores, indexes and caches (evicted least recently used first past their share) and requests in flight; the Go runtime's limit follows it (default: half the machine's or the container's memory) (env COPPICE_MEMORY_LIMIT)")
 	fs.StringVar(&cacheSize, "cache-size", env("COPPICE_CACHE_SIZE", ""),
 		"storage block cache, a byte size such as 512MiB, taken from --memory-limit; more keeps more records in memory (default: an eighth of --memory-limit, at most "+formatByteSize(engine.DefaultCacheSize)+") (env COPPICE_CACHE_SIZE)")
 	fs.StringVar(&recordCache, "record-cache-size", env("COPPICE_RECORD_CACHE_SIZE", formatByteSize(api.DefaultRecordCacheSize)),

@@ -9,28 +9,23 @@ import (
 
 // The memory budget's default (--memory-limit) is half of the memory the
 // process may have: the machine's, or the container's when its control
-// group limits it to less, and at most maxDefaultMemoryLimit. The rest is
-// left to the page cache, which the storage engine reads through, and to
-// other processes.
+// group limits it to less. The other half is left to the page cache,
+// which the storage engine reads through, and to other processes.
 
 // minDefaultMemoryLimit is the smallest default, for very small machines.
 const minDefaultMemoryLimit = 256 << 20
 
-// maxDefaultMemoryLimit is the largest default: what a server at a
-// million records of the benchmark dataset holds its column stores,
-// caches and requests in, with its block cache and memtables. Without it
-// the Go runtime on a large machine lets garbage grow to twice the live
-// heap, and the process far past what it uses; a larger limit is a
-// choice made with --memory-limit.
-const maxDefaultMemoryLimit = 2 << 30
+// unknownMemoryLimit is the default when the memory the process may have
+// cannot be read.
+const unknownMemoryLimit = 4 << 30
 
 // minMemoryLimit is the smallest --memory-limit accepted: the storage
 // engine, the runtime and a few requests need about that much.
 const minMemoryLimit = 128 << 20
 
-// defaultMemoryLimit returns half of availableMemory(), between
-// minDefaultMemoryLimit and maxDefaultMemoryLimit; the most when the
-// memory cannot be read.
+// defaultMemoryLimit returns half of availableMemory(), at least
+// minDefaultMemoryLimit; unknownMemoryLimit when the memory cannot be
+// read.
 func defaultMemoryLimit() int64 {
 	return defaultLimitOf(availableMemory())
 }
@@ -39,9 +34,9 @@ func defaultMemoryLimit() int64 {
 // have n bytes (0: unknown).
 func defaultLimitOf(n int64) int64 {
 	if n <= 0 {
-		return maxDefaultMemoryLimit
+		return unknownMemoryLimit
 	}
-	return min(max(n/2, minDefaultMemoryLimit), maxDefaultMemoryLimit)
+	return max(n/2, minDefaultMemoryLimit)
 }
 
 // availableMemory returns the memory the process may use: the machine's
