@@ -42,6 +42,9 @@ import (
 //	COPPICE_HTTP_BENCH_RECORD_CACHE  the server's RecordCacheSize in bytes
 //	                             (default the server's; -1 turns it off, so
 //	                             that every record is read and encoded)
+//	COPPICE_HTTP_BENCH_BLOCK_CACHE  the storage block cache in bytes (default
+//	                             the engine's; smaller than the loaded
+//	                             records, gets read blocks from the disk)
 //
 // Run them with: go test -run '^$' -bench HTTP -benchtime 1x ./api/
 
@@ -51,6 +54,7 @@ type httpBenchConfig struct {
 	noSync                                bool
 	bodyWords                             int
 	recordCache                           int // Options.RecordCacheSize; 0: the default
+	blockCache                            int // engine.Options.CacheSize; 0: the default
 }
 
 // benchEnvInt reads a positive integer from the environment; "1e4" works.
@@ -76,7 +80,8 @@ func loadHTTPBenchConfig(b *testing.B) httpBenchConfig {
 		rounds:  benchEnvInt(b, "COPPICE_HTTP_BENCH_ROUNDS", 4),
 		noSync:  os.Getenv("COPPICE_HTTP_BENCH_NOSYNC") == "1",
 		// The body is the bulk of a record's bytes.
-		bodyWords: benchEnvInt(b, "COPPICE_HTTP_BENCH_BODY", 12),
+		bodyWords:  benchEnvInt(b, "COPPICE_HTTP_BENCH_BODY", 12),
+		blockCache: benchEnvInt(b, "COPPICE_HTTP_BENCH_BLOCK_CACHE", int(engine.DefaultCacheSize)),
 	}
 	if v := os.Getenv("COPPICE_HTTP_BENCH_RECORD_CACHE"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -190,7 +195,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	if err := eng.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync}); err != nil {
+	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync, CacheSize: int64(cfg.blockCache)}); err != nil {
 		b.Fatal(err)
 	}
 	// At warn, as the benchmark suite runs the server: no access log.

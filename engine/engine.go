@@ -128,6 +128,14 @@ type Engine struct {
 	closing chan struct{}
 }
 
+// dataBlockSize is the size of the storage engine's data blocks. A point
+// read of a record the block cache does not hold reads and decompresses
+// one whole block: at 4 KiB (Pebble's default) a get of a table larger
+// than the cache costs about a quarter less CPU than at 16 KiB, with
+// query pages no slower; a posting bitmap larger than a block is one
+// block whatever the size.
+const dataBlockSize = 4 << 10
+
 // DefaultCacheSize is the block cache of Options.CacheSize 0: what a
 // server at a million records of the benchmark dataset can afford within
 // 2 GB, with its column stores.
@@ -176,7 +184,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		popts.Levels[i].BlockSize = 16 << 10
+		popts.Levels[i].BlockSize = dataBlockSize
 	}
 	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
