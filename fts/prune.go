@@ -220,7 +220,7 @@ func (x *scorer) unionTiers(tiers []tier) *roaring.Bitmap {
 	x.arrays()
 	marks := x.s.marks
 	lo, hi := len(marks), -1
-	var buf [512]uint32
+	buf := &x.s.buf
 	for _, rows := range small {
 		lo, hi = min(lo, int(rows.Minimum()/64)), max(hi, int(rows.Maximum()/64))
 		it := rows.ManyIterator()
@@ -269,7 +269,7 @@ func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float
 				rows = roaring.And(rows, phrased)
 			}
 			byBucket := bm25ByBucket(&x.postings[t.posting], &x.groups[g], t.level)
-			var buf [512]uint32
+			buf := &x.s.buf
 			it := rows.ManyIterator()
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				x.raiseRows(buf[:n], &byBucket, x.groups[g].fs.bucket)

@@ -167,6 +167,9 @@ type scratch struct {
 	held  []uint32  // the rows a group's postings hold
 	seen  []uint32  // the rows given a lower bound
 	lows  []float64 // a heap of the k best lower bounds
+	// buf takes rows from bitmap iterators, one loop at a time: an array
+	// on the stack escapes to the heap through the iterator's interface.
+	buf [512]uint32
 	// tables holds a posting's BM25 by length bucket for each frequency
 	// class, computed[level] telling which are current.
 	tables   [len(TFLevels) + 1][256]float64
@@ -202,7 +205,7 @@ func (x *scorer) free() {
 		lo, hi := x.touched.Minimum(), x.touched.Maximum()
 		if n := x.touched.GetCardinality(); n*16 < uint64(hi-lo) {
 			it := x.touched.ManyIterator()
-			var buf [512]uint32
+			buf := &x.s.buf
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				for _, row := range buf[:n] {
 					total[row] = 0
@@ -271,7 +274,7 @@ const walkedPosting = 4096
 // mark sets or clears the bits of rows in the marks.
 func (x *scorer) mark(rows *roaring.Bitmap, on bool) {
 	marks := x.s.marks
-	var buf [512]uint32
+	buf := &x.s.buf
 	it := rows.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
@@ -298,7 +301,7 @@ func (x *scorer) raise(p *posting, g *group, part *roaring.Bitmap) {
 			rest = nil
 		}
 		byBucket := bm25ByBucket(p, g, level)
-		var buf [512]uint32
+		buf := &x.s.buf
 		it := sub.ManyIterator()
 		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 			x.raiseRows(buf[:n], &byBucket, g.fs.bucket)
@@ -327,7 +330,7 @@ func (x *scorer) walk(p *posting, g *group, marked bool) {
 		return &sc.tables[level]
 	}
 	marks := sc.marks
-	var buf [512]uint32
+	buf := &x.s.buf
 	it := p.rows.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		rows := buf[:n]
@@ -413,7 +416,7 @@ func (x *scorer) finish(rows *roaring.Bitmap, boosters boosterSet, top *topK) er
 		return err
 	}
 	total := x.s.total
-	var buf [512]uint32
+	buf := &x.s.buf
 	it := rows.ManyIterator()
 	for n, seen := it.NextMany(buf[:]), 0; n > 0; n = it.NextMany(buf[:]) {
 		if seen += n; seen >= ctxCheckRows {
