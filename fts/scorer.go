@@ -7,7 +7,7 @@ package fts
 import (
 	"context"
 	"math"
-	"sync"
+	"runtime"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -34,7 +34,7 @@ type scorer struct {
 	found    map[uint32]map[string]bool
 	union    *roaring.Bitmap // the rows of every posting, once listed
 
-	s       *scratch        // from the pool once scoring starts
+	s       *scratch        // kept between searches, taken once scoring starts
 	touched *roaring.Bitmap // the rows whose total may be non-zero
 }
 
@@ -157,9 +157,9 @@ func (x *scorer) countMatches(limit uint64) uint64 {
 }
 
 // scratch is the memory a search scores in, by row and per group, kept
-// in a pool between searches so that a search allocates little whatever
+// between searches (scratches) so that a search allocates little whatever
 // its number of matches. Its arrays are zero over their whole length when
-// pooled: a search clears the rows it touched.
+// kept: a search clears the rows it touched.
 type scratch struct {
 	total []float64 // text score, then boosters, by row
 	best  []float64 // one group's best score by row
@@ -176,13 +176,37 @@ type scratch struct {
 	computed [len(TFLevels) + 1]bool
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// scratches keeps a few scratches between searches. Unlike a sync.Pool it
+// is not emptied by garbage collections: a scratch holds two scores per
+// row of the largest table searched, megabytes at a million rows, which a
+// search after each collection would otherwise allocate and zero again,
+// adding to the collections. It keeps one per processor at most, the
+// searches that can score at once.
+var scratches = make(chan *scratch, runtime.GOMAXPROCS(0))
 
-// arrays returns the score arrays, taking the scratch from the pool on
+// getScratch returns a kept scratch, or a new one.
+func getScratch() *scratch {
+	select {
+	case s := <-scratches:
+		return s
+	default:
+		return new(scratch)
+	}
+}
+
+// putScratch keeps s for a later search, unless enough are kept.
+func putScratch(s *scratch) {
+	select {
+	case scratches <- s:
+	default:
+	}
+}
+
+// arrays returns the score arrays, taking a kept scratch on
 // first use.
 func (x *scorer) arrays() (total, best []float64) {
 	if x.s == nil {
-		x.s = scratchPool.Get().(*scratch)
+		x.s = getScratch()
 		n := int(x.cands.Maximum()) + 1
 		if cap(x.s.total) < n {
 			n := n + n/8
@@ -193,7 +217,7 @@ func (x *scorer) arrays() (total, best []float64) {
 	return x.s.total, x.s.best
 }
 
-// free returns the scratch to the pool, zeroing the rows the search
+// free gives the scratch back, zeroing the rows the search
 // touched. best and marks are zero already: addText clears them group by
 // group, and stops between groups only.
 func (x *scorer) free() {
@@ -216,7 +240,7 @@ func (x *scorer) free() {
 			clear(total[lo : hi+1])
 		}
 	}
-	scratchPool.Put(x.s)
+	putScratch(x.s)
 	x.s = nil
 }
 
