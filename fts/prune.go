@@ -223,7 +223,7 @@ func (x *scorer) unionTiers(tiers []tier) *roaring.Bitmap {
 	buf := &x.s.buf
 	for _, rows := range small {
 		lo, hi = min(lo, int(rows.Minimum()/64)), max(hi, int(rows.Maximum()/64))
-		it := rows.ManyIterator()
+		it := x.s.iterate(rows)
 		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 			for _, row := range buf[:n] {
 				marks[row/64] |= 1 << (row % 64)
@@ -270,7 +270,7 @@ func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float
 			}
 			byBucket := bm25ByBucket(&x.postings[t.posting], &x.groups[g], t.level)
 			buf := &x.s.buf
-			it := rows.ManyIterator()
+			it := x.s.iterate(rows)
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				x.raiseRows(buf[:n], &byBucket, x.groups[g].fs.bucket)
 			}

@@ -170,10 +170,19 @@ type scratch struct {
 	// buf takes rows from bitmap iterators, one loop at a time: an array
 	// on the stack escapes to the heap through the iterator's interface.
 	buf [512]uint32
+	// iter walks a bitmap's rows into buf, reused for the same reason.
+	iter roaring.ManyIntIterator
 	// tables holds a posting's BM25 by length bucket for each frequency
 	// class, computed[level] telling which are current.
 	tables   [len(TFLevels) + 1][256]float64
 	computed [len(TFLevels) + 1]bool
+}
+
+// iterate returns the scratch's iterator over the rows of b, from the
+// first: one loop at a time uses it.
+func (s *scratch) iterate(b *roaring.Bitmap) *roaring.ManyIntIterator {
+	s.iter.Initialize(b)
+	return &s.iter
 }
 
 // scratches keeps a few scratches between searches. Unlike a sync.Pool it
@@ -228,7 +237,7 @@ func (x *scorer) free() {
 	if x.touched != nil && !x.touched.IsEmpty() {
 		lo, hi := x.touched.Minimum(), x.touched.Maximum()
 		if n := x.touched.GetCardinality(); n*16 < uint64(hi-lo) {
-			it := x.touched.ManyIterator()
+			it := x.s.iterate(x.touched)
 			buf := &x.s.buf
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				for _, row := range buf[:n] {
@@ -240,6 +249,7 @@ func (x *scorer) free() {
 			clear(total[lo : hi+1])
 		}
 	}
+	x.s.iter = roaring.ManyIntIterator{} // holds no bitmap while kept
 	putScratch(x.s)
 	x.s = nil
 }
@@ -299,7 +309,7 @@ const walkedPosting = 4096
 func (x *scorer) mark(rows *roaring.Bitmap, on bool) {
 	marks := x.s.marks
 	buf := &x.s.buf
-	it := rows.ManyIterator()
+	it := x.s.iterate(rows)
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
 			if on {
@@ -326,7 +336,7 @@ func (x *scorer) raise(p *posting, g *group, part *roaring.Bitmap) {
 		}
 		byBucket := bm25ByBucket(p, g, level)
 		buf := &x.s.buf
-		it := sub.ManyIterator()
+		it := x.s.iterate(sub)
 		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 			x.raiseRows(buf[:n], &byBucket, g.fs.bucket)
 		}
@@ -355,7 +365,7 @@ func (x *scorer) walk(p *posting, g *group, marked bool) {
 	}
 	marks := sc.marks
 	buf := &x.s.buf
-	it := p.rows.ManyIterator()
+	it := x.s.iterate(p.rows)
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		rows := buf[:n]
 		if marked {
@@ -441,7 +451,7 @@ func (x *scorer) finish(rows *roaring.Bitmap, boosters boosterSet, top *topK) er
 	}
 	total := x.s.total
 	buf := &x.s.buf
-	it := rows.ManyIterator()
+	it := x.s.iterate(rows)
 	for n, seen := it.NextMany(buf[:]), 0; n > 0; n = it.NextMany(buf[:]) {
 		if seen += n; seen >= ctxCheckRows {
 			if err := x.ctx.Err(); err != nil {
