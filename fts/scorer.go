@@ -92,6 +92,11 @@ func (x *scorer) expand() {
 // highlighting marks).
 func (x *scorer) fetch() error {
 	x.found = map[uint32]map[string]bool{}
+	terms := 0
+	for _, exps := range x.words {
+		terms += len(exps)
+	}
+	x.postings = make([]posting, 0, terms*len(x.targets))
 	for ti, tc := range x.targets {
 		fs := x.src.Lengths(tc.col.ID)
 		if fs == nil || fs.docs == 0 {
@@ -119,7 +124,7 @@ func (x *scorer) fetch() error {
 					}
 				}
 				if x.found[tc.col.ID] == nil {
-					x.found[tc.col.ID] = map[string]bool{}
+					x.found[tc.col.ID] = make(map[string]bool, terms)
 				}
 				x.found[tc.col.ID][ex.term] = true
 				factor := tc.weight * MatchFactor(ex.dist, ex.completion)
