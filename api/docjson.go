@@ -321,18 +321,25 @@ func appendFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// Byte-wise constants of plain8.
+// Byte-wise constants of plainWord.
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
 
-// plain8 reports whether the eight bytes of s from i need no escape in a
-// JSON string: each is ASCII, not a control character, quote or
-// backslash.
-func plain8(s string, i int) bool {
-	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+// load8 reads the eight bytes of s from i as a little-endian word, which
+// the compiler makes one load.
+func load8(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// plainWord reports whether none of the eight bytes of x needs an escape
+// in a JSON string: each is ASCII, not a control character, quote or
+// backslash. It and load8 are kept apart so that both inline into
+// appendString's loop, which a call per eight bytes slowed by half.
+func plainWord(x uint64) bool {
 	// (v-ones)&^v sets the high bit of a byte (the lowest such at least)
 	// when a byte of v is zero, and (x-0x20s)&^x when one of x is below
 	// 0x20: exact as to whether there is one, which is all this asks.
@@ -350,7 +357,7 @@ func appendString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Text is mostly printable ASCII: skip it eight bytes at a time.
-		for i+8 <= len(s) && plain8(s, i) {
+		for i+8 <= len(s) && plainWord(load8(s, i)) {
 			i += 8
 		}
 		if i == len(s) {

@@ -75,9 +75,9 @@ func randomDoc(rng *rand.Rand, value func(int) any, depth int) *engine.Doc {
 	return d
 }
 
-// TestPlain8: the eight-byte test agrees with the byte-wise rule for every
+// TestPlainWord: the eight-byte test agrees with the byte-wise rule for every
 // byte at every position, and for random words of mixed bytes.
-func TestPlain8(t *testing.T) {
+func TestPlainWord(t *testing.T) {
 	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
 	naive := func(s string) bool {
 		for i := 0; i < 8; i++ {
@@ -91,8 +91,8 @@ func TestPlain8(t *testing.T) {
 		for at := 0; at < 8; at++ {
 			w := []byte("abcdefgh")
 			w[at] = byte(c)
-			if got, want := plain8(string(w), 0), naive(string(w)); got != want {
-				t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+			if got, want := plainWord(load8(string(w), 0)), naive(string(w)); got != want {
+				t.Fatalf("plainWord(%q) = %v, want %v", w, got, want)
 			}
 		}
 	}
@@ -103,8 +103,8 @@ func TestPlain8(t *testing.T) {
 		for i := range w {
 			w[i] = pick[rng.Intn(len(pick))]
 		}
-		if got, want := plain8(string(w[:]), 1), naive(string(w[1:])); got != want {
-			t.Fatalf("plain8(%q) = %v, want %v", w[1:], got, want)
+		if got, want := plainWord(load8(string(w[:]), 1)), naive(string(w[1:])); got != want {
+			t.Fatalf("plainWord(%q) = %v, want %v", w[1:], got, want)
 		}
 	}
 }

@@ -139,6 +139,15 @@ type Server struct {
 	conns       []*connLimiter // the listeners Serve accepts on
 }
 
+// responseWriteBuffer is the size of the buffer a connection writes a
+// response through. fasthttp writes the headers into it and then the body:
+// a body that does not fit in what is left goes out in a second write
+// system call, and on loopback a write costs as much CPU as encoding a
+// page. A default page of twenty records fits, so it leaves in one write;
+// the buffer is pooled across connections and held only while a response
+// is being written.
+const responseWriteBuffer = 32 << 10
+
 // DefaultRecordCacheSize is the default Options.RecordCacheSize: the
 // memory of the records point reads keep, and again of their encodings.
 const DefaultRecordCacheSize = 32 << 20
@@ -224,6 +233,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		CloseOnShutdown:              true,
 		SecureErrorLogMessage:        true, // no request bytes (API keys) in errors
 		Logger:                       fasthttpLogger{log},
+		WriteBufferSize:              responseWriteBuffer,
 	}
 	s.transportLimits(s.http)
 	return s, nil

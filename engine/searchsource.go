@@ -43,10 +43,19 @@ func (s *searchSource) Lengths(col uint32) *fts.FieldLengths { return s.store.Le
 // the rows holding it at least fts.TFLevels[i] times. On a one-layer
 // lineage the four bitmaps share a key prefix and come from one scan.
 func (s *searchSource) Terms(col uint32, term string) (rows *roaring.Bitmap, levels [len(fts.TFLevels)]*roaring.Bitmap, err error) {
-	id := codec.TermBitmapID(nil, col, term)
-	ids := [len(fts.TFLevels) + 1]string{string(id)}
+	// The four ids are written into one buffer and made one string: a
+	// prefix looks up hundreds of terms, each in every searched column.
+	var buf [256]byte
+	all := codec.TermBitmapID(buf[:0], col, term)
+	n := len(all)
 	for i := range fts.TFLevels {
-		ids[i+1] = string(codec.TermTFBitmapID(nil, col, uint8(i), term))
+		all = append(append(all, all[:n]...), uint8(i))
+	}
+	id, joined := all[:n], string(all)
+	ids := [len(fts.TFLevels) + 1]string{joined[:n]}
+	for i := range fts.TFLevels {
+		at := n + i*(n+1)
+		ids[i+1] = joined[at : at+n+1]
 	}
 	var out [len(fts.TFLevels) + 1]*roaring.Bitmap
 	if s.cache != nil && s.cache.GetAll(ids[:], s.epoch, out[:]) {

@@ -2,6 +2,7 @@ package fts
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -29,8 +30,11 @@ const (
 // returns nil when no word matches: only fields that matched are
 // highlighted.
 func Highlight(text string, matched func(term string) bool, encodeHTML bool) []string {
-	toks := Tokenize(text)
-	hit := make([]bool, len(toks))
+	sc := highlightPool.Get().(*highlightScratch)
+	defer sc.release()
+	sc.toks = AppendTokens(sc.toks[:0], text)
+	toks := sc.toks
+	hit := grow(&sc.hit, len(toks))
 	found := false
 	for i, t := range toks {
 		hit[i] = matched(t.Term)
@@ -43,7 +47,7 @@ func Highlight(text string, matched func(term string) bool, encodeHTML bool) []s
 		return []string{markup(text, 0, len(text), toks, hit, encodeHTML)}
 	}
 	// Character offsets of each word's start and end.
-	rs, re := make([]int, len(toks)), make([]int, len(toks))
+	rs, re := grow(&sc.rs, len(toks)), grow(&sc.re, len(toks))
 	pos, chars := 0, 0
 	for i, t := range toks {
 		chars += utf8.RuneCountInString(text[pos:t.Start])
@@ -76,6 +80,41 @@ func Highlight(text string, matched func(term string) bool, encodeHTML bool) []s
 		next = last + 1
 	}
 	return frags
+}
+
+// highlightScratch is the working memory of Highlight, pooled: every hit
+// of every search highlights its searched values, and a body's tokens and
+// offsets would otherwise be allocated afresh for each.
+type highlightScratch struct {
+	toks   []Token
+	hit    []bool
+	rs, re []int
+}
+
+var highlightPool = sync.Pool{New: func() any { return new(highlightScratch) }}
+
+// maxPooledTokens is the most tokens a pooled scratch keeps room for: a
+// rare huge value does not pin its buffers.
+const maxPooledTokens = 1 << 14
+
+// release returns the scratch to the pool, dropping its tokens' terms,
+// which may share memory with the highlighted text.
+func (sc *highlightScratch) release() {
+	if cap(sc.toks) > maxPooledTokens {
+		return
+	}
+	clear(sc.toks)
+	sc.toks = sc.toks[:0]
+	highlightPool.Put(sc)
+}
+
+// grow returns (*buf)[:n], reallocating *buf when it is too small; the
+// contents are unspecified.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n, n+n/4)
+	}
+	return (*buf)[:n]
 }
 
 // markup renders text[from:to], whose words are toks, with the words flagged

@@ -220,10 +220,10 @@ func (x *scorer) unionTiers(tiers []tier) *roaring.Bitmap {
 	x.arrays()
 	marks := x.s.marks
 	lo, hi := len(marks), -1
-	var buf [512]uint32
+	buf := &x.s.buf
 	for _, rows := range small {
 		lo, hi = min(lo, int(rows.Minimum()/64)), max(hi, int(rows.Maximum()/64))
-		it := rows.ManyIterator()
+		it := x.s.iterate(rows)
 		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 			for _, row := range buf[:n] {
 				marks[row/64] |= 1 << (row % 64)
@@ -269,8 +269,8 @@ func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float
 				rows = roaring.And(rows, phrased)
 			}
 			byBucket := bm25ByBucket(&x.postings[t.posting], &x.groups[g], t.level)
-			var buf [512]uint32
-			it := rows.ManyIterator()
+			buf := &x.s.buf
+			it := x.s.iterate(rows)
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				x.raiseRows(buf[:n], &byBucket, x.groups[g].fs.bucket)
 			}

@@ -7,7 +7,7 @@ package fts
 import (
 	"context"
 	"math"
-	"sync"
+	"runtime"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -34,7 +34,7 @@ type scorer struct {
 	found    map[uint32]map[string]bool
 	union    *roaring.Bitmap // the rows of every posting, once listed
 
-	s       *scratch        // from the pool once scoring starts
+	s       *scratch        // kept between searches, taken once scoring starts
 	touched *roaring.Bitmap // the rows whose total may be non-zero
 }
 
@@ -92,6 +92,11 @@ func (x *scorer) expand() {
 // highlighting marks).
 func (x *scorer) fetch() error {
 	x.found = map[uint32]map[string]bool{}
+	terms := 0
+	for _, exps := range x.words {
+		terms += len(exps)
+	}
+	x.postings = make([]posting, 0, terms*len(x.targets))
 	for ti, tc := range x.targets {
 		fs := x.src.Lengths(tc.col.ID)
 		if fs == nil || fs.docs == 0 {
@@ -119,7 +124,7 @@ func (x *scorer) fetch() error {
 					}
 				}
 				if x.found[tc.col.ID] == nil {
-					x.found[tc.col.ID] = map[string]bool{}
+					x.found[tc.col.ID] = make(map[string]bool, terms)
 				}
 				x.found[tc.col.ID][ex.term] = true
 				factor := tc.weight * MatchFactor(ex.dist, ex.completion)
@@ -157,9 +162,9 @@ func (x *scorer) countMatches(limit uint64) uint64 {
 }
 
 // scratch is the memory a search scores in, by row and per group, kept
-// in a pool between searches so that a search allocates little whatever
+// between searches (scratches) so that a search allocates little whatever
 // its number of matches. Its arrays are zero over their whole length when
-// pooled: a search clears the rows it touched.
+// kept: a search clears the rows it touched.
 type scratch struct {
 	total []float64 // text score, then boosters, by row
 	best  []float64 // one group's best score by row
@@ -167,19 +172,55 @@ type scratch struct {
 	held  []uint32  // the rows a group's postings hold
 	seen  []uint32  // the rows given a lower bound
 	lows  []float64 // a heap of the k best lower bounds
+	// buf takes rows from bitmap iterators, one loop at a time: an array
+	// on the stack escapes to the heap through the iterator's interface.
+	buf [512]uint32
+	// iter walks a bitmap's rows into buf, reused for the same reason.
+	iter roaring.ManyIntIterator
 	// tables holds a posting's BM25 by length bucket for each frequency
 	// class, computed[level] telling which are current.
 	tables   [len(TFLevels) + 1][256]float64
 	computed [len(TFLevels) + 1]bool
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// iterate returns the scratch's iterator over the rows of b, from the
+// first: one loop at a time uses it.
+func (s *scratch) iterate(b *roaring.Bitmap) *roaring.ManyIntIterator {
+	s.iter.Initialize(b)
+	return &s.iter
+}
 
-// arrays returns the score arrays, taking the scratch from the pool on
+// scratches keeps a few scratches between searches. Unlike a sync.Pool it
+// is not emptied by garbage collections: a scratch holds two scores per
+// row of the largest table searched, megabytes at a million rows, which a
+// search after each collection would otherwise allocate and zero again,
+// adding to the collections. It keeps one per processor at most, the
+// searches that can score at once.
+var scratches = make(chan *scratch, runtime.GOMAXPROCS(0))
+
+// getScratch returns a kept scratch, or a new one.
+func getScratch() *scratch {
+	select {
+	case s := <-scratches:
+		return s
+	default:
+		return new(scratch)
+	}
+}
+
+// putScratch keeps s for a later search, unless enough are kept.
+func putScratch(s *scratch) {
+	select {
+	case scratches <- s:
+	default:
+	}
+}
+
+// arrays returns the score arrays, taking a kept scratch on
 // first use.
 func (x *scorer) arrays() (total, best []float64) {
 	if x.s == nil {
-		x.s = scratchPool.Get().(*scratch)
+		x.s = getScratch()
 		n := int(x.cands.Maximum()) + 1
 		if cap(x.s.total) < n {
 			n := n + n/8
@@ -190,7 +231,7 @@ func (x *scorer) arrays() (total, best []float64) {
 	return x.s.total, x.s.best
 }
 
-// free returns the scratch to the pool, zeroing the rows the search
+// free gives the scratch back, zeroing the rows the search
 // touched. best and marks are zero already: addText clears them group by
 // group, and stops between groups only.
 func (x *scorer) free() {
@@ -201,8 +242,8 @@ func (x *scorer) free() {
 	if x.touched != nil && !x.touched.IsEmpty() {
 		lo, hi := x.touched.Minimum(), x.touched.Maximum()
 		if n := x.touched.GetCardinality(); n*16 < uint64(hi-lo) {
-			it := x.touched.ManyIterator()
-			var buf [512]uint32
+			it := x.s.iterate(x.touched)
+			buf := &x.s.buf
 			for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 				for _, row := range buf[:n] {
 					total[row] = 0
@@ -213,7 +254,8 @@ func (x *scorer) free() {
 			clear(total[lo : hi+1])
 		}
 	}
-	scratchPool.Put(x.s)
+	x.s.iter = roaring.ManyIntIterator{} // holds no bitmap while kept
+	putScratch(x.s)
 	x.s = nil
 }
 
@@ -271,8 +313,8 @@ const walkedPosting = 4096
 // mark sets or clears the bits of rows in the marks.
 func (x *scorer) mark(rows *roaring.Bitmap, on bool) {
 	marks := x.s.marks
-	var buf [512]uint32
-	it := rows.ManyIterator()
+	buf := &x.s.buf
+	it := x.s.iterate(rows)
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
 			if on {
@@ -298,8 +340,8 @@ func (x *scorer) raise(p *posting, g *group, part *roaring.Bitmap) {
 			rest = nil
 		}
 		byBucket := bm25ByBucket(p, g, level)
-		var buf [512]uint32
-		it := sub.ManyIterator()
+		buf := &x.s.buf
+		it := x.s.iterate(sub)
 		for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 			x.raiseRows(buf[:n], &byBucket, g.fs.bucket)
 		}
@@ -327,8 +369,8 @@ func (x *scorer) walk(p *posting, g *group, marked bool) {
 		return &sc.tables[level]
 	}
 	marks := sc.marks
-	var buf [512]uint32
-	it := p.rows.ManyIterator()
+	buf := &x.s.buf
+	it := x.s.iterate(p.rows)
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		rows := buf[:n]
 		if marked {
@@ -413,8 +455,8 @@ func (x *scorer) finish(rows *roaring.Bitmap, boosters boosterSet, top *topK) er
 		return err
 	}
 	total := x.s.total
-	var buf [512]uint32
-	it := rows.ManyIterator()
+	buf := &x.s.buf
+	it := x.s.iterate(rows)
 	for n, seen := it.NextMany(buf[:]), 0; n > 0; n = it.NextMany(buf[:]) {
 		if seen += n; seen >= ctxCheckRows {
 			if err := x.ctx.Err(); err != nil {
