@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,7 +18,11 @@ import (
 // naive substring test: random strings with non-ASCII letters whose case
 // folding reaches ASCII, arguments shorter than three bytes, of exactly
 // one trigram and longer, with repeats, on main and on branches, with
-// inserts, updates and deletes between queries.
+// inserts, updates and deletes between queries. It also pages through the
+// first matches in id order, forwards and from the end, with small pages,
+// which a walk of the ids tests row by row against the trigram candidates
+// (a lazy walk) when the candidates are many: the pages must be the
+// model's matches in order, and some walks must have been lazy.
 func TestContainsDifferential(t *testing.T) {
 	seed := *querySeed
 	if seed == 0 {
@@ -89,6 +94,46 @@ func TestContainsDifferential(t *testing.T) {
 		}
 		return piece
 	}
+	lazy := 0
+	// page checks up to three pages of a query in id order against want,
+	// the matching ids in order.
+	page := func(r Ref, filter string, want []string) {
+		size := 1 + rng.Intn(3)
+		backwards := rng.Intn(3) == 0
+		in := QueryRequest{Filter: mustFilter(filter), Page: PageInput{Size: &size}}
+		if backwards {
+			end := "end"
+			in.Page.Before = &end
+			want = slices.Clone(want)
+			slices.Reverse(want)
+		}
+		var got []string
+		for range 3 {
+			res, err := e.Query(ctx, r, "items", in, QueryOptions{})
+			if err != nil {
+				t.Fatalf("seed %d: query %s on %s: %v", seed, filter, r.Branch, err)
+			}
+			if strings.Contains(res.Plan.String(), "lazy walk") {
+				lazy++
+			}
+			ids := docIDs(res.Records)
+			if backwards {
+				slices.Reverse(ids)
+			}
+			got = append(got, ids...)
+			if n := min(len(want), len(got)); !slices.Equal(got[:n], want[:n]) || len(got) > len(want) || res.More != (len(got) < len(want)) {
+				t.Fatalf("seed %d: pages of %d of %s on %s (backwards %v): %v, more %v; model %v", seed, size, filter, r.Branch, backwards, got, res.More, want)
+			}
+			if !res.More {
+				break
+			}
+			c := res.Cursor
+			in = QueryRequest{Page: PageInput{After: &c}}
+			if backwards {
+				in.Page = PageInput{Before: &c}
+			}
+		}
+	}
 	check := func(branch string) {
 		r := Ref{Workspace: ref.Workspace, Database: ref.Database, Branch: branch}
 		arg := randArg(branch)
@@ -108,6 +153,7 @@ func TestContainsDifferential(t *testing.T) {
 			if fmt.Sprint(d.planner) != fmt.Sprint(want) {
 				t.Fatalf("seed %d: filter %s on %s:\nplanner %v\nmodel   %v", seed, raw, branch, d.planner, want)
 			}
+			page(r, string(raw), want)
 		}
 	}
 	for range 150 {
@@ -140,6 +186,10 @@ func TestContainsDifferential(t *testing.T) {
 		}
 		check(branches[rng.Intn(len(branches))])
 	}
+	if lazy == 0 {
+		t.Fatal("no query in id order walked the ids lazily")
+	}
+	t.Logf("%d pages of lazy walks", lazy)
 }
 
 // naiveContains reports whether s contains sub, or when fold a run of runes

@@ -331,6 +331,45 @@ func BenchmarkQuery(b *testing.B) {
 	}
 }
 
+// BenchmarkQueryContainsMix replays the $contains queries of the
+// benchmark suite's filter mix (bench/gen Queries, kind "contains"), one
+// per op in turn, page 20 in the default order: words of every rank of
+// the draw, so that its p99 and CPU per op show the expensive ones the
+// single word of BenchmarkQuery's contains case does not.
+func BenchmarkQueryContainsMix(b *testing.B) {
+	get := queryFixtures(b)
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			var ins []queryBody
+			for _, q := range f.g.Queries(800).Filter {
+				if q.Kind == "contains" {
+					ins = append(ins, queryBody{Filter: q.Filter, Page: engine.PageInput{Size: &queryPage}})
+				}
+			}
+			b.StopTimer()
+			if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
+				b.Fatal(err)
+			}
+			for _, in := range ins {
+				timeQuery(b, f, in)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			b.StartTimer()
+			b.ResetTimer()
+			for i := range b.N {
+				_, d := timeQuery(b, f, ins[i%len(ins)])
+				lat = append(lat, d)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			reportLatency(b, "", lat)
+		})
+	}
+}
+
 // BenchmarkQueryAfterWrite times the contains query of BenchmarkQuery
 // right after a write it must see: "write" replaces one doc of main
 // before each query on main; "fork-write" forks main, writes one doc on

@@ -21,14 +21,27 @@ package index
 // window (offset, page and one more row) holds at most maxLazyLimit rows,
 // the order's first key is an ordered index or the order is the default
 // one with the ids' order in memory (not a random order), and every
-// condition can be tested on one row: no $contains or other scans, no
-// links, no element conditions (a not adds |live|/16 to the build and a
-// probe of the live rows to the tests).
+// condition can be tested on one row: no scans but $contains and
+// $iContains on a column whose store narrows them by trigrams, no links,
+// no element conditions (a not adds |live|/16 to the build and a probe of
+// the live rows to the tests).
 // Otherwise the eager plan runs; it also runs, starting over, when the
 // source turns out to keep no ordered index of the sort column and when
 // the walk tests more rows than its budget (lazyBudget). The walk itself
 // is the same in both plans; what changes is how a visited row is found
 // to match.
+//
+// A $contains or $iContains reads its trigram candidates C up front, in
+// both plans. The eager one then tests the value of each of them; the lazy
+// one probes the candidates for each row it visits and tests the values
+// of those in them:
+//
+//	eager build   |C| · 8 (a substring search of a stored value)
+//	lazy tests    V · (4 + |C|/|live| · 12 (probes of the rows with a
+//	              value and of those sure to match, then a search))
+//
+// so a frequent word verifies the values of about the page's rows, not
+// those of every candidate.
 
 import (
 	"context"
@@ -50,20 +63,22 @@ const (
 	lazyPostingTest  = 4
 	lazyTypedTest    = 2
 	lazyValueTest    = 8
+	lazySubstring    = 8 // a substring search of a stored value
 )
 
 // testKind is what a rowTest checks.
 type testKind uint8
 
 const (
-	testLive   testKind = iota // the row is live: an and of nothing
-	testAnd                    // every child holds
-	testOr                     // some child holds
-	testNot                    // the row is live and the child does not hold
-	testBits                   // the row is in a posting
-	testInts                   // an int or datetime range, on the value array
-	testFloats                 // a float range, on the value array
-	testValue                  // a range on the value store's values
+	testLive      testKind = iota // the row is live: an and of nothing
+	testAnd                       // every child holds
+	testOr                        // some child holds
+	testNot                       // the row is live and the child does not hold
+	testBits                      // the row is in a posting
+	testInts                      // an int or datetime range, on the value array
+	testFloats                    // a float range, on the value array
+	testValue                     // a range on the value store's values
+	testSubstring                 // a substring, on the trigram candidates and the value array
 )
 
 // rowTest is a filter's plan turned into a test of one row: one rowTest
@@ -83,6 +98,13 @@ type rowTest struct {
 	fb      bounds[float64]
 	vals    ColumnValues
 	rng     *rangeNode
+	// testSubstring: the trigram candidates (bits), those of them known
+	// to match (nil: none), the value array, the test of one value and
+	// the count of tested rows that were candidates.
+	sure  *roaring.Bitmap
+	strs  []string
+	match func(string) bool
+	cands uint64
 
 	share       float64 // estimated share of the live rows that pass
 	build, test float64 // costs of the rule, in row visits
@@ -129,6 +151,16 @@ func (t *rowTest) holds(row uint32) bool {
 		return int(row) < len(t.floats) && t.present.Contains(row) && t.fb.holds(t.floats[row])
 	case testValue:
 		return t.rng.match(t.vals.Get(row))
+	case testSubstring:
+		if !t.bits.Contains(row) {
+			return false
+		}
+		t.cands++
+		// As the eager scan, only rows with a value match.
+		if int(row) >= len(t.strs) || !t.present.Contains(row) {
+			return false
+		}
+		return (t.sure != nil && t.sure.Contains(row)) || t.match(t.strs[row])
 	}
 	return false
 }
@@ -215,8 +247,45 @@ func (b *lazyBuilder) build(n planNode) (*rowTest, bool, error) {
 		return t, true, nil
 	case *rangeNode:
 		return b.buildRange(t, n)
+	case *scanNode:
+		return b.buildSubstring(t, n)
 	}
 	return nil, false, nil
+}
+
+// buildSubstring tests $contains and $iContains of a string column whose
+// store keeps a value array and narrows substrings by trigrams; any other
+// scan cannot be tested row by row. The share it estimates is that of the
+// candidates, a bound of the matches.
+func (b *lazyBuilder) buildSubstring(t *rowTest, n *scanNode) (*rowTest, bool, error) {
+	p := n.pred
+	if (p.Op != OpContains && p.Op != OpIContains) || p.Quant != QuantNone || len(p.JSONPath) != 0 || !storable(p.Column) {
+		return nil, false, nil
+	}
+	vals, err := b.x.src.Values(p.Column)
+	if err != nil || vals == nil {
+		return nil, false, err
+	}
+	dv, ok := vals.(DenseValues)
+	sv, ok2 := vals.(SubstringValues)
+	if !ok || !ok2 {
+		return nil, false, nil
+	}
+	strs := dv.Strings()
+	if strs == nil {
+		return nil, false, nil
+	}
+	rows, sure, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains)
+	if !ok {
+		return nil, false, nil
+	}
+	c := float64(rows.GetCardinality())
+	t.kind, t.bits, t.sure, t.present, t.strs = testSubstring, rows, sure, dv.Present(), strs
+	t.match = substringMatch(p.Value.Str, p.Op == OpIContains)
+	t.share = min(1, c/b.n)
+	t.build = c * lazySubstring
+	t.test = lazyPostingTest + t.share*(lazySubstring+lazyPostingTest)
+	return t, true, nil
 }
 
 // buildRange tests a range on the column's value array when its store has
@@ -335,6 +404,15 @@ func (p *QueryPlan) explainLazy(t *rowTest, start time.Time, rows int) {
 		switch t.kind {
 		case testInts, testFloats, testValue:
 			e.Via = "column store"
+		case testSubstring:
+			// As the eager scan: the values tested on the column
+			// store, under it the trigram candidates the rows were
+			// probed in.
+			e.Via = "column store"
+			tri := step("trigram", formatFilterValue(t.node.(*scanNode).pred.Value))
+			tri.logged = "?"
+			tri.Ran, tri.Estimated, tri.Actual = true, t.tested, t.cands
+			e.Children = []*ExplainNode{tri}
 		}
 		order := make([]*ExplainNode, 0, len(t.children))
 		for _, c := range t.children {

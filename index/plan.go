@@ -39,7 +39,8 @@ import (
 // row as the walk visits rows (postings probed, ranges compared on the value
 // arrays), stopping once the page is full: when the filter matches a large
 // share of the rows, the page is small and the filter holds only postings,
-// ranges and their and/or/not. The rule weighs the rows the walk is
+// ranges, $contains and $iContains narrowed by a substring index, and
+// their and/or/not. The rule weighs the rows the walk is
 // expected to visit, times the cost of testing one, against building the
 // filter's bitmap; lazy.go writes it down.
 
