@@ -2,6 +2,7 @@ package memstore_test
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,37 @@ func BenchmarkColumnStoreHeap(b *testing.B) {
 		b.ReportMetric(float64(gc.Microseconds()), "gc-µs")
 		b.ReportMetric(float64(liveStore.Size())/(1<<20), "size-MiB")
 	}
+}
+
+// BenchmarkColumnReads times the reads of a string and a multiple column
+// that sorts, filters and summaries make, on the store of 1e5 generated
+// docs: ordering every title, testing every title for a substring, and
+// reading every row's tags.
+func BenchmarkColumnReads(b *testing.B) {
+	const n = 100_000
+	s := memstore.GenStore(b, n, gen.New(gen.Config{N: n, Seed: 1}).Doc)
+	titles, tags := s.Column(memstore.GenTitle), s.Column(memstore.GenTags)
+	b.Run("sort-titles", func(b *testing.B) {
+		for b.Loop() {
+			s.SortStrings(memstore.GenTitle)
+		}
+	})
+	b.Run("contains-titles", func(b *testing.B) {
+		for b.Loop() {
+			k := 0
+			for row := range uint32(n) {
+				if strings.Contains(titles.Get(row).Str, "the") {
+					k++
+				}
+			}
+		}
+	})
+	b.Run("get-tags", func(b *testing.B) {
+		for b.Loop() {
+			k := 0
+			for row := range uint32(n) {
+				k += len(tags.Get(row).Strs)
+			}
+		}
+	})
 }

@@ -94,5 +94,18 @@ func GenStore(tb testing.TB, n int, doc func(i int) map[string]any) *TableStore 
 	return s
 }
 
+// Column ids of the generated docs' title and tags in GenStore's stores.
+const (
+	GenTitle = genTitle
+	GenTags  = genTags
+)
+
+// SortStrings orders the rows of string column id by value, as building
+// the column's order does.
+func (s *TableStore) SortStrings(id uint32) []uint32 {
+	c := s.cols[id]
+	return c.sortStrRows(c.present.ToArray())
+}
+
 // Size exposes the store's own estimate of its memory.
 func (s *TableStore) Size() int64 { return s.size() }
