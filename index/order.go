@@ -255,27 +255,24 @@ func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (
 	return out, true
 }
 
-// idOrder returns the record ids' in-memory order and the ids by row, or
-// nil when the id store keeps none; it builds the order on first use.
-func idOrder(src Source) (order []uint32, ids []string, err error) {
+// idOrder returns the record ids' in-memory order and the ids by row, or a
+// nil order when the id store keeps none; it builds the order on first use.
+func idOrder(src Source) (order []uint32, ids PackedStrings, err error) {
 	vals, err := src.Values(IDColumn)
 	if err != nil || vals == nil {
-		return nil, nil, err
+		return nil, PackedStrings{}, err
 	}
 	ov, ok := vals.(OrderedValues)
 	if !ok {
-		return nil, nil, nil
+		return nil, PackedStrings{}, nil
 	}
 	ids = ov.Strings()
-	if ids == nil {
-		return nil, nil, nil
-	}
-	if p := ov.Present(); !p.IsEmpty() && int(p.Maximum()) >= len(ids) {
-		return nil, nil, nil
+	if p := ov.Present(); ids.Len() == 0 || !p.IsEmpty() && int(p.Maximum()) >= ids.Len() {
+		return nil, PackedStrings{}, nil
 	}
 	order = ov.Order()
 	if order == nil {
-		return nil, nil, nil
+		return nil, PackedStrings{}, nil
 	}
 	return order, ids, nil
 }
@@ -283,15 +280,15 @@ func idOrder(src Source) (order []uint32, ids []string, err error) {
 // walkIDOrder produces the default order (ascending id) by walking the
 // ids' in-memory order within the window's cursors, taking the rows that
 // are candidates until the window is full.
-func walkIDOrder(ctx context.Context, order []uint32, ids []string, cc candidates, w Window) ([]uint32, []Key, error) {
+func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, cc candidates, w Window) ([]uint32, []Key, error) {
 	lo, hi := 0, len(order)
 	if w.After != nil {
 		after := w.After.ID
-		lo = sort.Search(len(order), func(k int) bool { return ids[order[k]] > after })
+		lo = sort.Search(len(order), func(k int) bool { return ids.At(order[k]) > after })
 	}
 	if w.Before != nil {
 		before := w.Before.ID
-		hi = max(lo, sort.Search(len(order), func(k int) bool { return ids[order[k]] >= before }))
+		hi = max(lo, sort.Search(len(order), func(k int) bool { return ids.At(order[k]) >= before }))
 	}
 	var rows []uint32
 	var keys []Key
@@ -310,7 +307,7 @@ func walkIDOrder(ctx context.Context, order []uint32, ids []string, cc candidate
 			return false, errLazySpent
 		}
 		rows = append(rows, row)
-		keys = append(keys, Key{Values: []codec.Value{}, ID: ids[row]})
+		keys = append(keys, Key{Values: []codec.Value{}, ID: ids.At(row)})
 		return len(rows) < w.Limit, nil
 	}
 	if w.Reverse {

@@ -161,7 +161,7 @@ func TestWalkIDOrder(t *testing.T) {
 				t.Fatal("no heap over the ids")
 			}
 			name := fmt.Sprintf("round %d, %d candidates, window %+v", round, cand.GetCardinality(), w)
-			got, keys, err := walkIDOrder(ctx, order, ids, candidates{set: cand}, w)
+			got, keys, err := walkIDOrder(ctx, order, packStrings(ids), candidates{set: cand}, w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestWalkIDOrder(t *testing.T) {
 				}
 			}
 			test := &rowTest{kind: testBits, bits: cand}
-			got, _, err = walkIDOrder(ctx, order, ids, candidates{set: present, test: test, budget: n}, w)
+			got, _, err = walkIDOrder(ctx, order, packStrings(ids), candidates{set: present, test: test, budget: n}, w)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("%s: lazy walk %v (%v), heap %v", name, got, err, want)
 			}
@@ -185,7 +185,7 @@ func TestWalkIDOrder(t *testing.T) {
 			// walk.
 			if test.tested > 1 && len(want) == w.Limit {
 				short := &rowTest{kind: testBits, bits: cand}
-				_, _, err = walkIDOrder(ctx, order, ids, candidates{set: present, test: short, budget: test.tested / 2}, w)
+				_, _, err = walkIDOrder(ctx, order, packStrings(ids), candidates{set: present, test: short, budget: test.tested / 2}, w)
 				if !errors.Is(err, errLazySpent) {
 					t.Fatalf("%s: a walk over budget ends with %v", name, err)
 				}

@@ -514,7 +514,7 @@ func (s *scanNode) inStrings(x *execCtx, vals ColumnValues, c *roaring.Bitmap) (
 		return nil, false, nil
 	}
 	strs := dv.Strings()
-	if strs == nil {
+	if strs.Len() == 0 {
 		return nil, false, nil
 	}
 	x.via("column store")
@@ -561,7 +561,7 @@ func (s *scanNode) inStrings(x *execCtx, vals ColumnValues, c *roaring.Bitmap) (
 		}
 		k := 0
 		for _, row := range buf[:n] {
-			if int(row) < len(strs) && match(strs[row]) {
+			if int(row) < strs.Len() && match(strs.At(row)) {
 				keep[k] = row
 				k++
 			}

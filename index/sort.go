@@ -714,11 +714,11 @@ func selectByID(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint3
 		return nil, false
 	}
 	strs := dv.Strings()
-	if strs == nil {
+	if strs.Len() == 0 {
 		return nil, false
 	}
 	have := roaring.And(cand, dv.Present())
-	if !have.IsEmpty() && int(have.Maximum()) >= len(strs) {
+	if !have.IsEmpty() && int(have.Maximum()) >= strs.Len() {
 		return nil, false
 	}
 	// before reports whether id a comes first in the window's direction.
@@ -730,7 +730,7 @@ func selectByID(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint3
 	}
 	// A max-heap in the window's direction keeps the first Limit rows.
 	var h []uint32
-	less := func(i, j int) bool { return before(strs[h[j]], strs[h[i]]) }
+	less := func(i, j int) bool { return before(strs.At(h[j]), strs.At(h[i])) }
 	down := func(i int) {
 		for {
 			l, r, m := 2*i+1, 2*i+2, i
@@ -751,7 +751,7 @@ func selectByID(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint3
 	it := have.ManyIterator()
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
-			id := strs[row]
+			id := strs.At(row)
 			if (w.After != nil && id <= w.After.ID) || (w.Before != nil && id >= w.Before.ID) {
 				continue
 			}
@@ -762,13 +762,13 @@ func selectByID(kr *keyReader, cand *roaring.Bitmap, o Order, w Window) ([]uint3
 				}
 				continue
 			}
-			if before(id, strs[h[0]]) {
+			if before(id, strs.At(h[0])) {
 				h[0] = row
 				down(0)
 			}
 		}
 	}
-	sort.Slice(h, func(i, j int) bool { return before(strs[h[i]], strs[h[j]]) })
+	sort.Slice(h, func(i, j int) bool { return before(strs.At(h[i]), strs.At(h[j])) })
 	return h, true
 }
 

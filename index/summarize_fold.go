@@ -88,14 +88,14 @@ func (a *summaryAcc) result(fn summaryFn, in ColumnType) codec.Value {
 // calling Get for each. Present holds the rows with a value; the array of
 // the column's kind (Ints for int, datetime and bool columns, Floats for
 // float columns, Strings for string, email and link columns) is longer
-// than the largest of them. Both are read-only and valid while the Source
+// than the largest of them; Strings has no rows for other columns. Both are read-only and valid while the Source
 // is in use.
 type DenseValues interface {
 	ColumnValues
 	Present() *roaring.Bitmap
 	Ints() []int64
 	Floats() []float64
-	Strings() []string
+	Strings() PackedStrings
 }
 
 // foldBatch is how many rows a dense fold takes from a bitmap at a time.
@@ -175,14 +175,14 @@ func foldDense(vals ColumnValues, t ColumnType, fn summaryFn, rows *roaring.Bitm
 		return true
 	case TypeString, TypeEmail:
 		strs := dv.Strings()
-		if last >= len(strs) || (fn != fnMin && fn != fnMax) {
+		if last >= strs.Len() || (fn != fnMin && fn != fnMax) {
 			return false
 		}
 		first := true
 		var best string
 		for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
 			for _, row := range buf[:n] {
-				v := strs[row]
+				v := strs.At(row)
 				if first || (fn == fnMin && v < best) || (fn == fnMax && v > best) {
 					best, first = v, false
 				}
@@ -381,13 +381,13 @@ func (e *summaryExec) foldGroups(groups []*sumGroup, i int, cand *roaring.Bitmap
 		return true
 	case TypeString, TypeEmail:
 		strs := dv.Strings()
-		if last >= len(strs) || (fn != fnMin && fn != fnMax) {
+		if last >= strs.Len() || (fn != fnMin && fn != fnMax) {
 			return false
 		}
 		acc := make([]string, ng)
 		for rows := next(); len(rows) > 0; rows = next() {
 			for _, row := range rows {
-				g, v := gid[row], strs[row]
+				g, v := gid[row], strs.At(row)
 				if counts[g] == 0 || (fn == fnMin && v < acc[g]) || (fn == fnMax && v > acc[g]) {
 					acc[g] = v
 				}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -132,7 +133,23 @@ type memDense struct {
 func (d *memDense) Present() *roaring.Bitmap { return &d.present }
 func (d *memDense) Ints() []int64            { return d.ints }
 func (d *memDense) Floats() []float64        { return d.floats }
-func (d *memDense) Strings() []string        { return d.strs }
+func (d *memDense) Strings() PackedStrings   { return packStrings(d.strs) }
+
+// packStrings packs values by row the way a column store keeps them.
+func packStrings(vals []string) PackedStrings {
+	if vals == nil {
+		return PackedStrings{}
+	}
+	p := PackedStrings{Data: []byte{0}, Offs: make([]uint64, len(vals))}
+	for row, v := range vals {
+		if v != "" {
+			p.Offs[row] = uint64(len(p.Data))
+			p.Data = binary.AppendUvarint(p.Data, uint64(len(v)))
+			p.Data = append(p.Data, v...)
+		}
+	}
+	return p
+}
 
 func (m *memSource) Values(c *Column) (ColumnValues, error) {
 	if m.noStore || !storable(c) {

@@ -282,6 +282,15 @@ func (g *logGen) catalogCommand(a *Applier, choice int) catalog.Command {
 		user = "usr_missing"
 	}
 	dbName := fmt.Sprintf("db%d", g.r.IntN(6))
+	if g.step <= 2*catalogChoices && (choice == 16 || choice == 17) {
+		// In the opening round, a command on a database names one that
+		// exists, where there is one, so that every log applies some.
+		for _, p := range a.Catalog().Placements() {
+			if p.Workspace == "" {
+				dbName = p.Name
+			}
+		}
+	}
 	switch choice {
 	case 0:
 		id := g.id("usr_")
@@ -359,10 +368,14 @@ func (g *logGen) catalogCommand(a *Applier, choice int) catalog.Command {
 }
 
 // restore makes a RestoreDatabase of a backup of some database of a, or
-// of a malformed backup.
+// of a malformed backup. In the opening round of every catalog command
+// the backup is always a fresh, whole one, so that a log has a restore
+// that applies: a catalog command is a tenth of the rest, a restore a
+// twenty-fifth of those.
 func (g *logGen) restore(a *Applier, now time.Time, name string) catalog.Command {
 	cmd := &catalog.RestoreDatabase{Database: catalog.Database{Name: name + "r", Region: "local", CreatedAt: now}}
-	if ids := a.Catalog().DatabaseIDs(); len(ids) > 0 && g.r.IntN(4) != 0 {
+	opening := g.step <= 2*catalogChoices
+	if ids := a.Catalog().DatabaseIDs(); len(ids) > 0 && (opening || g.r.IntN(4) != 0) {
 		var buf bytes.Buffer
 		snap := a.pdb.NewSnapshot()
 		err := layers.WriteRange(snap, pick(g, ids), &buf)
@@ -372,7 +385,7 @@ func (g *logGen) restore(a *Applier, now time.Time, name string) catalog.Command
 		}
 	}
 	cmd.Backup = g.backup
-	if g.r.IntN(5) == 0 {
+	if !opening && g.r.IntN(5) == 0 {
 		cmd.Backup = []byte("coppice-backup-1\nnot really")
 	}
 	return cmd

@@ -71,9 +71,9 @@ func (c *Column) written(row uint32, v codec.Value) {
 	}
 	if ix.tri != nil {
 		old := ""
-		had := c.present.Contains(row) && int(row) < len(c.strs)
+		had := c.present.Contains(row)
 		if had {
-			old = c.strs[row]
+			old = c.strs.get(row)
 		}
 		ix.tri.update(row, old, had, v)
 	}
@@ -248,7 +248,7 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 
 // compareStrRows orders two rows of a string column by value, then by row.
 func (c *Column) compareStrRows(a, b uint32) int {
-	if x := strings.Compare(c.strs[a], c.strs[b]); x != 0 {
+	if x := strings.Compare(c.strs.get(a), c.strs.get(b)); x != 0 {
 		return x
 	}
 	return cmp.Compare(a, b)

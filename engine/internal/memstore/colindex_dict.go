@@ -1,6 +1,8 @@
 package memstore
 
 import (
+	"strings"
+
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/index"
 )
@@ -32,9 +34,12 @@ func (d *colDict) set(row uint32, v codec.Value) bool {
 		if len(d.vals) >= maxDictValues {
 			return false
 		}
-		d.vals = append(d.vals, codec.String(v.Str))
+		// A copy: the value may be cut from a column's arena, which it
+		// would keep alive after the column moves to a new one.
+		str := strings.Clone(v.Str)
+		d.vals = append(d.vals, codec.String(str))
 		code = uint16(len(d.vals))
-		d.byStr[v.Str] = code
+		d.byStr[str] = code
 	}
 	d.codes = grow(d.codes, int(row)+1)
 	d.codes[row] = code
@@ -61,7 +66,7 @@ func (c *Column) Codes() (codes []uint16, vals []codec.Value, ok bool) {
 		it := c.present.Iterator()
 		for it.HasNext() {
 			row := it.Next()
-			if !d.set(row, codec.String(c.strs[row])) {
+			if !d.set(row, codec.String(c.strs.get(row))) {
 				ix.noDict = true
 				break
 			}

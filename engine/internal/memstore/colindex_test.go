@@ -80,7 +80,7 @@ func TestColIndexFollowsWrites(t *testing.T) {
 				it := strs.present.Iterator()
 				for it.HasNext() {
 					row := it.Next()
-					s := strs.strs[row]
+					s := strs.strs.get(row)
 					match := strings.Contains(s, sub)
 					if fold {
 						match = strings.Contains(strings.ToUpper(s), strings.ToUpper(sub)) || !isASCII(s)

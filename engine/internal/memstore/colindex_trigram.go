@@ -102,7 +102,7 @@ func buildTrigrams(c *Column) *trigramIndex {
 				flush()
 				chunk = row >> 16
 			}
-			s := c.strs[row]
+			s := c.strs.get(row)
 			if len(s) < 3 {
 				continue
 			}

@@ -32,19 +32,16 @@ type TableStore struct {
 	grew atomic.Bool
 }
 
-// Column holds the values of one column, by row. Only the slice of the
+// Column holds the values of one column, by row. Only the field of the
 // column's kind is used.
 type Column struct {
 	kind    codec.Kind
 	ints    []int64 // int, datetime (unix nanos), bool (0/1)
 	floats  []float64
-	strs    []string
-	lists   [][]string
+	strs    strArena // string, email, link, multiple
 	present roaring.Bitmap
-	ix      colIndex // structures derived from the values, built on use
-	// strBytes is the bytes of the strings the column holds.
-	strBytes int64
-	store    *TableStore // the store the column belongs to; nil in tests
+	ix      colIndex    // structures derived from the values, built on use
+	store   *TableStore // the store the column belongs to; nil in tests
 }
 
 // Get implements index.ColumnValues.
@@ -58,9 +55,13 @@ func (c *Column) Get(row uint32) codec.Value {
 	case codec.KindFloat:
 		return codec.Float(c.floats[row])
 	case codec.KindString:
-		return codec.String(c.strs[row])
+		return codec.String(c.strs.get(row))
 	case codec.KindStrings:
-		return codec.Strings(c.lists[row])
+		l := c.strs.list(row)
+		if l == nil {
+			l = []string{} // present and empty
+		}
+		return codec.Strings(l)
 	}
 	return codec.Null()
 }
@@ -69,29 +70,13 @@ func (c *Column) Get(row uint32) codec.Value {
 // current.
 func (c *Column) set(row uint32, v codec.Value) {
 	c.written(row, v)
-	switch c.kind {
-	case codec.KindString:
-		if int(row) < len(c.strs) {
-			c.strBytes -= int64(len(c.strs[row]))
-		}
-		c.strBytes += int64(len(v.Str))
-	case codec.KindStrings:
-		if int(row) < len(c.lists) {
-			c.strBytes -= listBytes(c.lists[row])
-		}
-		c.strBytes += listBytes(v.Strs)
-	}
 	if v.IsNull() {
 		c.present.Remove(row)
 		switch c.kind {
 		case codec.KindString:
-			if int(row) < len(c.strs) {
-				c.strs[row] = ""
-			}
+			c.strs.setStr(row, "", true)
 		case codec.KindStrings:
-			if int(row) < len(c.lists) {
-				c.lists[row] = nil
-			}
+			c.strs.setList(row, nil, true)
 		}
 		return
 	}
@@ -104,11 +89,9 @@ func (c *Column) set(row uint32, v codec.Value) {
 		c.floats = grow(c.floats, n)
 		c.floats[row] = v.Float
 	case codec.KindString:
-		c.strs = grow(c.strs, n)
-		c.strs[row] = v.Str
+		c.strs.setStr(row, v.Str, false)
 	case codec.KindStrings:
-		c.lists = grow(c.lists, n)
-		c.lists[row] = v.Strs
+		c.strs.setList(row, v.Strs, false)
 	}
 	c.present.Add(row)
 }
@@ -146,15 +129,6 @@ func storedKind(t model.ColumnType) (codec.Kind, bool) {
 	return 0, false
 }
 
-// listBytes is the memory the strings of a multiple value take.
-func listBytes(l []string) int64 {
-	n := int64(16 * len(l))
-	for _, x := range l {
-		n += int64(len(x))
-	}
-	return n
-}
-
 // newTableStore makes an empty store for the stored columns of t, meta
 // columns included.
 func newTableStore(t *model.Table) *TableStore {
@@ -176,16 +150,16 @@ func newTableStore(t *model.Table) *TableStore {
 }
 
 // clone returns a copy of s that changes apart from it: the values are
-// copied (strings and lists are never changed in place, so the copy shares
-// them), and so are the orders, dictionaries and trigram indexes already
-// built, which the copy's writes then keep current: copying a trigram
-// index costs a fraction of building it again. The caller holds s for
-// reading.
+// copied (the entries of strings and multiples are never changed in
+// place, so the copy shares them), and so are the orders, dictionaries and
+// trigram indexes already built, which the copy's writes then keep
+// current: copying a trigram index costs a fraction of building it again.
+// The caller holds s for reading.
 func (s *TableStore) clone() *TableStore {
 	n := &TableStore{cols: make(map[uint32]*Column, len(s.cols))}
 	for id, c := range s.cols {
 		nc := &Column{kind: c.kind, ints: slices.Clone(c.ints), floats: slices.Clone(c.floats),
-			strs: slices.Clone(c.strs), lists: slices.Clone(c.lists), strBytes: c.strBytes, store: n}
+			strs: c.strs.clone(), store: n}
 		nc.present = *c.present.Clone()
 		c.ix.mu.Lock()
 		if c.ix.hasOrder {
@@ -210,8 +184,7 @@ func (s *TableStore) clone() *TableStore {
 func (s *TableStore) size() int64 {
 	n := int64(64)
 	for _, c := range s.cols {
-		n += 96 + 8*int64(cap(c.ints)+cap(c.floats)) + 16*int64(cap(c.strs)) + 24*int64(cap(c.lists)) +
-			c.strBytes + int64(c.present.GetSizeInBytes())
+		n += 96 + 8*int64(cap(c.ints)+cap(c.floats)) + c.strs.bytes() + int64(c.present.GetSizeInBytes())
 		c.ix.mu.Lock()
 		n += 4*int64(cap(c.ix.order)) + int64(c.ix.stale.GetSizeInBytes())
 		if d := c.ix.dict; d != nil {
@@ -341,11 +314,11 @@ func (c *Column) Floats() []float64 {
 }
 
 // Strings returns the values of a string, email or link column by row.
-func (c *Column) Strings() []string {
+func (c *Column) Strings() index.PackedStrings {
 	if c.kind == codec.KindString {
-		return c.strs
+		return index.PackedStrings{Data: c.strs.data, Offs: c.strs.offs}
 	}
-	return nil
+	return index.PackedStrings{}
 }
 
 // Column returns the values of the column with id, or nil for a column
