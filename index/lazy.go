@@ -102,7 +102,7 @@ type rowTest struct {
 	// to match (nil: none), the value array, the test of one value and
 	// the count of tested rows that were candidates.
 	sure  *roaring.Bitmap
-	strs  []string
+	strs  PackedStrings
 	match func(string) bool
 	cands uint64
 
@@ -157,10 +157,10 @@ func (t *rowTest) holds(row uint32) bool {
 		}
 		t.cands++
 		// As the eager scan, only rows with a value match.
-		if int(row) >= len(t.strs) || !t.present.Contains(row) {
+		if int(row) >= t.strs.Len() || !t.present.Contains(row) {
 			return false
 		}
-		return (t.sure != nil && t.sure.Contains(row)) || t.match(t.strs[row])
+		return (t.sure != nil && t.sure.Contains(row)) || t.match(t.strs.At(row))
 	}
 	return false
 }
@@ -272,7 +272,7 @@ func (b *lazyBuilder) buildSubstring(t *rowTest, n *scanNode) (*rowTest, bool, e
 		return nil, false, nil
 	}
 	strs := dv.Strings()
-	if strs == nil {
+	if strs.Len() == 0 {
 		return nil, false, nil
 	}
 	rows, sure, ok := sv.SubstringCandidates(p.Value.Str, p.Op == OpIContains)
