@@ -57,6 +57,13 @@ func startServerEngine(t *testing.T, opts Options, eopts engine.Options) *testSe
 // is one unless the engine's storage failed.
 func serveEngine(t *testing.T, opts Options, eng *engine.Engine, dir string) *testServer {
 	t.Helper()
+	return serveEngineOn(t, opts, eng, dir, nil)
+}
+
+// serveEngineOn is serveEngine on the loopback listener wrap returns, when
+// wrap is not nil, so that a test can watch the server's connections.
+func serveEngineOn(t *testing.T, opts Options, eng *engine.Engine, dir string, wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
 	info, err := Bootstrap(eng, testKey)
 	if err != nil {
 		eng.Close()
@@ -76,7 +83,11 @@ func serveEngine(t *testing.T, opts Options, eng *engine.Engine, dir string) *te
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	var l net.Listener = ln
+	if wrap != nil {
+		l = wrap(ln)
+	}
+	go func() { served <- srv.Serve(l) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -1,15 +1,11 @@
 package api
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coppice-db/coppice/engine"
 )
@@ -52,40 +48,11 @@ func TestPageLeavesInOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := Bootstrap(eng, testKey)
-	if err != nil {
-		eng.Close()
-		t.Fatal(err)
-	}
-	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		eng.Close()
-		t.Fatal(err)
-	}
-	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		eng.Close()
-		t.Fatal(err)
-	}
-	ln := &countingListener{Listener: inner}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		ln.Close()
-		<-served
-		if err := eng.Close(); err != nil {
-			t.Errorf("close engine: %v", err)
-		}
+	var ln *countingListener
+	ts := serveEngineOn(t, Options{}, eng, dir, func(l net.Listener) net.Listener {
+		ln = &countingListener{Listener: l}
+		return ln
 	})
-	ts := &testServer{t: t, eng: eng, srv: srv, info: info, addr: inner.Addr().String(), key: testKey, dir: dir}
-	ts.url = "http://" + ts.addr
-	ts.base = ts.url + "/ws/" + info.WorkspaceID
-
 	ts.createDB("w")
 	ts.createTable("w", "docs", map[string]any{"name": "body", "type": "text"})
 	var recs []any
