@@ -35,6 +35,7 @@ cluster: build ## start 3 nodes on loopback (API 127.0.0.1:8081-8083, Raft :7081
 
 test: vet chromium ## run the test suite (what CI runs): unit, model, fuzz-seed and browser tests
 	$(GO) test -tags $(GOTAGS) -short -count=1 ./...
+	cd bench/suite && $(GO) test -tags $(GOTAGS) -short -count=1 ./...
 
 # The console's browser tests drive Debian's chromium and skip without it.
 chromium: ## install chromium for the browser tests when it is missing and this is root with apt-get

@@ -31,6 +31,7 @@ type config struct {
 	loaders int
 	keep    bool
 	skip    map[string]bool
+	only    map[string]bool // workloads to run ("W2"); empty: every one
 }
 
 // suite is one run: its configuration, dataset, report and the facts the
@@ -63,7 +64,13 @@ func main() {
 	flag.IntVar(&cfg.loaders, "loaders", 2, "bulk requests in flight while loading Coppice")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the data directories after the run")
 	flag.StringVar(&skip, "skip", "", "comma-separated systems to leave out: ceiling, coppice, inproc, postgres, bleve")
+	var only string
+	flag.StringVar(&only, "only", "", "comma-separated workloads the coppice and postgres phases run after their loads (W2,W5); empty: all")
 	flag.Parse()
+	cfg.only = map[string]bool{}
+	for _, w := range splitComma(only) {
+		cfg.only[w] = true
+	}
 	cfg.skip = map[string]bool{}
 	for _, s := range splitComma(skip) {
 		cfg.skip[s] = true
@@ -140,8 +147,13 @@ func (s *suite) writeReport() (string, error) {
 	return s.rep.write(s.cfg.out)
 }
 
-// try runs one phase or workload and notes its failure in the report.
+// try runs one phase or workload and notes its failure in the report. A
+// workload -only leaves out is noted as skipped instead.
 func (s *suite) try(name string, fn func() error) {
+	if !selected(s.cfg.only, name) {
+		s.rep.note("%s: skipped on request", name)
+		return
+	}
 	logf("%s", name)
 	if err := fn(); err != nil {
 		logf("%s failed: %v", name, err)
@@ -173,6 +185,17 @@ func (s *suite) setup() {
 			bytesText(s.coppiceDisk), bytesText(s.pgDisk), bytesText(s.bleveDisk)),
 		fmt.Sprintf("Queries: %d of the filter/sort mix (8 kinds in turn), %d per search class; %d timed passes after a warm-up; W4: %d timed runs on Coppice, %d on PostgreSQL. One system runs at a time.", c.queries, c.search, c.reps, c.reps*10, c.reps*2),
 	}
+}
+
+// selected reports whether the phase or workload name runs under -only:
+// a workload ("W1 import", "W2 postgresql") runs when only is empty or
+// holds its first word; a phase always does.
+func selected(only map[string]bool, name string) bool {
+	w, _, _ := strings.Cut(name, " ")
+	if len(only) == 0 || len(w) < 2 || w[0] != 'W' || w[1] < '0' || w[1] > '9' {
+		return true
+	}
+	return only[w]
 }
 
 // splitComma splits a comma-separated list, dropping empty items.

@@ -93,3 +93,19 @@ func durations(n int) []time.Duration {
 	}
 	return out
 }
+
+// TestSelected holds which phases and workloads -only lets run.
+func TestSelected(t *testing.T) {
+	only := map[string]bool{"W2": true, "W5": true}
+	for name, want := range map[string]bool{
+		"W2": true, "W2 postgresql": true, "W5": true, "W3": false, "W1 import": false,
+		"W7 import": false, "W10": false, "coppice": true, "postgres": true, "Wx": true,
+	} {
+		if got := selected(only, name); got != want {
+			t.Errorf("selected(%q) = %v, want %v", name, got, want)
+		}
+		if !selected(nil, name) {
+			t.Errorf("selected(%q) with no -only = false", name)
+		}
+	}
+}
