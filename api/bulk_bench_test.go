@@ -3,11 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -127,53 +125,15 @@ func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
 // postBulk posts bodies to the docs table with conns requests in flight
 // and returns each request's latency and the elapsed time.
 func postBulk(b *testing.B, addr, base string, bodies [][]byte, conns int) ([]time.Duration, time.Duration) {
-	c := &fasthttp.HostClient{Addr: addr, MaxConns: conns, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
-	defer c.CloseIdleConnections()
-	var (
-		mu   sync.Mutex
-		lat  []time.Duration
-		next int
-		wg   sync.WaitGroup
-	)
-	start := time.Now()
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(bodies) {
-					return
-				}
-				req.Reset()
-				req.Header.SetMethod("POST")
-				req.SetRequestURI(base + gen.DocsTable + "/bulk")
-				req.URI().SetHost(addr)
-				req.Header.Set("Authorization", "Bearer "+testKey)
-				req.Header.SetContentType("application/json")
-				req.SetBodyRaw(bodies[i])
-				t0 := time.Now()
-				err := c.Do(req, resp)
-				d := time.Since(t0)
-				if err == nil && resp.StatusCode() != 200 {
-					err = fmt.Errorf("bulk: status %d: %.300s", resp.StatusCode(), resp.Body())
-				}
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-			}
-		}()
+	lat, elapsed, err := runTimedLoad(addr, conns, len(bodies), 200, time.Minute, func(req *fasthttp.Request, i int) {
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(base + gen.DocsTable + "/bulk")
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(bodies[i])
+	}, true)
+	if err != nil {
+		b.Error(err)
 	}
-	wg.Wait()
-	return lat, time.Since(start)
+	return lat, elapsed
 }

@@ -265,17 +265,26 @@ type loadRequest func(req *fasthttp.Request, i int)
 // goroutine each, and returns the elapsed time. Every response must have
 // status want.
 func runLoad(addr string, conns, n, want int, fill loadRequest) (time.Duration, error) {
+	_, elapsed, err := runTimedLoad(addr, conns, n, want, 30*time.Second, fill, false)
+	return elapsed, err
+}
+
+// runTimedLoad is runLoad with a timeout per request's read and write; when
+// timed, it also returns each request's latency, in no particular order.
+func runTimedLoad(addr string, conns, n, want int, timeout time.Duration, fill loadRequest, timed bool) ([]time.Duration, time.Duration, error) {
 	c := &fasthttp.HostClient{
 		Addr:                addr,
 		MaxConns:            conns,
-		ReadTimeout:         30 * time.Second,
-		WriteTimeout:        30 * time.Second,
+		ReadTimeout:         timeout,
+		WriteTimeout:        timeout,
 		MaxIdleConnDuration: time.Minute,
 	}
 	defer c.CloseIdleConnections()
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
+		mu       sync.Mutex
+		lat      []time.Duration
 		errOnce  sync.Once
 		firstErr error
 	)
@@ -288,6 +297,12 @@ func runLoad(addr string, conns, n, want int, fill loadRequest) (time.Duration, 
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
@@ -296,12 +311,16 @@ func runLoad(addr string, conns, n, want int, fill loadRequest) (time.Duration, 
 				req.Reset()
 				fill(req, i)
 				req.URI().SetHost(addr)
+				t0 := time.Now()
 				if err := c.Do(req, resp); err != nil {
 					fail(err)
 					return
 				}
+				if timed {
+					mine = append(mine, time.Since(t0))
+				}
 				if resp.StatusCode() != want {
-					fail(fmt.Errorf("%s %s: status %d, want %d: %s", req.Header.Method(), req.URI().Path(),
+					fail(fmt.Errorf("%s %s: status %d, want %d: %.300s", req.Header.Method(), req.URI().Path(),
 						resp.StatusCode(), want, resp.Body()))
 					return
 				}
@@ -309,7 +328,7 @@ func runLoad(addr string, conns, n, want int, fill loadRequest) (time.Duration, 
 		}()
 	}
 	wg.Wait()
-	return time.Since(start), firstErr
+	return lat, time.Since(start), firstErr
 }
 
 // compareLoads runs the same load against the server and the trivial
