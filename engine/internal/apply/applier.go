@@ -176,8 +176,12 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 // batch, published and synced before it returns. It returns the command's
 // result. write, when not nil, stages more writes into the batch.
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
-	if w, ok := cmd.(*WriteRecords); ok && write == nil && a.groups(w) {
-		return a.applyGrouped(d, w)
+	if w, ok := cmd.(*WriteRecords); ok && write == nil {
+		// Before the lock: writers prepare side by side (prepare.go).
+		w.prepare(d.State())
+		if a.groups(w) {
+			return a.applyGrouped(d, w)
+		}
 	}
 	d.mu.Lock()
 	return a.applyLocked(d, cmd, write)

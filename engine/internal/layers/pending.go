@@ -293,3 +293,20 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 	}
 	pb.ops = append(pb.ops, op)
 }
+
+// AddRows stages the addition of rows, in increasing order, to a bitmap
+// of the table: Add of each row, with one lookup of the bitmap.
+func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
+	pb := pt.byID[bitmapID]
+	if pb == nil {
+		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
+		pt.byID[bitmapID] = pb
+	}
+	for _, row := range rows {
+		op := uint64(row)<<1 | 1
+		if pb.simple && len(pb.ops) > 0 && pb.ops[len(pb.ops)-1] >= op {
+			pb.simple = false
+		}
+		pb.ops = append(pb.ops, op)
+	}
+}
