@@ -162,6 +162,7 @@ func (w *writer) flushJoins() {
 	w.deferred = 0
 	p, tx := w.prep, w.tx
 	pt := tx.pendingTable(w.br.Lineage[0].Layer, p.table.ID)
+	pt.Expect(len(p.postings))
 	var terms map[string]struct{}
 	rows := make([]uint32, 0, len(w.rows))
 	for k := range p.postings {
