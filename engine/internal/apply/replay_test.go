@@ -40,6 +40,8 @@ func TestReplayRandomLog(t *testing.T) {
 	if testing.Short() {
 		steps = 1500
 	}
+	defer func(n int) { prepareMinOps = n }(prepareMinOps)
+	prepareMinOps = 1
 	g := newLogGen(seed)
 	a, b := openReplayReplica(t), openReplayReplica(t)
 	seenDB := map[dbKind]bool{}
