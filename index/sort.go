@@ -527,13 +527,15 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	var keys []Key
 	full := func() bool { return len(rows) >= w.Limit }
 	cmp := o.windowCompare(w)
+	// ks holds a group's rows with their keys, reused from group to group.
+	var ks []keyedRow
 	// take adds a group of rows sharing one value of the first key, in
 	// window order.
 	take := func(group []uint32) (bool, error) {
 		if cc.spent() {
 			return false, errLazySpent
 		}
-		var ks []keyedRow
+		ks = ks[:0]
 		for _, row := range group {
 			k, ok, err := kr.key(row)
 			if err != nil {
