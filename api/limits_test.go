@@ -225,7 +225,9 @@ func waitTaken(t *testing.T, s *slots, failure string) {
 // and gets 503 after the longest wait; with room in the queue but none in
 // its bound, at once.
 func TestQueueWait(t *testing.T) {
-	ts := startServer(t, Options{Limits: Limits{MaxInflight: 1, MaxQueue: 1, MaxQueueWait: 300 * time.Millisecond}})
+	// A long wait, so that "at once" holds on a loaded machine too.
+	const wait = 1500 * time.Millisecond
+	ts := startServer(t, Options{Limits: Limits{MaxInflight: 1, MaxQueue: 1, MaxQueueWait: wait}})
 	q := newSlowQuery(ts)
 	c := q.start(ts)
 	defer c.Close()
@@ -247,8 +249,8 @@ func TestQueueWait(t *testing.T) {
 	if a.took > b.took {
 		a, b = b, a
 	}
-	if a.status != 503 || b.status != 503 || a.took > 250*time.Millisecond || b.took < 250*time.Millisecond || b.took > 3*time.Second {
-		t.Errorf("answers %+v and %+v: want one 503 at once and one after the 300ms wait", a, b)
+	if a.status != 503 || b.status != 503 || a.took > wait*2/3 || b.took < wait-50*time.Millisecond || b.took > 4*wait {
+		t.Errorf("answers %+v and %+v: want one 503 at once and one after the %v wait", a, b, wait)
 	}
 }
 
