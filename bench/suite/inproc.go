@@ -28,13 +28,14 @@ import (
 //
 // The two stores are read in alternating passes (as loaded, compacted,
 // compacted, as loaded, ...), each after a full garbage collection, once
-// both have built their column stores and taken a warm-up pass: measured
-// one after the other, the second state ran under other conditions (the
-// garbage of the first one's store build, the machine's load at that
-// time), which swung the ratio between identical passes as much as the
-// ratio under test. The CPU time per query does not count the time the
-// process waited for a core that others on the machine held. e is then
-// compacted too: what runs after reads a compacted store, as before.
+// both have built their column stores and taken a warm-up pass: states
+// measured one after the other would run under other conditions (the
+// garbage of the first one's store build, the machine's load at each
+// time), which on a shared machine swing the rate of identical passes
+// as much as the ratio under test. The CPU time per query does not count
+// the time the process waited for a core that others on the machine
+// held. e is then compacted too, so that what runs after reads a
+// compacted store.
 func (s *suite) compactedMix(ctx context.Context, e *engine.Engine, copyDir string, op func(e *engine.Engine, i int) error) error {
 	c, err := engine.Open(copyDir, engine.Options{})
 	if err != nil {
