@@ -165,6 +165,10 @@ type StorageStats struct {
 	// sync; GroupedWrites counts the writes they held. Their ratio is the
 	// mean size of the groups formed.
 	WriteGroups, GroupedWrites uint64
+	// WriterLockHeld sums how long commands held their database's writer
+	// lock, which serializes them: divided by the records written, the
+	// time per record that bounds a database's write rate.
+	WriterLockHeld time.Duration
 }
 
 // LevelStats are the table files of one level.
@@ -208,6 +212,7 @@ func (e *Engine) stats(maxDatabases int) (Stats, error) {
 	st := Stats{Storage: storageStats(e.pdb.Metrics())}
 	st.Storage.KeysWritten = e.ap.KeysWritten()
 	st.Storage.WriteGroups, st.Storage.GroupedWrites = e.ap.WriteGroups()
+	st.Storage.WriterLockHeld = e.ap.WriterLockHeld()
 	if c := e.compactor; c != nil {
 		st.Storage.IdleCompactions = c.runs.Load()
 		st.Storage.IdleCompactionFailures = c.failures.Load()

@@ -467,10 +467,16 @@ func (s *source) docs(rows []uint32, p *index.Projection) ([]*Doc, error) {
 
 // doc projects one stored record.
 func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
+	n := len(rec.Fields)
+	if !p.All {
+		n = min(n, len(p.Leaves)+len(p.Links)+len(p.FileFields))
+	}
 	d := &Doc{
 		ID: rec.ID, Version: rec.Version,
 		CreatedAt: time.Unix(0, rec.CreatedAt).UTC(), UpdatedAt: time.Unix(0, rec.UpdatedAt).UTC(),
-		Values: map[string]any{},
+		// Sized for the selected fields up front: a map grown entry by
+		// entry allocates and copies its tables again past eight.
+		Values: make(map[string]any, n+len(p.RevLinks)),
 	}
 	for _, f := range rec.Fields {
 		c := s.t.ByID[f.Col]

@@ -263,6 +263,16 @@ var queryCases = []queryCase{
 type queryBody struct {
 	Filter, Sort json.RawMessage
 	Page         engine.PageInput
+	// Opts are the query's settings: the zero value, as the benchmark
+	// suite's in-process rows run, or apiQueryOptions.
+	Opts engine.QueryOptions
+}
+
+// apiQueryOptions are the settings the API queries with: the page as
+// views of the stored values, read through a record cache of the API's
+// default size.
+func apiQueryOptions() engine.QueryOptions {
+	return engine.QueryOptions{Views: true, Records: engine.NewRecordCache(32 << 20)}
 }
 
 // timeQuery reads and runs one query, as the API does, and returns how
@@ -274,7 +284,7 @@ func timeQuery(b *testing.B, f *queryFixture, in queryBody) (*engine.QueryResult
 	if req.Filter, err = index.ReadFilter(in.Filter); err == nil {
 		if req.Sort, err = index.ReadSort(in.Sort); err == nil {
 			var res *engine.QueryResult
-			res, err = f.env.e.Query(context.Background(), f.ref, gen.DocsTable, req, engine.QueryOptions{})
+			res, err = f.env.e.Query(context.Background(), f.ref, gen.DocsTable, req, in.Opts)
 			d := time.Since(t0)
 			if err == nil {
 				return res, d
@@ -284,6 +294,9 @@ func timeQuery(b *testing.B, f *queryFixture, in queryBody) (*engine.QueryResult
 	b.Fatalf("query %s %s: %v", in.Filter, in.Sort, err)
 	return nil, 0
 }
+
+// pageLen is the number of records of a page, as records or as views.
+func pageLen(res *engine.QueryResult) int { return len(res.Records) + len(res.Views) }
 
 // latencyQuantile returns the q-quantile (0 ≤ q ≤ 1) of sorted durations, in
 // nanoseconds.
@@ -324,9 +337,22 @@ func BenchmarkQuery(b *testing.B) {
 				}
 				benchQueryCase(b, f, in)
 			})
+			// The same query as the API runs it.
+			b.Run(label+"/"+c.name+"/api", func(b *testing.B) {
+				f := get(b, n)
+				filter, sort := c.body(f.g)
+				in := queryBody{Filter: queryJSON(b, filter), Page: engine.PageInput{Size: &queryPage}, Opts: apiQueryOptions()}
+				if sort != nil {
+					in.Sort = queryJSON(b, sort)
+				}
+				benchQueryCase(b, f, in)
+			})
 		}
 		b.Run(label+"/cursor-page50", func(b *testing.B) {
-			benchCursorPages(b, get(b, n))
+			benchCursorPages(b, get(b, n), engine.QueryOptions{})
+		})
+		b.Run(label+"/cursor-page50/api", func(b *testing.B) {
+			benchCursorPages(b, get(b, n), apiQueryOptions())
 		})
 	}
 }
@@ -471,7 +497,7 @@ func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 		b.Fatal(err)
 	}
 	for range 3 {
-		if res, _ := timeQuery(b, f, in); len(res.Records) == 0 {
+		if res, _ := timeQuery(b, f, in); pageLen(res) == 0 {
 			b.Fatalf("query %s matches nothing", in.Filter)
 		}
 	}
@@ -495,7 +521,7 @@ func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 // done once, untimed; cursors are self-contained, so each op then times a
 // page 1 request and a request continuing from page 49's cursor, in turns
 // of which goes first. It reports both latencies and their ratio.
-func benchCursorPages(b *testing.B, f *queryFixture) {
+func benchCursorPages(b *testing.B, f *queryFixture, opts engine.QueryOptions) {
 	b.StopTimer()
 	if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
 		b.Fatal(err)
@@ -504,21 +530,22 @@ func benchCursorPages(b *testing.B, f *queryFixture) {
 		Filter: queryJSON(b, map[string]any{"category": gen.Categories[1]}),
 		Sort:   queryJSON(b, map[string]any{"created_at": "desc"}),
 		Page:   engine.PageInput{Size: &queryPage},
+		Opts:   opts,
 	}
 	res, _ := timeQuery(b, f, first)
 	for page := 2; page < 50; page++ {
-		if !res.More || len(res.Records) != queryPage {
-			b.Fatalf("page %d of %s has %d records, more=%v: the filter matches too few rows", page-1, first.Filter, len(res.Records), res.More)
+		if !res.More || pageLen(res) != queryPage {
+			b.Fatalf("page %d of %s has %d records, more=%v: the filter matches too few rows", page-1, first.Filter, pageLen(res), res.More)
 		}
 		cursor := res.Cursor
-		res, _ = timeQuery(b, f, queryBody{Page: engine.PageInput{After: &cursor}})
+		res, _ = timeQuery(b, f, queryBody{Page: engine.PageInput{After: &cursor}, Opts: opts})
 	}
 	cursor49 := res.Cursor
-	page50 := queryBody{Page: engine.PageInput{After: &cursor49}}
+	page50 := queryBody{Page: engine.PageInput{After: &cursor49}, Opts: opts}
 	for range 3 {
 		timeQuery(b, f, first)
-		if res, _ := timeQuery(b, f, page50); len(res.Records) != queryPage {
-			b.Fatalf("page 50 has %d records", len(res.Records))
+		if res, _ := timeQuery(b, f, page50); pageLen(res) != queryPage {
+			b.Fatalf("page 50 has %d records", pageLen(res))
 		}
 	}
 	lat1 := make([]time.Duration, 0, b.N)

@@ -8,8 +8,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/flate"
 
@@ -273,11 +275,33 @@ func (r *stateReader) bytes() []byte {
 // cursorMAC is the tag of a cursor: of its version byte (from version 2)
 // and its payload.
 func cursorMAC(secret, version, data []byte) []byte {
-	m := hmac.New(sha256.New, secret)
+	p := keyedMACs.Load()
+	if p == nil || !bytes.Equal(p.secret, secret) {
+		key := bytes.Clone(secret)
+		p = &macPool{secret: key}
+		p.pool.New = func() any { return hmac.New(sha256.New, key) }
+		keyedMACs.Store(p)
+	}
+	m := p.pool.Get().(hash.Hash)
+	m.Reset()
 	m.Write(version)
 	m.Write(data)
-	return m.Sum(nil)[:16]
+	out := m.Sum(make([]byte, 0, sha256.Size))
+	p.pool.Put(m)
+	return out[:16]
 }
+
+// macPool keeps MACs keyed with one secret: making one hashes the key
+// into its two pads and allocates, which costs more than the tag of a
+// cursor, while resetting a used one restores its keyed state.
+type macPool struct {
+	secret []byte
+	pool   sync.Pool
+}
+
+// keyedMACs holds the MACs of the last secret used: a server signs every
+// cursor with one.
+var keyedMACs atomic.Pointer[macPool]
 
 // isCursorError reports whether err is an invalid cursor.
 func isCursorError(err error) bool {

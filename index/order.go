@@ -127,41 +127,57 @@ func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bit
 // walk calls fn for each distinct value in b, in ascending order
 // (descending when desc), with the rows holding it that are candidates,
 // until fn returns false; values no candidate holds are skipped. The rows
-// passed are valid until fn returns.
+// passed are valid until fn returns, in ascending order of the column's
+// order.
+//
+// Each row of a value is tested once, as the walk reaches it, and a value
+// is handed to fn once all its rows are tested. Only a candidate's value
+// and those of the rows after it are read, to find the end of its value's
+// rows: a selective filter visits many rows per candidate, and a value
+// read is a random access to the value array where a test is often a
+// probe of a small posting.
 func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand func(row uint32) bool, fn func(rows []uint32) bool) {
 	i, j := o.span(b)
 	var buf []uint32
-	emit := func(s, e int) bool {
-		buf = buf[:0]
-		for _, row := range o.order[s:e] {
-			if cand(row) {
-				buf = append(buf, row)
-			}
-		}
-		return len(buf) == 0 || fn(buf)
-	}
 	if desc {
-		for e := j; e > i; {
-			v, s := o.arr[o.order[e-1]], e-1
-			for s > i && o.arr[o.order[s-1]] == v {
-				s--
+		for k := j - 1; k >= i; k-- {
+			row := o.order[k]
+			if !cand(row) {
+				continue
 			}
-			if !emit(s, e) {
+			// The rows of this value above k were tested already and are
+			// not candidates; take those below it.
+			v := o.arr[row]
+			buf = append(buf[:0], row)
+			for k > i && o.arr[o.order[k-1]] == v {
+				k--
+				if r := o.order[k]; cand(r) {
+					buf = append(buf, r)
+				}
+			}
+			slices.Reverse(buf)
+			if !fn(buf) {
 				return
 			}
-			e = s
 		}
 		return
 	}
-	for s := i; s < j; {
-		v, e := o.arr[o.order[s]], s+1
-		for e < j && o.arr[o.order[e]] == v {
-			e++
+	for k := i; k < j; k++ {
+		row := o.order[k]
+		if !cand(row) {
+			continue
 		}
-		if !emit(s, e) {
+		v := o.arr[row]
+		buf = append(buf[:0], row)
+		for k+1 < j && o.arr[o.order[k+1]] == v {
+			k++
+			if r := o.order[k]; cand(r) {
+				buf = append(buf, r)
+			}
+		}
+		if !fn(buf) {
 			return
 		}
-		s = e
 	}
 }
 

@@ -88,6 +88,31 @@ func TestOrderedColumn(t *testing.T) {
 			if !rows.Equals(want) {
 				t.Fatalf("walk (desc %v) of %+v: %d rows, want %d", desc, b, rows.GetCardinality(), want.GetCardinality())
 			}
+			// Stopped after a few values, the walk has tested each row of
+			// the span up to the last value it handed over once, and no
+			// other; it hands a value's rows in ascending order.
+			tested := map[uint32]int{}
+			count := func(row uint32) bool {
+				tested[row]++
+				return walkCand.Contains(row)
+			}
+			stopAt, values := 1+rng.Intn(5), 0
+			var last int64
+			o.walk(b, desc, count, func(r []uint32) bool {
+				if !slices.IsSorted(r) {
+					t.Fatalf("walk (desc %v) handed rows %v out of order", desc, r)
+				}
+				values++
+				last = arr[r[0]]
+				return values < stopAt
+			})
+			for row, v := range arr {
+				inSpan := present.Contains(uint32(row)) && b.holds(v)
+				reached := inSpan && (values < stopAt || v == last || (v < last) != desc)
+				if n := tested[uint32(row)]; n != 0 && n != 1 || (n == 1) != reached {
+					t.Fatalf("walk (desc %v) stopped at %d after %d values tested row %d of value %d %d times", desc, last, values, row, v, n)
+				}
+			}
 		}
 	}
 }

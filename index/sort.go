@@ -169,7 +169,13 @@ type keyReader struct {
 	vals  []ColumnValues
 	ids   ColumnValues
 	rec   codec.Record
+	// slab is where the values of the next keys are cut from: one
+	// allocation for many keys rather than one each.
+	slab []codec.Value
 }
+
+// keySlabRows is how many keys' values a keyReader allocates at once.
+const keySlabRows = 32
 
 func newKeyReader(ctx context.Context, src Source, o Order) (*keyReader, error) {
 	kr := &keyReader{ctx: ctx, src: src, order: o, vals: make([]ColumnValues, len(o.Keys))}
@@ -199,7 +205,12 @@ func (kr *keyReader) via() string {
 
 // key returns the position of row; ok is false for a row that vanished.
 func (kr *keyReader) key(row uint32) (Key, bool, error) {
-	k := Key{Values: make([]codec.Value, len(kr.order.Keys))}
+	n := len(kr.order.Keys)
+	if len(kr.slab) < n {
+		kr.slab = make([]codec.Value, n*keySlabRows)
+	}
+	k := Key{Values: kr.slab[:n:n]}
+	kr.slab = kr.slab[n:]
 	needRecord := kr.ids == nil
 	for _, v := range kr.vals {
 		if v == nil {
@@ -523,17 +534,20 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	if err != nil {
 		return nil, nil, err
 	}
-	var rows []uint32
-	var keys []Key
+	// Room for the window up front, for the windows of pages at least.
+	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
+	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
 	full := func() bool { return len(rows) >= w.Limit }
 	cmp := o.windowCompare(w)
+	// ks holds a group's rows with their keys, reused from group to group.
+	var ks []keyedRow
 	// take adds a group of rows sharing one value of the first key, in
 	// window order.
 	take := func(group []uint32) (bool, error) {
 		if cc.spent() {
 			return false, errLazySpent
 		}
-		var ks []keyedRow
+		ks = ks[:0]
 		for _, row := range group {
 			k, ok, err := kr.key(row)
 			if err != nil {

@@ -4,7 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/coppice-db/coppice/bench/gen"
@@ -12,49 +18,154 @@ import (
 	"github.com/coppice-db/coppice/index"
 )
 
-// compactedMix runs the W3 mix in process again, right after the mix as
-// the loads left the store and then after compacting it: whether reads
-// pay for the merge operands a load leaves (the rate of the whole mix,
-// each kind weighing as many queries as it has).
-func (s *suite) compactedMix(ctx context.Context, e *engine.Engine, op func(i int) error) error {
-	// The mix before started the column store's build, which would land
-	// in one of the two passes: both run once it is built.
-	for t0 := time.Now(); ; time.Sleep(250 * time.Millisecond) {
-		st, err := e.Stats(0)
-		if err != nil {
-			return err
-		}
-		if st.BuildsInProgress == 0 {
-			break
-		}
-		if time.Since(t0) > 5*time.Minute {
-			s.rep.note("in process: store builds still ran after %v; the mix as loaded ran during them", time.Since(t0).Round(time.Second))
-			break
-		}
-	}
-	_, loaded, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error { return op(i) })
+// compactedMix measures the W3 mix in process on the store as the loads
+// and workloads left it (e) and on the same store compacted: a copy of
+// the data directory taken before e opened (copyDir), opened beside it
+// and compacted by Engine.Compact. Whether reads pay for the merge
+// operands and upper levels a load leaves: the rate of the whole mix,
+// each kind weighing as many queries as it has, and the process's CPU
+// time per query.
+//
+// The two stores are read in alternating passes (as loaded, compacted,
+// compacted, as loaded, ...), each after a full garbage collection, once
+// both have built their column stores and taken a warm-up pass: states
+// measured one after the other would run under other conditions (the
+// garbage of the first one's store build, the machine's load at each
+// time), which on a shared machine swing the rate of identical passes
+// as much as the ratio under test. The CPU time per query does not count
+// the time the process waited for a core that others on the machine
+// held. e is then compacted too, so that what runs after reads a
+// compacted store.
+func (s *suite) compactedMix(ctx context.Context, e *engine.Engine, copyDir string, op func(e *engine.Engine, i int) error) error {
+	c, err := engine.Open(copyDir, engine.Options{})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		c.Close()
+		os.RemoveAll(copyDir)
+	}()
 	t0 := time.Now()
-	if err := e.Compact(ctx); err != nil {
+	if err := c.Compact(ctx); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
 	took := time.Since(t0)
-	_, compacted, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error { return op(i) })
-	if err != nil {
-		return err
+	stores := []*engine.Engine{e, c}
+	// A warm-up pass each; the one on the copy starts its column store's
+	// build, and both are measured once every build is done.
+	for _, x := range stores {
+		if _, _, err := s.runMix(0, nil, func(_ string, i int) error { return op(x, i) }); err != nil {
+			return err
+		}
 	}
-	s.rep.add("W3", "query mix, as loaded", sysInProc, loaded.summary("q/s"), "engine.Query; the store as the loads and workloads left it")
-	s.rep.add("W3", "query mix, compacted", sysInProc, compacted.summary("q/s"),
-		fmt.Sprintf("engine.Query; after Engine.Compact (%v)", took.Round(time.Second)))
+	for t0 := time.Now(); ; time.Sleep(250 * time.Millisecond) {
+		building := 0
+		for _, x := range stores {
+			st, err := x.Stats(0)
+			if err != nil {
+				return err
+			}
+			building += st.BuildsInProgress
+		}
+		if building == 0 {
+			break
+		}
+		if time.Since(t0) > 5*time.Minute {
+			s.rep.note("in process: store builds still ran after %v; the mixes as loaded and compacted ran during them", time.Since(t0).Round(time.Second))
+			break
+		}
+	}
+	var got [2]series
+	for round := range 2 * s.cfg.reps * compactedPasses {
+		// ABBA: each state goes first as often as second.
+		x := round % 2
+		if round/2%2 == 1 {
+			x = 1 - x
+		}
+		runtime.GC()
+		for i := range s.ds.q.Filter {
+			one, err := withCPU(processCPU, func() (series, error) {
+				t0 := time.Now()
+				err := op(stores[x], i)
+				d := time.Since(t0)
+				return series{lat: []time.Duration{d}, elapsed: d}, err
+			})
+			if err != nil {
+				return err
+			}
+			got[x].add(one)
+		}
+	}
+	if err := e.Compact(ctx); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	s.rep.add("W3", "query mix, as loaded", sysInProc, got[0].summary("q/s"),
+		"engine.Query; the store as the loads and workloads left it; passes alternate with the compacted copy; CPU: of the process")
+	s.rep.add("W3", "query mix, compacted", sysInProc, got[1].summary("q/s"),
+		fmt.Sprintf("engine.Query; a copy of the store after Engine.Compact (%v); CPU: of the process", took.Round(time.Second)))
 	return nil
+}
+
+// compactedPasses is how many times the configured passes each of the
+// as-loaded and compacted stores is read: one pass at 1e6 lasts under a
+// second, about as long as the swings of a shared machine.
+const compactedPasses = 3
+
+// copyDir copies the regular files of the directory tree src into dst,
+// which must not exist.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(to)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// processCPU returns the CPU time this process has used so far, over all
+// its threads (0 when the system cannot say).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // runInProcess opens the server's data directory with the engine package
 // (the server is stopped) and runs the W3 mix, the cursor walks and W4 in
 // process: the engine's own speed, without HTTP and JSON rendering.
 func (s *suite) runInProcess(dataDir string) error {
+	compactedDir := dataDir + ".compacted"
+	os.RemoveAll(compactedDir)
+	if err := copyDir(dataDir, compactedDir); err != nil {
+		return fmt.Errorf("copy the data directory: %w", err)
+	}
+	defer os.RemoveAll(compactedDir)
 	e, err := engine.Open(dataDir, engine.Options{})
 	if err != nil {
 		return err
@@ -64,8 +175,8 @@ func (s *suite) runInProcess(dataDir string) error {
 	size := pageSize
 	opts := engine.QueryOptions{}
 	ctx := context.Background()
-	// query reads a query's JSON, as the API does, and runs it.
-	query := func(filter, sort json.RawMessage, page engine.PageInput) (*engine.QueryResult, error) {
+	// queryOn reads a query's JSON, as the API does, and runs it on e.
+	queryOn := func(e *engine.Engine, filter, sort json.RawMessage, page engine.PageInput) (*engine.QueryResult, error) {
 		in := engine.QueryRequest{Page: page}
 		var err error
 		if in.Filter, err = index.ReadFilter(filter); err != nil {
@@ -76,6 +187,9 @@ func (s *suite) runInProcess(dataDir string) error {
 		}
 		return e.Query(ctx, ref, gen.DocsTable, in, opts)
 	}
+	query := func(filter, sort json.RawMessage, page engine.PageInput) (*engine.QueryResult, error) {
+		return queryOn(e, filter, sort, page)
+	}
 	byKind, _, err := s.runMix(s.cfg.reps, nil, func(_ string, i int) error {
 		q := s.ds.q.Filter[i]
 		_, err := query(q.Filter, q.Sort, engine.PageInput{Size: &size})
@@ -85,9 +199,9 @@ func (s *suite) runInProcess(dataDir string) error {
 		return err
 	}
 	s.addMix(sysInProc, byKind, "engine.Query")
-	if err := s.compactedMix(ctx, e, func(i int) error {
+	if err := s.compactedMix(ctx, e, compactedDir, func(x *engine.Engine, i int) error {
 		q := s.ds.q.Filter[i]
-		_, err := query(q.Filter, q.Sort, engine.PageInput{Size: &size})
+		_, err := queryOn(x, q.Filter, q.Sort, engine.PageInput{Size: &size})
 		return err
 	}); err != nil {
 		return err

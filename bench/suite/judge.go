@@ -44,6 +44,12 @@ func (s *suite) judge() {
 		}
 		return float64(sm.P50)
 	}
+	cpu := func(sm *Summary) float64 {
+		if sm == nil {
+			return 0
+		}
+		return float64(sm.CPU)
+	}
 	p99 := func(sm *Summary) float64 {
 		if sm == nil {
 			return 0
@@ -112,6 +118,8 @@ func (s *suite) judge() {
 
 	ratioCheck("W3", "in process, as loaded ≤ 1.1× compacted (mix mean)", rate(get("W3", "query mix, compacted", sysInProc)),
 		rate(get("W3", "query mix, as loaded", sysInProc)), 1.1, true, "q/s")
+	ratioCheck("W3", "in process, as loaded ≤ 1.1× compacted (CPU per query)", cpu(get("W3", "query mix, as loaded", sysInProc)),
+		cpu(get("W3", "query mix, compacted", sysInProc)), 1.1, true, "")
 
 	// W4.
 	const sum = "group by category, 5 aggregates"

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -33,6 +34,9 @@ type Applier struct {
 	// applied in groups (group.go) and the writes they held: their ratio
 	// is the mean size of the groups formed.
 	groupCommits, groupedWrites atomic.Uint64
+	// lockHeld sums the nanoseconds commands held their database's writer
+	// lock: what bounds the commands one database applies per second.
+	lockHeld atomic.Uint64
 
 	dbMu sync.RWMutex // guards dbs (lock order: doc.go)
 	dbs  map[uint32]*DB
@@ -81,6 +85,10 @@ func Open(pdb *pebble.DB, opts Options) (*Applier, error) {
 	}
 	return a, nil
 }
+
+// WriterLockHeld is how long commands held their database's writer lock
+// since Open, from taking it to the batch being visible.
+func (a *Applier) WriterLockHeld() time.Duration { return time.Duration(a.lockHeld.Load()) }
 
 // KeysWritten is the number of keys in the batches committed since Open.
 func (a *Applier) KeysWritten() uint64 { return a.keys.Load() }
@@ -168,8 +176,12 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 // batch, published and synced before it returns. It returns the command's
 // result. write, when not nil, stages more writes into the batch.
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
-	if w, ok := cmd.(*WriteRecords); ok && write == nil && a.groups(w) {
-		return a.applyGrouped(d, w)
+	if w, ok := cmd.(*WriteRecords); ok && write == nil {
+		// Before the lock: writers prepare side by side (prepare.go).
+		w.prepare(d.State())
+		if a.groups(w) {
+			return a.applyGrouped(d, w)
+		}
 	}
 	d.mu.Lock()
 	return a.applyLocked(d, cmd, write)
@@ -178,9 +190,11 @@ func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res an
 // applyLocked is apply with d.mu held; it releases it.
 func (a *Applier) applyLocked(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	unlocked := false
+	held := time.Now()
 	unlock := func() {
 		if !unlocked {
 			unlocked = true
+			a.lockHeld.Add(uint64(time.Since(held)))
 			d.mu.Unlock()
 		}
 	}

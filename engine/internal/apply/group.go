@@ -3,6 +3,7 @@ package apply
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -140,9 +141,11 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		return
 	}
 	unlocked := false
+	held := time.Now()
 	unlock := func() {
 		if !unlocked {
 			unlocked = true
+			a.lockHeld.Add(uint64(time.Since(held)))
 			d.mu.Unlock()
 		}
 	}

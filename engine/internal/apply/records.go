@@ -29,6 +29,9 @@ type WriteRecords struct {
 	// writer applying the group does the work. It is not part of the
 	// command: a replica never sees it.
 	Queued func() `json:"-"`
+	// prep is what the caller worked out before the writer lock
+	// (prepare.go); neither is it part of the command.
+	prep *prepared
 }
 
 func (c *WriteRecords) apply(tx *Tx) (any, error) {
@@ -36,9 +39,10 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk}
+	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk, prep: c.prep}
 	results := make([]OpResult, len(c.Ops))
 	for i := range c.Ops {
+		w.op = i
 		if i%yieldEvery == yieldEvery-1 {
 			runtime.Gosched()
 		}
@@ -52,6 +56,7 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		}
 		results[i] = r
 	}
+	w.flushJoins()
 	return results, nil
 }
 
@@ -88,6 +93,19 @@ type writer struct {
 	// before and after are the bitmap memberships of the row writeRow is
 	// writing, kept between rows so that their maps do not grow anew.
 	before, after map[string]struct{}
+
+	// prep is what the command's caller prepared (prepare.go), or nil;
+	// op is the index of the operation being applied and prepRec says
+	// whether its record is the prepared one.
+	prep    *prepared
+	op      int
+	prepRec bool
+	// rows are the row ids of the prepared new records whose bitmaps
+	// are not staged yet (deferred of them), by operation; noDefer is set
+	// once they were.
+	rows     []uint32
+	deferred int
+	noDefer  bool
 }
 
 // apply applies one operation; its errors name the table unless the
@@ -118,6 +136,7 @@ func (w *writer) apply(op *model.Op) (OpResult, error) {
 func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 	tx := w.tx
 	lin := w.br.Lineage
+	w.prepRec = false
 	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
 	if err != nil {
 		return OpResult{}, err
@@ -175,7 +194,12 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 			return res, err
 		}
 		rec := &codec.Record{ID: op.ID, Seq: tx.seq, CreatedAt: w.now.UnixNano(), UpdatedAt: w.now.UnixNano()}
-		if err := w.fill(t, rec, op.Values, true, false); err != nil {
+		if pr := w.preparedRec(t); pr != nil {
+			if err := w.checkLinks(t, pr.Fields); err != nil {
+				return res, err
+			}
+			rec.Fields, w.prepRec = pr.Fields, true
+		} else if err := w.fill(t, rec, op.Values, true, false); err != nil {
 			return res, err
 		}
 		if exists {
@@ -493,6 +517,10 @@ func (w *writer) writeRow(t *model.Table, row uint32, old *codec.Record, oldLeve
 	}
 	tx.changes = append(tx.changes, RowChange{Branch: w.br.ID, Table: t.ID, Row: row, Rec: rec})
 	// Bitmaps of the top layer.
+	if old == nil && rec != nil && w.deferJoin(t, row) {
+		return nil
+	}
+	w.flushJoins()
 	pt := tx.pendingTable(top, t.ID)
 	if old != nil && oldLevel > 0 {
 		pt.Add(codec.MaskBitmapID(), row, true)

@@ -293,3 +293,29 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 	}
 	pb.ops = append(pb.ops, op)
 }
+
+// Expect makes room for n bitmaps in a table with none staged yet, so
+// that staging a batch's bitmaps does not grow the table's map step by
+// step.
+func (pt *PendingTable) Expect(n int) {
+	if len(pt.byID) == 0 && n > 0 {
+		pt.byID = make(map[string]*pendingBitmap, n)
+	}
+}
+
+// AddRows stages the addition of rows, in increasing order, to a bitmap
+// of the table: Add of each row, with one lookup of the bitmap.
+func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
+	pb := pt.byID[bitmapID]
+	if pb == nil {
+		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
+		pt.byID[bitmapID] = pb
+	}
+	for _, row := range rows {
+		op := uint64(row)<<1 | 1
+		if pb.simple && len(pb.ops) > 0 && pb.ops[len(pb.ops)-1] >= op {
+			pb.simple = false
+		}
+		pb.ops = append(pb.ops, op)
+	}
+}
