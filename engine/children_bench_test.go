@@ -88,9 +88,10 @@ func BenchmarkMainWithChildrenMix(b *testing.B) {
 	}
 }
 
-// loadGenDatabase creates the database of ref with the generated users and
-// docs tables and loads them.
-func loadGenDatabase(b *testing.B, env *benchEnv, g *gen.Gen, ref engine.Ref) {
+// createGenDatabase creates the database of ref with the generated users
+// and docs tables, empty.
+func createGenDatabase(b *testing.B, env *benchEnv, ref engine.Ref) {
+	b.Helper()
 	if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: ref.Database, Region: "local"}); err != nil {
 		b.Fatal(err)
 	}
@@ -105,6 +106,12 @@ func loadGenDatabase(b *testing.B, env *benchEnv, g *gen.Gen, ref engine.Ref) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loadGenDatabase creates the database of ref with the generated users and
+// docs tables and loads them.
+func loadGenDatabase(b *testing.B, env *benchEnv, g *gen.Gen, ref engine.Ref) {
+	createGenDatabase(b, env, ref)
 	loadGenerated(b, env.e, ref, gen.UsersTable, g.Users)
 	loadGenerated(b, env.e, ref, gen.DocsTable, g.Docs)
 }

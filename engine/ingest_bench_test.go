@@ -235,20 +235,7 @@ func BenchmarkBulkLoadDocs(b *testing.B) {
 			env.durable(b)
 			g := gen.New(gen.Config{N: b.N * engine.MaxBulkRecords, Seed: benchSeed})
 			ref := env.ref("docs", "main")
-			if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "docs", Region: "local"}); err != nil {
-				b.Fatal(err)
-			}
-			for _, t := range []struct {
-				name string
-				cols []engine.ColumnDef
-			}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-				if _, err := env.e.Schema().CreateTable(ref, t.name); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := env.e.Schema().SetTableColumns(ref, t.name, t.cols); err != nil {
-					b.Fatal(err)
-				}
-			}
+			createGenDatabase(b, env, ref)
 			loadGenerated(b, env.e, ref, gen.UsersTable, g.Users)
 			batches := make([][]map[string]any, b.N)
 			for i := range batches {

@@ -49,20 +49,7 @@ func buildQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 func loadQueryFixture(b *testing.B, env *benchEnv, n int) *queryFixture {
 	g := gen.New(gen.Config{N: n, Seed: benchSeed})
 	f := &queryFixture{env: env, ref: env.ref("docs", "main"), g: g}
-	if _, err := env.e.CreateDatabase(engine.CreateDatabaseRequest{Workspace: env.ws, Name: "docs", Region: "local"}); err != nil {
-		b.Fatal(err)
-	}
-	for _, t := range []struct {
-		name string
-		cols []engine.ColumnDef
-	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
-		if _, err := env.e.Schema().CreateTable(f.ref, t.name); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := env.e.Schema().SetTableColumns(f.ref, t.name, t.cols); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createGenDatabase(b, env, f.ref)
 	t0 := time.Now()
 	loadGenerated(b, env.e, f.ref, gen.UsersTable, g.Users)
 	t1 := time.Now()
