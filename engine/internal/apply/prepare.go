@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"runtime"
+
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
@@ -92,6 +94,12 @@ func (c *WriteRecords) prepare(st *State) {
 	w := &writer{br: br, now: c.Now}
 	byID := map[string]int{}
 	for i := range c.Ops {
+		// Writes prepare side by side and may take every processor: they
+		// yield as the writer does (yieldEvery), so that a query made
+		// runnable meanwhile does not wait for preemption.
+		if i%yieldEvery == yieldEvery-1 {
+			runtime.Gosched()
+		}
 		rec := &codec.Record{}
 		if err := w.fill(t, rec, c.Ops[i].Values, true, false); err != nil {
 			continue
