@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -19,8 +21,11 @@ import (
 // process: COPPICE_HTTP_BENCH_RECORDS generated docs (default 2e4), every
 // column indexed and the body searchable, posted in bulk requests of 1000
 // with two requests in flight to a server that syncs every write. It
-// reports docs/s and the median and slowest request. Run it with -trace,
-// -mutexprofile or -blockprofile to see what the requests wait on.
+// reports docs/s, the process CPU per doc (server and load generator, both
+// in this process) and the median and slowest request. Run it with -trace,
+// -mutexprofile or -blockprofile to see what the requests wait on; with
+// COPPICE_HTTP_BENCH_CPUPROFILE set to a path it writes a CPU profile of the
+// load alone, without the dataset generation and the server's setup.
 func BenchmarkHTTPBulkLoad(b *testing.B) {
 	n := benchEnvInt(b, "COPPICE_HTTP_BENCH_RECORDS", 2e4)
 	g := gen.New(gen.Config{N: n, Seed: 1})
@@ -43,14 +48,41 @@ func BenchmarkHTTPBulkLoad(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		addr, base := startBulkServer(b, g)
+		stop := startLoadProfile(b)
+		cpu0 := processCPU()
 		b.StartTimer()
 		lat, elapsed := postBulk(b, addr, base, bodies, 2)
 		b.StopTimer()
+		cpu := processCPU() - cpu0
+		stop()
+		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/doc")
 		slices.Sort(lat)
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "docs/s")
 		b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
 		b.StartTimer()
+	}
+}
+
+// startLoadProfile starts a CPU profile into the file that
+// COPPICE_HTTP_BENCH_CPUPROFILE names, if set, and returns its stop.
+func startLoadProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("COPPICE_HTTP_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -631,4 +633,109 @@ func BenchmarkServeQuery(b *testing.B) {
 			reportCPU(b, c0)
 		})
 	}
+}
+
+// BenchmarkServeQueryMix is W3's eq class over loopback HTTP alone and
+// inside a mix with the eq-sort, range and ranges-sort classes, in turns within one run,
+// so that their ratio says what the other queries of the mix cost an eq
+// page (cache evictions, their garbage) on a shared machine. Each
+// iteration is one eq request, timed alone; in the mix phase the other
+// classes' requests follow it untimed. It reports the median of each phase
+// (alone-µs, mix-µs), their ratio and the collections per eq request.
+func BenchmarkServeQueryMix(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, cfg.records)
+	// W3's ranges-sort class: three range predicates over wide windows and
+	// a sort, the heaviest of the mix in the suite.
+	var ranges []string
+	for lo := 0; lo < 400; lo += 13 {
+		ranges = append(ranges, fmt.Sprintf(`{"price":{"$ge":%d},"views":{"$lt":%d},"active":true}`, lo, 1000+lo*5))
+	}
+	classes := append(serveQueryClasses(), serveQueryClass{name: "ranges-sort", filters: ranges, sort: `{"price":"asc"}`})
+	client := &fasthttp.HostClient{Addr: srv.addr}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI(srv.base + "/query")
+	req.URI().SetHost(srv.addr)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	send := func(q serveQueryClass, i int) {
+		req.SetBodyRaw(q.body(i))
+		if err := client.Do(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode() != 200 {
+			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+		}
+	}
+	// A summary builds the column store and two passes of every class warm
+	// the caches, as in BenchmarkServeQuery.
+	fetchOnce(b, srv.addr, 200, func(req *fasthttp.Request, _ int) {
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(srv.base + "/summarize")
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.SetBodyRaw([]byte(`{"columns":["category"],"summaries":{"n":{"count":"*"},"p":{"sum":"price"},"v":{"max":"views"},"c":{"min":"created_at"}}}`))
+	})
+	for range 2 {
+		for _, q := range classes {
+			for i := range q.filters {
+				send(q, i)
+			}
+		}
+	}
+	// A phase is long enough for the mix to evict what eq alone keeps.
+	const phase = 200
+	var alone, mix []time.Duration
+	// Collections are counted at phase boundaries and charged to the phase
+	// that ends there.
+	var gcAlone, gcMix, lastGC uint32
+	var ms runtime.MemStats
+	countGC := func(endsMix bool) {
+		runtime.ReadMemStats(&ms)
+		if endsMix {
+			gcMix += ms.NumGC - lastGC
+		} else {
+			gcAlone += ms.NumGC - lastGC
+		}
+		lastGC = ms.NumGC
+	}
+	runtime.ReadMemStats(&ms)
+	lastGC = ms.NumGC
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		inMix := (i/phase)%2 == 1
+		if i > 0 && i%phase == 0 {
+			countGC(!inMix)
+		}
+		t0 := time.Now()
+		send(classes[0], i)
+		d := time.Since(t0)
+		if inMix {
+			mix = append(mix, d)
+			for _, q := range classes[1:] {
+				send(q, i)
+			}
+		} else {
+			alone = append(alone, d)
+		}
+		i++
+	}
+	countGC((i-1)/phase%2 == 1)
+	if len(alone) == 0 || len(mix) == 0 {
+		return // too few iterations for both phases
+	}
+	a, m := medianDuration(alone), medianDuration(mix)
+	b.ReportMetric(float64(a.Nanoseconds())/1e3, "alone-µs")
+	b.ReportMetric(float64(m.Nanoseconds())/1e3, "mix-µs")
+	b.ReportMetric(float64(m)/float64(a), "mix/alone")
+	b.ReportMetric(float64(gcAlone)/float64(len(alone)), "gc/alone-eq")
+	b.ReportMetric(float64(gcMix)/float64(len(mix)), "gc/mix-eq")
+}
+
+// medianDuration returns the median of ds, which it sorts.
+func medianDuration(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
