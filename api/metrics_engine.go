@@ -114,6 +114,7 @@ var (
 	descWALFiles        = desc("coppice_storage_wal_files", "Live write-ahead log files.")
 	descWriteGroups     = desc("coppice_write_groups_total", "Commits of single-record writes and bulk inserts; concurrent ones share one commit and one sync.")
 	descGroupedWrites   = desc("coppice_write_group_writes_total", "Writes held by those commits: divided by coppice_write_groups_total, the mean size of a group.")
+	descLockHeld        = desc("coppice_write_lock_seconds_total", "Time commands held their database's writer lock: the part of a write no other write of the database overlaps.")
 	descBuildsNow       = desc("coppice_store_builds_in_progress", "In-memory column stores being built in the background now.")
 	descDatabases       = desc("coppice_databases", "Databases on this server.")
 	descDBRecords       = desc("coppice_database_records", "Records of a database, summed over its branches (a record two branches share counts twice); the "+strconv.Itoa(MaxDatabaseSeries)+" largest databases only.", "workspace", "database")
@@ -129,7 +130,7 @@ var (
 	engineCollectorDesc = []*prometheus.Desc{descDiskBytes, descLevelFiles, descLevelBytes, descReadAmp, descCompactions,
 		descCompactionsNow, descCompactionDebt, descCompactionSecs, descIdleCompactions, descIdleFlushes, descIdleFailures, descIdleBytes, descIdlePending, descFlushes, descMemtableBytes, descCacheBytes,
 		descCacheHits, descCacheMisses, descWALBytes, descWALPhysical, descWALSyncs, descWALSyncSecs, descWALFiles,
-		descWriteGroups, descGroupedWrites,
+		descWriteGroups, descGroupedWrites, descLockHeld,
 		descBuildsNow, descDatabases, descDBRecords, descDBBranches, descDBDiskBytes, descMemLimit, descMemBudget,
 		descMemUsed, descMemStructures, descMemEvictions, descMemEvictedBytes, descWritesRefused}
 )
@@ -183,6 +184,7 @@ func (c engineCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descWALFiles, float64(s.WALFiles))
 	counter(descWriteGroups, float64(s.WriteGroups))
 	counter(descGroupedWrites, float64(s.GroupedWrites))
+	counter(descLockHeld, s.WriterLockHeld.Seconds())
 	gauge(descBuildsNow, float64(st.BuildsInProgress))
 	gauge(descDatabases, float64(st.DatabaseCount))
 	for _, d := range st.Databases {

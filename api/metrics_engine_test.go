@@ -69,6 +69,7 @@ func TestEngineMetrics(t *testing.T) {
 		"coppice_storage_wal_written_bytes_total": dto.MetricType_COUNTER, "coppice_storage_wal_syncs_total": dto.MetricType_COUNTER,
 		"coppice_storage_wal_sync_seconds_total": dto.MetricType_COUNTER, "coppice_storage_wal_files": dto.MetricType_GAUGE,
 		"coppice_write_groups_total": dto.MetricType_COUNTER, "coppice_write_group_writes_total": dto.MetricType_COUNTER,
+		"coppice_write_lock_seconds_total":   dto.MetricType_COUNTER,
 		"coppice_storage_write_stalls_total": dto.MetricType_COUNTER, "coppice_storage_write_stall_seconds_total": dto.MetricType_COUNTER,
 		"coppice_store_builds_in_progress": dto.MetricType_GAUGE, "coppice_store_builds_total": dto.MetricType_COUNTER,
 		"coppice_store_build_failures_total": dto.MetricType_COUNTER, "coppice_store_build_seconds_total": dto.MetricType_COUNTER,
@@ -92,6 +93,9 @@ func TestEngineMetrics(t *testing.T) {
 	}
 	if g, w := value("coppice_write_groups_total", nil), value("coppice_write_group_writes_total", nil); g <= 0 || w < g {
 		t.Errorf("%v writes in %v groups after writes", w, g)
+	}
+	if v := value("coppice_write_lock_seconds_total", nil); v <= 0 {
+		t.Errorf("writer lock held %vs after writes", v)
 	}
 	if v := value("coppice_storage_block_cache_bytes", nil); v < 0 {
 		t.Errorf("block cache bytes %v", v)
