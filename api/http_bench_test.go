@@ -546,17 +546,11 @@ func (q serveQueryClass) body(i int) []byte {
 	return []byte(b + `,"page":{"size":20}}`)
 }
 
-// BenchmarkServeQuery is the server's share of W3's eq, eq-sort and range
-// classes: a page of 20 over loopback HTTP, next to the same queries
-// through engine.Query, so that the difference is what the HTTP layer adds
-// (request decoding, response encoding, the socket); allocs/op and
-// cpu-ns/op of "http" count the client's too.
-func BenchmarkServeQuery(b *testing.B) {
-	cfg := loadHTTPBenchConfig(b)
-	srv := startHTTPBenchServer(b, cfg, cfg.records)
-	classes := serveQueryClasses()
-	// A summary builds the table's column store, as the suite's warm-up
-	// does before W3; two passes of the classes then warm the caches.
+// warmQueries readies srv for timed query pages: a summary builds the
+// table's column store, as the suite's warm-up does before W3, and two
+// passes of every class warm the caches.
+func warmQueries(b *testing.B, srv *httpBenchServer, classes []serveQueryClass) {
+	b.Helper()
 	fetchOnce(b, srv.addr, 200, func(req *fasthttp.Request, _ int) {
 		req.Header.SetMethod("POST")
 		req.SetRequestURI(srv.base + "/summarize")
@@ -575,6 +569,18 @@ func BenchmarkServeQuery(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkServeQuery is the server's share of W3's eq, eq-sort and range
+// classes: a page of 20 over loopback HTTP, next to the same queries
+// through engine.Query, so that the difference is what the HTTP layer adds
+// (request decoding, response encoding, the socket); allocs/op and
+// cpu-ns/op of "http" count the client's too.
+func BenchmarkServeQuery(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, cfg.records)
+	classes := serveQueryClasses()
+	warmQueries(b, srv, classes)
 	for _, q := range classes {
 		b.Run(q.name+"/engine", func(b *testing.B) {
 			size := 20
@@ -669,21 +675,7 @@ func BenchmarkServeQueryMix(b *testing.B) {
 			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
 		}
 	}
-	// A summary builds the column store and two passes of every class warm
-	// the caches, as in BenchmarkServeQuery.
-	fetchOnce(b, srv.addr, 200, func(req *fasthttp.Request, _ int) {
-		req.Header.SetMethod("POST")
-		req.SetRequestURI(srv.base + "/summarize")
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		req.SetBodyRaw([]byte(`{"columns":["category"],"summaries":{"n":{"count":"*"},"p":{"sum":"price"},"v":{"max":"views"},"c":{"min":"created_at"}}}`))
-	})
-	for range 2 {
-		for _, q := range classes {
-			for i := range q.filters {
-				send(q, i)
-			}
-		}
-	}
+	warmQueries(b, srv, classes)
 	// A phase is long enough for the mix to evict what eq alone keeps.
 	const phase = 200
 	var alone, mix []time.Duration
