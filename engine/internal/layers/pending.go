@@ -284,6 +284,12 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 		pb = &pendingBitmap{simple: true}
 		pt.byID[string(bitmapID)] = pb
 	}
+	pb.stage(row, add)
+}
+
+// stage appends the change of one row to the bitmap's changes; they stay
+// simple while they add rows in increasing order.
+func (pb *pendingBitmap) stage(row uint32, add bool) {
 	op := uint64(row) << 1
 	if add {
 		op |= 1
@@ -312,10 +318,6 @@ func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
 		pt.byID[bitmapID] = pb
 	}
 	for _, row := range rows {
-		op := uint64(row)<<1 | 1
-		if pb.simple && len(pb.ops) > 0 && pb.ops[len(pb.ops)-1] >= op {
-			pb.simple = false
-		}
-		pb.ops = append(pb.ops, op)
+		pb.stage(row, true)
 	}
 }
