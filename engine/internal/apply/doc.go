@@ -68,16 +68,26 @@
 //  7. catalog.Catalog's mu guards the catalog's in-memory maps: readers,
 //     and catalog commands publishing their changes (catalog.Tx.Publish),
 //     which also open and forget the databases they place and drop.
-//  8. Applier.dbMu and Engine.dbMu guard the maps of open databases.
-//  9. Leaves, under which nothing is taken: the bitmap caches' and column
-//     indexes' locks, a structure's queue of changes, the record cache's
-//     shard locks, the memory budget's and its entries' locks, a
-//     database's write marks, the catalog's key-hash cache,
-//     layers.FillSet and DB.gmu, the queue of single-record writes
-//     waiting to be applied in a group.
+//  8. Leaves, under which nothing is taken: the maps of open databases
+//     (Applier.dbMu) and of their derived structures (memstore's
+//     Registry.mu), the bitmap caches' locks (BitmapCache.mu, its write
+//     log's, DB.cachesMu), the column indexes' (colIndex.mu), a
+//     structure's queue of changes (slot.bmu), the record cache's shard
+//     and row locks and its once-lock, the memory budget's and its
+//     entries' (Budget.mu, Entry.mu), a database's write marks
+//     (DB.marksMu) and its queue of single-record writes waiting to be
+//     applied in a group (DB.gmu, taken alone or under DB.mu), the
+//     catalog's key-hash cache, layers.FillSet, a schema's cache of
+//     index tables (model.Schema.itMu), and the idle compactor's table
+//     counts (idleCompactor.mu).
 //
-// The memory budget evicts structures holding none of these: it is
-// called where its caller holds none (memstore's Budget.Reclaim).
+// Outside the list: the memory budget evicts structures holding none of
+// these (memstore's Budget.Reclaim); its reclaimMu lets one evicting
+// goroutine run at a time, and evictions under it take the locks of 4-6
+// like any writer of the table. The cluster's locks sit
+// above the engine's: consensus.Host.mu is held while a group starts,
+// when its state machine may open the database (Applier.dbMu), and replica.Node.mu
+// and the in-memory transport's locks are taken alone.
 //
 // Readers therefore never take catMu: the server's secrets, which a read
 // may need to sign a URL, are made when the engine opens.
