@@ -57,7 +57,7 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 			if col.Type == index.TypeMultiple {
 				filter = index.FilterOf(map[string]any{col.Path: map[string]any{"$includes": vb.Value}})
 			}
-			eq, err := index.Matching(ctx, src, filter, meta)
+			eq, err := index.Matching(ctx, src, filter)
 			if err != nil {
 				return nil, wrapInput("valueBooster", err)
 			}
@@ -100,7 +100,7 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 			return nil, invalidf("boosters: each booster needs exactly one of valueBooster, numericBooster and dateBooster")
 		}
 		if !cond.IsZero() {
-			rows, err := index.Matching(ctx, src, cond, meta)
+			rows, err := index.Matching(ctx, src, cond)
 			if err != nil {
 				return nil, wrapInput("ifMatchesFilter", err)
 			}

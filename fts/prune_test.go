@@ -30,7 +30,7 @@ const (
 // corpusTable is the table of the test corpus: text to search, and
 // numbers and dates to filter and boost by.
 func corpusTable() *index.Table {
-	t := &index.Table{ID: 1, Name: "docs", Columns: map[string]*index.Column{}}
+	t := &index.Table{ID: 1, Name: "docs", Columns: map[string]*index.Column{}, Meta: "svc"}
 	for _, c := range []*index.Column{
 		{Path: "title", ID: colTitle, Type: index.TypeString},
 		{Path: "body", ID: colBody, Type: index.TypeText},

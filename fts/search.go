@@ -239,7 +239,7 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err != nil {
 		return nil, err
 	}
-	filter, err := req.Filter.Bind(t, meta)
+	filter, err := req.Filter.Bind(t)
 	if err != nil {
 		return nil, err
 	}

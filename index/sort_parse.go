@@ -11,7 +11,7 @@ import (
 // ParseSort reads a sort expression (spec §4.1.6): an array of column
 // names, an object mapping columns to asc/desc, or an array of such
 // objects; "*": "random" orders randomly, alone or as a tie-breaker.
-func ParseSort(t *Table, raw any, meta string) (Order, error) {
+func ParseSort(t *Table, raw any) (Order, error) {
 	var o Order
 	add := func(name string, dir any) error {
 		d, ok := dir.(string)
@@ -31,7 +31,7 @@ func ParseSort(t *Table, raw any, meta string) (Order, error) {
 		if o.Random {
 			return sortErrorf("random sort must come last")
 		}
-		c, err := resolveColumn(t, name, meta)
+		c, err := resolveColumn(t, name)
 		if err != nil {
 			return err
 		}
@@ -108,15 +108,15 @@ func ParseSort(t *Table, raw any, meta string) (Order, error) {
 
 // resolveColumn finds a sortable or selectable column by path, meta columns
 // included.
-func resolveColumn(t *Table, name, meta string) (*Column, error) {
+func resolveColumn(t *Table, name string) (*Column, error) {
 	switch name {
 	case "id":
 		return IDColumn, nil
-	case meta + ".version":
+	case t.Meta + ".version":
 		return VersionColumn, nil
-	case meta + ".createdAt":
+	case t.Meta + ".createdAt":
 		return CreatedAtColumn, nil
-	case meta + ".updatedAt":
+	case t.Meta + ".updatedAt":
 		return UpdatedAtColumn, nil
 	}
 	c := t.Columns[name]
