@@ -242,7 +242,7 @@ func (c *corpus) run(t testing.TB, sc searchCase, exhaustive bool) *Ranking {
 	}
 	q.seed, q.force, q.phraseStop = sc.seed, sc.force, sc.phraseStop
 	c.src.noIDs = sc.noIDs
-	r, err := Search(context.Background(), c.src, q, sc.req, "svc", sc.k)
+	r, err := Search(context.Background(), c.src, q, sc.req, sc.k)
 	if err != nil {
 		t.Fatalf("%s: %v", sc.desc, err)
 	}
