@@ -26,10 +26,13 @@ import (
 // so that it sees every write acknowledged before it arrived, on any node.
 // A query, summarize, aggregate or search with "consistency": "eventual",
 // and a point get with ?consistency=eventual, skip both and read this
-// node's replicas as they are, and so does the cluster's status. Writes are proposed to their group and answered once a
-// majority has them; a write of records skips the barriers unless it fails
-// for want of them (call). A group without a leader makes a request wait
-// up to the engine's bound, then answer 503 with Retry-After.
+// node's replicas as they are, and so does the cluster's status. Writes
+// are proposed to their group and answered once a majority has them; a
+// write of records skips the barriers unless it fails for want of them
+// (call). A group without a leader makes a request wait up to the engine's
+// bound, then answer 503 with Retry-After: a write answered so may still
+// apply later, when its command reached a log, and the message says that
+// the outcome is unknown.
 
 // eventualRoutes are the suffixes of the routes whose body may ask for
 // "consistency": "eventual".

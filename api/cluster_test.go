@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,8 +287,10 @@ func unrandom(s string) string { return randomParts.ReplaceAllString(s, "…") }
 // equal a single server's, request by request, whichever node gets each;
 // writes on every node are read linearizably on every other; eventual
 // reads and gets answer from the local replica, or, on a node without one,
-// from a node that has one; a node cut off answers 503 with
-// Retry-After to linearizable reads and writes; the leader of a database
+// from a node that has one; a node cut off answers 503 with Retry-After to
+// linearizable reads and writes (a write's outcome unknown), and eventual
+// queries, summaries, aggregations, searches and gets as the majority
+// does; the leader of a database
 // stops and the others go on; a node that missed more than its log keeps
 // catches up from a snapshot; a node is added and another removed, its
 // replicas moving to the new one.
@@ -393,7 +397,9 @@ func TestClusterHTTP(t *testing.T) {
 	}
 
 	// A node cut off from the others: linearizable reads and writes wait
-	// for the bound, then 503 with Retry-After; eventual reads answer.
+	// for the bound, then 503 with Retry-After; eventual reads answer from
+	// its replica, which has every write made so far.
+	c.converged(1)
 	c.net.Partition("node3")
 	cut := c.node(3)
 	start := time.Now()
@@ -404,7 +410,8 @@ func TestClusterHTTP(t *testing.T) {
 	if waited := time.Since(start); waited > 8*time.Second {
 		t.Errorf("the cut-off node answered after %v", waited)
 	}
-	if r := cut.do("PUT", dbb+"/data/cut", map[string]any{"name": "x"}); r.status != 503 {
+	// The write may still apply once the link heals: the answer says so.
+	if r := cut.do("PUT", dbb+"/data/cut", map[string]any{"name": "x"}); r.status != 503 || !strings.Contains(string(r.raw), "outcome is unknown") {
 		t.Errorf("a write on a cut-off node: %d %s", r.status, r.raw)
 	}
 	if rec := cut.expect(200, "GET", dbb+"/data/w1?consistency=eventual", nil).obj(); rec["name"] != "w1" {
@@ -413,6 +420,36 @@ func TestClusterHTTP(t *testing.T) {
 	q := cut.expect(200, "POST", dbb+"/query", map[string]any{"filter": map[string]any{"id": "w1"}, "consistency": "eventual"})
 	if recs, _ := q.obj()["records"].([]any); len(recs) != 1 {
 		t.Errorf("an eventual read on a cut-off node: %s", q.raw)
+	}
+	// Summarize, aggregate and search as well: strong, they wait (side by
+	// side) and get 503; eventual, they answer what the majority answers.
+	reads := []struct {
+		route string
+		body  map[string]any
+	}{
+		{"/summarize", map[string]any{"columns": []string{}, "summaries": map[string]any{"n": map[string]any{"count": "*"}, "s": map[string]any{"sum": "age"}}}},
+		{"/aggregate", map[string]any{"aggs": map[string]any{"total": map[string]any{"sum": map[string]any{"column": "age"}}}}},
+		{"/search", map[string]any{"query": "walks"}},
+	}
+	strong := make([]*response, len(reads))
+	var wg sync.WaitGroup
+	for i, rd := range reads {
+		wg.Go(func() { strong[i] = cut.do("POST", dbb+rd.route, rd.body) })
+	}
+	wg.Wait()
+	cutAnswers := make([][]byte, len(reads))
+	for i, rd := range reads {
+		if r := strong[i]; r.status != 503 || r.header.Get("Retry-After") == "" {
+			t.Errorf("a linearizable %s on a cut-off node: %d %s", rd.route, r.status, r.raw)
+		}
+		eventual := maps.Clone(rd.body)
+		eventual["consistency"] = "eventual"
+		cutAnswers[i] = cut.expect(200, "POST", dbb+rd.route, eventual).raw
+	}
+	for i, rd := range reads {
+		if want := c.retry(1, 200, "POST", dbb+rd.route, rd.body).raw; !bytes.Equal(cutAnswers[i], want) {
+			t.Errorf("an eventual %s on a cut-off node: %s; the majority: %s", rd.route, cutAnswers[i], want)
+		}
 	}
 	// Its own view of the cluster it answers at once.
 	start = time.Now()

@@ -75,7 +75,8 @@ func (n *ClusterNetwork) Heal() { n.n.Heal() }
 // UnavailableError is the failure of a request that a cluster could not
 // serve in time: the group of its database or of the catalog has no leader
 // or no majority, or this node is shutting down. It was not applied, or,
-// for a write, may apply later. The server answers 503 with Retry-After.
+// for a write, may apply later: its message says the outcome is unknown.
+// The server answers 503 with Retry-After.
 type UnavailableError struct {
 	Message    string
 	RetryAfter time.Duration
@@ -185,11 +186,11 @@ func (c *Cluster) mapErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, consensus.ErrUnavailable):
-		return &UnavailableError{Message: "the cluster could not serve the request in time (no leader or no majority): try again", RetryAfter: c.node.RetryAfter()}
+		return &UnavailableError{Message: "the cluster found no leader or no majority in time: the outcome is unknown, a write may still apply", RetryAfter: c.node.RetryAfter()}
 	case errors.Is(err, replica.ErrNotHosted):
 		return &UnavailableError{Message: "the database has no replica on this node", RetryAfter: c.node.RetryAfter()}
 	case errors.Is(err, consensus.ErrClosed):
-		return &UnavailableError{Message: "the node is shutting down", RetryAfter: c.node.RetryAfter()}
+		return &UnavailableError{Message: "the node is shutting down: the outcome is unknown, a write may still apply", RetryAfter: c.node.RetryAfter()}
 	}
 	return err
 }

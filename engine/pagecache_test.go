@@ -66,7 +66,7 @@ func TestPagesThroughRecordCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := index.ParseColumns(src.it, c, e.opts.Meta, src.tableByName)
+		p, err := index.ParseColumns(src.it, c, src.tableByName)
 		release()
 		if err != nil {
 			t.Fatalf("columns %s: %v", cols, err)
@@ -337,7 +337,7 @@ func TestForkPagesAtTheirSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer release()
-		p, err := index.ParseColumns(src.it, all, e.opts.Meta, src.tableByName)
+		p, err := index.ParseColumns(src.it, all, src.tableByName)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -169,13 +169,13 @@ func (e *Engine) Query(ctx context.Context, ref Ref, tableName string, in QueryR
 		return nil, err
 	}
 	page, err := index.Query(ctx, src, in, index.QueryOptions{
-		Meta: e.opts.Meta, Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
+		Secret: secret, MaxSize: opts.MaxSize, MaxOffset: opts.MaxOffset,
 		MaxDepth: opts.MaxDepth, DefaultSize: 20, Seed: binary.BigEndian.Uint64(seed[:]),
 	})
 	if err != nil {
 		return nil, queryError(err)
 	}
-	proj, err := index.ParseColumns(src.it, page.Columns, e.opts.Meta, src.tableByName)
+	proj, err := index.ParseColumns(src.it, page.Columns, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -423,7 +423,7 @@ func (s *source) tableByName(name string) *index.Table {
 	if t == nil {
 		return nil
 	}
-	return s.b.Schema.IndexTable(t.ID)
+	return s.e.indexTable(s.b.Schema, t.ID)
 }
 
 // sourceFor returns a source for another table of the same branch and
@@ -433,7 +433,7 @@ func (s *source) sourceFor(t *model.Table) *source {
 	if s.view != nil {
 		store = s.view.Linked[t.ID]
 	}
-	return &source{ctx: s.ctx, e: s.e, d: s.d, view: s.view, snap: s.snap, st: s.st, b: s.b, t: t, it: s.b.Schema.IndexTable(t.ID), store: store}
+	return &source{ctx: s.ctx, e: s.e, d: s.d, view: s.view, snap: s.snap, st: s.st, b: s.b, t: t, it: s.e.indexTable(s.b.Schema, t.ID), store: store}
 }
 
 // readRows reads the live records of rows (in any order) and calls fn with
@@ -574,7 +574,7 @@ func (e *Engine) FilterRows(ref Ref, tableName string, filter Filter) (*roaring.
 		return nil, err
 	}
 	defer release()
-	rows, err := index.Matching(src.ctx, src, filter, e.opts.Meta)
+	rows, err := index.Matching(src.ctx, src, filter)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -591,8 +591,8 @@ func (e *Engine) Project(ref Ref, tableName string, recs []*Record, columns Colu
 		return nil, err
 	}
 	// Projecting reads a bounded number of records: no deadline.
-	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: b.Schema.IndexTable(t.ID)}
-	proj, err := index.ParseColumns(src.it, columns, e.opts.Meta, src.tableByName)
+	src := &source{ctx: context.Background(), e: e, d: d, b: b, t: t, it: e.indexTable(b.Schema, t.ID)}
+	proj, err := index.ParseColumns(src.it, columns, src.tableByName)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -629,9 +629,9 @@ func (e *Engine) CheckColumns(ref Ref, tableName string, columns Columns) error 
 	if err != nil {
 		return err
 	}
-	_, err = index.ParseColumns(s.IndexTable(t.ID), columns, e.opts.Meta, func(name string) *index.Table {
+	_, err = index.ParseColumns(e.indexTable(s, t.ID), columns, func(name string) *index.Table {
 		if x := s.TableByName(name); x != nil {
-			return s.IndexTable(x.ID)
+			return e.indexTable(s, x.ID)
 		}
 		return nil
 	})

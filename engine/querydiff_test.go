@@ -183,7 +183,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
 		return nil, err
 	}
 	defer release()
-	node, err := index.ParseFilter(src.Table(), raw, "svc")
+	node, err := index.ParseFilter(src.Table(), raw)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func diffFilter(e *Engine, ref Ref, raw json.RawMessage) (*filterDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	reference := index.NewReference(src.Table(), decoded, "svc")
+	reference := index.NewReference(src.Table(), decoded)
 	live, err := src.Live()
 	if err != nil {
 		return nil, err

@@ -255,12 +255,12 @@ func naiveOrder(t *testing.T, e *Engine, ref Ref, flt, srt string) []string {
 			t.Fatal(err)
 		}
 	}
-	filter := index.NewReference(src.Table(), decoded, "svc")
+	filter := index.NewReference(src.Table(), decoded)
 	var sortAny any
 	if srt != "" {
 		json.Unmarshal([]byte(srt), &sortAny)
 	}
-	order, err := index.ParseSort(src.Table(), sortAny, "svc")
+	order, err := index.ParseSort(src.Table(), sortAny)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -222,7 +222,7 @@ func (e *Engine) searchOne(ctx context.Context, ref Ref, spec SearchTable, q *ft
 	req := fts.TableRequest{Target: spec.Target, Filter: spec.Filter, Boosters: spec.Boosters,
 		Stats: &fts.Stats{Untraced: !explain}}
 	ssrc := &searchSource{source: src, store: ss, lex: lex}
-	r, err := fts.Search(ctx, ssrc, q, req, e.opts.Meta, q.Offset+q.Size)
+	r, err := fts.Search(ctx, ssrc, q, req, q.Offset+q.Size)
 	if cerr := ssrc.close(); err == nil && cerr != nil {
 		err = cerr
 	}

@@ -76,8 +76,14 @@ func (e *Engine) openSource(ctx context.Context, ref Ref, tableName string, need
 		return nil, nil, err
 	}
 	src := &source{ctx: ctx, e: e, d: d, view: v, snap: v.Snap, st: v.State, b: v.Branch, t: v.Table,
-		it: v.Branch.Schema.IndexTable(v.Table.ID), store: v.Store, cache: v.Cache, epoch: v.Epoch}
+		it: e.indexTable(v.Branch.Schema, v.Table.ID), store: v.Store, cache: v.Cache, epoch: v.Epoch}
 	return src, v.Release, nil
+}
+
+// indexTable describes table id of schema s to the index package, its
+// meta columns named under Options.Meta.
+func (e *Engine) indexTable(s *model.Schema, id uint32) *index.Table {
+	return s.IndexTable(id, e.opts.Meta)
 }
 
 func (s *source) Table() *index.Table { return s.it }

@@ -24,7 +24,7 @@ func (e *Engine) Summarize(ctx context.Context, ref Ref, table string, in Summar
 		return nil, err
 	}
 	defer release()
-	res, err := index.Summarize(ctx, src, in, e.opts.Meta)
+	res, err := index.Summarize(ctx, src, in)
 	if err != nil {
 		return nil, queryError(err)
 	}
@@ -43,7 +43,7 @@ func (e *Engine) Aggregate(ctx context.Context, ref Ref, table string, in Aggreg
 		return nil, err
 	}
 	defer release()
-	res, err := index.Aggregate(ctx, src, in, e.opts.Meta)
+	res, err := index.Aggregate(ctx, src, in)
 	if err != nil {
 		return nil, queryError(err)
 	}

@@ -462,7 +462,7 @@ func oracleCompare(a, b any) int {
 // summarize computes a request naively.
 func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[string]any {
 	t.Helper()
-	filter := index.NewReference(o.pets, decodeJSON(t, body["filter"]), "svc")
+	filter := index.NewReference(o.pets, decodeJSON(t, body["filter"]))
 	var groups []string
 	if g, ok := body["columns"].([]string); ok {
 		for _, c := range g {
@@ -553,7 +553,7 @@ func (o *summarizeOracle) summarize(t *testing.T, body map[string]any) []map[str
 				st.Columns[name] = &index.Column{Path: name, Type: typ}
 			}
 		}
-		having := index.NewReference(st, decodeJSON(t, hf), "")
+		having := index.NewReference(st, decodeJSON(t, hf))
 		rows = slices.DeleteFunc(rows, func(r row) bool {
 			match, err := having.Match(summaryRow(r.sums))
 			if err != nil {

@@ -81,8 +81,8 @@ type VectorSearchResult struct {
 // ordering is by similarity for cosineSimilarity (highest first) and by
 // distance for l1 and l2 (smallest first), ties by record id; scores are
 // (1+cos)/2, 1/(1+d) and 1/(1+d²). A stored zero vector has a cosine
-// similarity of 0 to any query. meta is the record metadata key filters use
-// ("svc" when empty).
+// similarity of 0 to any query. The filter names the meta columns under
+// Options.Meta.
 //
 // Bad input (an unknown or non-vector column, a query vector of the wrong
 // length or, for cosine, all zeros, an unknown function, a size out of
@@ -125,7 +125,7 @@ func (e *Engine) vectorSearch(ctx context.Context, ref Ref, tableName string, in
 		vs = nil
 	}
 
-	cands, err := index.Matching(ctx, src, in.Filter, e.opts.Meta)
+	cands, err := index.Matching(ctx, src, in.Filter)
 	if err != nil {
 		return nil, queryError(err)
 	}

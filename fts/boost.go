@@ -35,7 +35,7 @@ type booster struct {
 // columns, value filters and ifMatchesFilter rows, whose matching stops
 // with ctx's error once ctx ends. now is the origin of date boosters
 // without one.
-func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, now time.Time) (boosterSet, error) {
+func bindBoosters(ctx context.Context, src Source, list []Booster, now time.Time) (boosterSet, error) {
 	var out boosterSet
 	for _, bj := range list {
 		var b booster
@@ -43,7 +43,7 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 		switch {
 		case bj.ValueBooster != nil:
 			vb := bj.ValueBooster
-			col, err := boosterColumn(src.Table(), vb.Column, meta, "valueBooster")
+			col, err := boosterColumn(src.Table(), vb.Column, "valueBooster")
 			if err != nil {
 				return nil, err
 			}
@@ -57,14 +57,14 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 			if col.Type == index.TypeMultiple {
 				filter = index.FilterOf(map[string]any{col.Path: map[string]any{"$includes": vb.Value}})
 			}
-			eq, err := index.Matching(ctx, src, filter, meta)
+			eq, err := index.Matching(ctx, src, filter)
 			if err != nil {
 				return nil, wrapInput("valueBooster", err)
 			}
 			b.equal, b.factor, cond = eq, *vb.Factor, vb.IfMatchesFilter
 		case bj.NumericBooster != nil:
 			nb := bj.NumericBooster
-			col, err := boosterColumn(src.Table(), nb.Column, meta, "numericBooster")
+			col, err := boosterColumn(src.Table(), nb.Column, "numericBooster")
 			if err != nil {
 				return nil, err
 			}
@@ -81,7 +81,7 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 			b.numeric, b.factor, b.mod, cond = col, *nb.Factor, mod, nb.IfMatchesFilter
 		case bj.DateBooster != nil:
 			db := bj.DateBooster
-			col, err := boosterColumn(src.Table(), db.Column, meta, "dateBooster")
+			col, err := boosterColumn(src.Table(), db.Column, "dateBooster")
 			if err != nil {
 				return nil, err
 			}
@@ -100,7 +100,7 @@ func bindBoosters(ctx context.Context, src Source, list []Booster, meta string, 
 			return nil, invalidf("boosters: each booster needs exactly one of valueBooster, numericBooster and dateBooster")
 		}
 		if !cond.IsZero() {
-			rows, err := index.Matching(ctx, src, cond, meta)
+			rows, err := index.Matching(ctx, src, cond)
 			if err != nil {
 				return nil, wrapInput("ifMatchesFilter", err)
 			}
@@ -120,9 +120,9 @@ func wrapInput(what string, err error) error {
 	return err
 }
 
-// boosterColumn resolves a booster's column: a column of the table or a
-// metadata date (<meta>.createdAt, <meta>.updatedAt).
-func boosterColumn(t *index.Table, name, meta, what string) (*index.Column, error) {
+// boosterColumn resolves a booster's column: a column of t or a metadata
+// date (<t.Meta>.createdAt, <t.Meta>.updatedAt).
+func boosterColumn(t *index.Table, name, what string) (*index.Column, error) {
 	if name == "" {
 		return nil, invalidf("%s: column is required", what)
 	}
@@ -130,9 +130,9 @@ func boosterColumn(t *index.Table, name, meta, what string) (*index.Column, erro
 		return c, nil
 	}
 	switch name {
-	case meta + ".createdAt":
+	case t.Meta + ".createdAt":
 		return index.CreatedAtColumn, nil
-	case meta + ".updatedAt":
+	case t.Meta + ".updatedAt":
 		return index.UpdatedAtColumn, nil
 	}
 	return nil, invalidf("%s: column [%s] not found", what, name)

@@ -30,7 +30,7 @@ const (
 // corpusTable is the table of the test corpus: text to search, and
 // numbers and dates to filter and boost by.
 func corpusTable() *index.Table {
-	t := &index.Table{ID: 1, Name: "docs", Columns: map[string]*index.Column{}}
+	t := &index.Table{ID: 1, Name: "docs", Columns: map[string]*index.Column{}, Meta: "svc"}
 	for _, c := range []*index.Column{
 		{Path: "title", ID: colTitle, Type: index.TypeString},
 		{Path: "body", ID: colBody, Type: index.TypeText},
@@ -242,7 +242,7 @@ func (c *corpus) run(t testing.TB, sc searchCase, exhaustive bool) *Ranking {
 	}
 	q.seed, q.force, q.phraseStop = sc.seed, sc.force, sc.phraseStop
 	c.src.noIDs = sc.noIDs
-	r, err := Search(context.Background(), c.src, q, sc.req, "svc", sc.k)
+	r, err := Search(context.Background(), c.src, q, sc.req, sc.k)
 	if err != nil {
 		t.Fatalf("%s: %v", sc.desc, err)
 	}

@@ -224,22 +224,22 @@ type expansion struct {
 	completion bool
 }
 
-// Search runs q on the table of src and returns its k best hits. meta is
-// the record metadata key the filter and the boosters name metadata
-// columns under. A request that does not fit the table is an
-// *index.InputError; it stops with ctx's error when ctx ends.
+// Search runs q on the table of src and returns its k best hits; the
+// filter and the boosters name the meta columns under the table's Meta.
+// A request that does not fit the table is an *index.InputError; it stops
+// with ctx's error when ctx ends.
 //
 // The matches and their count come from the postings alone (and, for a
 // phrase, from reading the records that hold every word). Scores are
 // computed for the records that may reach the k best (see prune.go), or
 // for every match when q is exhaustive: both give the same hits and scores.
-func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta string, k int) (*Ranking, error) {
+func Search(ctx context.Context, src Source, q *Query, req TableRequest, k int) (*Ranking, error) {
 	t := src.Table()
 	targets, err := bindTarget(t, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	filter, err := req.Filter.Bind(t, meta)
+	filter, err := req.Filter.Bind(t)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func Search(ctx context.Context, src Source, q *Query, req TableRequest, meta st
 	if err != nil {
 		return nil, err
 	}
-	boosters, err := bindBoosters(ctx, src, req.Boosters, meta, q.now)
+	boosters, err := bindBoosters(ctx, src, req.Boosters, q.now)
 	if err != nil {
 		return nil, err
 	}

@@ -222,7 +222,7 @@ func benchSearchClass(b *testing.B, c *benchCorpus, cl benchClass) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := Search(context.Background(), c.src, query, TableRequest{}, "svc", size)
+		r, err := Search(context.Background(), c.src, query, TableRequest{}, size)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -126,18 +126,17 @@ type AggBucket struct {
 	Aggs  []AggResult
 }
 
-// Aggregate runs an aggregation request on src. meta is the record
-// metadata key ("svc" or "xata"). Invalid requests fail with *InputError;
-// it stops with ctx's error when ctx ends.
-func Aggregate(ctx context.Context, src Source, in AggregateRequest, meta string) (*AggregateResult, error) {
+// Aggregate runs an aggregation request on src. Invalid requests fail
+// with *InputError; it stops with ctx's error when ctx ends.
+func Aggregate(ctx context.Context, src Source, in AggregateRequest) (*AggregateResult, error) {
 	t := src.Table()
-	filter, err := in.Filter.Bind(t, meta)
+	filter, err := in.Filter.Bind(t)
 	if err != nil {
 		return nil, err
 	}
 	var nodes []*aggNode
 	if in.Aggs.v != nil {
-		if nodes, err = parseAggs(t, in.Aggs.v, "", meta); err != nil {
+		if nodes, err = parseAggs(t, in.Aggs.v, ""); err != nil {
 			return nil, err
 		}
 	}

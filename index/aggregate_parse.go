@@ -14,7 +14,7 @@ import (
 
 // parseAggs reads an aggs object; parent is the path of the enclosing
 // aggregation ("" at the top).
-func parseAggs(t *Table, v any, parent, meta string) ([]*aggNode, error) {
+func parseAggs(t *Table, v any, parent string) ([]*aggNode, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if parent == "" {
@@ -41,7 +41,7 @@ func parseAggs(t *Table, v any, parent, meta string) ([]*aggNode, error) {
 		var kind string
 		for kind = range expr {
 		}
-		n, err := parseAgg(t, name, kind, expr[kind], meta)
+		n, err := parseAgg(t, name, kind, expr[kind])
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +73,7 @@ var aggParams = map[string][]string{
 }
 
 // parseAgg reads one aggregation of a kind.
-func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, error) {
+func parseAgg(t *Table, name, kind string, arg any) (*aggNode, error) {
 	bucket, known := aggKinds[kind]
 	if !known {
 		return nil, aggErrorf("aggregation [%s]: unknown aggregation kind [%s]", name, kind)
@@ -101,7 +101,7 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 	}
 	if kind == "count" {
 		if f, ok := p["filter"]; ok && f != nil {
-			node, err := ParseFilterValue(t, f, meta)
+			node, err := ParseFilterValue(t, f)
 			if err != nil {
 				var fe *InputError
 				if errors.As(err, &fe) {
@@ -120,7 +120,7 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 		}
 		return nil, aggErrorf("aggregation [%s]: %s needs a column", name, kind)
 	}
-	c := aggColumn(t, colName, meta)
+	c := aggColumn(t, colName)
 	if c == nil {
 		return nil, aggErrorf("aggregation [%s]: column [%s]: column not found", name, colName)
 	}
@@ -177,7 +177,7 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 		return nil, err
 	}
 	if sub, ok := p["aggs"]; ok && sub != nil {
-		if n.sub, err = parseAggs(t, sub, name, meta); err != nil {
+		if n.sub, err = parseAggs(t, sub, name); err != nil {
 			return nil, err
 		}
 	}
@@ -186,15 +186,15 @@ func parseAgg(t *Table, name, kind string, arg any, meta string) (*aggNode, erro
 
 // aggColumn finds a column of t by path, meta columns included; nil when
 // there is none.
-func aggColumn(t *Table, name, meta string) *Column {
+func aggColumn(t *Table, name string) *Column {
 	switch {
 	case name == "id":
 		return IDColumn
-	case meta != "" && name == meta+".version":
+	case t.Meta != "" && name == t.Meta+".version":
 		return VersionColumn
-	case meta != "" && name == meta+".createdAt":
+	case t.Meta != "" && name == t.Meta+".createdAt":
 		return CreatedAtColumn
-	case meta != "" && name == meta+".updatedAt":
+	case t.Meta != "" && name == t.Meta+".updatedAt":
 		return UpdatedAtColumn
 	}
 	return t.Columns[name]

@@ -55,7 +55,7 @@ func aggregateJSON(src Source, filter, aggs string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := Aggregate(context.Background(), src, AggregateRequest{Filter: f, Aggs: a}, "svc")
+	out, err := Aggregate(context.Background(), src, AggregateRequest{Filter: f, Aggs: a})
 	if err != nil {
 		return "", err
 	}

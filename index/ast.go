@@ -58,6 +58,11 @@ type Table struct {
 	// Leaves are the value columns (all but objects) in the schema's
 	// order.
 	Leaves []*Column
+	// Meta is the record metadata key under which the table's meta
+	// columns are named ("svc", or "xata" in compat mode): filters, sorts,
+	// column lists and summaries read "<Meta>.createdAt" as the creation
+	// time. "" for a table without meta columns (a summarize's results).
+	Meta string
 }
 
 // Meta columns every table has. Their IDs are reserved: no user column

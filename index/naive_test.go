@@ -79,7 +79,7 @@ func mkRow(t testing.TB, tbl *Table, kv map[string]any) *testRow {
 // users to a team, null holds nothing, empty holds zero values, empty
 // lists and a dangling link, and odd holds unusual strings and repeats.
 func evalTestRows(t testing.TB) (full, null, empty, odd *testRow) {
-	items, users, teams := filterTestTables()
+	items, users, teams := filterTestTables("svc")
 	red := mkRow(t, teams, map[string]any{"id": "team_red", "name": "red", "labels": []string{"l1"}})
 	bob := mkRow(t, users, map[string]any{
 		"id": "user_bob", "name": "bob", "age": 30, "team": red,
@@ -119,19 +119,19 @@ func evalTestRows(t testing.TB) (full, null, empty, odd *testRow) {
 }
 
 func TestEval(t *testing.T) {
-	items, _, _ := filterTestTables()
+	items, _, _ := filterTestTables("svc")
 	full, null, empty, odd := evalTestRows(t)
 
 	f := func(filter string, r *testRow, want bool) {
 		t.Helper()
-		n, err := ParseFilter(items, []byte(filter), "svc")
+		n, err := ParseFilter(items, []byte(filter))
 		if err != nil {
 			t.Fatalf("%s: %v", filter, err)
 		}
 		if got := Eval(n, r); got != want {
 			t.Errorf("%s on %s: got %v, want %v\n%s", filter, r.vals[MetaIDColumn].Str, got, want, Format(n))
 		}
-		got, err := NewReference(items, decodeFilter(t, filter), "svc").Match(r)
+		got, err := NewReference(items, decodeFilter(t, filter)).Match(r)
 		if err != nil || got != want {
 			t.Errorf("%s on %s: reference got %v (%v), want %v", filter, r.vals[MetaIDColumn].Str, got, err, want)
 		}
@@ -420,7 +420,7 @@ func decodeFilter(t *testing.T, raw string) any {
 // TestEvalAST covers what the parser does not produce: values of another
 // numeric kind, unusual kinds and malformed rows.
 func TestEvalAST(t *testing.T) {
-	items, _, _ := filterTestTables()
+	items, _, _ := filterTestTables("svc")
 	price, count, tags, cfg := items.Columns["price"], items.Columns["count"], items.Columns["tags"], items.Columns["config"]
 	row := &testRow{vals: map[uint32]codec.Value{
 		price.ID: codec.Float(2.5),

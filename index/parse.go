@@ -48,27 +48,27 @@ import (
 // exhaust the stack of the parser or of anything that walks the AST.
 const maxFilterDepth = 64
 
-// ParseFilter parses the JSON text of a filter on table t. meta is the
-// record metadata key ("svc", or "xata" in compat mode): "<meta>.version",
-// "<meta>.createdAt" and "<meta>.updatedAt" name the meta columns, as "id"
-// does. Empty input or null is no filter (And{}). Errors are *InputError.
-func ParseFilter(t *Table, raw []byte, meta string) (Node, error) {
+// ParseFilter parses the JSON text of a filter on table t:
+// "<t.Meta>.version", "<t.Meta>.createdAt" and "<t.Meta>.updatedAt" name
+// the meta columns, as "id" does. Empty input or null is no filter
+// (And{}). Errors are *InputError.
+func ParseFilter(t *Table, raw []byte) (Node, error) {
 	f, err := ReadFilter(raw)
 	if err != nil {
 		return nil, err
 	}
-	return f.Bind(t, meta)
+	return f.Bind(t)
 }
 
 // ParseFilterValue parses a filter already decoded from JSON: maps,
 // []any, strings, bools, nil, and numbers as json.Number, float64 or Go
 // integers; datetime literals may also be time.Time. nil is no filter.
 // The AST shares no memory with v.
-func ParseFilterValue(t *Table, v any, meta string) (Node, error) {
+func ParseFilterValue(t *Table, v any) (Node, error) {
 	if v == nil {
 		return &And{}, nil
 	}
-	p := &filterParser{meta: meta}
+	p := &filterParser{}
 	n, err := p.filter(scope{table: t}, v, "the filter")
 	if err != nil {
 		return nil, err
@@ -86,7 +86,6 @@ func filterErrorf(format string, args ...any) error {
 
 // filterParser holds the state of one parse.
 type filterParser struct {
-	meta  string
 	depth int
 }
 
@@ -315,7 +314,7 @@ func (p *filterParser) resolve(s scope, name string) (*colRef, error) {
 		c := tbl.Columns[prefix+segs[i]]
 		if c == nil && prefix == "" {
 			var n int
-			c, n = p.metaColumn(segs[i:])
+			c, n = metaColumn(tbl, segs[i:])
 			i += n - 1
 		}
 		if c == nil {
@@ -341,13 +340,13 @@ func (p *filterParser) resolve(s scope, name string) (*colRef, error) {
 	return nil, notFound()
 }
 
-// metaColumn resolves a meta column at the start of segs and says how many
-// segments it took.
-func (p *filterParser) metaColumn(segs []string) (*Column, int) {
+// metaColumn resolves a meta column of t at the start of segs and says
+// how many segments it took.
+func metaColumn(t *Table, segs []string) (*Column, int) {
 	if segs[0] == "id" {
 		return IDColumn, 1
 	}
-	if len(segs) < 2 || p.meta == "" || segs[0] != p.meta {
+	if len(segs) < 2 || t.Meta == "" || segs[0] != t.Meta {
 		return nil, 0
 	}
 	switch segs[1] {

@@ -12,11 +12,11 @@ import (
 // filterTestTables returns the fixture tables of the filter tests: items,
 // with a column of every type (an object holding an object and a link, a
 // multiple, a json and a vector), linking to users, which link to teams and
-// to users again (a cycle).
-func filterTestTables() (items, users, teams *Table) {
-	teams = &Table{ID: 3, Name: "teams", Columns: map[string]*Column{}}
-	users = &Table{ID: 2, Name: "users", Columns: map[string]*Column{}}
-	items = &Table{ID: 1, Name: "items", Columns: map[string]*Column{}}
+// to users again (a cycle). Their meta columns are named under meta.
+func filterTestTables(meta string) (items, users, teams *Table) {
+	teams = &Table{ID: 3, Name: "teams", Columns: map[string]*Column{}, Meta: meta}
+	users = &Table{ID: 2, Name: "users", Columns: map[string]*Column{}, Meta: meta}
+	items = &Table{ID: 1, Name: "items", Columns: map[string]*Column{}, Meta: meta}
 	add := func(t *Table, path string, id uint32, typ ColumnType, link *Table) {
 		c := &Column{Path: path, ID: id, Type: typ, Link: link}
 		if typ == "vector" {
@@ -59,8 +59,8 @@ func filterTestTables() (items, users, teams *Table) {
 // parseForTest parses a filter on the items fixture and prints the AST or
 // the error.
 func parseForTest(input, meta string) string {
-	items, _, _ := filterTestTables()
-	n, err := ParseFilter(items, []byte(input), meta)
+	items, _, _ := filterTestTables(meta)
+	n, err := ParseFilter(items, []byte(input))
 	if err != nil {
 		var fe *InputError
 		if !errors.As(err, &fe) {
@@ -93,10 +93,10 @@ func TestParseFilter(t *testing.T) {
 }
 
 func TestParseFilterValue(t *testing.T) {
-	items, _, _ := filterTestTables()
+	items, _, _ := filterTestTables("svc")
 	f := func(v any, want string) {
 		t.Helper()
-		n, err := ParseFilterValue(items, v, "svc")
+		n, err := ParseFilterValue(items, v)
 		got := ""
 		if err != nil {
 			got = "error: " + err.Error()
@@ -174,12 +174,12 @@ func FuzzParseFilter(f *testing.F) {
 		f.Add(td.Input)
 		return td.Expected
 	})
-	items, _, _ := filterTestTables()
 	full, null, empty, odd := evalTestRows(f)
 	rows := []*testRow{full, null, empty, odd}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, meta := range []string{"svc", "xata"} {
-			n, err := ParseFilter(items, []byte(raw), meta)
+			items, _, _ := filterTestTables(meta)
+			n, err := ParseFilter(items, []byte(raw))
 			if err != nil {
 				var fe *InputError
 				if !errors.As(err, &fe) {
@@ -194,7 +194,7 @@ func FuzzParseFilter(f *testing.F) {
 			if again := Format(n); again != out {
 				t.Fatalf("Format is not deterministic:\n%s\nthen\n%s", out, again)
 			}
-			n2, err := ParseFilter(items, []byte(raw), meta)
+			n2, err := ParseFilter(items, []byte(raw))
 			if err != nil {
 				t.Fatalf("second parse failed: %v", err)
 			}
@@ -206,7 +206,7 @@ func FuzzParseFilter(f *testing.F) {
 			if len(bytes.TrimSpace([]byte(raw))) > 0 {
 				decoded = decodeFilter(t, raw)
 			}
-			ref := NewReference(items, decoded, meta)
+			ref := NewReference(items, decoded)
 			for _, r := range rows {
 				want, err := ref.Match(r)
 				if err != nil {

@@ -32,7 +32,7 @@ import (
 // Every explained tree must hold the invariants of ExplainNode.
 // Regenerate with go test ./index -run TestPlan -rewrite.
 func TestPlan(t *testing.T) {
-	items, users, teams := filterTestTables()
+	items, users, teams := filterTestTables("svc")
 	records := map[*Table][]*codec.Record{}
 	source := func(t *testing.T, d *datadriven.TestData) *memSource {
 		var mode string
@@ -63,7 +63,7 @@ func TestPlan(t *testing.T) {
 	datadriven.RunTest(t, "testdata/plan", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "plan":
-			n, err := ParseFilter(items, []byte(d.Input), "svc")
+			n, err := ParseFilter(items, []byte(d.Input))
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -86,7 +86,7 @@ func TestPlan(t *testing.T) {
 			return ""
 		case "explain":
 			src := source(t, d)
-			n, err := ParseFilter(items, []byte(d.Input), "svc")
+			n, err := ParseFilter(items, []byte(d.Input))
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -121,7 +121,7 @@ func TestPlan(t *testing.T) {
 			in.Filter = must(ReadFilter(body.Filter))
 			in.Sort = must(ReadSort(body.Sort))
 			page, err := Query(context.Background(), src, in, QueryOptions{
-				Meta: "svc", Secret: []byte("k"), MaxSize: 200, MaxOffset: 800, DefaultSize: 20})
+				Secret: []byte("k"), MaxSize: 200, MaxOffset: 800, DefaultSize: 20})
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -131,7 +131,7 @@ func TestPlan(t *testing.T) {
 			plain := &memSource{t: items, rows: src.rows, tables: src.tables, noStore: true}
 			in.Explain = false
 			want, err := Query(context.Background(), plain, in, QueryOptions{
-				Meta: "svc", Secret: []byte("k"), MaxSize: 200, MaxOffset: 800, DefaultSize: 20})
+				Secret: []byte("k"), MaxSize: 200, MaxOffset: 800, DefaultSize: 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			in.Explain = true
-			res, err := Summarize(context.Background(), src, in, "svc")
+			res, err := Summarize(context.Background(), src, in)
 			if err != nil {
 				return "error: " + err.Error() + "\n"
 			}
@@ -203,10 +203,10 @@ func (n *ExplainNode) counts() string {
 // TestPlanSummary checks the one-line summary logs get: the steps in the
 // plan's words, with "?" for every value of the request.
 func TestPlanSummary(t *testing.T) {
-	items, _, _ := filterTestTables()
+	items, _, _ := filterTestTables("svc")
 	f := func(filter, want string) {
 		t.Helper()
-		n, err := ParseFilter(items, []byte(filter), "svc")
+		n, err := ParseFilter(items, []byte(filter))
 		if err != nil {
 			t.Fatal(err)
 		}

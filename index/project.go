@@ -88,30 +88,30 @@ func AllColumns() *Projection {
 // "link.*" and ProjectionConfig objects. The zero Columns selects all
 // columns. tables finds a table by name for reverse links; nil allows
 // none.
-func ParseColumns(t *Table, cols Columns, meta string, tables func(name string) *Table) (*Projection, error) {
+func ParseColumns(t *Table, cols Columns, tables func(name string) *Table) (*Projection, error) {
 	if !cols.set {
 		return AllColumns(), nil
 	}
-	return parseColumnList(t, cols.list, meta, tables)
+	return parseColumnList(t, cols.list, tables)
 }
 
-func parseColumnList(t *Table, list []any, meta string, tables func(string) *Table) (*Projection, error) {
+func parseColumnList(t *Table, list []any, tables func(string) *Table) (*Projection, error) {
 	p := &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
 	for _, e := range list {
 		switch e := e.(type) {
 		case string:
-			if err := p.add(t, e, meta); err != nil {
+			if err := p.add(t, e); err != nil {
 				return nil, err
 			}
 		case map[string]any:
-			rl, err := parseRevLink(t, e, meta, tables)
+			rl, err := parseRevLink(t, e, tables)
 			if err != nil {
 				return nil, err
 			}
 			if rl == nil {
 				// A plain column given as {"name": ...}.
 				name, _ := e["name"].(string)
-				if err := p.add(t, name, meta); err != nil {
+				if err := p.add(t, name); err != nil {
 					return nil, err
 				}
 				continue
@@ -125,15 +125,16 @@ func parseColumnList(t *Table, list []any, meta string, tables func(string) *Tab
 }
 
 // add selects one column path.
-func (p *Projection) add(t *Table, path, meta string) error {
+func (p *Projection) add(t *Table, path string) error {
+	meta := t.Meta
 	switch path {
+	case "":
+		return projErrorf("empty column name")
 	case "*":
 		p.All = true
 		return nil
 	case "id", meta, meta + ".*", meta + ".version", meta + ".createdAt", meta + ".updatedAt":
 		return nil // always returned
-	case "":
-		return projErrorf("empty column name")
 	}
 	if strings.HasSuffix(path, ".*") {
 		// <object>.* is the object; <link>.* is handled below.
@@ -177,7 +178,7 @@ func (p *Projection) add(t *Table, path, meta string) error {
 			sub = &Projection{Leaves: map[string]bool{}, Links: map[string]*Projection{}}
 			p.Links[prefix] = sub
 		}
-		if err := sub.add(c.Link, strings.Join(segs[i:], "."), meta); err != nil {
+		if err := sub.add(c.Link, strings.Join(segs[i:], ".")); err != nil {
 			return projErrorf("column [%s]: column not found", path)
 		}
 		return nil
@@ -187,7 +188,7 @@ func (p *Projection) add(t *Table, path, meta string) error {
 
 // parseRevLink reads a ProjectionConfig object; nil when it names a plain
 // column rather than a reverse link.
-func parseRevLink(t *Table, m map[string]any, meta string, tables func(string) *Table) (*RevLink, error) {
+func parseRevLink(t *Table, m map[string]any, tables func(string) *Table) (*RevLink, error) {
 	name, ok := m["name"].(string)
 	if !ok || name == "" {
 		return nil, projErrorf("a projection object needs a name")
@@ -230,14 +231,14 @@ func parseRevLink(t *Table, m map[string]any, meta string, tables func(string) *
 	}
 	rl.Select = AllColumns()
 	if cols, ok := m["columns"].([]any); ok {
-		sel, err := parseColumnList(src, cols, meta, tables)
+		sel, err := parseColumnList(src, cols, tables)
 		if err != nil {
 			return nil, err
 		}
 		rl.Select = sel
 	}
 	if s, ok := m["sort"]; ok && s != nil {
-		o, err := ParseSort(src, s, meta)
+		o, err := ParseSort(src, s)
 		if err != nil {
 			return nil, err
 		}

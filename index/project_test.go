@@ -7,10 +7,10 @@ import (
 )
 
 func TestParseColumnNames(t *testing.T) {
-	items, _, _ := filterTestTables()
+	items, _, _ := filterTestTables("svc")
 	f := func(cols []string, want string) {
 		t.Helper()
-		p, err := ParseColumns(items, ColumnNames(cols), "svc", nil)
+		p, err := ParseColumns(items, ColumnNames(cols), nil)
 		if err != nil {
 			if got := "error: " + err.Error(); got != want {
 				t.Fatalf("%v: %s, want %s", cols, got, want)

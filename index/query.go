@@ -33,8 +33,6 @@ type PageInput struct {
 
 // QueryOptions are the server's settings for queries.
 type QueryOptions struct {
-	// Meta is the record metadata key: "svc", or "xata" in compat mode.
-	Meta string
 	// Secret signs cursors.
 	Secret []byte
 	// MaxSize and MaxOffset bound page.size and page.offset; MaxDepth, when
@@ -169,11 +167,11 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	st.Size = size
 
 	t := src.Table()
-	node, err := filter.Bind(t, opts.Meta)
+	node, err := filter.Bind(t)
 	if err != nil {
 		return nil, err
 	}
-	order, err := ParseSort(t, sort.v, opts.Meta)
+	order, err := ParseSort(t, sort.v)
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +288,8 @@ func reverseRows(rows []uint32, keys []Key) {
 
 // Matching binds and runs a filter alone: the rows of src matching it. It
 // stops with ctx's error once ctx ends.
-func Matching(ctx context.Context, src Source, f Filter, meta string) (*roaring.Bitmap, error) {
-	n, err := f.Bind(src.Table(), meta)
+func Matching(ctx context.Context, src Source, f Filter) (*roaring.Bitmap, error) {
+	n, err := f.Bind(src.Table())
 	if err != nil {
 		return nil, err
 	}

@@ -84,10 +84,10 @@ func (f Filter) JSON() []byte {
 	return b
 }
 
-// Bind parses the filter against table t. meta is the record metadata key
-// ("svc", or "xata" in compat mode). Errors are *InputError.
-func (f Filter) Bind(t *Table, meta string) (Node, error) {
-	return ParseFilterValue(t, f.v, meta)
+// Bind parses the filter against table t, as ParseFilter does. Errors are
+// *InputError.
+func (f Filter) Bind(t *Table) (Node, error) {
+	return ParseFilterValue(t, f.v)
 }
 
 // ReadSummariesFilter reads a summarize request's summariesFilter, as

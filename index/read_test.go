@@ -13,7 +13,7 @@ import (
 func TestGoValues(t *testing.T) {
 	src := sumTestSource("store")
 	secret := []byte("secret")
-	opts := QueryOptions{Meta: "svc", Secret: secret, MaxSize: 10, MaxOffset: 10, DefaultSize: 2}
+	opts := QueryOptions{Secret: secret, MaxSize: 10, MaxOffset: 10, DefaultSize: 2}
 	page := func(in QueryRequest) string {
 		t.Helper()
 		p, err := Query(context.Background(), src, in, opts)
@@ -24,7 +24,7 @@ func TestGoValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		proj, err := ParseColumns(src.Table(), next.Columns, "svc", nil)
+		proj, err := ParseColumns(src.Table(), next.Columns, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestGoValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Aggregate(context.Background(), src, AggregateRequest{Aggs: AggsOf(v)}, "svc")
+	res, err := Aggregate(context.Background(), src, AggregateRequest{Aggs: AggsOf(v)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 )
 
 // Reference is the reference reading of one filter on table t, decoded
-// from JSON with UseNumber; meta is the record metadata key, as for
+// from JSON with UseNumber, meta columns named under t.Meta as for
 // ParseFilter. Match decides it for a row by these rules:
 //
 //   - The keys of a filter object are AND-ed. $any is an OR and $all an
@@ -50,14 +50,13 @@ import (
 type Reference struct {
 	table  *Table
 	filter any
-	meta   string
 	// regexps caches the compiled forms of patterns and $iContains.
 	regexps map[string]*regexp.Regexp
 }
 
 // NewReference prepares the reference reading of a filter on table t.
-func NewReference(t *Table, filter any, meta string) *Reference {
-	return &Reference{table: t, filter: filter, meta: meta, regexps: map[string]*regexp.Regexp{}}
+func NewReference(t *Table, filter any) *Reference {
+	return &Reference{table: t, filter: filter, regexps: map[string]*regexp.Regexp{}}
 }
 
 // Match reports whether row r matches the filter. An error means a form
@@ -277,7 +276,7 @@ func (e *Reference) resolve(at refPlace, name string) (refColumn, error) {
 			switch {
 			case segs[i] == "id":
 				c = IDColumn
-			case segs[i] == e.meta && i+1 < len(segs):
+			case segs[i] == e.table.Meta && i+1 < len(segs):
 				i++
 				c = map[string]*Column{"version": VersionColumn, "createdAt": CreatedAtColumn, "updatedAt": UpdatedAtColumn}[segs[i]]
 			}

@@ -174,12 +174,13 @@ func resolvePath(t *Table, name string) (colPath, bool) {
 	return colPath{}, false
 }
 
-// isInternal reports whether a column name names id or the metadata key.
-func isInternal(name, meta string) bool {
+// isInternal reports whether a column name of t names id or its metadata
+// key.
+func isInternal(t *Table, name string) bool {
 	if name == "id" {
 		return true
 	}
-	return meta != "" && (name == meta || strings.HasPrefix(name, meta+"."))
+	return t.Meta != "" && (name == t.Meta || strings.HasPrefix(name, t.Meta+"."))
 }
 
 // groupable reports whether values of a column type can form groups.
@@ -243,12 +244,11 @@ type summarizeReq struct {
 	grouped string
 }
 
-// Summarize runs a summarize request on src. meta is the record metadata
-// key ("svc" or "xata"). Invalid requests fail with *InputError; it stops
-// with ctx's error when ctx ends.
-func Summarize(ctx context.Context, src Source, in SummarizeRequest, meta string) (*SummarizeResult, error) {
+// Summarize runs a summarize request on src. Invalid requests fail with
+// *InputError; it stops with ctx's error when ctx ends.
+func Summarize(ctx context.Context, src Source, in SummarizeRequest) (*SummarizeResult, error) {
 	t := src.Table()
-	q, err := parseSummarize(t, in, meta)
+	q, err := parseSummarize(t, in)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // parseSummarize checks a request against table t.
-func parseSummarize(t *Table, in SummarizeRequest, meta string) (*summarizeReq, error) {
+func parseSummarize(t *Table, in SummarizeRequest) (*summarizeReq, error) {
 	q := &summarizeReq{size: DefaultSummarizeSize}
 	switch in.Consistency {
 	case "", "strong", "eventual":
@@ -28,12 +28,12 @@ func parseSummarize(t *Table, in SummarizeRequest, meta string) (*summarizeReq, 
 		}
 	}
 	var err error
-	if q.filter, err = in.Filter.Bind(t, meta); err != nil {
+	if q.filter, err = in.Filter.Bind(t); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, name := range in.Columns {
-		cols, err := groupColumns(t, name, meta)
+		cols, err := groupColumns(t, name)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +44,7 @@ func parseSummarize(t *Table, in SummarizeRequest, meta string) (*summarizeReq, 
 			}
 		}
 	}
-	if err := q.parseSummaries(t, in.Summaries, meta); err != nil {
+	if err := q.parseSummaries(t, in.Summaries); err != nil {
 		return nil, err
 	}
 	if err := q.checkCollisions(); err != nil {
@@ -62,13 +62,13 @@ func parseSummarize(t *Table, in SummarizeRequest, meta string) (*summarizeReq, 
 // groupColumns resolves one entry of columns: a column, an object (all
 // its fields), "<object>.*", "<link>.*" (all columns of the linked table)
 // or "*" (all columns).
-func groupColumns(t *Table, name, meta string) ([]colPath, error) {
+func groupColumns(t *Table, name string) ([]colPath, error) {
 	switch {
 	case name == "":
 		return nil, summarizeErrorf("columns: empty column name")
 	case name == "*":
 		return expandColumns(t, "", nil, ""), nil
-	case isInternal(name, meta) || isInternal(strings.TrimSuffix(name, ".*"), meta):
+	case isInternal(t, name) || isInternal(t, strings.TrimSuffix(name, ".*")):
 		return nil, summarizeErrorf("columns: column [%s]: internal columns cannot be grouped", name)
 	}
 	if base, ok := strings.CutSuffix(name, ".*"); ok {
@@ -124,7 +124,7 @@ func expandColumns(tbl *Table, prefix string, links []*Column, outPrefix string)
 }
 
 // parseSummaries checks the summaries against t.
-func (q *summarizeReq) parseSummaries(t *Table, in []Summary, meta string) error {
+func (q *summarizeReq) parseSummaries(t *Table, in []Summary) error {
 	names := map[string]bool{}
 	for _, sum := range in {
 		name, fnName, colName := sum.Name, sum.Function, sum.Column
@@ -148,7 +148,7 @@ func (q *summarizeReq) parseSummaries(t *Table, in []Summary, meta string) error
 			q.summaries = append(q.summaries, s)
 			continue
 		}
-		if isInternal(colName, meta) {
+		if isInternal(t, colName) {
 			return summarizeErrorf("summary [%s]: column [%s]: internal columns cannot be summarized", name, colName)
 		}
 		p, found := resolvePath(t, colName)
@@ -309,7 +309,7 @@ func (q *summarizeReq) parseHaving(f Filter) error {
 	if f.IsZero() {
 		return nil
 	}
-	n, err := f.Bind(vt, "")
+	n, err := f.Bind(vt)
 	if err != nil {
 		return havingError(err)
 	}

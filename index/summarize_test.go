@@ -267,8 +267,8 @@ func (m *memSource) Linked(c *Column) (Source, error) {
 
 // sumTestTables are "things" linking to "people".
 func sumTestTables() (things, people *Table) {
-	people = &Table{ID: 2, Name: "people", Columns: map[string]*Column{}}
-	things = &Table{ID: 1, Name: "things", Columns: map[string]*Column{}}
+	people = &Table{ID: 2, Name: "people", Columns: map[string]*Column{}, Meta: "svc"}
+	things = &Table{ID: 1, Name: "things", Columns: map[string]*Column{}, Meta: "svc"}
 	add := func(t *Table, path string, id uint32, typ ColumnType, link *Table) {
 		t.Columns[path] = &Column{Path: path, ID: id, Type: typ, Link: link}
 	}
@@ -333,7 +333,7 @@ func summarizeBody(src Source, body string) (*SummarizeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Summarize(context.Background(), src, in, "svc")
+	return Summarize(context.Background(), src, in)
 }
 
 // summarizeRequest reads a summarize request body as the API does.

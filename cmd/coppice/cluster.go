@@ -114,7 +114,7 @@ func bootstrapCluster(ctx context.Context, eng *engine.Engine, key string, out i
 func runCluster(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("coppice cluster", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	url := fs.String("url", envOr(getenv)("COPPICE_URL", "http://127.0.0.1:8080"), "URL of any node (env COPPICE_URL)")
+	nodeURL := fs.String("url", envOr(getenv)("COPPICE_URL", "http://127.0.0.1:8080"), "URL of any node (env COPPICE_URL)")
 	data := fs.String("data", "", "digest: the data directory of a stopped node")
 	id := fs.Uint64("id", 0, "add-node: the new node's --node-id")
 	raft := fs.String("raft-addr", "", "add-node: the new node's --raft-addr")
@@ -124,16 +124,28 @@ func runCluster(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return 2
 	}
 	verb := args[0]
-	if verb == "-h" || verb == "--help" || verb == "help" {
+	switch verb {
+	case "-h", "--help", "help":
 		clusterUsage(stdout)
 		return 0
+	case "status", "add-node", "remove-node", "digest":
+	default:
+		fmt.Fprintf(stderr, "coppice cluster: unknown command %q\n\n", verb)
+		clusterUsage(stderr)
+		return 2
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	// Flags may come before or after a command's argument:
+	// remove-node 3 --url … as well as remove-node --url … 3.
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
 		fmt.Fprintf(stderr, "coppice cluster: %v\n", err)
 		return 2
 	}
-	c := &clusterClient{url: strings.TrimRight(*url, "/"), key: getenv("COPPICE_API_KEY")}
-	var err error
+	if len(pos) > 0 && verb != "remove-node" {
+		fmt.Fprintf(stderr, "coppice cluster %s: takes no argument, got %q\n", verb, pos[0])
+		return 2
+	}
+	c := &clusterClient{url: strings.TrimRight(*nodeURL, "/"), key: getenv("COPPICE_API_KEY")}
 	switch verb {
 	case "status":
 		err = c.status(stdout, *asJSON)
@@ -147,26 +159,47 @@ func runCluster(args []string, getenv func(string) string, stdout, stderr io.Wri
 			fmt.Fprintf(stdout, "node %d added\n", *id)
 		}
 	case "remove-node":
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			err = errors.New("remove-node takes the node's id")
 			break
 		}
-		err = c.call("DELETE", "/admin/cluster/nodes/"+fs.Arg(0), nil, nil)
+		if n, perr := strconv.ParseUint(pos[0], 10, 64); perr != nil || n == 0 {
+			err = fmt.Errorf("remove-node takes the node's id, a number ≥ 1, got %q", pos[0])
+			break
+		}
+		err = c.call("DELETE", "/admin/cluster/nodes/"+pos[0], nil, nil)
 		if err == nil {
-			fmt.Fprintf(stdout, "node %s removed\n", fs.Arg(0))
+			fmt.Fprintf(stdout, "node %s removed\n", pos[0])
 		}
 	case "digest":
 		err = digest(*data, stdout)
-	default:
-		fmt.Fprintf(stderr, "coppice cluster: unknown command %q\n\n", verb)
-		clusterUsage(stderr)
-		return 2
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "coppice cluster %s: %v\n", verb, err)
 		return 1
 	}
 	return 0
+}
+
+// parseInterspersed parses fs from args wherever its flags are, and
+// returns the other arguments in order: the flag package stops at the
+// first argument that is not a flag. Everything after "--" is an argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 // clusterUsage documents `coppice cluster`.
@@ -181,7 +214,7 @@ And offline:
   digest --data DIR                       SHA-256 of the catalog and of each database of a stopped node's
                                           data directory: replicas that applied the same entries match
 
-Flags:
+Flags, before or after a command's argument:
   --url URL   any node (env COPPICE_URL, default http://127.0.0.1:8080)
 `)
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coppice-db/coppice/engine"
@@ -69,6 +72,9 @@ func TestClusterCommand(t *testing.T) {
 	if code, msg := run("status"); code != 1 || !strings.Contains(msg, "COPPICE_API_KEY") {
 		t.Errorf("status without a key: %d %s", code, msg)
 	}
+	if code, msg := run("status", "extra"); code != 2 || !strings.Contains(msg, "takes no argument") {
+		t.Errorf("status with an argument: %d %s", code, msg)
+	}
 	dir := t.TempDir()
 	eng, err := engine.Open(dir, engine.Options{NoSync: true})
 	if err != nil {
@@ -86,4 +92,56 @@ func TestClusterCommand(t *testing.T) {
 	if again, out2 := run("digest", "--data", dir); again != 0 || out2 != out {
 		t.Errorf("a second digest of the same directory: %q, then %q", out, out2)
 	}
+}
+
+// TestClusterCommandArgs checks that coppice cluster reads its flags before
+// and after a command's argument, against a node's API on loopback that
+// records what it is asked.
+func TestClusterCommandArgs(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.Method == "GET" {
+			w.Write([]byte(`{"node":1,"nodes":[],"groups":[]}`))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer node.Close()
+	getenv := func(k string) string {
+		if k == "COPPICE_API_KEY" {
+			return "cpk_test"
+		}
+		return ""
+	}
+	f := func(args []string, wantCode int, want string) {
+		t.Helper()
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		var out, errs strings.Builder
+		code := runCluster(args, getenv, &out, &errs)
+		mu.Lock()
+		got := strings.Join(asked, "; ")
+		mu.Unlock()
+		if code != wantCode || got != want {
+			t.Errorf("%q: exit %d, asked %q (%s%s); want exit %d, asked %q", args, code, got, out.String(), errs.String(), wantCode, want)
+		}
+	}
+	remove3 := "DELETE /admin/cluster/nodes/3 Bearer cpk_test"
+	f([]string{"remove-node", "3", "--url", node.URL}, 0, remove3)
+	f([]string{"remove-node", "--url", node.URL, "3"}, 0, remove3)
+	f([]string{"remove-node", "--url=" + node.URL, "--", "3"}, 0, remove3)
+	f([]string{"remove-node", "--url", node.URL}, 1, "")
+	f([]string{"remove-node", "3", "4", "--url", node.URL}, 1, "")
+	f([]string{"remove-node", "three", "--url", node.URL}, 1, "")
+	f([]string{"remove-node", "3", "--url"}, 2, "")
+	f([]string{"add-node", "--id", "4", "--url", node.URL, "--raft-addr", "127.0.0.1:7084"}, 0, "POST /admin/cluster/nodes Bearer cpk_test")
+	f([]string{"status", "--url", node.URL, "--json"}, 0, "GET /admin/cluster Bearer cpk_test")
+	f([]string{"status", "now", "--url", node.URL}, 2, "")
 }

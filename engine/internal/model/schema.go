@@ -145,6 +145,7 @@ type Schema struct {
 
 	itMu    sync.Mutex
 	itables map[uint32]*index.Table // IndexTable's, built on demand
+	itMeta  string                  // the metadata key of itables
 }
 
 // TableByName returns the table named name, or nil.
@@ -512,11 +513,16 @@ func RecordIDError(id string) *Error {
 }
 
 // IndexTable describes a table of the schema to the index package, with
-// the tables its links reach; nil for no such table. Each is built on first
-// use and kept (schemas are immutable once published).
-func (s *Schema) IndexTable(id uint32) *index.Table {
+// the tables its links reach, their meta columns named under meta (the
+// engine's record metadata key); nil for no such table. Each is built on
+// first use and kept (schemas are immutable once published); a schema
+// serves one engine, so asking under another key starts afresh.
+func (s *Schema) IndexTable(id uint32, meta string) *index.Table {
 	s.itMu.Lock()
 	defer s.itMu.Unlock()
+	if meta != s.itMeta {
+		s.itables, s.itMeta = nil, meta
+	}
 	return s.indexTable(id)
 }
 
@@ -533,7 +539,7 @@ func (s *Schema) indexTable(id uint32) *index.Table {
 	if s.itables == nil {
 		s.itables = map[uint32]*index.Table{}
 	}
-	it := &index.Table{ID: t.ID, Name: t.Name, Columns: make(map[string]*index.Column, len(t.ByPath))}
+	it := &index.Table{ID: t.ID, Name: t.Name, Columns: make(map[string]*index.Column, len(t.ByPath)), Meta: s.itMeta}
 	s.itables[id] = it
 	for path, c := range t.ByPath {
 		ic := &index.Column{Path: path, Type: c.Type, Dimension: c.Dimension}
