@@ -171,6 +171,13 @@ func (a *Accounts) Authenticate(secret string) (*User, *APIKey, error) {
 	return a.e.cat.Authenticate(secret)
 }
 
+// HasUsers reports whether any user exists. Bootstrap creates the first;
+// before it, or once the last user is deleted, no API key exists and
+// nobody can sign in, so a server bootstraps when this is false. It reads
+// this node's catalog: in a cluster, pass Cluster.CatalogBarrier first to
+// count the users created on the other nodes.
+func (a *Accounts) HasUsers() bool { return a.e.cat.HasUsers() }
+
 // GetUser returns a user by id, or CodeNotFound.
 func (a *Accounts) GetUser(id string) (User, error) { return a.e.cat.User(id) }
 

@@ -677,3 +677,32 @@ func TestControlPlanePersistence(t *testing.T) {
 	mustCode(t, e.Accounts().AcceptInvite(env.carol.ID, ws, key), CodeNotFound, "not found")
 	mustCode(t, e.Accounts().DeleteInvite(a, ws, in.ID), CodeInvalid, "already accepted")
 }
+
+// TestHasUsers: a new catalog has no user; Bootstrap makes the first,
+// which a reopen keeps; deleting the last one leaves none again.
+func TestHasUsers(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{})
+	mustOK(t, err)
+	if e.Accounts().HasUsers() {
+		t.Fatal("a new catalog has users")
+	}
+	res, err := e.Accounts().Bootstrap(BootstrapRequest{User: NewUser{Email: "admin@example.com", Admin: true},
+		Workspace: "Team", KeyName: "first"})
+	mustOK(t, err)
+	if !e.Accounts().HasUsers() {
+		t.Fatal("no user after Bootstrap")
+	}
+	mustOK(t, e.Close())
+	e, err = Open(dir, Options{})
+	mustOK(t, err)
+	defer e.Close()
+	if !e.Accounts().HasUsers() {
+		t.Fatal("no user after a reopen")
+	}
+	mustOK(t, e.Accounts().DeleteWorkspace(res.User.ID, res.Workspace.ID()))
+	mustOK(t, e.Accounts().DeleteUser(res.User.ID))
+	if e.Accounts().HasUsers() {
+		t.Fatal("users after the last one was deleted")
+	}
+}

@@ -87,13 +87,29 @@ func advertised(apiAddr, raftAddr string) string {
 
 // bootstrapCluster creates the first accounts of a new cluster through its
 // node 1, once a majority of the founding nodes runs; it waits until ctx
-// ends.
+// ends. This node's catalog may lag the cluster's (a node restarted after
+// a crash), so it bootstraps only when the catalog, caught up through a
+// barrier, still has no user.
 func bootstrapCluster(ctx context.Context, eng *engine.Engine, key string, out io.Writer, log func(msg string, args ...any)) error {
+	proposed := false
 	for {
-		info, err := api.Bootstrap(eng, key)
+		err := eng.Cluster().CatalogBarrier(ctx)
 		if err == nil {
-			info.Print(out)
-			return nil
+			if eng.Accounts().HasUsers() {
+				if proposed && key == "" {
+					// The bootstrap proposed here applied after its answer
+					// timed out: the key it generated was never shown.
+					return errors.New("bootstrap: the cluster created the first accounts after the request timed out, " +
+						"so the API key it generated was never shown; start a new cluster with COPPICE_BOOTSTRAP_KEY set to choose the key")
+				}
+				return nil
+			}
+			var info *api.BootstrapInfo
+			proposed = true
+			if info, err = api.Bootstrap(eng, key); err == nil {
+				info.Print(out)
+				return nil
+			}
 		}
 		var ue *engine.UnavailableError
 		if !errors.As(err, &ue) {

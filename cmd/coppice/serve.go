@@ -58,13 +58,15 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 	if err != nil {
 		return err
 	}
-	first, err := isFirstStart(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	if first {
-		// Before anything is created: a refused key leaves a first start.
-		if err := api.CheckBootstrapKey(cfg.BootstrapKey); err != nil {
+	if err := api.CheckBootstrapKey(cfg.BootstrapKey); err != nil {
+		// A key a first start would refuse is refused before the data
+		// directory is made. On one that holds data, the catalog says
+		// below whether the key is needed at all.
+		fresh, derr := isNewDataDir(cfg.DataDir)
+		if derr != nil {
+			return derr
+		}
+		if fresh {
 			return err
 		}
 	}
@@ -87,14 +89,19 @@ func serve(ctx context.Context, cfg serveConfig, out io.Writer, ready func(addr 
 			}
 		}
 	}()
+	// A first start is one whose catalog has no user yet: a data directory
+	// left by a crash between opening and bootstrapping holds storage
+	// files but still no account.
 	switch {
-	case first && cfg.Cluster != nil && cfg.Cluster.NodeID == 1 && isFounder(cfg.Cluster):
+	case eng.Accounts().HasUsers():
+		// Bootstrapped before.
+	case cfg.Cluster != nil && cfg.Cluster.NodeID == 1 && isFounder(cfg.Cluster):
 		// Only the first node of a new cluster bootstraps, once a
 		// majority runs; the others receive the accounts through it.
 		if err := bootstrapCluster(ctx, eng, cfg.BootstrapKey, out, func(msg string, args ...any) { log.Info(msg, args...) }); err != nil {
 			return err
 		}
-	case first && cfg.Cluster == nil:
+	case cfg.Cluster == nil:
 		if err := bootstrap(eng, cfg.BootstrapKey, out); err != nil {
 			return err
 		}
@@ -239,8 +246,8 @@ func shutdown(srv *api.Server, ln net.Listener, served <-chan error, eng *engine
 	}
 }
 
-// isFirstStart reports whether dir holds no data yet: missing or empty.
-func isFirstStart(dir string) (bool, error) {
+// isNewDataDir reports whether dir holds nothing yet: missing or empty.
+func isNewDataDir(dir string) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil

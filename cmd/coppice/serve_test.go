@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,8 +13,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coppice-db/coppice/api"
+	"github.com/coppice-db/coppice/engine"
 )
 
 // TestServe runs serve in process: a first start bootstraps with the key
@@ -150,4 +154,151 @@ func TestServeDataDirMode(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serveInProcess runs serve on cfg until stop, which fails the
+// test if serve did, or the end of the test. It returns the listen
+// address and what serve printed before it listened.
+func serveInProcess(t *testing.T, cfg serveConfig) (addr string, out *bytes.Buffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &bytes.Buffer{}
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, out, func(a net.Addr) { ready <- a }) }()
+	select {
+	case a := <-ready:
+		addr = a.String()
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	stopped := false
+	stop = func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return addr, out, stop
+}
+
+// userOf answers GET /user on addr with key: the status and the user's
+// email.
+func userOf(t *testing.T, addr, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/user", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var u struct{ Email string }
+	json.NewDecoder(resp.Body).Decode(&u)
+	return resp.StatusCode, u.Email
+}
+
+// TestServeBootstrapAfterCrash: a data directory left by a crash between
+// opening the engine and bootstrapping (storage files, no account) is
+// still a first start. A short bootstrap key is refused there, creating
+// nothing; with a good key serve bootstraps, prints the banner, and the
+// key works. The next start bootstraps nothing and ignores the key.
+func TestServeBootstrapAfterCrash(t *testing.T) {
+	const key = "cpk_crash_test_0123456789abcdef"
+	dir := t.TempDir()
+	eng, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, err := isNewDataDir(dir); err != nil || fresh {
+		t.Fatalf("the engine left no file in the data directory: %v", err)
+	}
+	quiet := api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+	cfg := serveConfig{Addr: "127.0.0.1:0", DataDir: dir, BootstrapKey: "short", API: quiet}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = serve(ctx, cfg, io.Discard, func(net.Addr) { cancel() }) // a start that serves stops at once
+	if err == nil || !strings.Contains(err.Error(), "COPPICE_BOOTSTRAP_KEY must have at least 16 characters, it has 5") {
+		t.Fatalf("short key: %v", err)
+	}
+
+	cfg.BootstrapKey = key
+	addr, out, stop := serveInProcess(t, cfg)
+	if !strings.Contains(out.String(), "first start") || !strings.Contains(out.String(), api.BootstrapEmail) {
+		t.Errorf("bootstrap output: %q", out.String())
+	}
+	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
+		t.Errorf("GET /user with the bootstrap key: %d %q", status, email)
+	}
+	stop()
+
+	// A bootstrapped directory: no bootstrap, and a key it would refuse
+	// does not matter.
+	cfg.BootstrapKey = "short"
+	addr, out, stop = serveInProcess(t, cfg)
+	if out.Len() != 0 {
+		t.Errorf("a restart printed %q", out.String())
+	}
+	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
+		t.Errorf("GET /user with the bootstrap key after a restart: %d %q", status, email)
+	}
+	stop()
+}
+
+// TestServeClusterBootstrapAfterCrash: node 1 of a new cluster restarted
+// after a crash before its bootstrap bootstraps then; a node the cluster
+// has not added yet, with an empty catalog too, never does; node 1
+// restarted after its bootstrap does not again.
+func TestServeClusterBootstrapAfterCrash(t *testing.T) {
+	const key = "cpk_cluster_crash_0123456789abcdef"
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	network := engine.NewClusterNetwork()
+	node := func(id uint64) serveConfig {
+		return serveConfig{Addr: "127.0.0.1:0", DataDir: t.TempDir(), BootstrapKey: key, API: api.Options{Logger: quiet},
+			Cluster: &engine.ClusterOptions{NodeID: id, RaftAddr: fmt.Sprintf("node%d", id), Join: []string{"node1"},
+				Network: network, Tick: 10 * time.Millisecond, HeartbeatTicks: 2, ElectionTicks: 20, MaxWait: time.Second}}
+	}
+	n1 := node(1)
+	eng, err := engine.Open(n1.DataDir, engine.Options{Logger: quiet, Cluster: n1.Cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	addr, out, stop := serveInProcess(t, n1)
+	if !strings.Contains(out.String(), "first start") || !strings.Contains(out.String(), api.BootstrapEmail) {
+		t.Errorf("node 1's bootstrap output: %q", out.String())
+	}
+	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
+		t.Errorf("GET /user with the bootstrap key: %d %q", status, email)
+	}
+
+	_, out2, stop2 := serveInProcess(t, node(2))
+	if out2.Len() != 0 {
+		t.Errorf("a node waiting to be added printed %q", out2.String())
+	}
+	stop2()
+	stop()
+
+	addr, out, stop = serveInProcess(t, n1)
+	if out.Len() != 0 {
+		t.Errorf("node 1's restart printed %q", out.String())
+	}
+	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
+		t.Errorf("GET /user with the bootstrap key after a restart: %d %q", status, email)
+	}
+	stop()
 }

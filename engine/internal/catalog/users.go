@@ -40,6 +40,13 @@ func (c *Catalog) User(id string) (User, error) {
 	return *u, nil
 }
 
+// HasUsers reports whether any user exists.
+func (c *Catalog) HasUsers() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.users) > 0
+}
+
 // APIKeys returns a user's API keys by name.
 func (c *Catalog) APIKeys(userID string) []APIKeyInfo {
 	c.mu.RLock()
