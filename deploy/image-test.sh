@@ -47,11 +47,11 @@ else
 	version=$(go env GOVERSION)
 	GO_IMAGE=localhost/coppice-go:${version#go}
 	step "no registry gives the base image: the build stage is on $GO_IMAGE, of $goroot"
-	busybox=$(command -v busybox || true)
-	[ -n "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 ||
-		fail "the local base image needs a static busybox (Debian: busybox-static)"
 	if ! p image exists "$GO_IMAGE"; then
 		step "making $GO_IMAGE"
+		busybox=$(command -v busybox || true)
+		[ -n "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 ||
+			fail "the local base image needs a static busybox (Debian: busybox-static)"
 		root=$(mktemp -d)
 		trap 'rm -rf "$root"' EXIT
 		mkdir -p "$root/rootfs/bin" "$root/rootfs/usr/local" "$root/rootfs/etc/ssl/certs" "$root/rootfs/tmp" "$root/rootfs/root"
