@@ -4,7 +4,9 @@
 #   docker build -t coppice .        (or: podman build --format docker -t coppice .)
 #   docker run -d -p 8080:8080 -v coppice-data:/data -e COPPICE_BOOTSTRAP_KEY=… coppice
 #
-# deploy/container-test.sh builds this image and checks a running container.
+# deploy/container-test.sh builds this image and checks a running container;
+# deploy/image-test.sh (make image-test) runs it where no registry answers,
+# on a build-stage base image it makes from the local Go installation.
 
 # The build stage: any image with the Go toolchain of go.mod (and git, for
 # the commit `coppice version` shows).

@@ -12,7 +12,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 CONTAINER ?= podman
 
-.PHONY: help build install image run cluster test test-long test-reliability bench bench-engine bench-cluster fuzz vet lint chromium
+.PHONY: help build install image image-test run cluster test test-long test-reliability bench bench-engine bench-cluster fuzz vet lint chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ install: build ## install bin/coppice to $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/lo
 
 image: ## build the container image coppice:latest with $(CONTAINER) (podman or docker)
 	$(CONTAINER) build $(if $(filter podman,$(CONTAINER)),--format docker) -t coppice:latest .
+
+image-test: ## build the image with podman and check a container of it (deploy/image-test.sh; makes the base image locally when no registry answers)
+	./deploy/image-test.sh
 
 run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPICE_ADDR/COPPICE_DATA or the defaults apply
 	./bin/coppice serve$(if $(ADDR), --addr $(ADDR))$(if $(DATA), --data $(DATA))

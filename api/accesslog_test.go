@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -231,6 +232,52 @@ func TestSlowRequestLog(t *testing.T) {
 	ts.createDB("app")
 	if strings.Contains(logs.String(), "slow request") {
 		t.Errorf("slow lines with the log off:\n%s", logs.String())
+	}
+}
+
+// TestSlowAggregatePlan checks that a slow aggregate logs its plan, as a
+// query, a summarize and a search do: the aggregations by name, kind and
+// column, and the filter's steps, with no value of the request.
+func TestSlowAggregatePlan(t *testing.T) {
+	ts, logs := loggedServer(t, Options{SlowRequest: time.Nanosecond})
+	ts.createDB("app")
+	ts.createTable("app", "people", map[string]any{"name": "age", "type": "int"}, map[string]any{"name": "city", "type": "string"})
+	for i, city := range []string{"Lyon", "Oslo", "Lyon"} {
+		ts.expect(201, "PUT", fmt.Sprintf("/db/app:main/tables/people/data/p%d", i), map[string]any{"age": 20 + 10*i, "city": city})
+	}
+	r := ts.expect(200, "POST", "/db/app:main/tables/people/aggregate", map[string]any{
+		"filter": map[string]any{"age": map[string]any{"$ge": 25}},
+		"aggs": map[string]any{
+			"cities": map[string]any{"topValues": map[string]any{"column": "city",
+				"aggs": map[string]any{"oldest": map[string]any{"max": map[string]any{"column": "age"}}}}},
+			"from_lyon": map[string]any{"count": map[string]any{"filter": map[string]any{"city": "Lyon"}}},
+		},
+	})
+	if got := fmt.Sprint(r.obj()["aggs"].(map[string]any)["from_lyon"]); got != "1" {
+		t.Fatalf("from_lyon = %v, want 1: %s", got, r.body)
+	}
+	id := r.header.Get("x-request-id")
+	const want = "aggregate cities = topValues(city){oldest = max(age)}, from_lyon = count(* where city = ?)(range age >= ?)"
+	found := false
+	for _, l := range logs.lines(t) {
+		if l["request"] == id && l["msg"] == "slow request" {
+			found = true
+			if l["plan"] != want {
+				t.Errorf("plan %q, want %q", l["plan"], want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no slow-request line for %s:\n%s", id, logs.String())
+	}
+
+	// Without aggregations it counts the rows of the filter.
+	r = ts.expect(200, "POST", "/db/app:main/tables/people/aggregate", map[string]any{})
+	id = r.header.Get("x-request-id")
+	for _, l := range logs.lines(t) {
+		if l["request"] == id && l["msg"] == "slow request" && l["plan"] != "aggregate count = count(*)(live)" {
+			t.Errorf("plan %q", l["plan"])
+		}
 	}
 }
 

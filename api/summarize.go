@@ -125,6 +125,7 @@ func (s *Server) aggregateTable(r *request) error {
 	if err != nil {
 		return err
 	}
+	r.setPlan(&res.Plan)
 	writeJSON(r.ctx, http.StatusOK, map[string]any{"aggs": aggsJSON(res.Aggs)})
 	return nil
 }

@@ -7,14 +7,18 @@
 #   deploy/container-test.sh            # with podman
 #   CONTAINER=docker deploy/container-test.sh
 #
-# Environment: CONTAINER (podman or docker), IMAGE (tag to build, default
-# coppice:test), PORT (host port, default 18080), BUILD_FLAGS and RUN_FLAGS
-# (extra arguments of build and run, e.g. --build-arg GO_IMAGE=… or a
-# runtime), KEEP=1 keeps the image. Needs curl.
+# deploy/image-test.sh (make image-test) runs it where no registry answers.
+#
+# Environment: CONTAINER (podman or docker), CONTAINER_FLAGS (global
+# flags of every CONTAINER command, e.g. podman's --storage-driver), IMAGE
+# (tag to build, default coppice:test), PORT (host port, default 18080),
+# BUILD_FLAGS and RUN_FLAGS (extra arguments of build and run, e.g.
+# --build-arg GO_IMAGE=… or --ulimit), KEEP=1 keeps the image. Needs curl.
 set -eu
 cd "$(dirname "$0")/.."
 
 CONTAINER=${CONTAINER:-podman}
+CONTAINER_FLAGS=${CONTAINER_FLAGS:-}
 IMAGE=${IMAGE:-coppice:test}
 PORT=${PORT:-18080}
 BUILD_FLAGS=${BUILD_FLAGS:-}
@@ -24,13 +28,17 @@ VOLUME=coppice-test-data-$$
 KEY=cpk_container_test_key_0123456789abcdef
 URL=http://127.0.0.1:$PORT
 
+# c runs the container tool with its global flags.
+# shellcheck disable=SC2086
+c() { $CONTAINER $CONTAINER_FLAGS "$@"; }
+
 fail() { echo "container-test: FAIL: $*" >&2; exit 1; }
 step() { echo "container-test: $*"; }
 
 cleanup() {
-	$CONTAINER rm -f "$NAME" >/dev/null 2>&1 || true
-	$CONTAINER volume rm -f "$VOLUME" >/dev/null 2>&1 || true
-	if [ "${KEEP:-}" != 1 ]; then $CONTAINER rmi "$IMAGE" >/dev/null 2>&1 || true; fi
+	c rm -f "$NAME" >/dev/null 2>&1 || true
+	c volume rm -f "$VOLUME" >/dev/null 2>&1 || true
+	if [ "${KEEP:-}" != 1 ]; then c rmi "$IMAGE" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -38,14 +46,14 @@ format=
 if [ "$CONTAINER" = podman ]; then format="--format docker"; fi # HEALTHCHECK is a docker-format field
 step "building $IMAGE"
 # shellcheck disable=SC2086
-$CONTAINER build $format $BUILD_FLAGS -t "$IMAGE" . || fail "build"
+c build $format $BUILD_FLAGS -t "$IMAGE" . || fail "build"
 
 step "checking the image configuration"
-user=$($CONTAINER image inspect --format '{{.Config.User}}' "$IMAGE")
+user=$(c image inspect --format '{{.Config.User}}' "$IMAGE")
 [ "$user" = "65532:65532" ] || fail "image user is [$user], want 65532:65532"
-health=$($CONTAINER image inspect --format '{{json .Config.Healthcheck}}' "$IMAGE")
+health=$(c image inspect --format '{{json .Config.Healthcheck}}' "$IMAGE")
 echo "$health" | grep -q healthcheck || fail "no HEALTHCHECK in the image: $health"
-volumes=$($CONTAINER image inspect --format '{{json .Config.Volumes}}' "$IMAGE")
+volumes=$(c image inspect --format '{{json .Config.Volumes}}' "$IMAGE")
 echo "$volumes" | grep -q '"/data"' || fail "no /data volume: $volumes"
 
 # api KEY METHOD PATH [BODY]: the status, then the body on the next line.
@@ -71,26 +79,28 @@ wait_ready() {
 	i=0
 	until [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/readyz")" = 200 ]; do
 		i=$((i + 1))
-		[ $i -lt 100 ] || { $CONTAINER logs "$NAME" >&2; fail "not ready after 20 s"; }
+		[ $i -lt 100 ] || { c logs "$NAME" >&2; fail "not ready after 20 s"; }
 		sleep 0.2
 	done
 }
 
 step "starting a container"
 # shellcheck disable=SC2086
-$CONTAINER run -d --name "$NAME" -p "127.0.0.1:$PORT:8080" -v "$VOLUME:/data" \
+c run -d --name "$NAME" -p "127.0.0.1:$PORT:8080" -v "$VOLUME:/data" \
 	-e COPPICE_BOOTSTRAP_KEY=$KEY -e COPPICE_LOG_FORMAT=json $RUN_FLAGS "$IMAGE" >/dev/null || fail "run"
 wait_ready
 
 step "checking the health check, the version and the user"
 if [ "$CONTAINER" = podman ]; then
-	$CONTAINER healthcheck run "$NAME" || fail "health check failed"
+	c healthcheck run "$NAME" || fail "health check failed"
+	health=$(c inspect --format '{{.State.Health.Status}}' "$NAME")
+	[ "$health" = healthy ] || fail "health status [$health], want healthy"
 else
-	$CONTAINER exec "$NAME" /coppice healthcheck || fail "health check failed"
+	c exec "$NAME" /coppice healthcheck || fail "health check failed"
 fi
-$CONTAINER exec "$NAME" /coppice version | grep -q '^coppice ' || fail "coppice version"
-uid=$($CONTAINER top "$NAME" -eo uid 2>/dev/null | tail -n 1 | tr -d ' ' || true)
-if [ "$CONTAINER" = podman ]; then uid=$($CONTAINER top "$NAME" huser | tail -n 1 | tr -d ' '); fi
+c exec "$NAME" /coppice version | grep -q '^coppice ' || fail "coppice version"
+uid=$(c top "$NAME" -eo uid 2>/dev/null | tail -n 1 | tr -d ' ' || true)
+if [ "$CONTAINER" = podman ]; then uid=$(c top "$NAME" huser | tail -n 1 | tr -d ' '); fi
 [ "$uid" = 65532 ] || fail "server runs as [$uid], want 65532"
 
 step "using the API"
@@ -104,14 +114,14 @@ expect 401 cpk_wrong GET /user >/dev/null
 expect 200 "" GET /openapi.json | grep -q '"openapi":"3.1.0"' || fail "openapi.json"
 
 step "restarting: SIGTERM drains, the volume keeps the data"
-$CONTAINER stop -t 60 "$NAME" >/dev/null
-$CONTAINER logs "$NAME" 2>&1 | grep -q '"msg":"shutting down"' || fail "no drain on stop"
-$CONTAINER start "$NAME" >/dev/null
+c stop -t 60 "$NAME" >/dev/null
+c logs "$NAME" 2>&1 | grep -q '"msg":"shutting down"' || fail "no drain on stop"
+c start "$NAME" >/dev/null
 wait_ready
 expect 200 $KEY GET "/ws/$ws/db/app:main/tables/notes/data/n1" | grep -q 'kept across restarts' || fail "record lost"
 
 step "checking the logs"
-logs=$($CONTAINER logs "$NAME" 2>&1)
+logs=$(c logs "$NAME" 2>&1)
 echo "$logs" | grep -q '"msg":"request".*"route":"/db/{db_branch_name}/tables/{table_name}/data/{record_id}"' ||
 	fail "no access log line: $logs"
 # The key appears once, in the first start's credentials on stdout.

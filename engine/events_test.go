@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,5 +141,54 @@ func TestCancelledWorkIsNotAFailure(t *testing.T) {
 	}
 	if len(events) != 2 {
 		t.Errorf("%d events reported, want 2", len(events))
+	}
+}
+
+// TestStorageLogReachesLogger checks that the storage engine's own log
+// lines go to Options.Logger, at debug level, marked as the storage's: an
+// engine reopened over the write-ahead log it left tells what it found
+// and what it replayed.
+func TestStorageLogReachesLogger(t *testing.T) {
+	dir := t.TempDir()
+	open := func(level slog.Level) (*Engine, *eventLog) {
+		t.Helper()
+		l := &eventLog{}
+		e, err := Open(dir, Options{Logger: slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: level}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, l
+	}
+	e, _ := open(slog.LevelDebug)
+	if _, err := e.CreateDatabase(CreateDatabaseRequest{Name: "app", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, l := open(slog.LevelDebug)
+	e.Close()
+	var found, replayed bool
+	for line := range strings.Lines(l.log.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if rec["component"] != "storage" || rec["level"] != "DEBUG" {
+			continue
+		}
+		msg, _ := rec["msg"].(string)
+		found = found || strings.HasPrefix(msg, "Found 1 WALs")
+		replayed = replayed || strings.Contains(msg, "replayed")
+	}
+	if !found || !replayed {
+		t.Errorf("no storage lines of the WAL found (%v) and replayed (%v) in the log:\n%s", found, replayed, l.log.String())
+	}
+
+	// They are routine: above debug level the log holds none.
+	e, l = open(slog.LevelInfo)
+	e.Close()
+	if strings.Contains(l.log.String(), `"component":"storage"`) {
+		t.Errorf("storage lines above debug level:\n%s", l.log.String())
 	}
 }

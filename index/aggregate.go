@@ -89,6 +89,8 @@ type AggregateRequest struct {
 // one "count" of the rows.
 type AggregateResult struct {
 	Aggs []AggResult
+	// Plan is how the rows were found and what was computed on them.
+	Plan AggregatePlan
 }
 
 // AggResult is the result of one aggregation.
@@ -140,19 +142,21 @@ func Aggregate(ctx context.Context, src Source, in AggregateRequest) (*Aggregate
 			return nil, err
 		}
 	}
-	rows, err := Compile(filter).Execute(ctx, src)
+	plan := Compile(filter)
+	rows, err := plan.Execute(ctx, src)
 	if err != nil {
 		return nil, err
 	}
+	out := &AggregateResult{Plan: AggregatePlan{filter: plan, nodes: nodes}}
 	if len(nodes) == 0 {
-		return &AggregateResult{Aggs: []AggResult{{Name: "count", Kind: "count", Value: int64(rows.GetCardinality())}}}, nil
+		out.Aggs = []AggResult{{Name: "count", Kind: "count", Value: int64(rows.GetCardinality())}}
+		return out, nil
 	}
 	r := &aggRun{ctx: ctx, src: src, x: newValueReaders(ctx, src), readers: map[*Column]valueReader{}, filters: map[*aggNode]*roaring.Bitmap{}}
-	res, err := r.evalAll(nodes, rows)
-	if err != nil {
+	if out.Aggs, err = r.evalAll(nodes, rows); err != nil {
 		return nil, err
 	}
-	return &AggregateResult{Aggs: res}, nil
+	return out, nil
 }
 
 // aggRun is one execution: the source, readers by column, and the rows of

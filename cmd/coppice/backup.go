@@ -123,8 +123,12 @@ func runRestore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "coppice restore: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "restore: %d files, %s in %s, into %s; it opens with %d databases\n",
-		sum.Files, humanBytes(sum.Bytes), sum.Took.Round(1e6), *data, sum.Databases)
+	databases := "databases"
+	if sum.Databases == 1 {
+		databases = "database"
+	}
+	fmt.Fprintf(stderr, "restore: %d files, %s in %s, into %s; it opens with %d %s\n",
+		sum.Files, humanBytes(sum.Bytes), sum.Took.Round(1e6), *data, sum.Databases, databases)
 	return 0
 }
 

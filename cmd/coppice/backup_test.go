@@ -225,3 +225,40 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	call("GET", "/db/app2:dev/tables/events/data/w1-000000", nil, 200)
 }
+
+// TestBackupDataDirectory backs up a data directory with one database:
+// refused, with advice that suits backup, while an engine holds it; then
+// backed up and restored, and the restore counts one database.
+func TestBackupDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	e, err := engine.Open(dir, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateDatabase(engine.CreateDatabaseRequest{Name: "app", Region: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(string) string { return "" }
+	var stderr bytes.Buffer
+	exec := func(want int, args ...string) string {
+		t.Helper()
+		stderr.Reset()
+		if code := run(args, getenv, io.Discard, &stderr); code != want {
+			t.Fatalf("coppice %s: exit %d, want %d\n%s", strings.Join(args, " "), code, want, stderr.String())
+		}
+		return stderr.String()
+	}
+	backup := filepath.Join(t.TempDir(), "backup")
+	if out := exec(1, "backup", "--data", dir, "--to", backup); !strings.Contains(out,
+		"in use by a running server (or another process): stop it first, or go through the running server with --url") {
+		t.Errorf("backup of a held directory: %s", out)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exec(0, "backup", "--data", dir, "--to", backup)
+	out := exec(0, "restore", "--from", backup, "--data", filepath.Join(t.TempDir(), "restored"))
+	if !strings.HasSuffix(out, "; it opens with 1 database\n") {
+		t.Errorf("restore: %s", out)
+	}
+}

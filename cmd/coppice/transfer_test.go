@@ -164,7 +164,7 @@ func TestImportExportCommands(t *testing.T) {
 
 	// A data directory a server holds is refused, whichever process it is.
 	if code := exec("import", "--data", p.data, "--workspace", ws, "--table", "copy", "--create", out); code != 1 ||
-		!strings.Contains(stderr.String(), "in use by a running server") {
+		!strings.Contains(stderr.String(), "in use by a running server (or another process): stop it first, or go through the running server with --url") {
 		t.Errorf("import into the served directory: exit %d\n%s", code, stderr.String())
 	}
 	p.stop(t)

@@ -21,9 +21,10 @@ import (
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // ErrDirInUse is the error of opening a data directory that a server (or
-// another process) holds.
+// another process) holds. Its advice suits every command that takes
+// --data: each of them also works through a server with --url.
 var ErrDirInUse = errors.New("the data directory is in use by a running server (or another process): " +
-	"stop it first, or import over HTTP with --url")
+	"stop it first, or go through the running server with --url")
 
 // dirStore writes and reads a data directory through the engine.
 type dirStore struct {
