@@ -230,6 +230,14 @@ var queryCases = []queryCase{
 			"created_at": jsonObj{"$ge": gen.DateQuantile(0.3).Format(time.RFC3339), "$lt": gen.DateQuantile(0.7).Format(time.RFC3339)},
 		}, jsonObj{"views": "desc"}
 	}},
+	// The filter mix's any-sort class: one category or a views threshold,
+	// best rated first, then oldest: a broad union under a sort of two keys.
+	{"any-sort", func(*gen.Gen) (any, any) {
+		return jsonObj{"$any": []any{
+			jsonObj{"category": gen.Categories[3]},
+			jsonObj{"views": jsonObj{"$ge": 5000}},
+		}}, []any{jsonObj{"rating": "desc"}, jsonObj{"created_at": "asc"}}
+	}},
 	// The most common tag, cheapest first.
 	{"includes-sort", func(*gen.Gen) (any, any) {
 		return jsonObj{"tags": jsonObj{"$includes": gen.Tag(0)}}, jsonObj{"price": "asc"}
