@@ -7,7 +7,11 @@ package index
 // The cost rule. A walk of the order visits about V = L·|live|/E rows to
 // fill a window of L rows when the filter matches an estimated E rows
 // (E from the postings' sizes and the ranges' spans in the in-memory
-// orders, the conditions of an and taken as independent). The eager plan
+// orders, the conditions of an and taken as independent), and more: it
+// takes the rows of one value of the first sort key together, so it tests
+// all of the group of ties it stops in, of G rows (estimated from the
+// first key's in-memory order, tieGroup; a walk of the ids has none):
+// V = max(L·|live|/E + G/2, G). The eager plan
 // first builds the filter's bitmap and then walks (or heaps) over it; the
 // lazy one tests the V rows instead, each against every condition. In
 // units of about one in-memory row visit:
@@ -318,14 +322,44 @@ func (b *lazyBuilder) buildRange(t *rowTest, n *rangeNode) (*rowTest, bool, erro
 }
 
 // lazyVisits is the number of rows a walk is expected to visit to fill a
-// window of limit rows with the test's matches.
-func lazyVisits(t *rowTest, limit int, live float64) float64 {
-	return min(live, float64(limit)/max(t.share, 1/live))
+// window of limit rows with the test's matches, finishing the group of
+// ties of about group rows it stops in: half of it past the last match
+// needed, on average, and at least the whole of the first group.
+func lazyVisits(t *rowTest, limit int, live, group float64) float64 {
+	return min(live, max(float64(limit)/max(t.share, 1/live)+group/2, group))
 }
 
 // lazyWorth applies the cost rule to a filter's test and a window.
-func lazyWorth(t *rowTest, limit int, live float64) bool {
-	return lazyVisits(t, limit, live)*t.test < t.build
+func lazyWorth(t *rowTest, limit int, live, group float64) bool {
+	return lazyVisits(t, limit, live, group)*t.test < t.build
+}
+
+// tieSamples is how many positions of an order tieGroup looks at.
+const tieSamples = 16
+
+// tieGroup estimates the rows of the group of equal values of o's first
+// key that a walk stops in: the mean size of the groups at evenly spaced
+// positions of the key's in-memory order, a mean weighted by size, as a
+// row of a large group is more likely the one that fills the window. It
+// is 0 for the ids' order, whose values are unique, and when the key has
+// no in-memory order (its index in storage is walked group by group).
+func tieGroup(src Source, o Order) (float64, error) {
+	if len(o.Keys) == 0 {
+		return 0, nil
+	}
+	c := o.Keys[0].Column
+	vals, err := src.Values(c)
+	if err != nil || vals == nil {
+		return 0, err
+	}
+	fo, io, ok := ordered(vals, c.Type)
+	switch {
+	case !ok:
+		return 0, nil
+	case fo.order != nil:
+		return fo.meanGroup(tieSamples), nil
+	}
+	return io.meanGroup(tieSamples), nil
 }
 
 // errLazySpent stops a lazy walk that tested more rows than its budget.
@@ -337,8 +371,8 @@ var errLazySpent = errors.New("index: lazy walk over budget")
 // independent; when they are not (a range that keeps only the end of the
 // order the walk reaches last), the walk would visit most of the table,
 // and the work lost to trying is bounded by the budget.
-func lazyBudget(t *rowTest, limit int, live float64) uint64 {
-	return uint64(4*lazyVisits(t, limit, live)) + 256
+func lazyBudget(t *rowTest, limit int, live, group float64) uint64 {
+	return uint64(4*lazyVisits(t, limit, live, group)) + 256
 }
 
 // selectLazy runs the query's page as a lazy walk when the cost rule
@@ -371,15 +405,24 @@ func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explai
 			p.filter.fetched = b.fetched
 		}
 	}()
-	if err != nil || !ok || !lazyWorth(t, w.Limit, b.n) {
+	if err != nil || !ok {
+		return nil, nil, false, err
+	}
+	group, err := tieGroup(src, p.order)
+	if err != nil || !lazyWorth(t, w.Limit, b.n, group) {
 		return nil, nil, false, err
 	}
 	p.limit, p.reverse = w.Limit, w.Reverse
-	cc := candidates{set: live, test: t, budget: lazyBudget(t, w.Limit, b.n)}
+	cc := candidates{set: live, test: t, budget: lazyBudget(t, w.Limit, b.n, group)}
 	rows, keys, err = walk(ctx, src, cc, p.order, w, &p.sel)
 	switch {
-	case errors.Is(err, ErrNoOrderedIndex), errors.Is(err, errLazySpent):
-		// What the walk took is dropped; the eager plan starts over.
+	case errors.Is(err, ErrNoOrderedIndex):
+		// The eager plan starts over.
+		return nil, nil, false, nil
+	case errors.Is(err, errLazySpent):
+		// What the walk took is dropped, and the plan says so: the
+		// eager plan starts over.
+		p.gaveUp = t.tested
 		return nil, nil, false, nil
 	case err != nil:
 		return nil, nil, true, err

@@ -181,6 +181,31 @@ func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand func(row uint32) boo
 	}
 }
 
+// groupAt returns the number of positions of the order holding the value
+// at position k.
+func (o orderedColumn[T]) groupAt(k int) int {
+	v := o.arr[o.order[k]]
+	i := sort.Search(k, func(x int) bool { return o.arr[o.order[x]] >= v })
+	j := k + sort.Search(len(o.order)-k, func(x int) bool { return o.arr[o.order[k+x]] > v })
+	return j - i
+}
+
+// meanGroup is the mean size of the groups of equal values holding
+// samples evenly spaced positions of the order (all of them when it has
+// fewer): about the size of the group of a row drawn at random.
+func (o orderedColumn[T]) meanGroup(samples int) float64 {
+	n := len(o.order)
+	if n == 0 {
+		return 0
+	}
+	samples = min(samples, n)
+	sum := 0
+	for i := range samples {
+		sum += o.groupAt((2*i + 1) * n / (2 * samples))
+	}
+	return float64(sum) / float64(samples)
+}
+
 // ordered returns a column's in-memory order as floats or ints (one of fo,
 // io set), or ok false when its value store keeps none.
 func ordered(vals ColumnValues, t ColumnType) (fo orderedColumn[float64], io orderedColumn[int64], ok bool) {

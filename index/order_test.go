@@ -218,3 +218,35 @@ func TestWalkIDOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMeanGroup checks the estimate of the group of ties a walk stops in:
+// the mean size of the groups at evenly spaced positions of an order,
+// exact when every group has one size, else between the smallest and the
+// largest, and near the mean weighted by size.
+func TestMeanGroup(t *testing.T) {
+	if got := (orderedColumn[int64]{}).meanGroup(tieSamples); got != 0 {
+		t.Errorf("empty order: %v", got)
+	}
+	for _, sizes := range [][]int{{1}, {7}, {1000}, {1, 1000}, {5, 3, 200, 1}} {
+		var arr []int64
+		for g := range 40 {
+			for range sizes[g%len(sizes)] {
+				arr = append(arr, int64(g))
+			}
+		}
+		order := make([]uint32, len(arr))
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		got := orderedColumn[int64]{arr: arr, order: order}.meanGroup(tieSamples)
+		var weighted float64
+		for g := range 40 {
+			n := float64(sizes[g%len(sizes)])
+			weighted += n * n / float64(len(arr))
+		}
+		lo, hi := float64(slices.Min(sizes)), float64(slices.Max(sizes))
+		if got < lo || got > hi || (lo == hi && got != lo) || got < weighted/2 || got > 2*weighted {
+			t.Errorf("groups of %v: estimate %v, weighted mean %.1f", sizes, got, weighted)
+		}
+	}
+}

@@ -37,6 +37,9 @@ type QueryPlan struct {
 	limit   int
 	reverse bool
 	sel     orderNote
+	// gaveUp is the rows a lazy walk tested before it gave up for the
+	// eager plan (0: none did).
+	gaveUp uint64
 	// explained is set while an explained query runs: its steps so far.
 	explained *queryTrace
 	// tree is the tree Tree described, of a query not explained.
@@ -119,7 +122,11 @@ func (p *QueryPlan) outline(filter *ExplainNode) *ExplainNode {
 	if kind == "" {
 		kind = "order" // not reached: the query stopped before ordering
 	}
-	sel := step(kind, orderDetail(p.order, p.limit, p.reverse))
+	order := orderDetail(p.order, p.limit, p.reverse)
+	if p.gaveUp > 0 {
+		order += "; after a lazy walk gave up at " + strconv.FormatUint(p.gaveUp, 10) + " rows"
+	}
+	sel := step(kind, order)
 	sel.Via = p.sel.via
 	sel.Children = []*ExplainNode{filter}
 	root.Children = []*ExplainNode{sel}
