@@ -375,6 +375,13 @@ func TestRequestAppliesOnce(t *testing.T) {
 	c := newTestCluster(t, 3, 0)
 	db := c.createDB(2, "once")
 	n := c.node(1)
+	// Node 1 starts its replica of the new group in the background, once
+	// it learns of the placement: propose through it after that.
+	for start := time.Now(); !n.Hosts(db); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("node 1 did not start the database's group")
+		}
+	}
 	cmd := apply.OnDatabase(db, &apply.WriteRecords{Branch: "main", Ops: []model.Op{{Kind: model.OpUpdate, Table: "t", ID: "x", Upsert: true,
 		Values: map[string]any{"n": map[string]any{"$increment": 1}}}}})
 	enc, err := apply.Encode(cmd)
