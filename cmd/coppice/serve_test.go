@@ -246,14 +246,21 @@ func TestServeBootstrapAfterCrash(t *testing.T) {
 	// A bootstrapped directory: no bootstrap, and a key it would refuse
 	// does not matter.
 	cfg.BootstrapKey = "short"
-	addr, out, stop = serveInProcess(t, cfg)
+	restartsQuietly(t, cfg, key, "a restart")
+}
+
+// restartsQuietly serves cfg again and checks that it prints nothing (no
+// second bootstrap) and that key still signs in.
+func restartsQuietly(t *testing.T, cfg serveConfig, key, what string) {
+	t.Helper()
+	addr, out, stop := serveInProcess(t, cfg)
+	defer stop()
 	if out.Len() != 0 {
-		t.Errorf("a restart printed %q", out.String())
+		t.Errorf("%s printed %q", what, out.String())
 	}
 	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
-		t.Errorf("GET /user with the bootstrap key after a restart: %d %q", status, email)
+		t.Errorf("GET /user with the bootstrap key after %s: %d %q", what, status, email)
 	}
-	stop()
 }
 
 // TestServeClusterBootstrapAfterCrash: node 1 of a new cluster restarted
@@ -292,13 +299,5 @@ func TestServeClusterBootstrapAfterCrash(t *testing.T) {
 	}
 	stop2()
 	stop()
-
-	addr, out, stop = serveInProcess(t, n1)
-	if out.Len() != 0 {
-		t.Errorf("node 1's restart printed %q", out.String())
-	}
-	if status, email := userOf(t, addr, key); status != 200 || email != api.BootstrapEmail {
-		t.Errorf("GET /user with the bootstrap key after a restart: %d %q", status, email)
-	}
-	stop()
+	restartsQuietly(t, n1, key, "node 1's restart")
 }
