@@ -609,16 +609,8 @@ func BenchmarkServeQuery(b *testing.B) {
 		})
 		b.Run(q.name+"/http", func(b *testing.B) {
 			// The server over loopback, one request at a time, as the W3
-			// client sends them: the request's deadline needs the arrival
-			// time that only a served connection stamps.
-			client := &fasthttp.HostClient{Addr: srv.addr}
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.Header.SetMethod("POST")
-			req.SetRequestURI(srv.base + "/query")
-			req.URI().SetHost(srv.addr)
-			req.Header.Set("Authorization", "Bearer "+testKey)
+			// client sends them.
+			post := queryPoster(b, srv)
 			bodies := make([][]byte, len(q.filters))
 			for i := range bodies {
 				bodies[i] = q.body(i)
@@ -627,17 +619,37 @@ func BenchmarkServeQuery(b *testing.B) {
 			c0 := processCPU()
 			i := 0
 			for b.Loop() {
-				req.SetBodyRaw(bodies[i%len(bodies)])
+				post(bodies[i%len(bodies)])
 				i++
-				if err := client.Do(req, resp); err != nil {
-					b.Fatal(err)
-				}
-				if resp.StatusCode() != 200 {
-					b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
-				}
 			}
 			reportCPU(b, c0)
 		})
+	}
+}
+
+// queryPoster returns a function that posts a query body to srv's table
+// over one kept connection, as the W3 client does, failing b unless the
+// answer is 200. The request's deadline needs the arrival time that only
+// a served connection stamps.
+func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) {
+	client := &fasthttp.HostClient{Addr: srv.addr}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	b.Cleanup(func() {
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+	})
+	req.Header.SetMethod("POST")
+	req.SetRequestURI(srv.base + "/query")
+	req.URI().SetHost(srv.addr)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	return func(body []byte) {
+		req.SetBodyRaw(body)
+		if err := client.Do(req, resp); err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode() != 200 {
+			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+		}
 	}
 }
 
@@ -658,23 +670,8 @@ func BenchmarkServeQueryMix(b *testing.B) {
 		ranges = append(ranges, fmt.Sprintf(`{"price":{"$ge":%d},"views":{"$lt":%d},"active":true}`, lo, 1000+lo*5))
 	}
 	classes := append(serveQueryClasses(), serveQueryClass{name: "ranges-sort", filters: ranges, sort: `{"price":"asc"}`})
-	client := &fasthttp.HostClient{Addr: srv.addr}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod("POST")
-	req.SetRequestURI(srv.base + "/query")
-	req.URI().SetHost(srv.addr)
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	send := func(q serveQueryClass, i int) {
-		req.SetBodyRaw(q.body(i))
-		if err := client.Do(req, resp); err != nil {
-			b.Fatal(err)
-		}
-		if resp.StatusCode() != 200 {
-			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
-		}
-	}
+	post := queryPoster(b, srv)
+	send := func(q serveQueryClass, i int) { post(q.body(i)) }
 	warmQueries(b, srv, classes)
 	// A phase is long enough for the mix to evict what eq alone keeps.
 	const phase = 200
