@@ -50,6 +50,23 @@ func Bootstrap(eng *engine.Engine, key string) (*BootstrapInfo, error) {
 		Workspace: res.Workspace.Core, Key: res.Key.Secret, KeyGiven: key != ""}, nil
 }
 
+// BootstrappedWith returns the first accounts when a bootstrap with key
+// created them: the key authenticates as the bootstrap key of the
+// bootstrap user, who owns one workspace. A cluster's bootstrap whose
+// answer timed out may still apply; its key, chosen before the request,
+// finds what it created.
+func BootstrappedWith(eng *engine.Engine, key string) (*BootstrapInfo, bool) {
+	u, k, err := eng.Accounts().Authenticate(key)
+	if err != nil || k.Name != BootstrapKeyName || u.Email != BootstrapEmail {
+		return nil, false
+	}
+	ws := eng.Accounts().ListWorkspaces(u.ID)
+	if len(ws) != 1 {
+		return nil, false
+	}
+	return &BootstrapInfo{UserID: u.ID, Email: u.Email, WorkspaceID: ws[0].ID, Workspace: ws[0].Core, Key: key}, true
+}
+
 // MinBootstrapKeyLen is the shortest COPPICE_BOOTSTRAP_KEY accepted: a key
 // anyone could guess would open the administrator's account.
 const MinBootstrapKeyLen = 16

@@ -3,6 +3,8 @@ package api
 import (
 	"strings"
 	"testing"
+
+	"github.com/coppice-db/coppice/engine"
 )
 
 // TestScopedKeyCannotActOnAccount: a key scoped to a workspace may not
@@ -67,5 +69,41 @@ func TestScopedKeyCannotActOnAccount(t *testing.T) {
 func TestBootstrapKeyLength(t *testing.T) {
 	if _, err := Bootstrap(nil, "fifteen-chars!!"); err == nil {
 		t.Error("Bootstrap took a 15-character key")
+	}
+}
+
+// TestBootstrappedWith: the key of a bootstrap finds the accounts it
+// created; any other key, or a key that is not the bootstrap key, does not.
+func TestBootstrappedWith(t *testing.T) {
+	eng, err := engine.Open(t.TempDir(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	key := engine.NewKeySecret()
+	if _, ok := BootstrappedWith(eng, key); ok {
+		t.Fatal("found accounts before any bootstrap")
+	}
+	want, err := Bootstrap(eng, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := BootstrappedWith(eng, key)
+	if !ok {
+		t.Fatal("the bootstrap key does not find its accounts")
+	}
+	want.KeyGiven = false
+	if *got != *want {
+		t.Errorf("found %+v, created %+v", *got, *want)
+	}
+	if _, ok := BootstrappedWith(eng, engine.NewKeySecret()); ok {
+		t.Error("another key found the bootstrap accounts")
+	}
+	other, err := eng.Accounts().CreateAPIKey(want.UserID, "other", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := BootstrappedWith(eng, other.Secret); ok {
+		t.Error("a key that is not the bootstrap key found the bootstrap accounts")
 	}
 }

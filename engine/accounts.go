@@ -165,6 +165,10 @@ func (a *Accounts) CreateAPIKey(userID, name, workspace, secret string) (Credent
 	return Credential{Name: name, Secret: secret}, nil
 }
 
+// NewKeySecret returns a fresh API key secret, of the form CreateAPIKey
+// and Bootstrap generate when given none.
+func NewKeySecret() string { return catalog.NewKeySecret() }
+
 // Authenticate returns the user and key an API key secret belongs to, or
 // CodeUnauthenticated.
 func (a *Accounts) Authenticate(secret string) (*User, *APIKey, error) {

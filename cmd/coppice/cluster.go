@@ -89,24 +89,29 @@ func advertised(apiAddr, raftAddr string) string {
 // node 1, once a majority of the founding nodes runs; it waits until ctx
 // ends. This node's catalog may lag the cluster's (a node restarted after
 // a crash), so it bootstraps only when the catalog, caught up through a
-// barrier, still has no user.
+// barrier, still has no user. The key is chosen once, before the first
+// attempt: an attempt whose answer timed out may still apply, and the
+// key then finds the accounts it created, to show them.
 func bootstrapCluster(ctx context.Context, eng *engine.Engine, key string, out io.Writer, log func(msg string, args ...any)) error {
+	given := key != ""
+	if !given {
+		key = engine.NewKeySecret()
+	}
 	proposed := false
 	for {
 		err := eng.Cluster().CatalogBarrier(ctx)
 		if err == nil {
 			if eng.Accounts().HasUsers() {
-				if proposed && key == "" {
-					// The bootstrap proposed here applied after its answer
-					// timed out: the key it generated was never shown.
-					return errors.New("bootstrap: the cluster created the first accounts after the request timed out, " +
-						"so the API key it generated was never shown; start a new cluster with COPPICE_BOOTSTRAP_KEY set to choose the key")
+				if info, ok := api.BootstrappedWith(eng, key); ok && proposed {
+					info.KeyGiven = given
+					info.Print(out)
 				}
 				return nil
 			}
 			var info *api.BootstrapInfo
 			proposed = true
 			if info, err = api.Bootstrap(eng, key); err == nil {
+				info.KeyGiven = given
 				info.Print(out)
 				return nil
 			}
