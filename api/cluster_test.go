@@ -407,6 +407,10 @@ func TestClusterHTTP(t *testing.T) {
 	if r.status != 503 || r.header.Get("Retry-After") == "" {
 		t.Errorf("a linearizable read on a cut-off node: %d %s, Retry-After %q", r.status, r.raw, r.header.Get("Retry-After"))
 	}
+	// A read changes nothing: its answer does not speak of a write.
+	if strings.Contains(string(r.raw), "write may still apply") {
+		t.Errorf("a linearizable read on a cut-off node says a write may apply: %s", r.raw)
+	}
 	if waited := time.Since(start); waited > 8*time.Second {
 		t.Errorf("the cut-off node answered after %v", waited)
 	}

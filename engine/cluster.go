@@ -180,17 +180,28 @@ func (c *Cluster) propose(cmd apply.Command) (any, error) {
 	return res, c.mapErr(err)
 }
 
-// mapErr turns the cluster's failures into the engine's.
+// mapErr turns the failures of a write (a proposal, a membership change)
+// into the engine's: one that timed out may still apply.
 func (c *Cluster) mapErr(err error) error {
+	return c.unavailable(err, ": the outcome is unknown, a write may still apply")
+}
+
+// mapReadErr turns the failures of a read (a barrier) into the engine's:
+// nothing was changed, so the message promises nothing about writes.
+func (c *Cluster) mapReadErr(err error) error { return c.unavailable(err, "") }
+
+// unavailable maps the cluster's failures to UnavailableError, with tail
+// after the messages of those that leave a write's outcome unknown.
+func (c *Cluster) unavailable(err error, tail string) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, consensus.ErrUnavailable):
-		return &UnavailableError{Message: "the cluster found no leader or no majority in time: the outcome is unknown, a write may still apply", RetryAfter: c.node.RetryAfter()}
+		return &UnavailableError{Message: "the cluster found no leader or no majority in time" + tail, RetryAfter: c.node.RetryAfter()}
 	case errors.Is(err, replica.ErrNotHosted):
 		return &UnavailableError{Message: "the database has no replica on this node", RetryAfter: c.node.RetryAfter()}
 	case errors.Is(err, consensus.ErrClosed):
-		return &UnavailableError{Message: "the node is shutting down: the outcome is unknown, a write may still apply", RetryAfter: c.node.RetryAfter()}
+		return &UnavailableError{Message: "the node is shutting down" + tail, RetryAfter: c.node.RetryAfter()}
 	}
 	return err
 }
@@ -324,7 +335,7 @@ func (c *Cluster) NodeID() uint64 { return c.node.ID() }
 // ctx's deadline (ClusterOptions.MaxWait without one), then fails with
 // *UnavailableError.
 func (c *Cluster) CatalogBarrier(ctx context.Context) error {
-	return c.mapErr(c.node.Barrier(ctx, 0))
+	return c.mapReadErr(c.node.Barrier(ctx, 0))
 }
 
 // DatabaseBarrier is CatalogBarrier for the database ws/name as this
@@ -337,7 +348,7 @@ func (c *Cluster) DatabaseBarrier(ctx context.Context, ws, name string) (uint32,
 	if id == 0 {
 		return 0, nil
 	}
-	return id, c.mapErr(c.node.Barrier(ctx, id))
+	return id, c.mapReadErr(c.node.Barrier(ctx, id))
 }
 
 // DatabaseID returns the id of the database ws/name when this node holds a
