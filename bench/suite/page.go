@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -198,28 +199,45 @@ func (p *pageReader) str() ([]byte, error) {
 		return nil, err
 	}
 	start := p.i - 1
-	for {
-		j := bytes.IndexByte(p.b[p.i:], '"')
-		if j < 0 {
-			return nil, errPageEnd
+	b := p.b
+	for i := p.i; i < len(b); {
+		// Text is mostly plain: pass it eight bytes at a time.
+		for i+8 <= len(b) && plainBytes(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
 		}
-		// The quote ends the string unless an odd run of backslashes
-		// escapes it.
-		end := p.i + j
-		n := 0
-		for k := end - 1; k >= p.i && p.b[k] == '\\'; k-- {
-			n++
+		if i == len(b) {
+			break
 		}
-		for _, c := range p.b[p.i:end] {
-			if c < 0x20 {
-				return nil, p.fail("a control character in a string")
-			}
-		}
-		p.i = end + 1
-		if n%2 == 0 {
-			return p.b[start:p.i], nil
+		switch c := b[i]; {
+		case c == '"':
+			p.i = i + 1
+			return b[start:p.i], nil
+		case c == '\\':
+			i += 2
+		case c < 0x20:
+			p.i = i
+			return nil, p.fail("a control character in a string")
+		default:
+			i++
 		}
 	}
+	return nil, errPageEnd
+}
+
+// Byte-wise constants of plainBytes.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainBytes reports whether none of the eight bytes of x ends a string,
+// starts an escape or is a control character. (v-ones)&^v sets the high
+// bit of a byte when some byte of v is zero, and (x-0x20s)&^x when some
+// byte of x is below 0x20: exact as to whether there is one, which is all
+// this asks.
+func plainBytes(x uint64) bool {
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs)&highs == 0
 }
 
 // skip reads any value.
