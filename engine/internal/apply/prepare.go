@@ -2,6 +2,8 @@ package apply
 
 import (
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -36,8 +38,8 @@ type prepared struct {
 	recs []*codec.Record
 	// lens are the lengths of each record's text fields.
 	lens [][]layers.FieldLength
-	// postings are the bitmaps the records join, each with the
-	// operations whose records join it, in increasing order.
+	// postings are the bitmaps the records join, in id order, each with
+	// the operations whose records join it, in increasing order.
 	postings []posting
 }
 
@@ -122,6 +124,9 @@ func (c *WriteRecords) prepare(st *State) {
 			}
 		})
 	}
+	// In id order, the order in which their keys are written, so that
+	// staging them (flushJoins) leaves nothing to sort under the lock.
+	slices.SortFunc(p.postings, func(a, b posting) int { return strings.Compare(a.id, b.id) })
 	c.prep = p
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -33,6 +32,10 @@ type layerTable struct{ layer, table uint32 }
 type PendingTable struct {
 	layer, table uint32
 	byID         map[string]*pendingBitmap
+	// ids are the keys of byID in the order they were staged first: a
+	// writer staging a batch's postings in id order spares Write the
+	// sort under the writer lock.
+	ids []string
 }
 
 // pendingBitmap holds the changes of one bitmap.
@@ -142,25 +145,19 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 	var buf, key []byte
 	for _, pt := range tables {
 		_, forked := forks(pt.layer)
-		type entry struct {
-			id string
-			pb *pendingBitmap
+		if !slices.IsSorted(pt.ids) {
+			slices.Sort(pt.ids)
 		}
-		entries := make([]entry, 0, len(pt.byID))
-		for id, pb := range pt.byID {
-			entries = append(entries, entry{id, pb})
-		}
-		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
-		for i, e := range entries {
+		for i, id := range pt.ids {
 			if i%yieldBitmaps == yieldBitmaps-1 {
 				// A bulk write stages thousands of bitmaps in a row: let a
 				// waiting query run meanwhile.
 				runtime.Gosched()
 			}
-			key = append(append(key[:0], prefix...), e.id...)
+			key = append(append(key[:0], prefix...), id...)
 			n := len(key)
-			for _, cd := range e.pb.deltas() {
+			for _, cd := range pt.byID[id].deltas() {
 				buf = codec.AppendDelta(buf[:0], cd.delta)
 				key = binary.BigEndian.AppendUint16(key[:n], cd.chunk)
 				if err := b.Merge(key, buf, nil); err != nil {
@@ -222,9 +219,7 @@ func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
 	ids = make([]string, 0, n)
 	for _, pt := range p.tables {
 		if pt.table == table {
-			for id := range pt.byID {
-				ids = append(ids, id)
-			}
+			ids = append(ids, pt.ids...)
 		}
 	}
 	return ids, true
@@ -282,7 +277,9 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 	pb := pt.byID[string(bitmapID)]
 	if pb == nil {
 		pb = &pendingBitmap{simple: true}
-		pt.byID[string(bitmapID)] = pb
+		id := string(bitmapID)
+		pt.byID[id] = pb
+		pt.ids = append(pt.ids, id)
 	}
 	pb.stage(row, add)
 }
@@ -306,6 +303,7 @@ func (pb *pendingBitmap) stage(row uint32, add bool) {
 func (pt *PendingTable) Expect(n int) {
 	if len(pt.byID) == 0 && n > 0 {
 		pt.byID = make(map[string]*pendingBitmap, n)
+		pt.ids = make([]string, 0, n)
 	}
 }
 
@@ -316,6 +314,7 @@ func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
 	if pb == nil {
 		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
 		pt.byID[bitmapID] = pb
+		pt.ids = append(pt.ids, bitmapID)
 	}
 	for _, row := range rows {
 		pb.stage(row, true)
