@@ -143,6 +143,7 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 		return cmp.Compare(a.table, b.table)
 	})
 	var buf, key []byte
+	var rows []uint32
 	for _, pt := range tables {
 		_, forked := forks(pt.layer)
 		if !slices.IsSorted(pt.ids) {
@@ -157,10 +158,9 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 			}
 			key = append(append(key[:0], prefix...), id...)
 			n := len(key)
-			for _, cd := range pt.byID[id].deltas() {
-				buf = codec.AppendDelta(buf[:0], cd.delta)
-				key = binary.BigEndian.AppendUint16(key[:n], cd.chunk)
-				if err := b.Merge(key, buf, nil); err != nil {
+			err := pt.byID[id].encode(&buf, &rows, func(chunk uint16, delta []byte) error {
+				key = binary.BigEndian.AppendUint16(key[:n], chunk)
+				if err := b.Merge(key, delta, nil); err != nil {
 					return err
 				}
 				if forked {
@@ -168,11 +168,44 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 					// then the commit's seq.
 					hk := slices.Clone(key)
 					hk[9] = codec.KindBitmapHist
-					if err := b.Set(codec.AppendU64(hk, seq), buf, nil); err != nil {
+					if err := b.Set(codec.AppendU64(hk, seq), delta, nil); err != nil {
 						return err
 					}
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// encode calls fn with the encoded net change of each chunk the bitmap's
+// rows fall in, in chunk order, in *buf (rows is room for a chunk's
+// rows). Adds of increasing rows, which is what a bulk insert stages,
+// are encoded straight from the rows, without making their bitmaps.
+func (pb *pendingBitmap) encode(buf *[]byte, rows *[]uint32, fn func(chunk uint16, delta []byte) error) error {
+	if !pb.simple {
+		for _, cd := range pb.deltas() {
+			*buf = codec.AppendDelta((*buf)[:0], cd.delta)
+			if err := fn(cd.chunk, *buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(pb.ops); {
+		chunk := uint32(pb.ops[i]>>1) >> 16
+		r := (*rows)[:0]
+		for ; i < len(pb.ops) && uint32(pb.ops[i]>>1)>>16 == chunk; i++ {
+			r = append(r, uint32(pb.ops[i]>>1))
+		}
+		*rows = r
+		*buf = codec.AppendAddsDelta((*buf)[:0], r)
+		if err := fn(uint16(chunk), *buf); err != nil {
+			return err
 		}
 	}
 	return nil
