@@ -233,6 +233,15 @@ type knownWords struct {
 	read, whole bool
 }
 
+// has reports whether a word is remembered as stored; kw may be nil.
+func (kw *knownWords) has(term string) bool {
+	if kw == nil {
+		return false
+	}
+	_, ok := kw.words[term]
+	return ok
+}
+
 // knownTerm reports whether the KindTerm key of a word in a table of a
 // layer is committed: remembered, or else read from storage. The first
 // word of a layer that is not remembered reads all the layer's words,

@@ -126,7 +126,17 @@ func (c *WriteRecords) prepare(st *State) {
 	}
 	// In id order, the order in which their keys are written, so that
 	// staging them (flushJoins) leaves nothing to sort under the lock.
-	slices.SortFunc(p.postings, func(a, b posting) int { return strings.Compare(a.id, b.id) })
+	// Sorting their indexes moves less than sorting them.
+	order := make([]int32, len(p.postings))
+	for k := range order {
+		order[k] = int32(k)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.postings[a].id, p.postings[b].id) })
+	sorted := make([]posting, len(order))
+	for k, o := range order {
+		sorted[k] = p.postings[o]
+	}
+	p.postings = sorted
 	c.prep = p
 }
 
@@ -172,9 +182,9 @@ func (w *writer) deferJoin(t *model.Table, row uint32) bool {
 }
 
 // flushJoins stages the deferred rows in their bitmaps, bitmap by bitmap,
-// and notes the words new to the layer. From then on rows join their
-// bitmaps one by one, so that the changes of each bitmap stay in the
-// order they were made.
+// and notes the words new to the layer, but those remembered as stored.
+// From then on rows join their bitmaps one by one, so that the changes
+// of each bitmap stay in the order they were made.
 func (w *writer) flushJoins() {
 	if w.deferred == 0 {
 		return
@@ -182,8 +192,10 @@ func (w *writer) flushJoins() {
 	w.noDefer = true
 	w.deferred = 0
 	p, tx := w.prep, w.tx
-	pt := tx.pendingTable(w.br.Lineage[0].Layer, p.table.ID)
+	top := w.br.Lineage[0].Layer
+	pt := tx.pendingTable(top, p.table.ID)
 	pt.Expect(len(p.postings))
+	known := tx.d.knownTerms[layerTable{top, p.table.ID}]
 	var terms map[string]struct{}
 	rows := make([]uint32, 0, len(w.rows))
 	for k := range p.postings {
@@ -198,7 +210,7 @@ func (w *writer) flushJoins() {
 			continue
 		}
 		pt.AddRows(ps.id, rows)
-		if ps.term != "" {
+		if ps.term != "" && !known.has(ps.term) {
 			if terms == nil {
 				terms = tx.termsOf(w.br.ID, p.table.ID)
 			}
