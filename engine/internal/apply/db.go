@@ -220,7 +220,8 @@ func (d *DB) publish(tx *Tx) {
 
 // maxKnownTerms bounds the words a database remembers as stored: about
 // 20 MiB of a large vocabulary. Words beyond it are looked up in storage.
-const maxKnownTerms = 1 << 18
+// Tests lower it.
+var maxKnownTerms = 1 << 18
 
 // knownWords are the remembered words of a table of a layer.
 type knownWords struct {
