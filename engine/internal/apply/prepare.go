@@ -39,8 +39,10 @@ type prepared struct {
 	// lens are the lengths of each record's text fields.
 	lens [][]layers.FieldLength
 	// postings are the bitmaps the records join, in id order, each with
-	// the operations whose records join it, in increasing order.
+	// the operations whose records join it, in increasing order; joins
+	// counts these.
 	postings []posting
+	joins    int
 }
 
 // posting is one bitmap that prepared records join.
@@ -119,6 +121,7 @@ func (c *WriteRecords) prepare(st *State) {
 				return // a value the record holds twice
 			}
 			ps.ops = append(ps.ops, int32(i))
+			p.joins++
 			if fl, ok := layers.LengthOfID(id); ok {
 				p.lens[i] = append(p.lens[i], fl)
 			}
@@ -194,7 +197,7 @@ func (w *writer) flushJoins() {
 	p, tx := w.prep, w.tx
 	top := w.br.Lineage[0].Layer
 	pt := tx.pendingTable(top, p.table.ID)
-	pt.Expect(len(p.postings))
+	pt.Expect(len(p.postings), p.joins)
 	known := tx.d.knownTerms[layerTable{top, p.table.ID}]
 	var terms map[string]struct{}
 	rows := make([]uint32, 0, len(w.rows))

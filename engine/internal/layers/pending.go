@@ -36,6 +36,10 @@ type PendingTable struct {
 	// writer staging a batch's postings in id order spares Write the
 	// sort under the writer lock.
 	ids []string
+	// bitmaps and ops are room made by Expect for the bitmaps AddRows
+	// stages and their rows, taken from the front.
+	bitmaps []pendingBitmap
+	ops     []uint64
 }
 
 // pendingBitmap holds the changes of one bitmap.
@@ -330,13 +334,15 @@ func (pb *pendingBitmap) stage(row uint32, add bool) {
 	pb.ops = append(pb.ops, op)
 }
 
-// Expect makes room for n bitmaps in a table with none staged yet, so
-// that staging a batch's bitmaps does not grow the table's map step by
-// step.
-func (pt *PendingTable) Expect(n int) {
+// Expect makes room for n bitmaps and rows changes of theirs in a table
+// with none staged yet, so that staging a batch's bitmaps does not grow
+// the table's map step by step nor allocate each bitmap apart.
+func (pt *PendingTable) Expect(n, rows int) {
 	if len(pt.byID) == 0 && n > 0 {
 		pt.byID = make(map[string]*pendingBitmap, n)
 		pt.ids = make([]string, 0, n)
+		pt.bitmaps = make([]pendingBitmap, n)
+		pt.ops = make([]uint64, rows)
 	}
 }
 
@@ -345,7 +351,18 @@ func (pt *PendingTable) Expect(n int) {
 func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
 	pb := pt.byID[bitmapID]
 	if pb == nil {
-		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
+		if len(pt.bitmaps) > 0 {
+			pb, pt.bitmaps = &pt.bitmaps[0], pt.bitmaps[1:]
+		} else {
+			pb = &pendingBitmap{}
+		}
+		pb.simple = true
+		if len(pt.ops) >= len(rows) {
+			// Capped, so that appending more reallocates.
+			pb.ops, pt.ops = pt.ops[:0:len(rows)], pt.ops[len(rows):]
+		} else {
+			pb.ops = make([]uint64, 0, len(rows))
+		}
 		pt.byID[bitmapID] = pb
 		pt.ids = append(pt.ids, bitmapID)
 	}
