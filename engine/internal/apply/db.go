@@ -67,6 +67,10 @@ type DB struct {
 	// counts them, up to maxKnownTerms. Guarded by mu.
 	knownTerms map[layerTable]*knownWords
 	knownCount int
+	// knownFull is set once knownCount reached maxKnownTerms and no
+	// table's remembered words were whole any more, until some are
+	// forgotten.
+	knownFull bool
 
 	// gmu guards queue, the single-record writes waiting to be applied
 	// in a group (group.go), groups, the groups taken from it and not yet
@@ -342,8 +346,11 @@ func (d *DB) rememberTerm(lt layerTable, term string) bool {
 		return true
 	}
 	if d.knownCount >= maxKnownTerms {
-		for _, kw := range d.knownTerms {
-			kw.whole = false
+		if !d.knownFull {
+			d.knownFull = true
+			for _, kw := range d.knownTerms {
+				kw.whole = false
+			}
 		}
 		return false
 	}
@@ -358,6 +365,7 @@ func (d *DB) forgetTerms(dropped []uint32) {
 	for lt, set := range d.knownTerms {
 		if slices.Contains(dropped, lt.layer) {
 			d.knownCount -= len(set.words)
+			d.knownFull = false
 			delete(d.knownTerms, lt)
 		}
 	}
