@@ -71,6 +71,10 @@ type DB struct {
 	// table's remembered words were whole any more, until some are
 	// forgotten.
 	knownFull bool
+	// knownMu guards the maps of knownTerms for writers preparing a
+	// write before mu (prepare.go): they are changed under mu and
+	// knownMu, and read under either.
+	knownMu sync.RWMutex
 
 	// gmu guards queue, the single-record writes waiting to be applied
 	// in a group (group.go), groups, the groups taken from it and not yet
@@ -283,13 +287,17 @@ func (d *DB) knownTerm(lt layerTable, term string, kb []byte) (bool, error) {
 		return false, err
 	}
 	closer.Close()
+	d.knownMu.Lock()
 	d.rememberTerm(lt, term)
+	d.knownMu.Unlock()
 	return true, nil
 }
 
 // readTerms remembers the stored words of a table of a layer, as many as
 // fit, and returns them. The caller holds mu.
 func (d *DB) readTerms(lt layerTable) (*knownWords, error) {
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	kw := d.known(lt)
 	kw.read = true
 	prefix := codec.TablePrefix(nil, d.ID, lt.layer, codec.KindTerm, lt.table)
@@ -312,7 +320,7 @@ func (d *DB) readTerms(lt layerTable) (*knownWords, error) {
 }
 
 // known returns the remembered words of a table of a layer, made on
-// first use.
+// first use. The caller holds mu and knownMu.
 func (d *DB) known(lt layerTable) *knownWords {
 	if d.knownTerms == nil {
 		d.knownTerms = map[layerTable]*knownWords{}
@@ -328,6 +336,11 @@ func (d *DB) known(lt layerTable) *knownWords {
 // learnTerms remembers the words a committed command stored, by table of
 // a layer. The caller holds mu.
 func (d *DB) learnTerms(terms map[layerTable]map[string]struct{}) {
+	if len(terms) == 0 {
+		return
+	}
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	for lt, set := range terms {
 		for term := range set {
 			if !d.rememberTerm(lt, term) {
@@ -339,7 +352,7 @@ func (d *DB) learnTerms(terms map[layerTable]map[string]struct{}) {
 
 // rememberTerm remembers one stored word, and reports false once no more
 // fit: then no table's remembered words are whole any more. The caller
-// holds mu.
+// holds mu and knownMu.
 func (d *DB) rememberTerm(lt layerTable, term string) bool {
 	kw := d.known(lt)
 	if _, ok := kw.words[term]; ok {
@@ -362,6 +375,11 @@ func (d *DB) rememberTerm(lt layerTable, term string) bool {
 // forgetTerms forgets the words remembered of dropped layers. The caller
 // holds mu.
 func (d *DB) forgetTerms(dropped []uint32) {
+	if len(dropped) == 0 {
+		return
+	}
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	for lt, set := range d.knownTerms {
 		if slices.Contains(dropped, lt.layer) {
 			d.knownCount -= len(set.words)

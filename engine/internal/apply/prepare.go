@@ -43,6 +43,10 @@ type prepared struct {
 	// counts these.
 	postings []posting
 	joins    int
+	// known are the remembered words of the table's top layer when the
+	// write was prepared, nil if none were; a posting's word found there
+	// is marked known.
+	known *knownWords
 }
 
 // posting is one bitmap that prepared records join.
@@ -50,6 +54,9 @@ type posting struct {
 	id   string
 	term string // the word a term bitmap names, for the vocabulary
 	ops  []int32
+	// known: the word was remembered as stored when the write was
+	// prepared.
+	known bool
 }
 
 // prepareMinOps is the fewest operations a write prepares for. Preparing
@@ -60,11 +67,12 @@ type posting struct {
 // compare prepared writes with unprepared ones lower it.
 var prepareMinOps = 16
 
-// prepare works out c's records and their bitmaps from state st when every
-// operation of c inserts into one table without conditions, and keeps
-// them in c for its application under the writer lock.
-func (c *WriteRecords) prepare(st *State) {
+// prepare works out c's records and their bitmaps from the state of d
+// when every operation of c inserts into one table without conditions,
+// and keeps them in c for its application under the writer lock.
+func (c *WriteRecords) prepare(d *DB) {
 	c.prep = nil
+	st := d.State()
 	if len(c.Ops) < prepareMinOps {
 		return
 	}
@@ -140,6 +148,17 @@ func (c *WriteRecords) prepare(st *State) {
 		sorted[k] = p.postings[o]
 	}
 	p.postings = sorted
+	// Which words are remembered as stored, looked up here rather than
+	// under the writer lock: a word a table's remembered words hold stays
+	// there for as long as they are remembered (forgetTerms).
+	d.knownMu.RLock()
+	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, t.ID}]
+	for k := range p.postings {
+		if ps := &p.postings[k]; ps.term != "" && p.known.has(ps.term) {
+			ps.known = true
+		}
+	}
+	d.knownMu.RUnlock()
 	c.prep = p
 }
 
@@ -199,6 +218,10 @@ func (w *writer) flushJoins() {
 	pt := tx.pendingTable(top, p.table.ID)
 	pt.Expect(len(p.postings), p.joins)
 	known := tx.d.knownTerms[layerTable{top, p.table.ID}]
+	// The words found remembered when the write was prepared are still
+	// remembered if these are the same remembered words; the others are
+	// looked up now.
+	same := known != nil && known == p.known
 	var terms map[string]struct{}
 	rows := make([]uint32, 0, len(w.rows))
 	for k := range p.postings {
@@ -213,7 +236,7 @@ func (w *writer) flushJoins() {
 			continue
 		}
 		pt.AddRows(ps.id, rows)
-		if ps.term != "" && !known.has(ps.term) {
+		if ps.term != "" && !(same && ps.known) && !known.has(ps.term) {
 			if terms == nil {
 				terms = tx.termsOf(w.br.ID, p.table.ID)
 			}
