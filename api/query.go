@@ -107,7 +107,7 @@ func readQuery(r *request) (dbRef, string, engine.QueryRequest, error) {
 		return ref, "", in, err
 	}
 	var body queryBody
-	if err := r.decode(&body, true); err != nil {
+	if err := r.readQueryBody(&body); err != nil {
 		return ref, "", in, err
 	}
 	if err := checkConsistency(body.Consistency); err != nil {

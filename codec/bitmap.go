@@ -318,3 +318,73 @@ func (w *deltaAppender) Write(p []byte) (int, error) {
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
+
+// Roaring's portable format, as much of it as AppendAddsDelta writes:
+// the cookies of a bitmap without and with run containers, and the most
+// values an array container holds.
+const (
+	roaringCookieNoRuns = 12346
+	roaringCookieRuns   = 12347
+	roaringMaxArray     = 4096
+)
+
+// AppendAddsDelta appends to dst the encoding of the delta that adds rows,
+// which increase strictly, and returns the extended slice: the bytes
+// AppendDelta writes for that delta, without making its bitmap when the
+// rows fall in one container of up to roaringMaxArray of them, as a
+// batch's postings in one chunk of rows do. Such a container is written
+// as roaring writes it after RunOptimize: as runs when they take fewer
+// bytes than the array.
+func AppendAddsDelta(dst []byte, rows []uint32) []byte {
+	if len(rows) == 0 {
+		return AppendDelta(dst, Delta{})
+	}
+	key := rows[0] >> 16
+	if len(rows) > roaringMaxArray || rows[len(rows)-1]>>16 != key {
+		return AppendDelta(dst, Delta{Adds: roaring.BitmapOf(rows...)})
+	}
+	runs := 1
+	for i := 1; i < len(rows); i++ {
+		if rows[i] != rows[i-1]+1 {
+			runs++
+		}
+	}
+	card := len(rows)
+	dst = append(dst, deltaTagDelta)
+	if 2+4*runs < 2*card {
+		// cookie and container count - 1, a run flag for the one
+		// container, its key and cardinality - 1, no offsets below four
+		// containers, then the runs: their count and each one's first
+		// row and length - 1.
+		n := 4 + 1 + 4 + 2 + 4*runs
+		dst = binary.AppendUvarint(dst, uint64(n))
+		dst = binary.LittleEndian.AppendUint16(dst, roaringCookieRuns)
+		dst = binary.LittleEndian.AppendUint16(dst, 0)
+		dst = append(dst, 1)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(key))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(card-1))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(runs))
+		start := 0
+		for i := 1; i <= len(rows); i++ {
+			if i == len(rows) || rows[i] != rows[i-1]+1 {
+				dst = binary.LittleEndian.AppendUint16(dst, uint16(rows[start]))
+				dst = binary.LittleEndian.AppendUint16(dst, uint16(i-1-start))
+				start = i
+			}
+		}
+	} else {
+		// cookie, container count, its key and cardinality - 1, the
+		// offset of its content, then the content.
+		n := 4 + 4 + 4 + 4 + 2*card
+		dst = binary.AppendUvarint(dst, uint64(n))
+		dst = binary.LittleEndian.AppendUint32(dst, roaringCookieNoRuns)
+		dst = binary.LittleEndian.AppendUint32(dst, 1)
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(key))
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(card-1))
+		dst = binary.LittleEndian.AppendUint32(dst, 16)
+		for _, r := range rows {
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(r))
+		}
+	}
+	return append(dst, 0) // no removals
+}

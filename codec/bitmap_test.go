@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -571,4 +572,49 @@ func BenchmarkDeltaFoldNewestFirst(b *testing.B) {
 			}
 		}
 	})
+}
+
+// AppendAddsDelta writes the bytes AppendDelta writes for the delta
+// adding the same rows: single and many rows, runs and scattered rows,
+// in any chunk, up to and past the most an array container holds, and
+// across chunks.
+func TestAppendAddsDeltaMatchesAppendDelta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 18))
+	for n := range 3000 {
+		size := 1 + rng.IntN(64)
+		switch n % 10 {
+		case 0:
+			size = 1 + rng.IntN(5000)
+		case 1:
+			size = 4090 + rng.IntN(12)
+		}
+		chunk := uint32(rng.IntN(4)) << 16
+		gap := 1 + rng.IntN(3) // 1: every row, a run
+		set := map[uint32]bool{}
+		row := chunk + uint32(rng.IntN(1000))
+		for len(set) < size {
+			set[row] = true
+			if rng.IntN(8) == 0 {
+				row += uint32(1 + rng.IntN(50))
+			} else {
+				row += uint32(gap)
+			}
+			if n%17 == 0 && row < chunk+1<<16 {
+				continue // runs over into the next chunk
+			}
+			if row >= chunk+1<<16 {
+				row = chunk + uint32(rng.IntN(1<<16))
+			}
+		}
+		rows := slices.Sorted(maps.Keys(set))
+		want := codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(rows...)})
+		got := codec.AppendAddsDelta([]byte{9}, rows)
+		if !bytes.Equal(got[1:], want) {
+			t.Fatalf("%d rows from %d: got %x, want %x", len(rows), rows[0], got[1:], want)
+		}
+		d, err := codec.DecodeDelta(got[1:])
+		if err != nil || d.Adds.GetCardinality() != uint64(len(rows)) {
+			t.Fatalf("decode: %v", err)
+		}
+	}
 }

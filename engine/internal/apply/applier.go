@@ -178,7 +178,7 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	if w, ok := cmd.(*WriteRecords); ok && write == nil {
 		// Before the lock: writers prepare side by side (prepare.go).
-		w.prepare(d.State())
+		w.prepare(d)
 		if a.groups(w) {
 			return a.applyGrouped(d, w)
 		}

@@ -65,8 +65,16 @@ type DB struct {
 	// committed, so that a command writes the key of a word only when the
 	// word is new to the layer (knownTerm) without reading it; knownCount
 	// counts them, up to maxKnownTerms. Guarded by mu.
-	knownTerms map[layerTable]map[string]struct{}
+	knownTerms map[layerTable]*knownWords
 	knownCount int
+	// knownFull is set once knownCount reached maxKnownTerms and no
+	// table's remembered words were whole any more, until some are
+	// forgotten.
+	knownFull bool
+	// knownMu guards the maps of knownTerms for writers preparing a
+	// write before mu (prepare.go): they are changed under mu and
+	// knownMu, and read under either.
+	knownMu sync.RWMutex
 
 	// gmu guards queue, the single-record writes waiting to be applied
 	// in a group (group.go), groups, the groups taken from it and not yet
@@ -220,17 +228,56 @@ func (d *DB) publish(tx *Tx) {
 
 // maxKnownTerms bounds the words a database remembers as stored: about
 // 20 MiB of a large vocabulary. Words beyond it are looked up in storage.
-const maxKnownTerms = 1 << 18
+// Tests lower it.
+var maxKnownTerms = 1 << 18
+
+// knownWords are the remembered words of a table of a layer.
+type knownWords struct {
+	words map[string]struct{}
+	// read is set once the layer's stored words were read into words;
+	// whole, when every stored word is in words: a word missing from
+	// them is new to the layer, with nothing to read. Every later word
+	// of the layer is stored by a command, which remembers it once
+	// committed (learnTerms), or whole is cleared.
+	read, whole bool
+}
+
+// has reports whether a word is remembered as stored; kw may be nil.
+func (kw *knownWords) has(term string) bool {
+	if kw == nil {
+		return false
+	}
+	_, ok := kw.words[term]
+	return ok
+}
 
 // knownTerm reports whether the KindTerm key of a word in a table of a
-// layer is committed: remembered, or else read from storage. The caller
-// holds mu.
+// layer is committed: remembered, or else read from storage. The first
+// word of a layer that is not remembered reads all the layer's words,
+// when they fit among the remembered ones: from then on a word that is
+// not remembered is new, without a read. The caller holds mu.
 func (d *DB) knownTerm(lt layerTable, term string, kb []byte) (bool, error) {
-	if _, ok := d.knownTerms[lt][term]; ok {
-		return true, nil
+	kw := d.knownTerms[lt]
+	if kw != nil {
+		if _, ok := kw.words[term]; ok {
+			return true, nil
+		}
+		if kw.whole {
+			return false, nil
+		}
 	}
 	if d.store == nil {
 		return false, nil
+	}
+	if kw == nil || !kw.read {
+		var err error
+		if kw, err = d.readTerms(lt); err != nil {
+			return false, err
+		}
+		if kw.whole {
+			_, ok := kw.words[term]
+			return ok, nil
+		}
 	}
 	_, closer, err := d.store.Get(codec.TermKey(kb[:0], d.ID, lt.layer, lt.table, term))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -240,13 +287,60 @@ func (d *DB) knownTerm(lt layerTable, term string, kb []byte) (bool, error) {
 		return false, err
 	}
 	closer.Close()
+	d.knownMu.Lock()
 	d.rememberTerm(lt, term)
+	d.knownMu.Unlock()
 	return true, nil
+}
+
+// readTerms remembers the stored words of a table of a layer, as many as
+// fit, and returns them. The caller holds mu.
+func (d *DB) readTerms(lt layerTable) (*knownWords, error) {
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
+	kw := d.known(lt)
+	kw.read = true
+	prefix := codec.TablePrefix(nil, d.ID, lt.layer, codec.KindTerm, lt.table)
+	it, err := d.store.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	whole := true
+	for ok := it.First(); ok; ok = it.Next() {
+		if !d.rememberTerm(lt, string(it.Key()[len(prefix):])) {
+			whole = false
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	kw.whole = whole && d.knownCount < maxKnownTerms
+	return kw, nil
+}
+
+// known returns the remembered words of a table of a layer, made on
+// first use. The caller holds mu and knownMu.
+func (d *DB) known(lt layerTable) *knownWords {
+	if d.knownTerms == nil {
+		d.knownTerms = map[layerTable]*knownWords{}
+	}
+	kw := d.knownTerms[lt]
+	if kw == nil {
+		kw = &knownWords{words: map[string]struct{}{}}
+		d.knownTerms[lt] = kw
+	}
+	return kw
 }
 
 // learnTerms remembers the words a committed command stored, by table of
 // a layer. The caller holds mu.
 func (d *DB) learnTerms(terms map[layerTable]map[string]struct{}) {
+	if len(terms) == 0 {
+		return
+	}
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	for lt, set := range terms {
 		for term := range set {
 			if !d.rememberTerm(lt, term) {
@@ -257,32 +351,39 @@ func (d *DB) learnTerms(terms map[layerTable]map[string]struct{}) {
 }
 
 // rememberTerm remembers one stored word, and reports false once no more
-// fit. The caller holds mu.
+// fit: then no table's remembered words are whole any more. The caller
+// holds mu and knownMu.
 func (d *DB) rememberTerm(lt layerTable, term string) bool {
+	kw := d.known(lt)
+	if _, ok := kw.words[term]; ok {
+		return true
+	}
 	if d.knownCount >= maxKnownTerms {
+		if !d.knownFull {
+			d.knownFull = true
+			for _, kw := range d.knownTerms {
+				kw.whole = false
+			}
+		}
 		return false
 	}
-	if d.knownTerms == nil {
-		d.knownTerms = map[layerTable]map[string]struct{}{}
-	}
-	set := d.knownTerms[lt]
-	if set == nil {
-		set = map[string]struct{}{}
-		d.knownTerms[lt] = set
-	}
-	if _, ok := set[term]; !ok {
-		set[term] = struct{}{}
-		d.knownCount++
-	}
+	kw.words[term] = struct{}{}
+	d.knownCount++
 	return true
 }
 
 // forgetTerms forgets the words remembered of dropped layers. The caller
 // holds mu.
 func (d *DB) forgetTerms(dropped []uint32) {
+	if len(dropped) == 0 {
+		return
+	}
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
 	for lt, set := range d.knownTerms {
 		if slices.Contains(dropped, lt.layer) {
-			d.knownCount -= len(set)
+			d.knownCount -= len(set.words)
+			d.knownFull = false
 			delete(d.knownTerms, lt)
 		}
 	}

@@ -77,6 +77,8 @@
 //     entries' (Budget.mu, Entry.mu), a database's write marks
 //     (DB.marksMu) and its queue of single-record writes waiting to be
 //     applied in a group (DB.gmu, taken alone or under DB.mu), the
+//     words it remembers as stored (DB.knownMu, written under DB.mu and
+//     read by writers preparing their records before it), the
 //     catalog's key-hash cache, layers.FillSet, a schema's cache of
 //     index tables (model.Schema.itMu), and the idle compactor's table
 //     counts (idleCompactor.mu).

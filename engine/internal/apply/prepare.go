@@ -2,6 +2,8 @@ package apply
 
 import (
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -36,9 +38,15 @@ type prepared struct {
 	recs []*codec.Record
 	// lens are the lengths of each record's text fields.
 	lens [][]layers.FieldLength
-	// postings are the bitmaps the records join, each with the
-	// operations whose records join it, in increasing order.
+	// postings are the bitmaps the records join, in id order, each with
+	// the operations whose records join it, in increasing order; joins
+	// counts these.
 	postings []posting
+	joins    int
+	// known are the remembered words of the table's top layer when the
+	// write was prepared, nil if none were; a posting's word found there
+	// is marked known.
+	known *knownWords
 }
 
 // posting is one bitmap that prepared records join.
@@ -46,6 +54,9 @@ type posting struct {
 	id   string
 	term string // the word a term bitmap names, for the vocabulary
 	ops  []int32
+	// known: the word was remembered as stored when the write was
+	// prepared.
+	known bool
 }
 
 // prepareMinOps is the fewest operations a write prepares for. Preparing
@@ -56,11 +67,12 @@ type posting struct {
 // compare prepared writes with unprepared ones lower it.
 var prepareMinOps = 16
 
-// prepare works out c's records and their bitmaps from state st when every
-// operation of c inserts into one table without conditions, and keeps
-// them in c for its application under the writer lock.
-func (c *WriteRecords) prepare(st *State) {
+// prepare works out c's records and their bitmaps from the state of d
+// when every operation of c inserts into one table without conditions,
+// and keeps them in c for its application under the writer lock.
+func (c *WriteRecords) prepare(d *DB) {
 	c.prep = nil
+	st := d.State()
 	if len(c.Ops) < prepareMinOps {
 		return
 	}
@@ -117,11 +129,36 @@ func (c *WriteRecords) prepare(st *State) {
 				return // a value the record holds twice
 			}
 			ps.ops = append(ps.ops, int32(i))
+			p.joins++
 			if fl, ok := layers.LengthOfID(id); ok {
 				p.lens[i] = append(p.lens[i], fl)
 			}
 		})
 	}
+	// In id order, the order in which their keys are written, so that
+	// staging them (flushJoins) leaves nothing to sort under the lock.
+	// Sorting their indexes moves less than sorting them.
+	order := make([]int32, len(p.postings))
+	for k := range order {
+		order[k] = int32(k)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.postings[a].id, p.postings[b].id) })
+	sorted := make([]posting, len(order))
+	for k, o := range order {
+		sorted[k] = p.postings[o]
+	}
+	p.postings = sorted
+	// Which words are remembered as stored, looked up here rather than
+	// under the writer lock: a word a table's remembered words hold stays
+	// there for as long as they are remembered (forgetTerms).
+	d.knownMu.RLock()
+	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, t.ID}]
+	for k := range p.postings {
+		if ps := &p.postings[k]; ps.term != "" && p.known.has(ps.term) {
+			ps.known = true
+		}
+	}
+	d.knownMu.RUnlock()
 	c.prep = p
 }
 
@@ -167,9 +204,9 @@ func (w *writer) deferJoin(t *model.Table, row uint32) bool {
 }
 
 // flushJoins stages the deferred rows in their bitmaps, bitmap by bitmap,
-// and notes the words new to the layer. From then on rows join their
-// bitmaps one by one, so that the changes of each bitmap stay in the
-// order they were made.
+// and notes the words new to the layer, but those remembered as stored.
+// From then on rows join their bitmaps one by one, so that the changes
+// of each bitmap stay in the order they were made.
 func (w *writer) flushJoins() {
 	if w.deferred == 0 {
 		return
@@ -177,8 +214,14 @@ func (w *writer) flushJoins() {
 	w.noDefer = true
 	w.deferred = 0
 	p, tx := w.prep, w.tx
-	pt := tx.pendingTable(w.br.Lineage[0].Layer, p.table.ID)
-	pt.Expect(len(p.postings))
+	top := w.br.Lineage[0].Layer
+	pt := tx.pendingTable(top, p.table.ID)
+	pt.Expect(len(p.postings), p.joins)
+	known := tx.d.knownTerms[layerTable{top, p.table.ID}]
+	// The words found remembered when the write was prepared are still
+	// remembered if these are the same remembered words; the others are
+	// looked up now.
+	same := known != nil && known == p.known
 	var terms map[string]struct{}
 	rows := make([]uint32, 0, len(w.rows))
 	for k := range p.postings {
@@ -193,7 +236,7 @@ func (w *writer) flushJoins() {
 			continue
 		}
 		pt.AddRows(ps.id, rows)
-		if ps.term != "" {
+		if ps.term != "" && !(same && ps.known) && !known.has(ps.term) {
 			if terms == nil {
 				terms = tx.termsOf(w.br.ID, p.table.ID)
 			}

@@ -208,7 +208,7 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 			return w.finishWrite(t, res, ent.Row, &old, oldLevel, rec)
 		}
 		res.Created = true
-		return w.insertNew(t, res, rec)
+		return w.insertNew(t, res, rec, idLevel)
 	case model.OpUpdate:
 		if !exists {
 			if !op.Upsert {
@@ -220,7 +220,7 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 				return res, err
 			}
 			res.Created = true
-			return w.insertNew(t, res, rec)
+			return w.insertNew(t, res, rec, idLevel)
 		}
 		if err := checkVersion(); err != nil {
 			return res, err
@@ -235,8 +235,9 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 	return res, model.Invalidf("unknown operation")
 }
 
-// insertNew writes rec as a new row of t, with a new row id.
-func (w *writer) insertNew(t *model.Table, res OpResult, rec *codec.Record) (OpResult, error) {
+// insertNew writes rec as a new row of t, with a new row id. idLevel is
+// the lineage index of the tombstone of its id, -1 for none.
+func (w *writer) insertNew(t *model.Table, res OpResult, rec *codec.Record, idLevel int) (OpResult, error) {
 	row, err := w.tx.allocRow(t.ID)
 	if err != nil {
 		return res, err
@@ -247,7 +248,7 @@ func (w *writer) insertNew(t *model.Table, res OpResult, rec *codec.Record) (OpR
 	if err := w.writeRow(t, row, nil, -1, rec); err != nil {
 		return res, err
 	}
-	if err := w.writeID(t, rec.ID, row, -1, false); err != nil {
+	if err := w.writeID(t, rec.ID, row, idLevel, false); err != nil {
 		return res, err
 	}
 	res.Rows = 1
@@ -588,29 +589,19 @@ func (w *writer) joinAll(pt *layers.PendingTable, t *model.Table, row uint32, re
 }
 
 // writeID stores (or, deleted, removes) the id map entry of a record in the
-// branch's top layer. level is the lineage index of the visible entry, -1
-// for none.
+// branch's top layer. level is the lineage index of the visible entry (a
+// tombstone included), -1 for none: only an entry of the top layer (0)
+// is read again, and only to keep its version for the layer's forks.
 func (w *writer) writeID(t *model.Table, id string, row uint32, level int, deleted bool) error {
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
 	tx.d.Filled.MarkFilled(top, t.ID, codec.KindIDMapCur)
 	key := codec.IDMapKey(nil, tx.d.ID, top, t.ID, id)
 	forkSeq, forked := tx.state().Fork(top)
-	if v, closer, err := tx.batch.Get(key); err == nil {
-		cur, derr := layers.DecodeIDEntry(v)
-		raw := append([]byte(nil), v...)
-		closer.Close()
-		if derr != nil {
-			return derr
+	if forked && level == 0 {
+		if err := w.keepIDVersion(t, key, id, forkSeq); err != nil {
+			return err
 		}
-		if forked && cur.Seq <= forkSeq {
-			hk := codec.IDMapHistKey(nil, tx.d.ID, top, t.ID, id, cur.Seq)
-			if err := tx.batch.Set(hk, raw, nil); err != nil {
-				return err
-			}
-		}
-	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return err
 	}
 	// A tombstone is kept while the layer has forks or lower layers: a
 	// missing current key means "absent at every seq" to readers.
@@ -626,6 +617,30 @@ func (w *writer) writeID(t *model.Table, id string, row uint32, level int, delet
 		return tx.batch.Delete(key, nil)
 	}
 	return tx.batch.Set(key, layers.EncodeIDEntry(layers.IDEntry{Row: row, Seq: tx.seq, Deleted: deleted}), nil)
+}
+
+// keepIDVersion copies the current id map entry at key, of a layer with
+// forks, to its history when a fork made since forkSeq may read it.
+func (w *writer) keepIDVersion(t *model.Table, key []byte, id string, forkSeq uint64) error {
+	tx := w.tx
+	v, closer, err := tx.batch.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cur, derr := layers.DecodeIDEntry(v)
+	raw := append([]byte(nil), v...)
+	closer.Close()
+	if derr != nil {
+		return derr
+	}
+	if cur.Seq > forkSeq {
+		return nil
+	}
+	hk := codec.IDMapHistKey(nil, tx.d.ID, w.br.Lineage[0].Layer, t.ID, id, cur.Seq)
+	return tx.batch.Set(hk, raw, nil)
 }
 
 // dropIDHistory deletes the history versions of one id-map entry; histKey is

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -33,6 +32,14 @@ type layerTable struct{ layer, table uint32 }
 type PendingTable struct {
 	layer, table uint32
 	byID         map[string]*pendingBitmap
+	// ids are the keys of byID in the order they were staged first: a
+	// writer staging a batch's postings in id order spares Write the
+	// sort under the writer lock.
+	ids []string
+	// bitmaps and ops are room made by Expect for the bitmaps AddRows
+	// stages and their rows, taken from the front.
+	bitmaps []pendingBitmap
+	ops     []uint64
 }
 
 // pendingBitmap holds the changes of one bitmap.
@@ -140,30 +147,24 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 		return cmp.Compare(a.table, b.table)
 	})
 	var buf, key []byte
+	var rows []uint32
 	for _, pt := range tables {
 		_, forked := forks(pt.layer)
-		type entry struct {
-			id string
-			pb *pendingBitmap
+		if !slices.IsSorted(pt.ids) {
+			slices.Sort(pt.ids)
 		}
-		entries := make([]entry, 0, len(pt.byID))
-		for id, pb := range pt.byID {
-			entries = append(entries, entry{id, pb})
-		}
-		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
-		for i, e := range entries {
+		for i, id := range pt.ids {
 			if i%yieldBitmaps == yieldBitmaps-1 {
 				// A bulk write stages thousands of bitmaps in a row: let a
 				// waiting query run meanwhile.
 				runtime.Gosched()
 			}
-			key = append(append(key[:0], prefix...), e.id...)
+			key = append(append(key[:0], prefix...), id...)
 			n := len(key)
-			for _, cd := range e.pb.deltas() {
-				buf = codec.AppendDelta(buf[:0], cd.delta)
-				key = binary.BigEndian.AppendUint16(key[:n], cd.chunk)
-				if err := b.Merge(key, buf, nil); err != nil {
+			err := pt.byID[id].encode(&buf, &rows, func(chunk uint16, delta []byte) error {
+				key = binary.BigEndian.AppendUint16(key[:n], chunk)
+				if err := b.Merge(key, delta, nil); err != nil {
 					return err
 				}
 				if forked {
@@ -171,11 +172,44 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 					// then the commit's seq.
 					hk := slices.Clone(key)
 					hk[9] = codec.KindBitmapHist
-					if err := b.Set(codec.AppendU64(hk, seq), buf, nil); err != nil {
+					if err := b.Set(codec.AppendU64(hk, seq), delta, nil); err != nil {
 						return err
 					}
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// encode calls fn with the encoded net change of each chunk the bitmap's
+// rows fall in, in chunk order, in *buf (rows is room for a chunk's
+// rows). Adds of increasing rows, which is what a bulk insert stages,
+// are encoded straight from the rows, without making their bitmaps.
+func (pb *pendingBitmap) encode(buf *[]byte, rows *[]uint32, fn func(chunk uint16, delta []byte) error) error {
+	if !pb.simple {
+		for _, cd := range pb.deltas() {
+			*buf = codec.AppendDelta((*buf)[:0], cd.delta)
+			if err := fn(cd.chunk, *buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(pb.ops); {
+		chunk := uint32(pb.ops[i]>>1) >> 16
+		r := (*rows)[:0]
+		for ; i < len(pb.ops) && uint32(pb.ops[i]>>1)>>16 == chunk; i++ {
+			r = append(r, uint32(pb.ops[i]>>1))
+		}
+		*rows = r
+		*buf = codec.AppendAddsDelta((*buf)[:0], r)
+		if err := fn(uint16(chunk), *buf); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -222,9 +256,7 @@ func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
 	ids = make([]string, 0, n)
 	for _, pt := range p.tables {
 		if pt.table == table {
-			for id := range pt.byID {
-				ids = append(ids, id)
-			}
+			ids = append(ids, pt.ids...)
 		}
 	}
 	return ids, true
@@ -282,7 +314,9 @@ func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
 	pb := pt.byID[string(bitmapID)]
 	if pb == nil {
 		pb = &pendingBitmap{simple: true}
-		pt.byID[string(bitmapID)] = pb
+		id := string(bitmapID)
+		pt.byID[id] = pb
+		pt.ids = append(pt.ids, id)
 	}
 	pb.stage(row, add)
 }
@@ -300,12 +334,15 @@ func (pb *pendingBitmap) stage(row uint32, add bool) {
 	pb.ops = append(pb.ops, op)
 }
 
-// Expect makes room for n bitmaps in a table with none staged yet, so
-// that staging a batch's bitmaps does not grow the table's map step by
-// step.
-func (pt *PendingTable) Expect(n int) {
+// Expect makes room for n bitmaps and rows changes of theirs in a table
+// with none staged yet, so that staging a batch's bitmaps does not grow
+// the table's map step by step nor allocate each bitmap apart.
+func (pt *PendingTable) Expect(n, rows int) {
 	if len(pt.byID) == 0 && n > 0 {
 		pt.byID = make(map[string]*pendingBitmap, n)
+		pt.ids = make([]string, 0, n)
+		pt.bitmaps = make([]pendingBitmap, n)
+		pt.ops = make([]uint64, rows)
 	}
 }
 
@@ -314,8 +351,20 @@ func (pt *PendingTable) Expect(n int) {
 func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
 	pb := pt.byID[bitmapID]
 	if pb == nil {
-		pb = &pendingBitmap{simple: true, ops: make([]uint64, 0, len(rows))}
+		if len(pt.bitmaps) > 0 {
+			pb, pt.bitmaps = &pt.bitmaps[0], pt.bitmaps[1:]
+		} else {
+			pb = &pendingBitmap{}
+		}
+		pb.simple = true
+		if len(pt.ops) >= len(rows) {
+			// Capped, so that appending more reallocates.
+			pb.ops, pt.ops = pt.ops[:0:len(rows)], pt.ops[len(rows):]
+		} else {
+			pb.ops = make([]uint64, 0, len(rows))
+		}
 		pt.byID[bitmapID] = pb
+		pt.ids = append(pt.ids, bitmapID)
 	}
 	for _, row := range rows {
 		pb.stage(row, true)

@@ -123,7 +123,8 @@ func idEntrySeq(b []byte) (uint64, error) {
 const idKeySize = 32
 
 // LookupID resolves a record id to its row in a branch. level is the lineage
-// index of the layer holding the mapping. ok is false when the record does
+// index of the layer holding the mapping (a tombstone for a deleted
+// record), -1 when no layer holds one. ok is false when the record does
 // not exist (never written, or deleted).
 func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
 	kb := make([]byte, 0, idKeySize+len(id)) // one allocation for every layer's key
@@ -150,7 +151,7 @@ func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 		}
 		return e, i, true, nil
 	}
-	return IDEntry{}, 0, false, nil
+	return IDEntry{}, -1, false, nil
 }
 
 // ReadRow reads the visible version of a row in a branch. level is the

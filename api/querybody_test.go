@@ -1,0 +1,106 @@
+package api
+
+import (
+	"reflect"
+	"testing"
+)
+
+// queryBodySeeds are query bodies of every shape: those clients send,
+// which the scan reads, and those it leaves to decodeStrict.
+var queryBodySeeds = []string{
+	`{}`,
+	`{"filter":{"category":"books","active":true},"sort":{"created_at":"desc"},"page":{"size":20}}`,
+	`{"page":{"after":"ApVn4ETb_EhOZiAevrru7BcfeyJ0YWdzIjp7","size":20}}`,
+	` { "filter" : { "price" : { "$ge" : 1.5e2 , "$lt" : [1, "x\"y"] } } , "columns" : [ "id", "title" ] , "page" : { "offset" : 40 , "size" : -3 } } `,
+	`{"filter":null,"sort":null,"columns":null,"page":null}`,
+	`{"filter":"x","sort":[{"a":"asc"},{"b":"desc"}],"columns":["*"],"consistency":"strong"}`,
+	`{"page":{"before":"b","start":"s","end":"e"}}`,
+	`{"filter":{"title":{"$contains":"caf\u00e9 \\ \n"}}}`,
+	`{"page":{"after":"é"}}`,
+	`{"Filter":{}}`,
+	`{"filter":{},"filter":{}}`,
+	`{"fil\u0074er":{}}`,
+	`{"page":{"size":20,"size":30}}`,
+	`{"page":{"size":20.0}}`,
+	`{"page":{"size":1e1}}`,
+	`{"page":{"size":12345678901}}`,
+	`{"page":{"size":null}}`,
+	`{"page":{"size":"20"}}`,
+	`{"page":{"after":null}}`,
+	`{"page":{"after":"a\"b"}}`,
+	"{\"page\":{\"after\":\"\xff\"}}",
+	`{"page":[]}`,
+	`{"page":{"limit":3}}`,
+	`{"consistency":null}`,
+	`{"consistency":3}`,
+	`{"limit":5}`,
+	`null`,
+	`[]`,
+	`{"filter":{}`,
+	`{"filter":{}} {}`,
+	`{"filter":}`,
+}
+
+// checkQueryBody fails t unless scanQueryBody reads b as decodeStrict
+// does, when it reads b at all; it reports whether it did.
+func checkQueryBody(t *testing.T, b []byte) bool {
+	t.Helper()
+	var got queryBody
+	if !scanQueryBody(b, &got) {
+		return false
+	}
+	var want queryBody
+	if err := decodeStrict(b, &want); err != nil {
+		t.Fatalf("%s: scanned, but decodeStrict says %v", b, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: scanned %+v, decodeStrict %+v", b, got, want)
+	}
+	return true
+}
+
+// TestScanQueryBody checks which bodies the scan reads and that it reads
+// them as decodeStrict does.
+func TestScanQueryBody(t *testing.T) {
+	f := func(body string, scanned bool) {
+		t.Helper()
+		if got := checkQueryBody(t, []byte(body)); got != scanned {
+			t.Errorf("%s: scanned %v, want %v", body, got, scanned)
+		}
+	}
+	for i, body := range queryBodySeeds {
+		f(body, i < 9)
+	}
+}
+
+// FuzzQueryBody holds the scan to decodeStrict on any body.
+func FuzzQueryBody(f *testing.F) {
+	for _, b := range queryBodySeeds {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkQueryBody(t, b) })
+}
+
+// BenchmarkQueryBody compares the scan with decodeStrict on the body of a
+// cursor page.
+func BenchmarkQueryBody(b *testing.B) {
+	body := []byte(`{"page":{"after":"ApVn4ETb_EhOZiAevrru7BcfeyJ0YWdzIjp7InRhZ3MiOnsiJGluY2x1ZGVzIjoidGFnMDAwIn19D3sicHJpY2UiOiJhc2MifQAUke2ryZvN4KK8AQEJML_g9cKPXCj2CWQwMDA4OTcwMgEJML_seuFHrhR7","size":20}}`)
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q queryBody
+			if !scanQueryBody(body, &q) {
+				b.Fatal("not scanned")
+			}
+		}
+	})
+	b.Run("decodeStrict", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var q queryBody
+			if err := decodeStrict(body, &q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
