@@ -198,6 +198,17 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 // written since it was cached, and caches what it reads; the answer is the
 // same as without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
+	return getView(e, c, ref, tableName, id)
+}
+
+// GetViewBytes is GetView of an id given as bytes, which it does not keep
+// nor change: a read the cache answers copies nothing of the id.
+func (e *Engine) GetViewBytes(c *RecordCache, ref Ref, tableName string, id []byte) (*RecordView, error) {
+	return getView(e, c, ref, tableName, id)
+}
+
+// getView is GetView and GetViewBytes.
+func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName string, rawID ID) (*RecordView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
@@ -217,10 +228,11 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 		// An odd epoch is a write in flight: the cache knows what it
 		// writes, and answers for what it leaves alone.
 		e0 = bc.Epoch()
-		if v, ok := c.Get(bc, id, e0, t); ok {
+		if v, ok := memstore.LookupRecord(c, bc, rawID, e0, t); ok {
 			return v, nil
 		}
 	}
+	id := string(rawID)
 	d.Pin()
 	defer d.Unpin()
 	// The lineage read must be loaded under the pin: layers it names stay.

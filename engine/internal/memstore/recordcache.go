@@ -118,11 +118,25 @@ func (c *RecordCache[V]) slot(bc *BitmapCache, id string) (uint64, *recordShard[
 // table t that holds at epoch e of bc; at an odd e (a write in flight), one
 // that holds both before and after the write.
 func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Table) (V, bool) {
-	h, s := c.slot(bc, id)
+	return LookupRecord(c, bc, id, e, t)
+}
+
+// LookupRecord is c.Get of an id given as a string or as bytes, which it
+// does not keep.
+func LookupRecord[V any, ID string | []byte](c *RecordCache[V], bc *BitmapCache, id ID, e uint64, t *model.Table) (V, bool) {
+	var h uint64
+	switch id := any(id).(type) {
+	case string:
+		h = maphash.String(c.seed, id)
+	case []byte:
+		h = maphash.Bytes(c.seed, id)
+	}
+	h ^= bc.salt
+	s := &c.shards[h%recordCacheShards]
 	s.mu.RLock()
 	cv := s.m[h]
 	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.id != id || cv.t != t {
+	if cv == nil || cv.bc != bc || cv.id != string(id) || cv.t != t {
 		var zero V
 		return zero, false
 	}
