@@ -185,7 +185,7 @@ func (s *Server) getRecord(r *request) error {
 			return err
 		}
 		b := responseBody(r.ctx)
-		if s.encoded != nil {
+		if s.encoded != nil && v.Cached() {
 			b = s.encoded.appendEncoding(b, v, s.appendView)
 		} else {
 			b = s.appendView(b, v)

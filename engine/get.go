@@ -195,8 +195,9 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 
 // GetView reads one record of a branch, as Get does, as a view. With a
 // cache (c not nil) it answers from the cache when the record has not been
-// written since it was cached, and caches what it reads; the answer is the
-// same as without.
+// written since it was cached, and caches what it reads when it read the
+// record lately before (RecordCache.Admit); the answer is the same as
+// without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
 	return getView(e, c, ref, tableName, id)
 }
@@ -249,9 +250,13 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 	}
 	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
-	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
+	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID && c.Admit(bc, id) {
+		// The view is shared once cached: it is marked before, and
+		// unmarked when the cache did not take it, which nobody saw.
 		v.cached = true
-		c.Put(bc, id, row, e0, t, v, viewSize(v))
+		if !c.Put(bc, id, row, e0, t, v, viewSize(v)) {
+			v.cached = false
+		}
 	}
 	return v, nil
 }
