@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
@@ -243,12 +244,20 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 	if t, err = b.Schema.Table(tableName); err != nil {
 		return nil, err
 	}
-	rec := &codec.Record{}
+	rec := readRecords.Get().(*codec.Record)
 	row, err := e.readRecord(d, b, t, id, rec)
+	var v *RecordView
+	if err == nil {
+		v = newRecordView(t, rec, nil)
+	}
+	// The view holds the record's values, not the record: it goes back
+	// to the pool, without the values.
+	clear(rec.Fields)
+	*rec = codec.Record{Fields: rec.Fields[:0]}
+	readRecords.Put(rec)
 	if err != nil {
 		return nil, err
 	}
-	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
 	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID && c.Admit(bc, id) {
 		// The view is shared once cached: it is marked before, and
@@ -260,6 +269,9 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 	}
 	return v, nil
 }
+
+// readRecords recycles the records GetView decodes its views from.
+var readRecords = sync.Pool{New: func() any { return new(codec.Record) }}
 
 // RecordCache keeps the records GetView read, up to a memory budget, as
 // views: a cached record is handed out as the same *RecordView until it is
