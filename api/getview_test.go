@@ -551,3 +551,39 @@ func TestPointGetRevokedKey(t *testing.T) {
 	}
 	ts.expect(200, "GET", "/db/d:main/tables/t/data/r1", nil)
 }
+
+// TestPointGetCacheHitAllocs: a point read the record cache answers
+// allocates nothing, from its request to its response, without an access
+// log.
+func TestPointGetCacheHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ts := startServer(t, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	ts.createDB("d")
+	ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"})
+	ts.expect(201, "PUT", "/db/d:main/tables/t/data/r1", map[string]any{"s": "one"})
+	var ctx fasthttp.RequestCtx
+	path := "/ws/" + ts.info.WorkspaceID + "/db/d:main/tables/t/data/r1"
+	auth := "Bearer " + testKey
+	var got []byte
+	serve := func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI(path)
+		ctx.Request.Header.Set("Authorization", auth)
+		ts.srv.serve(&ctx)
+		ctx.ResetUserValues()
+		got = ctx.Response.Body()
+	}
+	for range 3 { // read, cached, then answered from the cache
+		serve()
+	}
+	if ctx.Response.StatusCode() != 200 || !bytes.Contains(got, []byte(`"s":"one"`)) {
+		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), got)
+	}
+	if n := testing.AllocsPerRun(100, serve); n != 0 {
+		t.Errorf("%v allocations per cached point read, want 0", n)
+	}
+}
