@@ -45,19 +45,20 @@ type RecordCache[V any] struct {
 // concurrent use without locks; a count lost to a concurrent one only
 // makes the estimate lower.
 type frequencies struct {
-	words [freqWords]atomic.Uint64
+	words []atomic.Uint64 // a power of two of them
 	added atomic.Int64
 }
 
-// freqWords is the size of a RecordCache's frequencies: 256 KiB, about
-// four counters per record of a cache of 64 MiB of records of 1 KiB.
-const freqWords = 1 << 15
+// init sizes f for a cache of about records records: four counters each.
+func (f *frequencies) init(records int) {
+	f.words = make([]atomic.Uint64, max(1<<12, nextPow2(records/4)))
+}
 
 // counter returns the word and the shift of the i-th counter of hash h.
 func (f *frequencies) counter(h uint64, i int) (*atomic.Uint64, uint) {
 	h = (h + uint64(i)*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
 	h ^= h >> 31
-	return &f.words[h%freqWords], uint(h>>56) % 16 * 4
+	return &f.words[h&uint64(len(f.words)-1)], uint(h>>56) % 16 * 4
 }
 
 // add counts a read of the record of hash h.
@@ -71,7 +72,7 @@ func (f *frequencies) add(h uint64) {
 			}
 		}
 	}
-	if f.added.Add(1) == 10*freqWords {
+	if f.added.Add(1) == 10*int64(len(f.words)) {
 		for k := range f.words {
 			w := &f.words[k]
 			for {
@@ -97,27 +98,29 @@ func (f *frequencies) estimate(h uint64) uint64 {
 }
 
 // doorkeeper remembers which records were read lately, approximately: a
-// bloom filter of two bits per record over the last doorWindow records it
-// was asked about, cleared when the window is full. It is safe for
+// bloom filter of two bits per record over a window of as many records
+// as the cache holds, cleared when the window is full. It is safe for
 // concurrent use without locks.
 type doorkeeper struct {
-	bits [doorBits / 64]atomic.Uint64
-	// added counts the records set since the last clearing.
-	added atomic.Int64
+	bits []atomic.Uint64 // a power of two of them
+	// added counts the records set since the last clearing, up to window.
+	added  atomic.Int64
+	window int64
 }
 
-// The doorkeeper's size: 128 KiB of bits, cleared after a window of reads
-// that leaves about one bit in four set, where about one record in twenty
-// not read lately is taken for one that was.
-const (
-	doorBits   = 1 << 20
-	doorWindow = doorBits / 8
-)
+// init sizes d for a cache of about records records: sixteen bits each,
+// so that a full window leaves about one bit in four set, where about one
+// record in twenty not read lately is taken for one that was.
+func (d *doorkeeper) init(records int) {
+	d.bits = make([]atomic.Uint64, max(1<<10, nextPow2(records/4)))
+	d.window = int64(len(d.bits)) * 64 / 16
+}
 
 // seen reports whether a record of hash h was set since the last clearing,
 // and sets it.
 func (d *doorkeeper) seen(h uint64) bool {
-	i, j := h%doorBits, (h>>32)%doorBits
+	mask := uint64(len(d.bits))*64 - 1
+	i, j := h&mask, (h>>32)&mask
 	wi, bi := &d.bits[i/64], uint64(1)<<(i%64)
 	wj, bj := &d.bits[j/64], uint64(1)<<(j%64)
 	if wi.Load()&bi != 0 && wj.Load()&bj != 0 {
@@ -125,7 +128,7 @@ func (d *doorkeeper) seen(h uint64) bool {
 	}
 	wi.Or(bi)
 	wj.Or(bj)
-	if d.added.Add(1) == doorWindow {
+	if d.added.Add(1) == d.window {
 		for k := range d.bits {
 			d.bits[k].Store(0)
 		}
@@ -182,11 +185,30 @@ type cachedView[V any] struct {
 // NewRecordCache returns a cache that holds about maxBytes of records.
 func NewRecordCache[V any](maxBytes int) *RecordCache[V] {
 	c := &RecordCache[V]{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
+	// Sized for small records, so as not to forget larger ones: 4 MiB
+	// each per GiB of records, 128 KiB each at the default 32 MiB.
+	records := maxBytes / smallRecord
+	c.door.init(records)
+	c.freq.init(records)
 	for i := range c.shards {
 		c.shards[i].m = map[uint64]*cachedView[V]{}
 		c.rows[i].m = map[uint64]*cachedView[V]{}
 	}
 	return c
+}
+
+// smallRecord is the size of a small record in a RecordCache, view and
+// keys, by which the doorkeeper and the frequencies count the records a
+// cache holds.
+const smallRecord = 512
+
+// nextPow2 returns the least power of two at least n.
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // rowSlot returns the row index key of row of the table bc caches, and its

@@ -68,7 +68,7 @@ func TestRecordCacheAdmit(t *testing.T) {
 		c.Admit(bc, fmt.Sprint("other", i))
 		cleared = c.door.added.Load() < before
 	}
-	for range doorWindow / 2 {
+	for range c.door.window / 2 {
 		c.Admit(bc, fmt.Sprint("other", i))
 		i++
 	}
