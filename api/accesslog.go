@@ -81,7 +81,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, r *request, start time.Time) {
 	}
 	var buf [8]slog.Attr
 	attrs := append(buf[:0],
-		slog.String("request", r.id),
+		slog.String("request", r.requestID()),
 		slog.String("method", method),
 		slog.String("route", routeLabel(rt)),
 		slog.Int("status", status),

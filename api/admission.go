@@ -210,14 +210,14 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 			if r.cctx != nil && r.cctx.Err() != nil {
 				err = context.Cause(r.cctx) // why the read was cut short
 			}
-			s.writeError(ctx, r.id, err)
+			s.writeError(ctx, r.requestID(), err)
 			return false
 		}
 	}
 	if heavy {
 		if !s.heavy.tryAcquire() {
 			if err := s.heavy.acquire(r.context()); err != nil {
-				s.writeError(ctx, r.id, err)
+				s.writeError(ctx, r.requestID(), err)
 				return false
 			}
 		}
@@ -225,7 +225,7 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 	}
 	if !s.slots.tryAcquire() {
 		if err := s.slots.acquire(r.context()); err != nil {
-			s.writeError(ctx, r.id, err)
+			s.writeError(ctx, r.requestID(), err)
 			return false
 		}
 	}

@@ -130,16 +130,22 @@ func (a *authLimiter) evict(now time.Time) {
 // as a failure.
 func (r *request) authenticateLimited() error {
 	a := r.s.authFails
-	addr := clientAddr(r.ctx.RemoteAddr())
-	if wait := a.blocked(addr, time.Now()); wait > 0 {
-		return &tooManyFailures{wait}
+	if a.anyFailed() {
+		if wait := a.blocked(clientAddr(r.ctx.RemoteAddr()), time.Now()); wait > 0 {
+			return &tooManyFailures{wait}
+		}
 	}
 	err := r.authenticate()
 	if err == errInvalidKey {
-		a.fail(addr, time.Now())
+		a.fail(clientAddr(r.ctx.RemoteAddr()), time.Now())
 	}
 	return err
 }
+
+// anyFailed reports whether some address failed lately: while none did,
+// blocked has nothing to say, and a request need not ask it (nor read
+// its address and the clock for it).
+func (a *authLimiter) anyFailed() bool { return a.limit != 0 && a.size.Load() != 0 }
 
 // tooManyFailures is the answer to a request from an address the limiter
 // blocks: 429 with the seconds to wait in Retry-After and in the legacy

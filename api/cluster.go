@@ -548,11 +548,11 @@ func (s *Server) forward(r *request, err error) bool {
 	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cluster.NodeID(), 10))
 	deadline, _ := r.context().Deadline()
 	if err := s.peer(ue.Forward).DoDeadline(req, resp, deadline); err != nil {
-		s.log.Warn("cannot pass a request on to a node with a replica", "request", r.id, "node", ue.Forward, "err", err)
+		s.log.Warn("cannot pass a request on to a node with a replica", "request", r.requestID(), "node", ue.Forward, "err", err)
 		return false
 	}
 	resp.CopyTo(&r.ctx.Response)
-	r.ctx.Response.Header.SetCanonical(headerRequestID, []byte(r.id))
+	r.ctx.Response.Header.SetCanonical(headerRequestID, []byte(r.requestID()))
 	return true
 }
 

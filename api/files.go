@@ -102,7 +102,7 @@ func (s *Server) handleNoAuth(fn func(r *request) error) fasthttp.RequestHandler
 			return
 		}
 		if err != nil {
-			s.writeError(ctx, r.id, err)
+			s.writeError(ctx, r.requestID(), err)
 		}
 	}
 }

@@ -219,6 +219,24 @@ func TestPointGetRoute(t *testing.T) {
 		if ok && (dbb != ctx.UserValue("dbb") || table != ctx.UserValue("table") || gotID != id) {
 			t.Fatalf("%q: %q %q %q, the router %v %v %q", path, dbb, table, gotID, ctx.UserValue("dbb"), ctx.UserValue("table"), id)
 		}
+		// servePointGet's match of the path up to the id, behind a
+		// workspace prefix or not, agrees.
+		label := ""
+		if rng.Intn(2) == 0 {
+			label = segs[rng.Intn(len(segs))]
+		}
+		full := path
+		if label != "" {
+			full = "/ws/" + label + path
+		}
+		i := strings.LastIndexByte(full, '/')
+		prefix := parsePathPrefix(full[:i+1])
+		if got := prefix != nil && i < len(full)-1; got != ok {
+			t.Fatalf("%q: prefix matched %v (%+v), the route %v", full, got, prefix, ok)
+		}
+		if ok && (prefix.wsLabel != label || prefix.dbb != dbb || prefix.table != table || full[i+1:] != gotID) {
+			t.Fatalf("%q: prefix %+v and id %q, want %q %q %q %q", full, prefix, full[i+1:], label, dbb, table, gotID)
+		}
 	}
 	h := func(*fasthttp.RequestCtx) {}
 	s.router.GET("/db/{dbb}/tables/{table}/columns/{column}/x", h)
@@ -470,5 +488,102 @@ func queryViewsMatchDocs(t *testing.T, compat string) {
 	}
 	if err := json.Unmarshal(r.raw, &out); err != nil || len(out.Records) != 3 {
 		t.Fatalf("query over HTTP: %v: %s", err, r.raw)
+	}
+}
+
+// TestPointGetPaths: point reads answer the same whichever way their path
+// is spelled, the first time and again once serve knows the path's
+// prefix; paths that need normalizing or decoding take the general route.
+func TestPointGetPaths(t *testing.T) {
+	ts := startServer(t, Options{})
+	ts.createDB("d")
+	ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"})
+	ts.expect(201, "PUT", "/db/d:main/tables/t/data/r1", map[string]any{"s": "one"})
+	ts.expect(201, "PUT", "/db/d:main/tables/t/data/a~b", map[string]any{"s": "two"})
+	ws := ts.base
+	for round := range 2 {
+		for _, c := range []struct {
+			url, want string
+			status    int
+		}{
+			{ws + "/db/d:main/tables/t/data/r1", "r1 one", 200},
+			{ts.url + "/db/d:main/tables/t/data/r1", "r1 one", 200}, // the key's only workspace
+			{ws + "/db/d:main/tables/t/data/r%31", "r1 one", 200},
+			{ws + "//db/d:main//tables/t/data/r1", "r1 one", 200},
+			{ws + "/db/d:main/tables/t/data/a%7Eb", "a~b two", 200},
+			{ws + "/db/d:main/tables/t/data/a~b", "a~b two", 200},
+			{ws + "/db/d:main/tables/t/data/r2", "record [r2] not found", 404},
+			{ws + "/db/d:main/tables/u/data/r1", "table [u] not found", 404},
+			{ws + "/db/d/tables/t/data/r1", "expected {db}:{branch}", 400},
+			{ts.url + "/ws/nope/db/d:main/tables/t/data/r1", "", 401},
+		} {
+			r := ts.expect(c.status, "GET", c.url, nil)
+			m := r.obj()
+			got := fmt.Sprint(m["id"], " ", m["s"])
+			if c.status != 200 {
+				got = errMessage(r)
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("round %d: GET %s: %q, want %q", round, c.url, got, c.want)
+			}
+		}
+	}
+}
+
+// TestPointGetRevokedKey: a key stops reading records the moment it is
+// revoked, however often it was used before.
+func TestPointGetRevokedKey(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{AuthFailLimit: -1}})
+	ts.createDB("d")
+	ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"})
+	ts.expect(201, "PUT", "/db/d:main/tables/t/data/r1", map[string]any{"s": "one"})
+	key := str(ts.call(ts.admin(), 201, "POST", "/user/keys/reader", nil).obj()["key"])
+	for _, opt := range []reqOpt{withKey(key), withHeader("Authorization", "bearer  "+key+" ")} {
+		for range 3 {
+			ts.expect(200, "GET", "/db/d:main/tables/t/data/r1", nil, opt)
+		}
+	}
+	ts.call(ts.admin(), 204, "DELETE", "/user/keys/reader", nil)
+	for _, opt := range []reqOpt{withKey(key), withHeader("Authorization", "bearer  "+key+" ")} {
+		if r := ts.expect(401, "GET", "/db/d:main/tables/t/data/r1", nil, opt); errMessage(r) != "invalid API key" {
+			t.Errorf("revoked key: %s", r.raw)
+		}
+	}
+	ts.expect(200, "GET", "/db/d:main/tables/t/data/r1", nil)
+}
+
+// TestPointGetCacheHitAllocs: a point read the record cache answers
+// allocates nothing, from its request to its response, without an access
+// log.
+func TestPointGetCacheHitAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ts := startServer(t, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	ts.createDB("d")
+	ts.createTable("d", "t", map[string]any{"name": "s", "type": "string"})
+	ts.expect(201, "PUT", "/db/d:main/tables/t/data/r1", map[string]any{"s": "one"})
+	var ctx fasthttp.RequestCtx
+	path := "/ws/" + ts.info.WorkspaceID + "/db/d:main/tables/t/data/r1"
+	auth := "Bearer " + testKey
+	var got []byte
+	serve := func() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI(path)
+		ctx.Request.Header.Set("Authorization", auth)
+		ts.srv.serve(&ctx)
+		ctx.ResetUserValues()
+		got = ctx.Response.Body()
+	}
+	for range 3 { // read, cached, then answered from the cache
+		serve()
+	}
+	if ctx.Response.StatusCode() != 200 || !bytes.Contains(got, []byte(`"s":"one"`)) {
+		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), got)
+	}
+	if n := testing.AllocsPerRun(100, serve); n != 0 {
+		t.Errorf("%v allocations per cached point read, want 0", n)
 	}
 }

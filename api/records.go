@@ -169,25 +169,33 @@ func (s *Server) getRecord(r *request) error {
 	if err != nil {
 		return err
 	}
-	id, err := r.recordID()
-	if err != nil {
-		return err
-	}
 	if c.columns.IsZero() {
 		// Every column: the stored record encoded by appendView, kept
 		// with the record's view while the engine's cache holds it.
-		v, err := s.eng.GetView(s.records, c.ref.Ref, c.table, id)
+		var v *engine.RecordView
+		if r.rawID != nil {
+			v, err = s.eng.GetViewBytes(s.records, c.ref.Ref, c.table, r.rawID)
+		} else {
+			var id string
+			if id, err = r.recordID(); err == nil {
+				v, err = s.eng.GetView(s.records, c.ref.Ref, c.table, id)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		b := responseBody(r.ctx)
-		if s.encoded != nil {
+		if s.encoded != nil && v.Cached() {
 			b = s.encoded.appendEncoding(b, v, s.appendView)
 		} else {
 			b = s.appendView(b, v)
 		}
 		writeBody(r.ctx, http.StatusOK, b)
 		return nil
+	}
+	id, err := r.recordID()
+	if err != nil {
+		return err
 	}
 	rec, err := s.eng.Get(c.ref.Ref, c.table, id)
 	if err != nil {

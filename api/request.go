@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -19,8 +20,11 @@ import (
 // request is one API call in flight. It lives only as long as the handler:
 // ctx must not escape it.
 type request struct {
-	ctx     *fasthttp.RequestCtx
-	s       *Server
+	ctx *fasthttp.RequestCtx
+	s   *Server
+	// seq is the number of the request, which its request id spells
+	// (Server.setRequestID); id is that id once requestID made it.
+	seq     uint64
 	id      string
 	wsLabel string // workspace label of a /ws/{id} path prefix
 	user    *engine.User
@@ -31,6 +35,10 @@ type request struct {
 	// context's user values.
 	params   [][2]string
 	paramBuf [3][2]string
+	// rawID is the {id} parameter of a point read that servePointGet
+	// matched, as the request's path holds it (nothing to decode): valid
+	// only while the handler runs.
+	rawID []byte
 
 	// branch is what branchRef resolved, once resolved is set.
 	branch    dbRef
@@ -60,23 +68,87 @@ type request struct {
 	earlyDB uint32
 }
 
+// requestID returns the request's id, as its response's X-Request-Id
+// header says it.
+func (r *request) requestID() string {
+	if r.id == "" && r.seq != 0 {
+		r.id = r.s.requestIDString(r.seq)
+	}
+	return r.id
+}
+
 // authenticate resolves the Bearer key to a user and key.
 func (r *request) authenticate() error {
-	auth := string(r.ctx.Request.Header.Peek("Authorization"))
-	scheme, secret, ok := strings.Cut(strings.TrimSpace(auth), " ")
-	secret = strings.TrimSpace(secret)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return errInvalidKey
+	header := r.ctx.Request.Header.PeekBytes(headerAuthorization)
+	secret, ok := r.s.secrets.get(header)
+	if !ok {
+		scheme, s, found := strings.Cut(strings.TrimSpace(string(header)), " ")
+		s = strings.TrimSpace(s)
+		if !found || !strings.EqualFold(scheme, "Bearer") || s == "" {
+			return errInvalidKey
+		}
+		secret = s
 	}
 	u, k, err := r.s.eng.Accounts().Authenticate(secret)
 	if err != nil {
 		if engine.CodeOf(err) == engine.CodeUnauthenticated {
+			if ok {
+				r.s.secrets.forget(header) // revoked
+			}
 			return errInvalidKey
 		}
 		return err
 	}
+	if !ok {
+		r.s.secrets.put(header, secret)
+	}
 	r.user, r.key = u, k
 	return nil
+}
+
+// headerAuthorization is the request header of API keys.
+var headerAuthorization = []byte("Authorization")
+
+// secretHeaders maps Authorization header values that authenticated to the
+// secrets they carry, so that a client sending the same header on every
+// request costs no copy of it. The secret is still authenticated on every
+// request (a revoked key fails at once): this only spares parsing and
+// copying the header. It is safe for concurrent use and holds at most
+// maxSecretHeaders headers.
+type secretHeaders struct {
+	mu sync.RWMutex // a leaf: nothing is taken under it
+	m  map[string]string
+}
+
+// maxSecretHeaders bounds the headers secretHeaders holds.
+const maxSecretHeaders = 1024
+
+// get returns the secret of a header seen before.
+func (sh *secretHeaders) get(header []byte) (string, bool) {
+	sh.mu.RLock()
+	secret, ok := sh.m[string(header)]
+	sh.mu.RUnlock()
+	return secret, ok
+}
+
+// put remembers the secret of a header that authenticated, while there is
+// room.
+func (sh *secretHeaders) put(header []byte, secret string) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m == nil {
+		sh.m = map[string]string{}
+	}
+	if len(sh.m) < maxSecretHeaders {
+		sh.m[string(header)] = strings.Clone(secret)
+	}
+}
+
+// forget drops a header whose secret no longer authenticates.
+func (sh *secretHeaders) forget(header []byte) {
+	sh.mu.Lock()
+	delete(sh.m, string(header))
+	sh.mu.Unlock()
 }
 
 // canAccess reports whether the caller may use a workspace (core id): the
@@ -203,8 +275,18 @@ func splitHostPort(h string) (string, string, error) {
 	return h[:i], h[i+1:], nil
 }
 
+// setParams makes dbb, table and id the path parameters of a point read
+// that serve matched itself.
+func (r *request) setParams(dbb, table, id string) {
+	r.paramBuf = [3][2]string{{"dbb", dbb}, {"table", table}, {"id", id}}
+	r.params = r.paramBuf[:]
+}
+
 // param returns a path parameter, percent-decoded.
 func (r *request) param(name string) (string, error) {
+	if name == "id" && r.rawID != nil {
+		return string(r.rawID), nil // servePointGet checked it needs no decoding
+	}
 	var raw string
 	if r.params != nil {
 		for _, p := range r.params {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -110,6 +111,10 @@ type Server struct {
 	records  *engine.RecordCache     // point reads and query pages; nil: off
 	encoded  *viewEncodings          // the encodings of records' views; nil: off
 	pointGet fasthttp.RequestHandler // see pointGetHandler; nil: use the router
+	// pointGetPaths are the parameters of the paths of point reads up to
+	// their id, for servePointGet.
+	pointGetPaths pathPrefixes
+	secrets       secretHeaders // see authenticate
 
 	labels struct { // workspace label → core, see workspaceCore
 		sync.RWMutex
@@ -372,9 +377,8 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if s.metrics != nil {
 		s.metrics.begin()
 	}
-	id := s.setRequestID(ctx)
 	r := requests.Get().(*request)
-	*r = request{ctx: ctx, s: s, id: id}
+	*r = request{ctx: ctx, s: s, seq: s.setRequestID(ctx)}
 	ctx.SetUserValue(keyRequest, r)
 	s.active.Add(1)
 	defer func() {
@@ -391,14 +395,18 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}()
 	defer func() {
 		if p := recover(); p != nil {
+			id := r.requestID()
 			s.log.Error("panic", slog.String("request", id), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 			ctx.Response.ResetBody()
 			writeJSON(ctx, http.StatusInternalServerError, errorBody(id, "internal error (request "+id+")"))
 		}
 	}()
+	if s.pointGet != nil && s.servePointGet(r) {
+		return
+	}
 	path := collapseSlashes(string(ctx.URI().PathOriginal()))
 	if isConsolePath(path) {
-		s.serveConsole(ctx, id, path)
+		s.serveConsole(ctx, r.requestID(), path)
 		return
 	}
 	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
@@ -409,13 +417,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		}
 		label, err := decodeSegment(seg)
 		if err != nil || label == "" {
-			s.writeError(ctx, id, invalid("invalid workspace path segment [%s]", seg))
+			s.writeError(ctx, r.requestID(), invalid("invalid workspace path segment [%s]", seg))
 			return
 		}
 		r.wsLabel = label
 		path = tail
 	}
-	method := string(ctx.Method())
+	method := methodName(ctx.Method())
 	if h := s.builtin(method, path, r); h != nil {
 		if hasBody(ctx) {
 			ctx.SetConnectionClose() // the body stays unread
@@ -428,7 +436,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	// too; everything else is refused from its start.
 	if !s.starting(ctx) {
 		ctx.SetConnectionClose()
-		s.writeError(ctx, id, errShuttingDown)
+		s.writeError(ctx, r.requestID(), errShuttingDown)
 		return
 	}
 	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path)) {
@@ -436,8 +444,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if s.pointGet != nil && method == "GET" {
 		if dbb, table, id, ok := pointGetParams(path); ok {
-			r.paramBuf = [3][2]string{{"dbb", dbb}, {"table", table}, {"id", id}}
-			r.params = r.paramBuf[:]
+			r.setParams(dbb, table, id)
 			s.pointGet(ctx)
 			return
 		}
@@ -459,11 +466,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			continue
 		}
 		if h, _ := s.router.Lookup(m, path, nil); h != nil {
-			s.writeError(ctx, id, &statusError{http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", method, path)})
+			s.writeError(ctx, r.requestID(), &statusError{http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", method, path)})
 			return
 		}
 	}
-	s.writeError(ctx, id, &statusError{http.StatusNotFound, "no endpoint at " + path})
+	s.writeError(ctx, r.requestID(), &statusError{http.StatusNotFound, "no endpoint at " + path})
 }
 
 // pointGetRoute is the route of point reads, the most frequent request.
@@ -515,6 +522,103 @@ func (s *Server) pointGetHandler() fasthttp.RequestHandler {
 	return h
 }
 
+// servePointGet serves r when it is a point read whose path needs no
+// normalization (no empty segment, nothing percent-encoded), as serve
+// would, and reports whether it did. It reads the path where the request
+// holds it: the part before the id is looked up among the prefixes seen
+// before, and the id is handed to the handler as bytes, so that a read
+// the record cache answers copies nothing of its request.
+func (s *Server) servePointGet(r *request) bool {
+	ctx := r.ctx
+	if !ctx.IsGet() {
+		return false
+	}
+	p := ctx.URI().PathOriginal()
+	i := bytes.LastIndexByte(p, '/')
+	if i < 0 || i == len(p)-1 || bytes.IndexByte(p, '%') >= 0 {
+		return false
+	}
+	prefix := s.pointGetPaths.get(p[:i+1])
+	if prefix == nil {
+		return false
+	}
+	r.wsLabel = prefix.wsLabel
+	r.setParams(prefix.dbb, prefix.table, "")
+	r.rawID = p[i+1:]
+	if !s.starting(ctx) {
+		ctx.SetConnectionClose()
+		s.writeError(ctx, r.requestID(), errShuttingDown)
+		return true
+	}
+	if s.admit(r, false, false) {
+		s.pointGet(ctx)
+	}
+	return true
+}
+
+// pathPrefix is what the path of a point read says before its id: the
+// workspace label of a /ws/{id} prefix ("" without one), {dbb} and
+// {table}, as serve would find them.
+type pathPrefix struct {
+	wsLabel, dbb, table string
+}
+
+// pathPrefixes remembers the prefixes of point read paths, which few
+// clients vary, up to maxPathPrefixes of them. It is safe for concurrent
+// use.
+type pathPrefixes struct {
+	mu sync.RWMutex // a leaf: nothing is taken under it
+	m  map[string]*pathPrefix
+}
+
+// maxPathPrefixes bounds the prefixes pathPrefixes holds.
+const maxPathPrefixes = 4096
+
+// get returns the parameters of the prefix of a point read's path, up to
+// and including the slash before the id, or nil when p is no such prefix
+// or needs normalizing. Prefixes of other paths are remembered too, as
+// nil.
+func (pp *pathPrefixes) get(p []byte) *pathPrefix {
+	pp.mu.RLock()
+	v, ok := pp.m[string(p)]
+	pp.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = parsePathPrefix(string(p))
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.m == nil {
+		pp.m = map[string]*pathPrefix{}
+	}
+	if len(pp.m) < maxPathPrefixes {
+		pp.m[string(p)] = v
+	}
+	return v
+}
+
+// parsePathPrefix returns the parameters of a point read's path up to
+// its id, or nil when the path is not one or needs normalizing.
+func parsePathPrefix(path string) *pathPrefix {
+	if strings.Contains(path, "//") {
+		return nil
+	}
+	v := &pathPrefix{}
+	if rest, ok := strings.CutPrefix(path, "/ws/"); ok {
+		seg, tail, ok := strings.Cut(rest, "/")
+		if !ok || seg == "" {
+			return nil
+		}
+		v.wsLabel, path = seg, "/"+tail
+	}
+	dbb, table, id, ok := pointGetParams(path + "i")
+	if !ok || id != "i" {
+		return nil
+	}
+	v.dbb, v.table = dbb, table
+	return v
+}
+
 // pointGetParams matches a path against pointGetRoute.
 func pointGetParams(path string) (dbb, table, id string, ok bool) {
 	rest, ok := strings.CutPrefix(path, "/db/")
@@ -556,19 +660,53 @@ func (s *Server) handle(fn func(r *request) error) fasthttp.RequestHandler {
 			return
 		}
 		if err != nil {
-			s.writeError(ctx, r.id, r.contextError(err))
+			s.writeError(ctx, r.requestID(), r.contextError(err))
 		}
 	}
 }
 
 // setRequestID gives a response a new request id, unique within this
-// process run (a random per-server prefix and a counter), and returns it.
-func (s *Server) setRequestID(ctx *fasthttp.RequestCtx) string {
+// process run (a random per-server prefix and a counter), and returns the
+// counter's value, from which requestIDString spells the id again: most
+// requests never need it as a string.
+func (s *Server) setRequestID(ctx *fasthttp.RequestCtx) uint64 {
 	var buf [40]byte
-	id := append(append(buf[:0], "req_"...), s.reqPrefix...)
-	id = strconv.AppendUint(id, s.reqSeq.Add(1), 36)
-	ctx.Response.Header.SetCanonical(headerRequestID, id)
-	return string(id)
+	seq := s.reqSeq.Add(1)
+	ctx.Response.Header.SetCanonical(headerRequestID, s.appendRequestID(buf[:0], seq))
+	return seq
+}
+
+// appendRequestID appends the request id of number seq.
+func (s *Server) appendRequestID(b []byte, seq uint64) []byte {
+	return strconv.AppendUint(append(append(b, "req_"...), s.reqPrefix...), seq, 36)
+}
+
+// requestIDString is the request id of number seq.
+func (s *Server) requestIDString(seq uint64) string {
+	var buf [40]byte
+	return string(s.appendRequestID(buf[:0], seq))
+}
+
+// methodName returns a request method as a string, the methods the API
+// serves as constants, without a copy.
+func methodName(m []byte) string {
+	switch string(m) {
+	case "GET":
+		return "GET"
+	case "HEAD":
+		return "HEAD"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "PATCH":
+		return "PATCH"
+	case "DELETE":
+		return "DELETE"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return string(m)
 }
 
 // headerRequestID is the response header of request ids, in the form

@@ -28,7 +28,7 @@ import (
 func (s *Server) streamResponse(r *request, contentType string, write func(w io.Writer) error, done func()) {
 	conn := r.ctx.Conn()
 	timeout := s.limits.RequestTimeout
-	base, log, id := s.base, s.log, r.id
+	base, log, id := s.base, s.log, r.requestID()
 	s.active.Add(1)
 	r.ctx.SetStatusCode(http.StatusOK)
 	r.ctx.SetContentType(contentType)

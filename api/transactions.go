@@ -139,7 +139,7 @@ func txError(r *request, errs []engine.OpError) error {
 	for i, e := range errs {
 		list[i] = map[string]any{"index": e.Index, "message": e.Err.Message}
 	}
-	return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.id, "errors": list}}
+	return &bodyError{status: http.StatusBadRequest, body: map[string]any{"id": r.requestID(), "errors": list}}
 }
 
 // errorMessage is the message of an engine error, without the prefix that

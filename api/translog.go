@@ -65,7 +65,7 @@ func safeText(s string) string {
 // transportError answers requests fasthttp rejects before a handler runs.
 // The message names the kind of failure only.
 func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
-	id := s.setRequestID(ctx)
+	id := s.requestIDString(s.setRequestID(ctx))
 	status, msg := http.StatusBadRequest, "malformed request ("+safeErrorText(err)+")"
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"time"
 
 	"github.com/coppice-db/coppice/codec"
@@ -195,9 +196,21 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 
 // GetView reads one record of a branch, as Get does, as a view. With a
 // cache (c not nil) it answers from the cache when the record has not been
-// written since it was cached, and caches what it reads; the answer is the
-// same as without.
+// written since it was cached, and caches what it reads when it read the
+// record lately before (RecordCache.Admit); the answer is the same as
+// without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
+	return getView(e, c, ref, tableName, id)
+}
+
+// GetViewBytes is GetView of an id given as bytes, which it does not keep
+// nor change: a read the cache answers copies nothing of the id.
+func (e *Engine) GetViewBytes(c *RecordCache, ref Ref, tableName string, id []byte) (*RecordView, error) {
+	return getView(e, c, ref, tableName, id)
+}
+
+// getView is GetView and GetViewBytes.
+func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName string, rawID ID) (*RecordView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
@@ -217,10 +230,11 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 		// An odd epoch is a write in flight: the cache knows what it
 		// writes, and answers for what it leaves alone.
 		e0 = bc.Epoch()
-		if v, ok := c.Get(bc, id, e0, t); ok {
+		if v, ok := memstore.LookupRecord(c, bc, rawID, e0, t); ok {
 			return v, nil
 		}
 	}
+	id := string(rawID)
 	d.Pin()
 	defer d.Unpin()
 	// The lineage read must be loaded under the pin: layers it names stay.
@@ -230,19 +244,34 @@ func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*Record
 	if t, err = b.Schema.Table(tableName); err != nil {
 		return nil, err
 	}
-	rec := &codec.Record{}
+	rec := readRecords.Get().(*codec.Record)
 	row, err := e.readRecord(d, b, t, id, rec)
+	var v *RecordView
+	if err == nil {
+		v = newRecordView(t, rec, nil)
+	}
+	// The view holds the record's values, not the record: it goes back
+	// to the pool, without the values.
+	clear(rec.Fields)
+	*rec = codec.Record{Fields: rec.Fields[:0]}
+	readRecords.Put(rec)
 	if err != nil {
 		return nil, err
 	}
-	v := newRecordView(t, rec, nil)
 	scopeViewFiles(v, e, d, b, t)
-	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID {
+	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID && c.Admit(bc, id) {
+		// The view is shared once cached: it is marked before, and
+		// unmarked when the cache did not take it, which nobody saw.
 		v.cached = true
-		c.Put(bc, id, row, e0, t, v, viewSize(v))
+		if !c.Put(bc, id, row, e0, t, v, viewSize(v)) {
+			v.cached = false
+		}
 	}
 	return v, nil
 }
+
+// readRecords recycles the records GetView decodes its views from.
+var readRecords = sync.Pool{New: func() any { return new(codec.Record) }}
 
 // RecordCache keeps the records GetView read, up to a memory budget, as
 // views: a cached record is handed out as the same *RecordView until it is

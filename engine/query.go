@@ -270,7 +270,9 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 		v := newRecordView(s.t, rec, nil)
 		scopeViewFiles(v, s.e, s.d, s.b, s.t)
 		v.cached = true
-		c.Put(bc, v.ID, read[j], pc.epoch, s.t, v, viewSize(v))
+		if !c.Put(bc, v.ID, read[j], pc.epoch, s.t, v, viewSize(v)) {
+			v.cached = false // not shared: the cache did not take it
+		}
 		byRow[i] = v
 		if !p.All {
 			byRow[i] = projectView(v, p, pooled(i), &fields)

@@ -34,6 +34,116 @@ type RecordCache[V any] struct {
 	entry atomic.Pointer[Entry]
 	once  sync.Mutex
 	total atomic.Int64
+
+	door doorkeeper  // see Admit
+	freq frequencies // see admitOver
+}
+
+// frequencies estimates how often each record was read lately: a
+// count-min sketch of four-bit counters, four per record, sixteen to a
+// word, all halved once it counted ten reads per word. It is safe for
+// concurrent use without locks; a count lost to a concurrent one only
+// makes the estimate lower.
+type frequencies struct {
+	words []atomic.Uint64 // a power of two of them
+	added atomic.Int64
+}
+
+// init sizes f for a cache of about records records: four counters each.
+func (f *frequencies) init(records int) {
+	f.words = make([]atomic.Uint64, max(1<<12, nextPow2(records/4)))
+}
+
+// counter returns the word and the shift of the i-th counter of hash h.
+func (f *frequencies) counter(h uint64, i int) (*atomic.Uint64, uint) {
+	h = (h + uint64(i)*0x9e3779b97f4a7c15) * 0xbf58476d1ce4e5b9
+	h ^= h >> 31
+	return &f.words[h&uint64(len(f.words)-1)], uint(h>>56) % 16 * 4
+}
+
+// add counts a read of the record of hash h.
+func (f *frequencies) add(h uint64) {
+	for i := range 4 {
+		w, shift := f.counter(h, i)
+		for {
+			old := w.Load()
+			if old>>shift&15 == 15 || w.CompareAndSwap(old, old+1<<shift) {
+				break
+			}
+		}
+	}
+	if f.added.Add(1) == 10*int64(len(f.words)) {
+		for k := range f.words {
+			w := &f.words[k]
+			for {
+				old := w.Load()
+				if w.CompareAndSwap(old, old>>1&0x7777777777777777) {
+					break
+				}
+			}
+		}
+		f.added.Store(0)
+	}
+}
+
+// estimate returns how often the record of hash h was read lately, at
+// most 15.
+func (f *frequencies) estimate(h uint64) uint64 {
+	n := uint64(15)
+	for i := range 4 {
+		w, shift := f.counter(h, i)
+		n = min(n, w.Load()>>shift&15)
+	}
+	return n
+}
+
+// doorkeeper remembers which records were read lately, approximately: a
+// bloom filter of two bits per record over a window of as many records
+// as the cache holds, cleared when the window is full. It is safe for
+// concurrent use without locks.
+type doorkeeper struct {
+	bits []atomic.Uint64 // a power of two of them
+	// added counts the records set since the last clearing, up to window.
+	added  atomic.Int64
+	window int64
+}
+
+// init sizes d for a cache of about records records: sixteen bits each,
+// so that a full window leaves about one bit in four set, where about one
+// record in twenty not read lately is taken for one that was.
+func (d *doorkeeper) init(records int) {
+	d.bits = make([]atomic.Uint64, max(1<<10, nextPow2(records/4)))
+	d.window = int64(len(d.bits)) * 64 / 16
+}
+
+// seen reports whether a record of hash h was set since the last clearing,
+// and sets it.
+func (d *doorkeeper) seen(h uint64) bool {
+	mask := uint64(len(d.bits))*64 - 1
+	i, j := h&mask, (h>>32)&mask
+	wi, bi := &d.bits[i/64], uint64(1)<<(i%64)
+	wj, bj := &d.bits[j/64], uint64(1)<<(j%64)
+	if wi.Load()&bi != 0 && wj.Load()&bj != 0 {
+		return true
+	}
+	wi.Or(bi)
+	wj.Or(bj)
+	if d.added.Add(1) == d.window {
+		for k := range d.bits {
+			d.bits[k].Store(0)
+		}
+		d.added.Store(0)
+	}
+	return false
+}
+
+// Admit reports whether a record of bc's table read from storage should
+// be cached: when it was read before, lately. A record read once is not:
+// on a working set larger than the cache, caching every read would only
+// evict records read again for records that are not, and pay for both.
+func (c *RecordCache[V]) Admit(bc *BitmapCache, id string) bool {
+	h, _ := c.slot(bc, id)
+	return c.door.seen(h)
 }
 
 // recordCacheShards spreads the cache's lock over this many maps.
@@ -63,6 +173,7 @@ type rowShard[V any] struct {
 // the view was built with.
 type cachedView[V any] struct {
 	bc    *BitmapCache
+	hash  uint64 // the key of its recordShard
 	id    string
 	row   uint32
 	epoch atomic.Uint64
@@ -74,11 +185,30 @@ type cachedView[V any] struct {
 // NewRecordCache returns a cache that holds about maxBytes of records.
 func NewRecordCache[V any](maxBytes int) *RecordCache[V] {
 	c := &RecordCache[V]{seed: maphash.MakeSeed(), limit: max(maxBytes/recordCacheShards, 1)}
+	// Sized for small records, so as not to forget larger ones: 4 MiB
+	// each per GiB of records, 128 KiB each at the default 32 MiB.
+	records := maxBytes / smallRecord
+	c.door.init(records)
+	c.freq.init(records)
 	for i := range c.shards {
 		c.shards[i].m = map[uint64]*cachedView[V]{}
 		c.rows[i].m = map[uint64]*cachedView[V]{}
 	}
 	return c
+}
+
+// smallRecord is the size of a small record in a RecordCache, view and
+// keys, by which the doorkeeper and the frequencies count the records a
+// cache holds.
+const smallRecord = 512
+
+// nextPow2 returns the least power of two at least n.
+func nextPow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // rowSlot returns the row index key of row of the table bc caches, and its
@@ -118,11 +248,25 @@ func (c *RecordCache[V]) slot(bc *BitmapCache, id string) (uint64, *recordShard[
 // table t that holds at epoch e of bc; at an odd e (a write in flight), one
 // that holds both before and after the write.
 func (c *RecordCache[V]) Get(bc *BitmapCache, id string, e uint64, t *model.Table) (V, bool) {
-	h, s := c.slot(bc, id)
+	return LookupRecord(c, bc, id, e, t)
+}
+
+// LookupRecord is c.Get of an id given as a string or as bytes, which it
+// does not keep.
+func LookupRecord[V any, ID string | []byte](c *RecordCache[V], bc *BitmapCache, id ID, e uint64, t *model.Table) (V, bool) {
+	var h uint64
+	switch id := any(id).(type) {
+	case string:
+		h = maphash.String(c.seed, id)
+	case []byte:
+		h = maphash.Bytes(c.seed, id)
+	}
+	h ^= bc.salt
+	s := &c.shards[h%recordCacheShards]
 	s.mu.RLock()
 	cv := s.m[h]
 	s.mu.RUnlock()
-	if cv == nil || cv.bc != bc || cv.id != id || cv.t != t {
+	if cv == nil || cv.bc != bc || cv.id != string(id) || cv.t != t {
 		var zero V
 		return zero, false
 	}
@@ -157,6 +301,7 @@ func (c *RecordCache[V]) hit(cv *cachedView[V], e uint64) (V, bool) {
 			at = cv.epoch.Load()
 		}
 	}
+	c.freq.add(cv.hash)
 	if en := c.entry.Load(); en != nil {
 		en.Touch()
 	}
@@ -206,20 +351,29 @@ func (c *RecordCache[V]) empty() {
 
 // Put caches the view of record id, stored in row, of bc's table, read at
 // epoch e with table t, which holds about size bytes, dropping other entries of its
-// shard, in the map's random order, while the shard is over its budget.
-func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t *model.Table, view V, size int) {
-	cv := &cachedView[V]{bc: bc, id: strings.Clone(id), row: row, t: t, view: view, size: size}
-	cv.epoch.Store(e)
-	h, s := c.slot(cv.bc, cv.id)
+// shard, in the map's random order, while the shard is over its budget. It
+// reports whether it did: a record that would evict others is cached only
+// when it was read more often lately than the first of them (admitOver).
+func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t *model.Table, view V, size int) bool {
+	h, s := c.slot(bc, id)
+	c.freq.add(h)
 	s.mu.Lock()
 	before := s.bytes
-	if old := s.m[h]; old != nil {
+	old := s.m[h]
+	if old == nil && s.bytes+size > c.limit && !c.admitOver(s, h) {
+		// Read no more often than what it would evict: the entries stay.
+		s.mu.Unlock()
+		return false
+	}
+	cv := &cachedView[V]{bc: bc, hash: h, id: strings.Clone(id), row: row, t: t, view: view, size: size}
+	cv.epoch.Store(e)
+	if old != nil {
 		if old.bc == bc && old.id == id && old.t == t && old.epoch.Load() > e {
 			// Read at a later epoch (a query page or point read on an older
 			// snapshot finishing after a newer one): the entry cached is
 			// the one later reads can use.
 			s.mu.Unlock()
-			return
+			return false
 		}
 		s.bytes -= old.size
 		c.unlink(old)
@@ -243,4 +397,21 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 		en.Resize(total)
 		en.Touch()
 	}
+	return true
+}
+
+// admitOver reports whether the entry of hash h may evict entries of
+// shard s, whose lock the caller holds: when it was read more often lately
+// than the first entry the eviction would drop. On a working set larger
+// than the cache, read evenly, the cache then keeps what it holds rather
+// than trading each entry for the next read, which pays for a put, an
+// eviction and a new encoding per read and answers no more reads from the
+// cache.
+func (c *RecordCache[V]) admitOver(s *recordShard[V], h uint64) bool {
+	for victim := range s.m {
+		if victim != h {
+			return c.freq.estimate(h) > c.freq.estimate(victim)
+		}
+	}
+	return true
 }

@@ -1,0 +1,7 @@
+//go:build !race
+
+package api
+
+// raceEnabled is set when the race detector is on: it allocates where
+// the program does not.
+const raceEnabled = false
