@@ -342,7 +342,7 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			heap.Fix(h, 0)
 		}
 	}
-	sort.Slice(h.rows, func(i, j int) bool { return cmp(h.rows[i].key, h.rows[j].key) < 0 })
+	slices.SortFunc(h.rows, func(x, y keyedRow) int { return cmp(x.key, y.key) })
 	rows = make([]uint32, len(h.rows))
 	keys := make([]Key, len(h.rows))
 	for i, r := range h.rows {
@@ -443,7 +443,11 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		if need := w.Limit - len(rows); len(ks) > need {
 			ks = firstRows(ks, need, cmp)
 		}
-		sort.Slice(ks, func(i, j int) bool { return cmp(ks[i].key, ks[j].key) < 0 })
+		if len(ks) > 1 {
+			// The keys are unique (they end with the id): any sort
+			// orders them alike.
+			slices.SortFunc(ks, func(x, y keyedRow) int { return cmp(x.key, y.key) })
+		}
 		for _, k := range ks {
 			if full() {
 				return false, nil
