@@ -480,8 +480,12 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 		// entry allocates and copies its tables again past eight.
 		Values: make(map[string]any, n+len(p.RevLinks)),
 	}
+	cols := s.columnsByID()
 	for _, f := range rec.Fields {
-		c := s.t.ByID[f.Col]
+		var c *model.Column
+		if int(f.Col) < len(cols) {
+			c = cols[f.Col]
+		}
 		if c == nil {
 			continue
 		}
@@ -519,6 +523,21 @@ func (s *source) doc(rec *codec.Record, p *index.Projection) (*Doc, error) {
 		d.Values[rl.As] = res
 	}
 	return d, nil
+}
+
+// columnsByID returns the table's value columns indexed by id, made on
+// first use: a page projects each field of each record by its column.
+func (s *source) columnsByID() []*model.Column {
+	if s.cols == nil {
+		s.cols = make([]*model.Column, s.t.NextCol+1)
+		for id, c := range s.t.ByID {
+			if int(id) >= len(s.cols) {
+				s.cols = append(s.cols, make([]*model.Column, int(id)+1-len(s.cols))...)
+			}
+			s.cols[id] = c
+		}
+	}
+	return s.cols
 }
 
 // linkedDoc reads and projects the record a link points at; nil when it is

@@ -314,9 +314,9 @@ func reportLatency(b *testing.B, prefix string, d []time.Duration) float64 {
 }
 
 // BenchmarkQuery times filter + sort + page 20 queries of W3 at 1e4 and 1e5
-// docs (and 1e6 when COPPICE_BENCH_MAX allows), and a cursor walk: page 1
-// against page 50 of the same filter and sort (target: page 50 ≤ 1.0×
-// page 1). Each case reports "matches", the rows its filter selects, and
+// docs (and 1e6 when COPPICE_BENCH_MAX allows), and cursor walks
+// (cursorCases, those of the benchmark suite among them): page 1 against
+// page 50 of the same filter and sort (target: page 50 ≤ 1.0× page 1). Each case reports "matches", the rows its filter selects, and
 // "cpu-ns/op", the process's CPU time per query.
 func BenchmarkQuery(b *testing.B) {
 	get := queryFixtures(b)
@@ -343,12 +343,14 @@ func BenchmarkQuery(b *testing.B) {
 				benchQueryCase(b, f, in)
 			})
 		}
-		b.Run(label+"/cursor-page50", func(b *testing.B) {
-			benchCursorPages(b, get(b, n), engine.QueryOptions{})
-		})
-		b.Run(label+"/cursor-page50/api", func(b *testing.B) {
-			benchCursorPages(b, get(b, n), apiQueryOptions())
-		})
+		for _, c := range cursorCases {
+			b.Run(label+"/"+c.name, func(b *testing.B) {
+				benchCursorPages(b, get(b, n), c, engine.QueryOptions{})
+			})
+			b.Run(label+"/"+c.name+"/api", func(b *testing.B) {
+				benchCursorPages(b, get(b, n), c, apiQueryOptions())
+			})
+		}
 	}
 }
 
@@ -511,19 +513,36 @@ func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 	b.ReportMetric(float64(rows.GetCardinality()), "matches")
 }
 
-// benchCursorPages compares page 1 and page 50 (rows 981 to 1000) of one
-// filter and sort, following page.after cursors. The walk to page 49 is
-// done once, untimed; cursors are self-contained, so each op then times a
-// page 1 request and a request continuing from page 49's cursor, in turns
-// of which goes first. It reports both latencies and their ratio.
-func benchCursorPages(b *testing.B, f *queryFixture, opts engine.QueryOptions) {
+// cursorCases are the filters and sorts of the cursor walks: a category
+// newest first, and the two walks of the benchmark suite's W3.
+var cursorCases = []queryCase{
+	{"cursor-page50", func(*gen.Gen) (any, any) {
+		return jsonObj{"category": gen.Categories[1]}, jsonObj{"created_at": "desc"}
+	}},
+	// The most common category, active, newest first.
+	{"cursor-eq-sort", func(*gen.Gen) (any, any) {
+		return jsonObj{"category": gen.Categories[0], "active": true}, jsonObj{"created_at": "desc"}
+	}},
+	// The most common tag, cheapest first.
+	{"cursor-includes-sort", func(*gen.Gen) (any, any) {
+		return jsonObj{"tags": jsonObj{"$includes": gen.Tag(0)}}, jsonObj{"price": "asc"}
+	}},
+}
+
+// benchCursorPages compares page 1 and page 50 (rows 981 to 1000) of the
+// filter and sort of c, following page.after cursors. The walk to page 49
+// is done once, untimed; cursors are self-contained, so each op then times
+// a page 1 request and a request continuing from page 49's cursor, in
+// turns of which goes first. It reports both latencies and their ratio.
+func benchCursorPages(b *testing.B, f *queryFixture, c queryCase, opts engine.QueryOptions) {
 	b.StopTimer()
 	if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
 		b.Fatal(err)
 	}
+	filter, sort := c.body(f.g)
 	first := queryBody{
-		Filter: queryJSON(b, map[string]any{"category": gen.Categories[1]}),
-		Sort:   queryJSON(b, map[string]any{"created_at": "desc"}),
+		Filter: queryJSON(b, filter),
+		Sort:   queryJSON(b, sort),
 		Page:   engine.PageInput{Size: &queryPage},
 		Opts:   opts,
 	}

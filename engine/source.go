@@ -30,6 +30,7 @@ type source struct {
 	live  *roaring.Bitmap
 	cache *memstore.BitmapCache // nil unless the snapshot shows the cache's epoch
 	epoch uint64
+	cols  []*model.Column // t.ByID as a slice (columnsByID)
 }
 
 // checkEvery is how many rows a loop of the engine visits between two

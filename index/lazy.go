@@ -95,7 +95,7 @@ type rowTest struct {
 	children []*rowTest
 
 	bits    *roaring.Bitmap // testBits: the posting; testLive, testNot: the live rows
-	present *roaring.Bitmap // testInts, testFloats: the rows with a value
+	present *roaring.Bitmap // testInts, testFloats: the rows with a value (nil: all, see sparse)
 	ints    []int64
 	floats  []float64
 	ib      bounds[int64]
@@ -150,9 +150,9 @@ func (t *rowTest) holds(row uint32) bool {
 	case testBits:
 		return t.bits.Contains(row)
 	case testInts:
-		return int(row) < len(t.ints) && t.present.Contains(row) && t.ib.holds(t.ints[row])
+		return int(row) < len(t.ints) && t.ib.holds(t.ints[row]) && t.has(row)
 	case testFloats:
-		return int(row) < len(t.floats) && t.present.Contains(row) && t.fb.holds(t.floats[row])
+		return int(row) < len(t.floats) && t.fb.holds(t.floats[row]) && t.has(row)
 	case testValue:
 		return t.rng.match(t.vals.Get(row))
 	case testSubstring:
@@ -161,12 +161,28 @@ func (t *rowTest) holds(row uint32) bool {
 		}
 		t.cands++
 		// As the eager scan, only rows with a value match.
-		if int(row) >= t.strs.Len() || !t.present.Contains(row) {
+		if int(row) >= t.strs.Len() || !t.has(row) {
 			return false
 		}
 		return (t.sure != nil && t.sure.Contains(row)) || t.match(t.strs.At(row))
 	}
 	return false
+}
+
+// has reports whether a row within the value array has a value: always,
+// when every row of the array does (present is nil then).
+func (t *rowTest) has(row uint32) bool {
+	return t.present == nil || t.present.Contains(row)
+}
+
+// sparse returns the rows with a value of a value array of n rows, or nil
+// when every row of it has one: a row test then reads the array alone,
+// not the bitmap too.
+func sparse(present *roaring.Bitmap, n int) *roaring.Bitmap {
+	if n > 0 && present.GetCardinality() == uint64(n) && present.Minimum() == 0 && present.Maximum() == uint32(n-1) {
+		return nil
+	}
+	return present
 }
 
 // lazyBuilder turns plan nodes into row tests, reading what they need.
@@ -284,7 +300,7 @@ func (b *lazyBuilder) buildSubstring(t *rowTest, n *scanNode) (*rowTest, bool, e
 		return nil, false, nil
 	}
 	c := float64(rows.GetCardinality())
-	t.kind, t.bits, t.sure, t.present, t.strs = testSubstring, rows, sure, dv.Present(), strs
+	t.kind, t.bits, t.sure, t.present, t.strs = testSubstring, rows, sure, sparse(dv.Present(), strs.Len()), strs
 	t.match = substringMatch(p.Value.Str, p.Op == OpIContains)
 	t.share = min(1, c/b.n)
 	t.build = c * lazySubstring
@@ -305,11 +321,11 @@ func (b *lazyBuilder) buildRange(t *rowTest, n *rangeNode) (*rowTest, bool, erro
 		switch n.preds[0].Column.Type {
 		case "float":
 			if fb, ok := floatBounds(n.preds); ok && dv.Floats() != nil {
-				t.kind, t.floats, t.fb, t.present, t.test = testFloats, dv.Floats(), fb, dv.Present(), lazyTypedTest
+				t.kind, t.floats, t.fb, t.present, t.test = testFloats, dv.Floats(), fb, sparse(dv.Present(), len(dv.Floats())), lazyTypedTest
 			}
 		case "int", "datetime":
 			if ib, ok := intBounds(n.preds); ok && dv.Ints() != nil {
-				t.kind, t.ints, t.ib, t.present, t.test = testInts, dv.Ints(), ib, dv.Present(), lazyTypedTest
+				t.kind, t.ints, t.ib, t.present, t.test = testInts, dv.Ints(), ib, sparse(dv.Present(), len(dv.Ints())), lazyTypedTest
 			}
 		}
 	}

@@ -331,8 +331,9 @@ func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, cc cand
 		before := w.Before.ID
 		hi = max(lo, sort.Search(len(order), func(k int) bool { return ids.At(order[k]) >= before }))
 	}
-	var rows []uint32
-	var keys []Key
+	// Room for the window up front, for the windows of pages at least.
+	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
+	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
 	n := 0
 	// visit takes row when it is a candidate and reports whether the
 	// window wants more.

@@ -121,21 +121,8 @@ func (kr *keyReader) key(row uint32) (Key, bool, error) {
 // compareKeys orders two positions: each sort value with nulls last in
 // both directions, then the random order, then ascending id.
 func (o Order) compareKeys(a, b Key) int {
-	for i, sk := range o.Keys {
-		x, y := a.Values[i], b.Values[i]
-		switch {
-		case x.IsNull() && y.IsNull():
-			continue
-		case x.IsNull():
-			return 1
-		case y.IsNull():
-			return -1
-		}
-		c := compareValues(x, y)
-		if sk.Desc {
-			c = -c
-		}
-		if c != 0 {
+	for i := range o.Keys {
+		if c := o.compareValue(i, a.Values[i], b.Values[i]); c != 0 {
 			return c
 		}
 	}
@@ -149,6 +136,24 @@ func (o Order) compareKeys(a, b Key) int {
 		}
 	}
 	return strings.Compare(a.ID, b.ID)
+}
+
+// compareValue orders two values of sort key i as compareKeys does: nulls
+// last in both directions.
+func (o Order) compareValue(i int, x, y codec.Value) int {
+	switch {
+	case x.IsNull() && y.IsNull():
+		return 0
+	case x.IsNull():
+		return 1
+	case y.IsNull():
+		return -1
+	}
+	c := compareValues(x, y)
+	if o.Keys[i].Desc {
+		c = -c
+	}
+	return c
 }
 
 // windowCompare is compareKeys in the window's direction: inverted when
@@ -342,7 +347,7 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			heap.Fix(h, 0)
 		}
 	}
-	sort.Slice(h.rows, func(i, j int) bool { return cmp(h.rows[i].key, h.rows[j].key) < 0 })
+	slices.SortFunc(h.rows, func(x, y keyedRow) int { return cmp(x.key, y.key) })
 	rows = make([]uint32, len(h.rows))
 	keys := make([]Key, len(h.rows))
 	for i, r := range h.rows {
@@ -415,19 +420,27 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
 	full := func() bool { return len(rows) >= w.Limit }
 	cmp := o.windowCompare(w)
+	// byID is set when the rows of a group differ by their ids alone: the
+	// order has one key, read from memory, and no random order. A group
+	// is then ordered by ids, and weighed against the window's bounds by
+	// its value once, its ids compared with a bound's only when it holds
+	// the bound's value: on a cursor's page that is its first group,
+	// whose rows up to the cursor are skipped before their keys are read.
+	byID := len(o.Keys) == 1 && !o.Random && kr.vals[0] != nil && kr.ids != nil
+	if byID {
+		cmp = func(a, b Key) int { return strings.Compare(a.ID, b.ID) }
+		if w.Reverse {
+			cmp = func(a, b Key) int { return strings.Compare(b.ID, a.ID) }
+		}
+	}
 	// ks holds a group's rows with their keys, reused from group to group.
 	var ks []keyedRow
-	// take adds a group of rows sharing one value of the first key, in
-	// window order.
-	take := func(group []uint32) (bool, error) {
-		if cc.spent() {
-			return false, errLazySpent
-		}
-		ks = ks[:0]
+	// keep fills ks with the rows of a group within the window.
+	keep := func(group []uint32) error {
 		for _, row := range group {
 			k, ok, err := kr.key(row)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if !ok {
 				continue
@@ -440,10 +453,61 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			}
 			ks = append(ks, keyedRow{row, k})
 		}
+		return nil
+	}
+	// keepByID is keep for byID.
+	keepByID := func(group []uint32) {
+		if len(group) == 0 {
+			return
+		}
+		v := kr.vals[0].Get(group[0])
+		var afterTie, beforeTie bool
+		if w.After != nil {
+			c := o.compareValue(0, v, w.After.Values[0])
+			if c < 0 {
+				return
+			}
+			afterTie = c == 0
+		}
+		if w.Before != nil {
+			c := o.compareValue(0, v, w.Before.Values[0])
+			if c > 0 {
+				return
+			}
+			beforeTie = c == 0
+		}
+		for _, row := range group {
+			if afterTie || beforeTie {
+				id := kr.ids.Get(row).Str
+				if afterTie && id <= w.After.ID || beforeTie && id >= w.Before.ID {
+					continue
+				}
+			}
+			// Read from memory, a key is always there.
+			k, _, _ := kr.key(row)
+			ks = append(ks, keyedRow{row, k})
+		}
+	}
+	// take adds a group of rows sharing one value of the first key, in
+	// window order.
+	take := func(group []uint32) (bool, error) {
+		if cc.spent() {
+			return false, errLazySpent
+		}
+		ks = ks[:0]
+		if byID {
+			keepByID(group)
+		} else if err := keep(group); err != nil {
+			return false, err
+		}
 		if need := w.Limit - len(rows); len(ks) > need {
 			ks = firstRows(ks, need, cmp)
 		}
-		sort.Slice(ks, func(i, j int) bool { return cmp(ks[i].key, ks[j].key) < 0 })
+		if len(ks) > 1 {
+			// The keys are unique (they end with the id): any sort
+			// orders them alike.
+			slices.SortFunc(ks, func(x, y keyedRow) int { return cmp(x.key, y.key) })
+		}
 		for _, k := range ks {
 			if full() {
 				return false, nil
