@@ -141,19 +141,7 @@ func (o Order) compareKeys(a, b Key) int {
 // compareValue orders two values of sort key i as compareKeys does: nulls
 // last in both directions.
 func (o Order) compareValue(i int, x, y codec.Value) int {
-	switch {
-	case x.IsNull() && y.IsNull():
-		return 0
-	case x.IsNull():
-		return 1
-	case y.IsNull():
-		return -1
-	}
-	c := compareValues(x, y)
-	if o.Keys[i].Desc {
-		c = -c
-	}
-	return c
+	return compareNullsLast(x, y, o.Keys[i].Desc)
 }
 
 // windowCompare is compareKeys in the window's direction: inverted when
