@@ -22,7 +22,11 @@
 // included.
 //
 // Values: JSON records are sent as they are and the server checks them
-// against the table's columns. CSV fields are converted to the column
+// against the table's columns. An NDJSON line is checked only for the
+// shape of one object (braces, brackets and strings closing where they
+// should) before it is sent, and JSON bodies are built as the input is
+// read; when the server refuses a batch, its lines are checked in full
+// first, so an invalid line fails with the same JSON error either way. CSV fields are converted to the column
 // types: an empty field is null (left out); bool by strconv.ParseBool
 // (true, false, 1, 0, t, f); int and float as decimal numbers; multiple
 // and vector as JSON arrays; object as a JSON object; every other type

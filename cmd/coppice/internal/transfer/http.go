@@ -221,23 +221,34 @@ func (s *httpStore) createTable(ctx context.Context, name string, cols []engine.
 	return s.call(ctx, "PUT", s.tablePath(name)+"/schema", map[string]any{"columns": cols}, http.StatusOK, nil)
 }
 
+// The bulk request body is the records between these two, joined by
+// commas.
+const (
+	bulkPrefix = `{"records":[`
+	bulkSuffix = "]}"
+)
+
 // insert posts one bulk request, its body spliced from the records.
-// Refusals of records (400, 409, 422) and of the body's size (413) are
-// *recordErrors; the bulk error body does not say which record failed.
 func (s *httpStore) insert(ctx context.Context, table string, recs [][]byte) error {
-	n := 16
+	n := len(bulkPrefix) + len(bulkSuffix)
 	for _, r := range recs {
 		n += len(r) + 1
 	}
 	body := make([]byte, 0, n)
-	body = append(body, `{"records":[`...)
+	body = append(body, bulkPrefix...)
 	for i, r := range recs {
 		if i > 0 {
 			body = append(body, ',')
 		}
 		body = append(body, r...)
 	}
-	body = append(body, "]}"...)
+	return s.insertBody(ctx, table, append(body, bulkSuffix...))
+}
+
+// insertBody posts one bulk request body. Refusals of records (400, 409,
+// 422) and of the body's size (413) are *recordErrors; the bulk error
+// body does not say which record failed.
+func (s *httpStore) insertBody(ctx context.Context, table string, body []byte) error {
 	status, resp, err := s.do(ctx, "POST", s.tablePath(table)+"/bulk", body)
 	switch {
 	case err != nil:

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,6 +98,11 @@ type batch struct {
 	seq   int
 	first int64 // input ordinal (0-based, skipped records counted) of recs[0]
 	recs  []record
+	// body is the bulk request of the JSON records, {"records":[…]},
+	// built as they are read so that a sender posts it as it is; the raw
+	// of each record is a slice of it. nil for CSV, whose records are
+	// converted when sent.
+	body []byte
 }
 
 // outcome is what became of a batch.
@@ -254,6 +260,14 @@ func (im *importer) createTable(ctx context.Context, src source, header []string
 		if err != nil {
 			return nil, nil, err
 		}
+		if rec.unchecked {
+			// A record the server would refuse decides no column.
+			if rec.bad = checkObject(rec.raw); rec.bad != "" {
+				rec.raw = nil
+			}
+			rec.unchecked = false
+		}
+		rec.raw = bytes.Clone(rec.raw)
 		inf.add(&rec, header)
 		sample = append(sample, rec)
 	}
@@ -397,11 +411,25 @@ func (im *importer) start(ctx context.Context, src source, sample []record, skip
 // ended reading early, if any.
 func (im *importer) produce(ctx context.Context, src source, sample []record, skipped int64, work chan<- *batch) (int64, bool, error) {
 	ordinal := skipped
-	b := &batch{first: ordinal}
+	// bodyCap sizes the next body like the last one, so that it is
+	// rarely grown (and copied) while it fills.
+	bodyCap := 64 << 10
+	newBatch := func(seq int) *batch {
+		b := &batch{seq: seq, first: ordinal, recs: make([]record, 0, im.o.BatchSize)}
+		if im.conv == nil {
+			b.body = append(make([]byte, 0, bodyCap), bulkPrefix...)
+		}
+		return b
+	}
+	b := newBatch(0)
 	var size int64
 	emit := func() bool {
 		if len(b.recs) == 0 {
 			return true
+		}
+		if b.body != nil {
+			b.body = append(b.body, bulkSuffix...)
+			bodyCap = max(bodyCap, len(b.body)+len(b.body)/8)
 		}
 		select {
 		case work <- b:
@@ -410,7 +438,7 @@ func (im *importer) produce(ctx context.Context, src source, sample []record, sk
 		case <-ctx.Done():
 			return false
 		}
-		b = &batch{seq: b.seq + 1, first: ordinal}
+		b = newBatch(b.seq + 1)
 		size = 0
 		return true
 	}
@@ -421,6 +449,16 @@ func (im *importer) produce(ctx context.Context, src source, sample []record, sk
 		}
 		if len(b.recs) > 0 && size+n > maxBatchBytes && !emit() {
 			return false
+		}
+		if rec.raw != nil {
+			// The record is kept in the body: raw is only valid until
+			// the source's next read.
+			if len(b.body) > len(bulkPrefix) {
+				b.body = append(b.body, ',')
+			}
+			at := len(b.body)
+			b.body = append(b.body, rec.raw...)
+			rec.raw = b.body[at:len(b.body):len(b.body)]
 		}
 		b.recs = append(b.recs, rec)
 		size += n
@@ -453,8 +491,9 @@ func (im *importer) produce(ctx context.Context, src source, sample []record, sk
 
 // entry is a record of a batch on its way to the store.
 type entry struct {
-	line int64
-	raw  []byte
+	line      int64
+	raw       []byte
+	unchecked bool // as record.unchecked
 }
 
 // send imports one batch: records the input could not give are failures
@@ -473,9 +512,9 @@ func (im *importer) send(ctx context.Context, b *batch) *outcome {
 			oc.failures = append(oc.failures, Failure{Line: rec.line, Message: bad})
 			continue
 		}
-		entries = append(entries, entry{line: rec.line, raw: raw})
+		entries = append(entries, entry{line: rec.line, raw: raw, unchecked: rec.unchecked})
 	}
-	n, failures, err := im.isolate(ctx, entries)
+	n, failures, err := im.isolate(ctx, entries, b.body)
 	oc.imported = n
 	oc.failures = append(oc.failures, failures...)
 	sort.SliceStable(oc.failures, func(i, j int) bool { return oc.failures[i].Line < oc.failures[j].Line })
@@ -487,26 +526,37 @@ func (im *importer) send(ctx context.Context, b *batch) *outcome {
 	return oc
 }
 
-// isolate inserts entries. A refused batch is all or nothing, so when
-// the store names the bad records they are taken out and the rest sent
-// again; when it does not (over HTTP), the batch is halved until each
-// bad record stands alone. It returns the records imported and failed;
-// an error means the rest of entries has no known outcome.
-func (im *importer) isolate(ctx context.Context, entries []entry) (int64, []Failure, error) {
+// isolate inserts entries; body, when not nil, is their bulk request
+// body (batch.body). A refused batch is all or nothing, so its records
+// whose JSON is invalid are taken out first; then, when the store names
+// the bad records they are taken out and the rest sent again; when it
+// does not (over HTTP), the batch is halved until each bad record stands
+// alone. It returns the records imported and failed; an error means the
+// rest of entries has no known outcome.
+func (im *importer) isolate(ctx context.Context, entries []entry, body []byte) (int64, []Failure, error) {
 	if len(entries) == 0 {
 		return 0, nil, nil
 	}
-	raws := make([][]byte, len(entries))
-	for i := range entries {
-		raws[i] = entries[i].raw
+	var err error
+	if bs, ok := im.st.(bodyStore); ok && body != nil {
+		err = bs.insertBody(ctx, im.o.Table, body)
+	} else {
+		raws := make([][]byte, len(entries))
+		for i := range entries {
+			raws[i] = entries[i].raw
+		}
+		err = im.st.insert(ctx, im.o.Table, raws)
 	}
-	err := im.st.insert(ctx, im.o.Table, raws)
 	if err == nil {
 		return int64(len(entries)), nil, nil
 	}
 	var re *recordErrors
 	if !errors.As(err, &re) {
 		return 0, nil, err
+	}
+	if failures, rest := checkEntries(entries); len(failures) > 0 {
+		n, more, err := im.isolate(ctx, rest, nil)
+		return n, append(failures, more...), err
 	}
 	if len(re.byIndex) > 0 {
 		var failures []Failure
@@ -518,19 +568,48 @@ func (im *importer) isolate(ctx context.Context, entries []entry) (int64, []Fail
 				rest = append(rest, e)
 			}
 		}
-		n, more, err := im.isolate(ctx, rest)
+		n, more, err := im.isolate(ctx, rest, nil)
 		return n, append(failures, more...), err
 	}
 	if len(entries) == 1 {
 		return 0, []Failure{{Line: entries[0].line, Message: re.Error()}}, nil
 	}
 	half := len(entries) / 2
-	n1, f1, err := im.isolate(ctx, entries[:half])
+	n1, f1, err := im.isolate(ctx, entries[:half], nil)
 	if err != nil {
 		return n1, f1, err
 	}
-	n2, f2, err := im.isolate(ctx, entries[half:])
+	n2, f2, err := im.isolate(ctx, entries[half:], nil)
 	return n1 + n2, append(f1, f2...), err
+}
+
+// checkEntries checks the syntax of the unchecked entries, in place. It
+// returns the ones that are not valid JSON objects as failures, and the
+// others; no failures when every entry is valid.
+func checkEntries(entries []entry) ([]Failure, []entry) {
+	var failures []Failure
+	var rest []entry
+	for i := range entries {
+		e := &entries[i]
+		bad := ""
+		if e.unchecked {
+			e.unchecked = false
+			bad = checkObject(e.raw)
+		}
+		switch {
+		case bad != "":
+			if failures == nil {
+				rest = append(rest, entries[:i]...)
+			}
+			failures = append(failures, Failure{Line: e.line, Message: bad})
+		case failures != nil:
+			rest = append(rest, *e)
+		}
+	}
+	if failures == nil {
+		return nil, entries
+	}
+	return failures, rest
 }
 
 // report writes the summary.

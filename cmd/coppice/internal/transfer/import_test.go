@@ -169,6 +169,42 @@ func TestImportNDJSONCreate(t *testing.T) {
 	}
 }
 
+// TestImportInvalidJSON imports NDJSON lines that look like objects but
+// are not valid JSON among valid ones, some with quotes, braces and
+// backslashes in strings: each bad line fails with the JSON error, alone.
+func TestImportInvalidJSON(t *testing.T) {
+	ts := startServer(t, t.TempDir(), false)
+	ts.createTable("items", []engine.ColumnDef{{Name: "name", Type: engine.TypeString}})
+	const in = `{"id":"a1","name":"Ann"}
+{"id":"a2","name":tru}
+{"id":"a3","name":"x"}{"id":"a4"}
+{"id":"a5","name":"B\"}{,"}
+{"id":"a6","name":"C",}
+{"id":"a7","name":"\\\"}\\\\"}
+{"id":"a8","name":"D"
+`
+	sum, log := importText(t, ImportOptions{Target: ts.target("items"), InputName: "-"}, in)
+	checkSummary(t, sum, log, 7, 3, 4, []int64{2, 3, 5, 7})
+	for _, s := range []string{
+		"line 2: invalid JSON: invalid character '}' in literal true (expecting 'e')",
+		"line 3: invalid JSON: invalid character '{' after top-level value",
+		"line 5: invalid JSON: invalid character '}' looking for beginning of object key string",
+		"line 7: invalid JSON: unexpected end of JSON input",
+	} {
+		if !strings.Contains(log, s) {
+			t.Errorf("log lacks %q:\n%s", s, log)
+		}
+	}
+	if got, want := ts.ids("items"), []string{"a1", "a5", "a7"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ids %v, want %v", got, want)
+	}
+	for id, want := range map[string]string{"a5": `B"}{,`, "a7": `\"}\\`} {
+		if rec, _ := ts.eng.Get(ts.ref(), "items", id); rec == nil || rec.Values["name"] != want {
+			t.Errorf("%s = %+v, want name %q", id, rec, want)
+		}
+	}
+}
+
 // TestImportResume stops an import at its first failed batch and
 // continues it with the --skip the summary names: the two runs together
 // import what one uninterrupted run does, nothing twice.

@@ -143,3 +143,46 @@ func FuzzArraySource(f *testing.F) {
 		}
 	})
 }
+
+// TestOneObject checks the shape test of NDJSON lines: every JSON object
+// passes, and what it lets through cannot run into its neighbours.
+func TestOneObject(t *testing.T) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":"}"}`, `{"a":"\"}"}`, `{"a":"\\"}`, `{"a":"\\\"{"}`, `{"a":[{},[]]}`, `{"a" 1}`, `{"a":tru}`} {
+		if !oneObject([]byte(s)) {
+			t.Errorf("%s: not one object", s)
+		}
+	}
+	for _, s := range []string{``, `{`, `}`, `[]`, `"x"`, `{"a":1}{"b":2}`, `{"a":1},{"b":2}`, `{"a":"}`, `{"a":"\"}`, `{"a":"\\"}"}`, `{"a":[}`, `{}]`, `{"a":1}]`} {
+		if oneObject([]byte(s)) {
+			t.Errorf("%s: one object", s)
+		}
+	}
+}
+
+// FuzzOneObject compares oneObject with encoding/json: a JSON object
+// always passes, and a line that passes is, in a bulk body that parses,
+// exactly one of its records.
+func FuzzOneObject(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":"\"}"}`, `{"a":[1,{"b":"]"}]}`, `{"a":1}{"b":2}`, `{"a":"\\"}`, `{"a":"\\\"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		b := bytes.TrimSpace([]byte(in))
+		in = string(b)
+		ok := oneObject(b)
+		if json.Valid(b) && len(b) > 0 && b[0] == '{' && !ok {
+			t.Fatalf("%q is a JSON object", in)
+		}
+		if !ok {
+			return
+		}
+		body := []byte(`[{"x":1},` + in + `,{"x":2}]`)
+		var recs []json.RawMessage
+		if json.Unmarshal(body, &recs) != nil {
+			return
+		}
+		if len(recs) != 3 || string(recs[1]) != in {
+			t.Fatalf("%q: the body holds %q", in, recs)
+		}
+	})
+}

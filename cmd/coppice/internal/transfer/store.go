@@ -82,6 +82,13 @@ type store interface {
 	close() error
 }
 
+// bodyStore is a store that also takes a bulk insert as a request body
+// made beforehand: the records as JSON objects joined by commas between
+// bulkPrefix and bulkSuffix. It means what insert of those records does.
+type bodyStore interface {
+	insertBody(ctx context.Context, table string, body []byte) error
+}
+
 // tableDef is a table of a branch's schema.
 type tableDef struct {
 	Name    string             `json:"name"`
