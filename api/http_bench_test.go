@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -47,6 +48,10 @@ import (
 //	COPPICE_HTTP_BENCH_BLOCK_CACHE  the storage block cache in bytes (default
 //	                             the engine's; smaller than the loaded
 //	                             records, gets read blocks from the disk)
+//	COPPICE_HTTP_BENCH_DIR       a data directory kept between runs: loaded
+//	                             once for a number of records and body size,
+//	                             then served again (for reads: writes change
+//	                             it)
 //
 // Run them with: go test -run '^$' -bench HTTP -benchtime 1x ./api/
 
@@ -163,36 +168,24 @@ type httpBenchServer struct {
 // the production write settings (unless cfg.noSync) and serves it.
 func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchServer {
 	b.Helper()
-	dir := b.TempDir()
+	dir, loaded := httpBenchDir(b, cfg, n)
 	eng, err := engine.Open(dir, engine.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	info, err := Bootstrap(eng, testKey)
-	if err != nil {
-		b.Fatal(err)
+	info, ok := BootstrappedWith(eng, testKey)
+	if !ok {
+		if loaded {
+			b.Fatalf("%s: loaded, but not bootstrapped with the benchmark's key", dir)
+		}
+		if info, err = Bootstrap(eng, testKey); err != nil {
+			b.Fatal(err)
+		}
 	}
 	ref := engine.Ref{Workspace: info.Workspace, Database: httpBenchDB, Branch: "main"}
-	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: info.Workspace, Name: httpBenchDB, Region: "local"}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.Schema().CreateTable(ref, httpBenchTable); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := eng.Schema().SetTableColumns(ref, httpBenchTable, httpBenchColumns); err != nil {
-		b.Fatal(err)
-	}
-	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
-	for start := 0; start < n; start += engine.MaxBulkRecords {
-		batch = batch[:0]
-		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
-			_, rec := httpBenchRecord(i, cfg.bodyWords)
-			rec["id"] = httpBenchID(i)
-			batch = append(batch, rec)
-		}
-		if _, err := eng.BulkInsert(context.Background(), ref, httpBenchTable, batch); err != nil {
-			b.Fatalf("load: %v", err)
-		}
+	if !loaded {
+		loadHTTPBench(b, eng, ref, cfg, n)
+		markHTTPBenchDir(b, cfg, n)
 	}
 	if err := eng.Close(); err != nil {
 		b.Fatal(err)
@@ -218,6 +211,61 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 		addr: addr,
 		base: "/ws/" + info.WorkspaceID + "/db/" + httpBenchDB + ":main/tables/" + httpBenchTable,
 	}
+}
+
+// loadHTTPBench creates the benchmark table of ref and loads n records.
+func loadHTTPBench(b *testing.B, eng *engine.Engine, ref engine.Ref, cfg httpBenchConfig, n int) {
+	b.Helper()
+	if _, err := eng.CreateDatabase(engine.CreateDatabaseRequest{Workspace: ref.Workspace, Name: httpBenchDB, Region: "local"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.Schema().CreateTable(ref, httpBenchTable); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.Schema().SetTableColumns(ref, httpBenchTable, httpBenchColumns); err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]map[string]any, 0, engine.MaxBulkRecords)
+	for start := 0; start < n; start += engine.MaxBulkRecords {
+		batch = batch[:0]
+		for i := start; i < min(n, start+engine.MaxBulkRecords); i++ {
+			_, rec := httpBenchRecord(i, cfg.bodyWords)
+			rec["id"] = httpBenchID(i)
+			batch = append(batch, rec)
+		}
+		if _, err := eng.BulkInsert(context.Background(), ref, httpBenchTable, batch); err != nil {
+			b.Fatalf("load: %v", err)
+		}
+	}
+}
+
+// httpBenchDir returns the data directory of a run, and whether it holds
+// the n records of cfg already: COPPICE_HTTP_BENCH_DIR when set, else a
+// new temporary one.
+func httpBenchDir(b *testing.B, cfg httpBenchConfig, n int) (string, bool) {
+	dir := os.Getenv("COPPICE_HTTP_BENCH_DIR")
+	if dir == "" {
+		return b.TempDir(), false
+	}
+	_, err := os.Stat(filepath.Join(dir, httpBenchMark(cfg, n)))
+	return dir, err == nil
+}
+
+// markHTTPBenchDir notes in COPPICE_HTTP_BENCH_DIR what it was loaded with.
+func markHTTPBenchDir(b *testing.B, cfg httpBenchConfig, n int) {
+	dir := os.Getenv("COPPICE_HTTP_BENCH_DIR")
+	if dir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, httpBenchMark(cfg, n)), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// httpBenchMark names the file that says a directory holds n records with
+// cfg's body size.
+func httpBenchMark(cfg httpBenchConfig, n int) string {
+	return fmt.Sprintf("bench-loaded-%d-%d", n, cfg.bodyWords)
 }
 
 // serveBench serves on a free loopback port until the benchmark ends and
