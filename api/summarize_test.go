@@ -1,6 +1,9 @@
 package api
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // TestSummarizeAndAggregateOverHTTP checks the two endpoints' shapes and
 // statuses on the query fixture; the engine's tests cover every rule.
@@ -39,4 +42,21 @@ func TestSummarizeAndAggregateOverHTTP(t *testing.T) {
 	jsonEq(t, "aggregate", r.obj(), `{"aggs":{"p":{"values":{"50.0":32.5}},`+
 		`"teams":{"values":[{"$count":1,"$key":"ann"},{"$count":1,"$key":"bob"}]}}}`)
 	ts.expect(400, "POST", users+"/aggregate", map[string]any{"aggs": map[string]any{"x": "bar"}})
+}
+
+// TestSpareCoresOnlyWhenAlone: a summary folds on the other cores only
+// while it is the one request in flight.
+func TestSpareCoresOnlyWhenAlone(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	var s Server
+	f := func(inFlight int64, want int) {
+		t.Helper()
+		s.active.Store(inFlight)
+		if got := s.spareCores(); got != want {
+			t.Errorf("%d in flight: %d spare cores, want %d", inFlight, got, want)
+		}
+	}
+	f(1, 3)
+	f(2, 0)
+	f(40, 0)
 }

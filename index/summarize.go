@@ -78,6 +78,10 @@ type SummarizeRequest struct {
 	// rows and times, in SummarizeResult.Plan. Without it no step is timed
 	// or counted.
 	Explain bool
+	// SpareCores is how many cores beyond its own, and beyond those the
+	// shared fold workers lend it, a large summary may fold on: a caller
+	// that knows nothing else runs grants them (0: none).
+	SpareCores int
 }
 
 // SummarizeResult is the answer of a summarize request: the groups in
@@ -242,6 +246,8 @@ type summarizeReq struct {
 	// grouped is how groupRows grouped: "postings", "codes", "values", or
 	// "" for the one group of a request without group columns.
 	grouped string
+	// spare is SummarizeRequest.SpareCores.
+	spare int
 }
 
 // Summarize runs a summarize request on src. Invalid requests fail with
@@ -252,7 +258,7 @@ func Summarize(ctx context.Context, src Source, in SummarizeRequest) (*Summarize
 	if err != nil {
 		return nil, err
 	}
-	q.ctx = ctx
+	q.ctx, q.spare = ctx, in.SpareCores
 	plan := SummarizePlan{filter: Plan{root: compile(q.filter)}, q: q}
 	var tr *summarizeTrace
 	var cand *roaring.Bitmap

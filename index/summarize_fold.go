@@ -442,7 +442,7 @@ func assignFold(groups []*sumGroup, i int, fold any, fn summaryFn, t ColumnType)
 // candidates' codes are labelled in slices of rows (counts are exact), then
 // each column is folded whole by one goroutine, in ascending row order, so
 // its float sums are those of every other path.
-func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec) ([]int64, map[string]any) {
+func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec, spare int) ([]int64, map[string]any) {
 	folds := map[string]any{}
 	var folders []codeFolder
 	byPath := map[string]codeFolder{}
@@ -483,9 +483,9 @@ func foldCodes(cand *roaring.Bitmap, gid []uint16, ng int, execs []*summaryExec)
 	}
 	workers := 1
 	if total >= parallelFoldRows && len(folders) > 0 {
-		extra, release := takeFoldWorkers(runtime.GOMAXPROCS(0) - 1)
+		var release func()
+		workers, release = foldGoroutines(spare)
 		defer release()
-		workers += extra
 	}
 	if workers == 1 {
 		return foldCodeBatches(cand, gid, ng, folders), folds
@@ -549,8 +549,18 @@ const parallelFoldRows = 1 << 16
 // requests' own, over every summary running at once: one fewer than the
 // cores less one, so that a summary, however large, and however many run,
 // leaves a core to point reads and writes (with two cores, folds run in
-// their request's goroutine only).
+// their request's goroutine only, unless their caller lends them cores it
+// found idle: SummarizeRequest.SpareCores).
 var foldWorkers = make(chan struct{}, max(runtime.GOMAXPROCS(0)-2, 0))
+
+// foldGoroutines returns how many goroutines a large fold runs on, its
+// request's own included, and what gives back the fold workers it took:
+// the free workers of the pool, then up to spare more, one a core at most.
+func foldGoroutines(spare int) (int, func()) {
+	cores := runtime.GOMAXPROCS(0)
+	extra, release := takeFoldWorkers(cores - 1)
+	return min(1+extra+max(spare, 0), cores), release
+}
 
 // takeFoldWorkers takes up to n of foldWorkers, without waiting, and
 // returns how many it took and what gives them back.

@@ -143,7 +143,7 @@ func (q *summarizeReq) groupByCodes(cand *roaring.Bitmap, execs []*summaryExec, 
 		gid = make([]uint16, last+1)
 		copy(gid, codes)
 	}
-	counts, folds := foldCodes(cand, gid, ng, execs)
+	counts, folds := foldCodes(cand, gid, ng, execs, q.spare)
 	for i, e := range execs {
 		switch {
 		case e.spec.star:

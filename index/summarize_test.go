@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -589,4 +590,28 @@ func TestFoldWorkersAreShared(t *testing.T) {
 	} else {
 		releaseC()
 	}
+}
+
+// TestFoldGoroutinesTakeSpareCores: a fold runs on the pool's free workers
+// and the cores its caller lends it, one goroutine a core at most.
+func TestFoldGoroutinesTakeSpareCores(t *testing.T) {
+	defer func(old chan struct{}) { foldWorkers = old }(foldWorkers)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	f := func(pool, spare, want int) {
+		t.Helper()
+		foldWorkers = make(chan struct{}, pool)
+		n, release := foldGoroutines(spare)
+		defer release()
+		if n != want {
+			t.Errorf("pool %d, spare %d: %d goroutines, want %d", pool, spare, n, want)
+		}
+	}
+	f(0, 0, 1)
+	f(0, 1, 2)
+	f(0, 3, 4)
+	f(0, 9, 4)
+	f(1, 1, 3)
+	f(2, 0, 3)
+	f(2, 5, 4)
+	f(0, -1, 1)
 }
