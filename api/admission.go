@@ -147,7 +147,7 @@ func (b *bodyBudget) acquire(r *request, n int64) error {
 	case <-t.C:
 		err = errBusy
 	case <-ctx.Done():
-		err = context.Cause(ctx)
+		err = r.contextError(context.Cause(ctx))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -207,8 +207,8 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 			// What is left of the body would be read as the next request.
 			ctx.SetConnectionClose()
 			markUnreadBody(ctx.Conn())
-			if r.cctx != nil && r.cctx.Err() != nil {
-				err = context.Cause(r.cctx) // why the read was cut short
+			if cause := r.cause(); cause != nil {
+				err = cause // why the read was cut short
 			}
 			s.writeError(ctx, r.requestID(), err)
 			return false
@@ -217,7 +217,7 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 	if heavy {
 		if !s.heavy.tryAcquire() {
 			if err := s.heavy.acquire(r.context()); err != nil {
-				s.writeError(ctx, r.requestID(), err)
+				s.writeError(ctx, r.requestID(), r.contextError(err))
 				return false
 			}
 		}
@@ -225,7 +225,7 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 	}
 	if !s.slots.tryAcquire() {
 		if err := s.slots.acquire(r.context()); err != nil {
-			s.writeError(ctx, r.requestID(), err)
+			s.writeError(ctx, r.requestID(), r.contextError(err))
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,8 +20,8 @@ var (
 
 // context returns the request's context, made on first use: it ends at
 // the request's deadline (Limits.RequestTimeout after its arrival), when
-// its client closes the connection, or when the server shuts down; its
-// cause is the error to answer with. Handlers pass it to every engine call
+// its client closes the connection, or when the server shuts down;
+// r.cause says what to answer then. Handlers pass it to every engine call
 // that can run long. Requests that never ask pay nothing for it.
 func (r *request) context() context.Context {
 	if r.cctx == nil {
@@ -29,30 +30,52 @@ func (r *request) context() context.Context {
 	return r.cctx
 }
 
+// requestCtx is a request's context: the deadline's, which the server's
+// base context ends too, and whether the client left. One context and one
+// timer a request: the client's leaving cancels the deadline's context
+// rather than a context of its own, and gone keeps its cause.
+type requestCtx struct {
+	context.Context
+	gone atomic.Bool
+}
+
 // requestContext makes a request's context and the function that releases
 // it.
-func (s *Server) requestContext(r *request) (context.Context, func()) {
+func (s *Server) requestContext(r *request) (*requestCtx, func()) {
 	deadline := r.ctx.Time().Add(s.limits.RequestTimeout)
-	gone, cancel := context.WithCancelCause(s.base)
-	ctx, cancelDeadline := context.WithDeadlineCause(gone, deadline, s.timeLimit)
-	stopWatch := watchClient(r.ctx.Conn(), cancel)
-	return ctx, func() {
+	ctx, cancel := context.WithDeadlineCause(s.base, deadline, s.timeLimit)
+	rc := &requestCtx{Context: ctx}
+	stopWatch := watchClient(rc, r.ctx.Conn(), cancel)
+	return rc, func() {
 		stopWatch()
-		cancelDeadline()
-		cancel(nil)
+		cancel()
 	}
+}
+
+// cause returns why the request's context ended (nil while it has not):
+// errClientGone, the server's time limit, or the shutdown's cause.
+func (r *request) cause() error {
+	rc := r.cctx
+	if rc == nil || rc.Err() == nil {
+		return nil
+	}
+	if rc.gone.Load() {
+		return errClientGone
+	}
+	return context.Cause(rc)
 }
 
 // contextError returns what a request whose context ended is answered
 // with, when err is that context's error; else err.
 func (r *request) contextError(err error) error {
-	if r.cctx == nil || r.cctx.Err() == nil {
+	cause := r.cause()
+	if cause == nil {
 		return err
 	}
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return context.Cause(r.cctx)
+	return cause
 }
 
 // Client watching: a request that has run for watchAfter looks at its
@@ -65,10 +88,11 @@ const (
 	watchEvery = 100 * time.Millisecond
 )
 
-// watchClient watches c for its client closing it, calling cancel with
-// errClientGone when it does, until the returned function is called.
-// Connections that are not sockets are not watched.
-func watchClient(c net.Conn, cancel context.CancelCauseFunc) func() {
+// watchClient watches c for its client closing it, marking rc gone and
+// calling cancel when it does, until the returned function is called or rc
+// ends. Connections that are not sockets are not watched. Nothing is
+// allocated for the watch until the request has run for watchAfter.
+func watchClient(rc *requestCtx, c net.Conn, cancel context.CancelFunc) func() {
 	if tc, ok := c.(*trackedConn); ok {
 		c = tc.Conn
 	}
@@ -76,28 +100,25 @@ func watchClient(c net.Conn, cancel context.CancelCauseFunc) func() {
 	if !ok {
 		return func() {}
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return func() {}
-	}
-	done := make(chan struct{})
 	t := time.AfterFunc(watchAfter, func() {
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return
+		}
 		tick := time.NewTicker(watchEvery)
 		defer tick.Stop()
 		for {
 			if peerClosed(raw) {
-				cancel(errClientGone)
+				rc.gone.Store(true)
+				cancel()
 				return
 			}
 			select {
-			case <-done:
+			case <-rc.Done():
 				return
 			case <-tick.C:
 			}
 		}
 	})
-	return func() {
-		t.Stop()
-		close(done)
-	}
+	return func() { t.Stop() }
 }

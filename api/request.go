@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -47,7 +46,7 @@ type request struct {
 
 	// cctx is the request's context once context made it; stop releases
 	// it.
-	cctx context.Context
+	cctx *requestCtx
 	stop func()
 	// slot, heavySlot and bodyBytes are what admission took: an
 	// execution slot, a heavy request's slot and bytes of the body budget.
