@@ -248,6 +248,9 @@ func (e *Engine) Close() error {
 			e.opts.Logger.Error("close cluster node", "err", err)
 		}
 	}
+	if e.mem != nil {
+		e.mem.Close()
+	}
 	fault := e.ap.Fault()
 	err := func() (err error) {
 		defer func() {

@@ -44,6 +44,7 @@ type Registry struct {
 
 	backgroundBuilds atomic.Int64 // column stores being built in the background
 	bitmapCounts     BitmapCacheCounts
+	floor            snapFloor // under the snapshots of views (snapfloor.go)
 
 	mu  sync.RWMutex // guards dbs and opts; a leaf of the lock order (apply's doc)
 	dbs map[uint32]*DB
@@ -67,6 +68,11 @@ func NewRegistry(pdb *pebble.DB, opts Options) *Registry {
 	}
 	return &Registry{pdb: pdb, opts: opts, budget: NewBudget(opts.MemoryLimit, opts.Event), dbs: map[uint32]*DB{}}
 }
+
+// Close lets go of what the registry holds in the storage engine, which
+// may close after it: the snapshot under the views' (snapfloor.go). Views
+// still open keep their own snapshots until released.
+func (r *Registry) Close() { r.floor.close() }
 
 // Budget is the memory budget of every structure of the registry.
 func (r *Registry) Budget() *Budget { return r.budget }

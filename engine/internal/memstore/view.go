@@ -281,7 +281,7 @@ func (d *DB) acquire(branch, table string, need Need) (v *View, busy []*slot, mi
 	// even and stays.
 	cache := d.cacheFor(k)
 	e0 := cache.Epoch()
-	v.Snap = d.reg.pdb.NewSnapshot()
+	v.Snap = d.reg.floor.snapshot(d.reg.pdb)
 	if e1 := cache.Epoch(); e0 == e1 && e0%2 == 0 {
 		v.Cache, v.Epoch = cache, e0
 	}
