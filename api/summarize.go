@@ -42,9 +42,9 @@ func (s *Server) summarizeTable(r *request) error {
 
 // spareCores is how many cores a summary may fold on besides its own: every
 // other core while it is the only request in flight, none otherwise. A
-// summary that comes alone is answered in about half the time on two
-// cores; one that comes among others leaves them a core, as the fold
-// workers' pool does (index.SummarizeRequest.SpareCores).
+// summary that comes alone uses cores that would idle; one that comes
+// among others leaves them a core, as the fold workers' pool does
+// (index.SummarizeRequest.SpareCores).
 func (s *Server) spareCores() int {
 	if s.active.Load() > 1 {
 		return 0
