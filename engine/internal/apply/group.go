@@ -13,9 +13,13 @@ import (
 // command: the writer that takes the database's writer lock stages the
 // writes waiting for it into one batch, one after the other, each seeing
 // the ones before, and commits them with one sync; every caller is
-// answered once that sync is done, its own failure included. A write that
-// fails before it stages anything (a single-record write always does) is
-// left out of the group; should one fail after staging some of its keys
+// answered once that sync is done, its own failure included.
+// Single-record inserts that arrive while groups are under way work out
+// their records and bitmaps before they queue (prepare.go), side by
+// side, and the writer stages the bitmaps of a group's prepared writes
+// together, each bitmap taking the rows of all of them at once
+// (flushGroupJoins). A write that fails before it stages anything (a
+// single-record write always does) is left out of the group; should one fail after staging some of its keys
 // (a bulk insert whose later record is refused), the group is dropped and
 // its writes are applied one at a time instead, so that each is applied
 // whole or not at all, whatever the others hold. The bitmaps the writes
@@ -50,6 +54,16 @@ type groupReq struct {
 // groups reports whether w is applied in a group.
 func (a *Applier) groups(w *WriteRecords) bool {
 	return !a.opts.Replicated && len(w.Ops) > 0 && (w.Bulk || len(w.Ops) == 1)
+}
+
+// grouping reports whether writes of d are being applied in groups: a
+// write arriving now waits for the writer lock or for a group's sync, and
+// a single-record write prepares meanwhile what it can (prepare.go). A
+// lone writer does not: it would only do the same work in another order.
+func (d *DB) grouping() bool {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	return d.groups > 0 || len(d.queue) > 0
 }
 
 // maxGroupsInFlight bounds the groups of a database taken from its queue
@@ -157,6 +171,7 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		return
 	}
 	tx := beginTx(d, a.pdb.NewIndexedBatch())
+	tx.group = &groupJoins{}
 	nStaged := 0
 	for _, r := range reqs {
 		n, rows, changes := tx.batch.Count(), maps.Clone(tx.rows), len(tx.changes)
@@ -192,6 +207,7 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		tx.batch.Close()
 		return
 	}
+	tx.flushGroupJoins()
 	if tx.pending.Bitmaps() >= unindexAt {
 		tx.batch = a.unindexed(tx.batch)
 	}

@@ -59,21 +59,25 @@ type posting struct {
 	known bool
 }
 
-// prepareMinOps is the fewest operations a write prepares for. Preparing
-// a single-record write saves the lock little, and many concurrent
-// single-record writers preparing at once take the processors from the
-// writer applying their group: measured at 16 and 64 concurrent
-// single-record writers, that halved their rate on two cores. Tests that
-// compare prepared writes with unprepared ones lower it.
+// prepareMinOps is the fewest operations a write prepares for on its
+// own: preparing pays for itself once a write holds many records, whose
+// bitmaps it gathers. A single-record write prepares only while writes
+// of its database are applied in groups (DB.grouping): it waits anyway,
+// and the writer applying its group stages the bitmaps of all the
+// group's prepared records at once, in id order (flushGroupJoins). A
+// lone single-record writer does not: preparing would only move its
+// work, and sort its bitmaps. Tests that compare prepared writes with
+// unprepared ones lower it.
 var prepareMinOps = 16
 
 // prepare works out c's records and their bitmaps from the state of d
 // when every operation of c inserts into one table without conditions,
-// and keeps them in c for its application under the writer lock.
-func (c *WriteRecords) prepare(d *DB) {
+// and keeps them in c for its application under the writer lock. grouped
+// says that c is applied in a group.
+func (c *WriteRecords) prepare(d *DB, grouped bool) {
 	c.prep = nil
 	st := d.State()
-	if len(c.Ops) < prepareMinOps {
+	if len(c.Ops) < prepareMinOps && !(grouped && len(c.Ops) == 1) {
 		return
 	}
 	name := c.Ops[0].Table
@@ -92,11 +96,15 @@ func (c *WriteRecords) prepare(d *DB) {
 		return
 	}
 	for _, col := range t.Leaves {
-		if col.Unique {
+		if col.Unique || model.IsFileType(col.Type) {
 			// Checking a unique column reads the staged bitmaps record by
-			// record.
+			// record; a file's value is made final under the lock.
 			return
 		}
+	}
+	if len(c.Ops) == 1 {
+		c.prep = prepareOne(br, t, c)
+		return
 	}
 	p := &prepared{
 		table: t,
@@ -148,18 +156,74 @@ func (c *WriteRecords) prepare(d *DB) {
 		sorted[k] = p.postings[o]
 	}
 	p.postings = sorted
-	// Which words are remembered as stored, looked up here rather than
-	// under the writer lock: a word a table's remembered words hold stays
-	// there for as long as they are remembered (forgetTerms).
+	p.markKnown(d, br)
+	c.prep = p
+}
+
+// markKnown marks the postings whose words are remembered as stored,
+// looked up here rather than under the writer lock: a word a table's
+// remembered words hold stays there for as long as they are remembered
+// (forgetTerms).
+func (p *prepared) markKnown(d *DB, br *model.Branch) {
 	d.knownMu.RLock()
-	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, t.ID}]
+	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, p.table.ID}]
 	for k := range p.postings {
 		if ps := &p.postings[k]; ps.term != "" && p.known.has(ps.term) {
 			ps.known = true
 		}
 	}
 	d.knownMu.RUnlock()
-	c.prep = p
+}
+
+// opZero is the operations of a posting of a single-record write.
+var opZero = []int32{0}
+
+// prepareOne prepares the one record of c, an insert into table t of
+// branch br, or returns nil when its values do not convert. With one
+// record, its postings are its bitmaps, sorted without a map; their ids
+// share one string. Which of its words are remembered as stored is left
+// to the writer, which looks them up once for the group (flushGroupJoins).
+func prepareOne(br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
+	rec := &codec.Record{}
+	w := &writer{br: br, now: c.Now}
+	if err := w.fill(t, rec, c.Ops[0].Values, true, false); err != nil {
+		return nil
+	}
+	p := &prepared{table: t, recs: []*codec.Record{rec}, lens: make([][]layers.FieldLength, 1)}
+	// Spans of one buffer, without pointers, sort without write
+	// barriers; the postings are made once sorted.
+	type span struct{ from, to, term int32 }
+	var ids []byte
+	var spans []span
+	var terms []string
+	layers.VisitMemberships(t, rec, func(id []byte, term string) {
+		sp := span{int32(len(ids)), int32(len(ids) + len(id)), -1}
+		if term != "" {
+			sp.term = int32(len(terms))
+			terms = append(terms, term)
+		}
+		spans = append(spans, sp)
+		ids = append(ids, id...)
+		if fl, ok := layers.LengthOfID(id); ok {
+			p.lens[0] = append(p.lens[0], fl)
+		}
+	})
+	all := string(ids)
+	slices.SortFunc(spans, func(a, b span) int { return strings.Compare(all[a.from:a.to], all[b.from:b.to]) })
+	p.postings = make([]posting, 0, len(spans))
+	for _, sp := range spans {
+		id := all[sp.from:sp.to]
+		if n := len(p.postings); n > 0 && p.postings[n-1].id == id {
+			continue // a value the record holds twice
+		}
+		ps := posting{id: id, ops: opZero}
+		if sp.term >= 0 {
+			ps.term = terms[sp.term]
+		}
+		p.postings = append(p.postings, ps)
+	}
+	p.joins = len(p.postings)
+	return p
 }
 
 // preparedRec returns the prepared fields of the operation being applied
@@ -208,6 +272,7 @@ func (w *writer) deferJoin(t *model.Table, row uint32) bool {
 // From then on rows join their bitmaps one by one, so that the changes
 // of each bitmap stay in the order they were made.
 func (w *writer) flushJoins() {
+	w.tx.flushGroupJoins()
 	if w.deferred == 0 {
 		return
 	}
@@ -243,4 +308,130 @@ func (w *writer) flushJoins() {
 			terms[ps.term] = struct{}{}
 		}
 	}
+}
+
+// groupJoins are the deferred bitmaps of the prepared writes of a group
+// applied so far (group.go), all of new records of one table of one
+// branch: the writer applying the group stages them once its writes are
+// all applied, or before anything else is staged.
+type groupJoins struct {
+	br    *model.Branch
+	table *model.Table
+	// preps are the writes' prepared records and rows the row ids of
+	// their operations (0 for an operation that wrote no new row of its
+	// prepared record), write by write in the order applied.
+	preps []*prepared
+	rows  [][]uint32
+}
+
+// endJoins ends the deferral of the bitmaps of the writer's new rows: in
+// a group, they join those of the writes applied before it, to be staged
+// together; otherwise they are staged now.
+func (w *writer) endJoins() {
+	g := w.tx.group
+	if g == nil || w.deferred == 0 {
+		w.flushJoins()
+		return
+	}
+	if len(g.preps) > 0 && (g.table != w.prep.table || g.br.ID != w.br.ID) {
+		w.tx.flushGroupJoins()
+	}
+	g.br, g.table = w.br, w.prep.table
+	g.preps = append(g.preps, w.prep)
+	g.rows = append(g.rows, w.rows)
+	w.deferred, w.noDefer = 0, true
+}
+
+// flushGroupJoins stages the deferred bitmaps of a group's prepared
+// writes (endJoins): their postings, each write's in id order, are merged
+// into one list in id order, so that each bitmap takes the rows of all
+// the writes at once, in increasing order, and the bitmaps come staged
+// in the order their keys are written. Words new to the layer are noted
+// as flushJoins does.
+func (tx *Tx) flushGroupJoins() {
+	g := tx.group
+	if g == nil || len(g.preps) == 0 {
+		return
+	}
+	top := g.br.Lineage[0].Layer
+	pt := tx.pendingTable(top, g.table.ID)
+	n, joins := 0, 0
+	for _, p := range g.preps {
+		n += len(p.postings)
+		joins += p.joins
+	}
+	pt.Expect(n, joins)
+	known := tx.d.knownTerms[layerTable{top, g.table.ID}]
+	var terms map[string]struct{}
+	// h is a heap of the writes by their next posting's id, then by
+	// their order: the rows of one bitmap come in the order applied.
+	pos := make([]int, len(g.preps))
+	h := make([]int, 0, len(g.preps))
+	less := func(a, b int) bool {
+		ia, ib := g.preps[a].postings[pos[a]].id, g.preps[b].postings[pos[b]].id
+		return ia < ib || ia == ib && a < b
+	}
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && less(h[c+1], h[c]) {
+				c++
+			}
+			if !less(h[c], h[i]) {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for k, p := range g.preps {
+		if len(p.postings) > 0 {
+			h = append(h, k)
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	rows := make([]uint32, 0, len(g.preps))
+	for len(h) > 0 {
+		id := g.preps[h[0]].postings[pos[h[0]]].id
+		rows = rows[:0]
+		term, remembered := "", true
+		for len(h) > 0 {
+			k := h[0]
+			p := g.preps[k]
+			ps := &p.postings[pos[k]]
+			if ps.id != id {
+				break
+			}
+			for _, i := range ps.ops {
+				if r := g.rows[k][i]; r != 0 {
+					rows = append(rows, r)
+				}
+			}
+			if ps.term != "" && !(known != nil && known == p.known && ps.known) {
+				remembered = false
+			}
+			term = ps.term
+			if pos[k]++; pos[k] == len(p.postings) {
+				h[0] = h[len(h)-1]
+				h = h[:len(h)-1]
+			}
+			down(0)
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		pt.AddRows(id, rows)
+		if term != "" && !remembered && !known.has(term) {
+			if terms == nil {
+				terms = tx.termsOf(g.br.ID, g.table.ID)
+			}
+			terms[term] = struct{}{}
+		}
+	}
+	g.preps, g.rows = g.preps[:0], g.rows[:0]
 }
