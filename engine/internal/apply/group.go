@@ -14,13 +14,12 @@ import (
 // writes waiting for it into one batch, one after the other, each seeing
 // the ones before, and commits them with one sync; every caller is
 // answered once that sync is done, its own failure included.
-// Single-record inserts that arrive while groups are under way work out
-// their records and bitmaps before they queue (prepare.go), side by
-// side, and the writer stages the bitmaps of a group's prepared writes
-// together, each bitmap taking the rows of all of them at once
-// (flushGroupJoins). A write that fails before it stages anything (a
-// single-record write always does) is left out of the group; should one fail after staging some of its keys
-// (a bulk insert whose later record is refused), the group is dropped and
+// Single-record inserts that arrive while groups are under way convert
+// their values and list their bitmaps before they queue (prepare.go),
+// side by side, so that the writer only stages them. A write that fails
+// before it stages anything (a single-record write always does) is left
+// out of the group; should one fail after staging some of its keys (a
+// bulk insert whose later record is refused), the group is dropped and
 // its writes are applied one at a time instead, so that each is applied
 // whole or not at all, whatever the others hold. The bitmaps the writes
 // share then take one merge operand each, and the counters and the words
@@ -171,7 +170,6 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		return
 	}
 	tx := beginTx(d, a.pdb.NewIndexedBatch())
-	tx.group = &groupJoins{}
 	nStaged := 0
 	for _, r := range reqs {
 		n, rows, changes := tx.batch.Count(), maps.Clone(tx.rows), len(tx.changes)
@@ -207,7 +205,6 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		tx.batch.Close()
 		return
 	}
-	tx.flushGroupJoins()
 	if tx.pending.Bitmaps() >= unindexAt {
 		tx.batch = a.unindexed(tx.batch)
 	}

@@ -63,11 +63,10 @@ type posting struct {
 // own: preparing pays for itself once a write holds many records, whose
 // bitmaps it gathers. A single-record write prepares only while writes
 // of its database are applied in groups (DB.grouping): it waits anyway,
-// and the writer applying its group stages the bitmaps of all the
-// group's prepared records at once, in id order (flushGroupJoins). A
-// lone single-record writer does not: preparing would only move its
-// work, and sort its bitmaps. Tests that compare prepared writes with
-// unprepared ones lower it.
+// and its values and words are then converted and tokenized beside the
+// writer applying a group rather than by it (prepareOne). A lone
+// single-record writer does not: that would only move its work. Tests
+// that compare prepared writes with unprepared ones lower it.
 var prepareMinOps = 16
 
 // prepare works out c's records and their bitmaps from the state of d
@@ -179,10 +178,12 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 var opZero = []int32{0}
 
 // prepareOne prepares the one record of c, an insert into table t of
-// branch br, or returns nil when its values do not convert. With one
-// record, its postings are its bitmaps, sorted without a map; their ids
-// share one string. Which of its words are remembered as stored is left
-// to the writer, which looks them up once for the group (flushGroupJoins).
+// branch br, or returns nil when its values do not convert. Its postings
+// are its bitmaps as they come, their ids in one string: the writer
+// stages them as they are, and sorts a group's bitmaps once
+// (layers.Pending.Write). A value the record holds twice is a posting
+// twice, as when the writer stages the record itself (joinAll). Which
+// of its words are remembered as stored is left to the writer.
 func prepareOne(br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
 	rec := &codec.Record{}
 	w := &writer{br: br, now: c.Now}
@@ -190,37 +191,25 @@ func prepareOne(br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
 		return nil
 	}
 	p := &prepared{table: t, recs: []*codec.Record{rec}, lens: make([][]layers.FieldLength, 1)}
-	// Spans of one buffer, without pointers, sort without write
-	// barriers; the postings are made once sorted.
-	type span struct{ from, to, term int32 }
+	type span struct {
+		to   int
+		term string
+	}
 	var ids []byte
 	var spans []span
-	var terms []string
 	layers.VisitMemberships(t, rec, func(id []byte, term string) {
-		sp := span{int32(len(ids)), int32(len(ids) + len(id)), -1}
-		if term != "" {
-			sp.term = int32(len(terms))
-			terms = append(terms, term)
-		}
-		spans = append(spans, sp)
 		ids = append(ids, id...)
+		spans = append(spans, span{len(ids), term})
 		if fl, ok := layers.LengthOfID(id); ok {
 			p.lens[0] = append(p.lens[0], fl)
 		}
 	})
 	all := string(ids)
-	slices.SortFunc(spans, func(a, b span) int { return strings.Compare(all[a.from:a.to], all[b.from:b.to]) })
-	p.postings = make([]posting, 0, len(spans))
-	for _, sp := range spans {
-		id := all[sp.from:sp.to]
-		if n := len(p.postings); n > 0 && p.postings[n-1].id == id {
-			continue // a value the record holds twice
-		}
-		ps := posting{id: id, ops: opZero}
-		if sp.term >= 0 {
-			ps.term = terms[sp.term]
-		}
-		p.postings = append(p.postings, ps)
+	p.postings = make([]posting, len(spans))
+	from := 0
+	for k, sp := range spans {
+		p.postings[k] = posting{id: all[from:sp.to], term: sp.term, ops: opZero}
+		from = sp.to
 	}
 	p.joins = len(p.postings)
 	return p
@@ -272,7 +261,6 @@ func (w *writer) deferJoin(t *model.Table, row uint32) bool {
 // From then on rows join their bitmaps one by one, so that the changes
 // of each bitmap stay in the order they were made.
 func (w *writer) flushJoins() {
-	w.tx.flushGroupJoins()
 	if w.deferred == 0 {
 		return
 	}
@@ -308,130 +296,4 @@ func (w *writer) flushJoins() {
 			terms[ps.term] = struct{}{}
 		}
 	}
-}
-
-// groupJoins are the deferred bitmaps of the prepared writes of a group
-// applied so far (group.go), all of new records of one table of one
-// branch: the writer applying the group stages them once its writes are
-// all applied, or before anything else is staged.
-type groupJoins struct {
-	br    *model.Branch
-	table *model.Table
-	// preps are the writes' prepared records and rows the row ids of
-	// their operations (0 for an operation that wrote no new row of its
-	// prepared record), write by write in the order applied.
-	preps []*prepared
-	rows  [][]uint32
-}
-
-// endJoins ends the deferral of the bitmaps of the writer's new rows: in
-// a group, they join those of the writes applied before it, to be staged
-// together; otherwise they are staged now.
-func (w *writer) endJoins() {
-	g := w.tx.group
-	if g == nil || w.deferred == 0 {
-		w.flushJoins()
-		return
-	}
-	if len(g.preps) > 0 && (g.table != w.prep.table || g.br.ID != w.br.ID) {
-		w.tx.flushGroupJoins()
-	}
-	g.br, g.table = w.br, w.prep.table
-	g.preps = append(g.preps, w.prep)
-	g.rows = append(g.rows, w.rows)
-	w.deferred, w.noDefer = 0, true
-}
-
-// flushGroupJoins stages the deferred bitmaps of a group's prepared
-// writes (endJoins): their postings, each write's in id order, are merged
-// into one list in id order, so that each bitmap takes the rows of all
-// the writes at once, in increasing order, and the bitmaps come staged
-// in the order their keys are written. Words new to the layer are noted
-// as flushJoins does.
-func (tx *Tx) flushGroupJoins() {
-	g := tx.group
-	if g == nil || len(g.preps) == 0 {
-		return
-	}
-	top := g.br.Lineage[0].Layer
-	pt := tx.pendingTable(top, g.table.ID)
-	n, joins := 0, 0
-	for _, p := range g.preps {
-		n += len(p.postings)
-		joins += p.joins
-	}
-	pt.Expect(n, joins)
-	known := tx.d.knownTerms[layerTable{top, g.table.ID}]
-	var terms map[string]struct{}
-	// h is a heap of the writes by their next posting's id, then by
-	// their order: the rows of one bitmap come in the order applied.
-	pos := make([]int, len(g.preps))
-	h := make([]int, 0, len(g.preps))
-	less := func(a, b int) bool {
-		ia, ib := g.preps[a].postings[pos[a]].id, g.preps[b].postings[pos[b]].id
-		return ia < ib || ia == ib && a < b
-	}
-	down := func(i int) {
-		for {
-			c := 2*i + 1
-			if c >= len(h) {
-				return
-			}
-			if c+1 < len(h) && less(h[c+1], h[c]) {
-				c++
-			}
-			if !less(h[c], h[i]) {
-				return
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-	}
-	for k, p := range g.preps {
-		if len(p.postings) > 0 {
-			h = append(h, k)
-		}
-	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	rows := make([]uint32, 0, len(g.preps))
-	for len(h) > 0 {
-		id := g.preps[h[0]].postings[pos[h[0]]].id
-		rows = rows[:0]
-		term, remembered := "", true
-		for len(h) > 0 {
-			k := h[0]
-			p := g.preps[k]
-			ps := &p.postings[pos[k]]
-			if ps.id != id {
-				break
-			}
-			for _, i := range ps.ops {
-				if r := g.rows[k][i]; r != 0 {
-					rows = append(rows, r)
-				}
-			}
-			if ps.term != "" && !(known != nil && known == p.known && ps.known) {
-				remembered = false
-			}
-			term = ps.term
-			if pos[k]++; pos[k] == len(p.postings) {
-				h[0] = h[len(h)-1]
-				h = h[:len(h)-1]
-			}
-			down(0)
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		pt.AddRows(id, rows)
-		if term != "" && !remembered && !known.has(term) {
-			if terms == nil {
-				terms = tx.termsOf(g.br.ID, g.table.ID)
-			}
-			terms[term] = struct{}{}
-		}
-	}
-	g.preps, g.rows = g.preps[:0], g.rows[:0]
 }

@@ -56,7 +56,7 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		}
 		results[i] = r
 	}
-	w.endJoins()
+	w.flushJoins()
 	return results, nil
 }
 

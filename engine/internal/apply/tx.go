@@ -38,9 +38,6 @@ type Tx struct {
 	terms           map[model.TableKey]map[string]struct{} // words new to a table's layer
 	newTerms        map[layerTable]map[string]struct{}     // the same by layer, once written
 	backfills       []columnRef                            // notNull columns added to tables with records
-	// group holds the deferred bitmaps of the prepared writes of a
-	// group (group.go); nil when the command is not a group.
-	group *groupJoins
 }
 
 // RowChange is one row written by a command: its new version, or nil when
