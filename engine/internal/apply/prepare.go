@@ -102,7 +102,7 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 		}
 	}
 	if len(c.Ops) == 1 {
-		c.prep = prepareOne(br, t, c)
+		c.prep = prepareOne(d, br, t, c)
 		return
 	}
 	p := &prepared{
@@ -182,9 +182,8 @@ var opZero = []int32{0}
 // are its bitmaps as they come, their ids in one string: the writer
 // stages them as they are, and sorts a group's bitmaps once
 // (layers.Pending.Write). A value the record holds twice is a posting
-// twice, as when the writer stages the record itself (joinAll). Which
-// of its words are remembered as stored is left to the writer.
-func prepareOne(br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
+// twice, as when the writer stages the record itself (joinAll).
+func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
 	rec := &codec.Record{}
 	w := &writer{br: br, now: c.Now}
 	if err := w.fill(t, rec, c.Ops[0].Values, true, false); err != nil {
@@ -212,6 +211,7 @@ func prepareOne(br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
 		from = sp.to
 	}
 	p.joins = len(p.postings)
+	p.markKnown(d, br)
 	return p
 }
 
