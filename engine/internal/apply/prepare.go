@@ -95,9 +95,11 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 		return
 	}
 	for _, col := range t.Leaves {
-		if col.Unique || model.IsFileType(col.Type) {
+		if col.Unique || len(c.Ops) == 1 && model.IsFileType(col.Type) {
 			// Checking a unique column reads the staged bitmaps record by
-			// record; a file's value is made final under the lock.
+			// record; the file a single-record write carries is stored,
+			// and its value made final, under the lock (bulk inserts
+			// carry none).
 			return
 		}
 	}
