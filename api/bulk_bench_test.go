@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -168,4 +169,54 @@ func postBulk(b *testing.B, addr, base string, bodies [][]byte, conns int) ([]ti
 		b.Error(err)
 	}
 	return lat, elapsed
+}
+
+// BenchmarkHTTPInsertDocs is the single-insert twin of BenchmarkHTTPBulkLoad
+// (W1's single inserts in the suite): the same generated docs, each POSTed
+// alone without its id to a server that syncs every write, from 1, 16 and
+// 64 connections (or only COPPICE_HTTP_BENCH_CONNS when set), against the
+// trivial handler answering a body of the server's size. Its
+// server-cpu-ns/req set beside BenchmarkHTTPBulkLoad's cpu-µs/doc is what
+// a doc costs alone and in bulk. COPPICE_HTTP_BENCH_INSERTS docs are sent
+// per side and connection count (default 5e3).
+func BenchmarkHTTPInsertDocs(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	conns := []int{1, 16, 64}
+	if os.Getenv("COPPICE_HTTP_BENCH_CONNS") != "" {
+		conns = []int{cfg.conns}
+	}
+	// Enough docs for every side, warm-up and connection count without
+	// sending one twice: each insert makes a new record.
+	n := cfg.inserts
+	g := gen.New(gen.Config{N: n, Seed: 1})
+	var bodies [][]byte
+	if err := g.Docs(func(d map[string]any) error {
+		delete(d, "id")
+		js, err := json.Marshal(d)
+		bodies = append(bodies, js)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	addr, base := startBulkServer(b, g)
+	path := base + gen.DocsTable + "/data"
+	fill := func(req *fasthttp.Request, i int) {
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(path)
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(bodies[i%len(bodies)])
+	}
+	trivial := startTrivialServer(b, 201, fetchOnce(b, addr, 201, fill))
+	for _, c := range conns {
+		b.Run(fmt.Sprintf("conns%d", c), func(b *testing.B) {
+			cfg := cfg
+			cfg.conns = c
+			k := n
+			if c == 1 {
+				k = max(n/10, cfg.rounds)
+			}
+			compareLoads(b, cfg, k, addr, trivial, 201, 201, fill)
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"sync"
 	"testing"
 )
@@ -261,4 +262,88 @@ func TestConcurrentBulkInserts(t *testing.T) {
 	check("after the writes")
 	db.reopen()
 	check("after a reopen")
+}
+
+// TestConcurrentSingleInsertsIndexed inserts records one per write from
+// many clients at once into a table with text, string, multiple and
+// number columns and no unique one, so that they are applied in groups
+// and, once groups are under way, prepared before the writer lock. Each
+// acknowledged record must be found at once by a search for its own word,
+// and in the end every filter must count exactly the records written.
+func TestConcurrentSingleInsertsIndexed(t *testing.T) {
+	e, ref := recFixture(t, searchTables)
+	const clients, each = 24, 12
+	errs := make(chan error, clients)
+	for c := range clients {
+		go func() {
+			rng := rand.New(rand.NewSource(int64(c)))
+			for i := range each {
+				word := fmt.Sprintf("own%sx%s", letters(c), letters(i))
+				doc := map[string]any{"title": "marker " + word, "body": randomText(rng, 15) + " " + word,
+					"tags": []any{fmt.Sprint("t", c%4), "all", "all"}, "n": c}
+				res, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "docs", Values: doc})
+				if err != nil {
+					errs <- err
+					return
+				}
+				q, f := word, 0.0
+				found, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &f}, SearchOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(found.Records) != 1 || found.Records[0].Doc.ID != res.Record.ID {
+					errs <- fmt.Errorf("%s acknowledged, then a search for %q found %d records", res.Record.ID, word, len(found.Records))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		count := func(filter string) uint64 {
+			rows, err := e.FilterRows(ref, "docs", mustFilter(filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows.GetCardinality()
+		}
+		if n := count(`{"tags":{"$includes":"all"}}`); n != clients*each {
+			t.Errorf("%s: %d records tagged all, want %d", when, n, clients*each)
+		}
+		for c := range 4 {
+			if n := count(fmt.Sprintf(`{"tags":{"$includes":"t%d"}}`, c)); n != clients/4*each {
+				t.Errorf("%s: %d records tagged t%d, want %d", when, n, c, clients/4*each)
+			}
+		}
+		for c := range clients {
+			if n := count(fmt.Sprintf(`{"n":%d}`, c)); n != each {
+				t.Errorf("%s: %d records of client %d, want %d", when, n, c, each)
+			}
+		}
+		q, f, size := "marker", 0.0, 1
+		res, err := e.SearchTable(ctx, ref, "docs", SearchRequest{Query: &q, Fuzziness: &f, Size: &size}, SearchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TotalCount != clients*each {
+			t.Errorf("%s: a search for marker counts %d, want %d", when, res.TotalCount, clients*each)
+		}
+	}
+	check("after the writes")
+}
+
+// letters spells n in letters, so that a word made of it stays one word.
+func letters(n int) string {
+	s := []byte{byte('a' + n%26)}
+	for n /= 26; n > 0; n /= 26 {
+		s = append(s, byte('a'+n%26))
+	}
+	return string(s)
 }

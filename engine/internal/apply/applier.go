@@ -178,8 +178,9 @@ func (a *Applier) stage(d *DB, b *pebble.Batch, cmd DBCommand) (publish func(), 
 func (a *Applier) apply(d *DB, cmd DBCommand, write func(b *pebble.Batch, res any) error) (res any, err error) {
 	if w, ok := cmd.(*WriteRecords); ok && write == nil {
 		// Before the lock: writers prepare side by side (prepare.go).
-		w.prepare(d)
-		if a.groups(w) {
+		grouped := a.groups(w)
+		w.prepare(d, grouped && d.grouping())
+		if grouped {
 			return a.applyGrouped(d, w)
 		}
 	}

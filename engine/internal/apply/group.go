@@ -13,10 +13,13 @@ import (
 // command: the writer that takes the database's writer lock stages the
 // writes waiting for it into one batch, one after the other, each seeing
 // the ones before, and commits them with one sync; every caller is
-// answered once that sync is done, its own failure included. A write that
-// fails before it stages anything (a single-record write always does) is
-// left out of the group; should one fail after staging some of its keys
-// (a bulk insert whose later record is refused), the group is dropped and
+// answered once that sync is done, its own failure included.
+// Single-record inserts that arrive while groups are under way convert
+// their values and list their bitmaps before they queue (prepare.go),
+// side by side, so that the writer only stages them. A write that fails
+// before it stages anything (a single-record write always does) is left
+// out of the group; should one fail after staging some of its keys (a
+// bulk insert whose later record is refused), the group is dropped and
 // its writes are applied one at a time instead, so that each is applied
 // whole or not at all, whatever the others hold. The bitmaps the writes
 // share then take one merge operand each, and the counters and the words
@@ -50,6 +53,16 @@ type groupReq struct {
 // groups reports whether w is applied in a group.
 func (a *Applier) groups(w *WriteRecords) bool {
 	return !a.opts.Replicated && len(w.Ops) > 0 && (w.Bulk || len(w.Ops) == 1)
+}
+
+// grouping reports whether writes of d are being applied in groups: a
+// write arriving now waits for the writer lock or for a group's sync, and
+// a single-record write prepares meanwhile what it can (prepare.go). A
+// lone writer does not: it would only do the same work in another order.
+func (d *DB) grouping() bool {
+	d.gmu.Lock()
+	defer d.gmu.Unlock()
+	return d.groups > 0 || len(d.queue) > 0
 }
 
 // maxGroupsInFlight bounds the groups of a database taken from its queue

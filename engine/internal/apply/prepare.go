@@ -59,21 +59,24 @@ type posting struct {
 	known bool
 }
 
-// prepareMinOps is the fewest operations a write prepares for. Preparing
-// a single-record write saves the lock little, and many concurrent
-// single-record writers preparing at once take the processors from the
-// writer applying their group: measured at 16 and 64 concurrent
-// single-record writers, that halved their rate on two cores. Tests that
-// compare prepared writes with unprepared ones lower it.
+// prepareMinOps is the fewest operations a write prepares for on its
+// own: preparing pays for itself once a write holds many records, whose
+// bitmaps it gathers. A single-record write prepares only while writes
+// of its database are applied in groups (DB.grouping): it waits anyway,
+// and its values and words are then converted and tokenized beside the
+// writer applying a group rather than by it (prepareOne). A lone
+// single-record writer does not: that would only move its work. Tests
+// that compare prepared writes with unprepared ones lower it.
 var prepareMinOps = 16
 
 // prepare works out c's records and their bitmaps from the state of d
 // when every operation of c inserts into one table without conditions,
-// and keeps them in c for its application under the writer lock.
-func (c *WriteRecords) prepare(d *DB) {
+// and keeps them in c for its application under the writer lock. grouped
+// says that c is applied in a group.
+func (c *WriteRecords) prepare(d *DB, grouped bool) {
 	c.prep = nil
 	st := d.State()
-	if len(c.Ops) < prepareMinOps {
+	if len(c.Ops) < prepareMinOps && !(grouped && len(c.Ops) == 1) {
 		return
 	}
 	name := c.Ops[0].Table
@@ -92,11 +95,17 @@ func (c *WriteRecords) prepare(d *DB) {
 		return
 	}
 	for _, col := range t.Leaves {
-		if col.Unique {
+		if col.Unique || len(c.Ops) == 1 && model.IsFileType(col.Type) {
 			// Checking a unique column reads the staged bitmaps record by
-			// record.
+			// record; the file a single-record write carries is stored,
+			// and its value made final, under the lock (bulk inserts
+			// carry none).
 			return
 		}
+	}
+	if len(c.Ops) == 1 {
+		c.prep = prepareOne(d, br, t, c)
+		return
 	}
 	p := &prepared{
 		table: t,
@@ -148,18 +157,64 @@ func (c *WriteRecords) prepare(d *DB) {
 		sorted[k] = p.postings[o]
 	}
 	p.postings = sorted
-	// Which words are remembered as stored, looked up here rather than
-	// under the writer lock: a word a table's remembered words hold stays
-	// there for as long as they are remembered (forgetTerms).
+	p.markKnown(d, br)
+	c.prep = p
+}
+
+// markKnown marks the postings whose words are remembered as stored,
+// looked up here rather than under the writer lock: a word a table's
+// remembered words hold stays there for as long as they are remembered
+// (forgetTerms).
+func (p *prepared) markKnown(d *DB, br *model.Branch) {
 	d.knownMu.RLock()
-	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, t.ID}]
+	p.known = d.knownTerms[layerTable{br.Lineage[0].Layer, p.table.ID}]
 	for k := range p.postings {
 		if ps := &p.postings[k]; ps.term != "" && p.known.has(ps.term) {
 			ps.known = true
 		}
 	}
 	d.knownMu.RUnlock()
-	c.prep = p
+}
+
+// opZero is the operations of a posting of a single-record write.
+var opZero = []int32{0}
+
+// prepareOne prepares the one record of c, an insert into table t of
+// branch br, or returns nil when its values do not convert. Its postings
+// are its bitmaps as they come, their ids in one string: the writer
+// stages them as they are, and sorts a group's bitmaps once
+// (layers.Pending.Write). A value the record holds twice is a posting
+// twice, as when the writer stages the record itself (joinAll).
+func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
+	rec := &codec.Record{}
+	w := &writer{br: br, now: c.Now}
+	if err := w.fill(t, rec, c.Ops[0].Values, true, false); err != nil {
+		return nil
+	}
+	p := &prepared{table: t, recs: []*codec.Record{rec}, lens: make([][]layers.FieldLength, 1)}
+	type span struct {
+		to   int
+		term string
+	}
+	var ids []byte
+	var spans []span
+	layers.VisitMemberships(t, rec, func(id []byte, term string) {
+		ids = append(ids, id...)
+		spans = append(spans, span{len(ids), term})
+		if fl, ok := layers.LengthOfID(id); ok {
+			p.lens[0] = append(p.lens[0], fl)
+		}
+	})
+	all := string(ids)
+	p.postings = make([]posting, len(spans))
+	from := 0
+	for k, sp := range spans {
+		p.postings[k] = posting{id: all[from:sp.to], term: sp.term, ops: opZero}
+		from = sp.to
+	}
+	p.joins = len(p.postings)
+	p.markKnown(d, br)
+	return p
 }
 
 // preparedRec returns the prepared fields of the operation being applied
