@@ -215,6 +215,7 @@ func BenchmarkMainWithChildrenGets(b *testing.B) {
 			for s, name := range []string{"alone", with} {
 				b.ReportMetric(float64(w.alloc[s])/float64(b.N*gets), name+"-B/get")
 			}
+			b.ReportMetric(float64(w.collect.Milliseconds())/float64(w.collections), "gc-ms")
 		})
 	}
 }
@@ -231,6 +232,10 @@ type w6Round struct {
 
 	getsCost, mixes [2]sideCost
 	alloc           [2]uint64 // bytes the gets allocated
+	// collect is the time the collections before the series took, what
+	// one cycle costs when it lands in a series instead.
+	collect     time.Duration
+	collections int
 }
 
 // id is the suite's i-th id of a series: a stride through the docs.
@@ -267,7 +272,10 @@ func (w *w6Round) update(r, side, k int) {
 // series times one side's gets from from, after a collection, then runs
 // the mix once untimed and once timed, as the suite's warm-up and pass.
 func (w *w6Round) series(side, from int) {
+	t0 := time.Now()
 	runtime.GC()
+	w.collect += time.Since(t0)
+	w.collections++
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0, c0 := time.Now(), threadCPU()
