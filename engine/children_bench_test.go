@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
@@ -125,4 +127,190 @@ func interleavedGenQueries(b *testing.B, e *engine.Engine, x, y engine.Ref, mix 
 			b.Fatalf("query %v: %v", refs[s], err)
 		}
 	})
+}
+
+// BenchmarkMainWithChildrenGets follows the W6 phase of the benchmark
+// suite that compares main alone with main with 20 live children, in the
+// suite's order, on one database of bench/gen's docs and through one
+// record cache of the server's default size. Each op is one round: 100
+// single-record updates of main, then main alone reads 10,000 ids and runs
+// the query mix; then 20 groups of 5 updates of main each followed by a
+// fork, and main with its 20 children reads the same ids and runs the
+// same mix; then the children are deleted. Before a round main read its
+// ids once, as the suite's gets on main against a child do, so that the
+// cache's admission (a record is cached at its second read) sees them as
+// it does over HTTP; before the first, point gets and query passes fill
+// the cache as the suite's earlier workloads do. A garbage collection
+// precedes each timed series, so that a cycle of a large heap landing in
+// one side's series does not decide the ratio; the bytes each side
+// allocates say whether the children make main's reads make more garbage.
+// The ratios with/alone are what main pays for its children (target
+// ≤ 1.1).
+func BenchmarkMainWithChildrenGets(b *testing.B) {
+	const (
+		children = 20
+		gets     = 10_000   // a series of point gets
+		stride   = 20_000   // ids between rounds' series
+		cache    = 32 << 20 // the server's default record cache
+	)
+	type fixture struct {
+		env  *benchEnv
+		main engine.Ref
+		mix  []engine.QueryRequest
+		// rounds counts the rounds run on the fixture: the next round
+		// reads the ids after theirs.
+		rounds int
+	}
+	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *fixture {
+		f := &fixture{env: env, main: env.ref("bench", "main")}
+		g := gen.New(gen.Config{N: n, Seed: 1})
+		loadGenDatabase(b, env, g, f.main)
+		env.durable(b)
+		for _, q := range g.Queries(160).Filter {
+			req := engine.QueryRequest{Page: engine.PageInput{Size: &queryPage}}
+			var err error
+			if req.Filter, err = index.ReadFilter(q.Filter); err == nil && string(q.Sort) != "null" {
+				req.Sort, err = index.ReadSort(q.Sort)
+			}
+			if err != nil {
+				b.Fatalf("%s %s: %v", q.Filter, q.Sort, err)
+			}
+			f.mix = append(f.mix, req)
+		}
+		return f
+	})
+	for _, n := range benchSizes(b, 1e5, 1e6) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			f := get(b, n)
+			w := &w6Round{b: b, e: f.env.e, main: f.main, n: n, gets: gets, mix: f.mix,
+				records: engine.NewRecordCache(cache)}
+			// The suite's earlier workloads leave the cache full.
+			for range 2 {
+				w.read(1 << 30)
+				w.queries()
+			}
+			waitForBuilds(b, w.e)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			for range b.N {
+				from := f.rounds * stride
+				b.StopTimer()
+				w.read(from) // the suite's gets on main against a child
+				b.StartTimer()
+				w.round(f.env, f.rounds, from, children)
+				f.rounds++
+			}
+			b.StopTimer()
+			per := func(s [2]sideCost, k int) [2]sideCost {
+				for i := range s {
+					s[i].wall /= time.Duration(k)
+					s[i].cpu /= time.Duration(k)
+				}
+				return s
+			}
+			with := fmt.Sprintf("with%d", children)
+			reportSides(b, "get", "alone", with, per(w.getsCost, gets))
+			reportSides(b, "query", "alone-mix", with+"-mix", per(w.mixes, len(f.mix)))
+			for s, name := range []string{"alone", with} {
+				b.ReportMetric(float64(w.alloc[s])/float64(b.N*gets), name+"-B/get")
+			}
+			b.ReportMetric(float64(w.collect.Milliseconds())/float64(w.collections), "gc-ms")
+		})
+	}
+}
+
+// w6Round runs the rounds of BenchmarkMainWithChildrenGets and adds up
+// what each side took: side 0 is main alone, side 1 main with children.
+type w6Round struct {
+	b       *testing.B
+	e       *engine.Engine
+	main    engine.Ref
+	n, gets int
+	mix     []engine.QueryRequest
+	records *engine.RecordCache
+
+	getsCost, mixes [2]sideCost
+	alloc           [2]uint64 // bytes the gets allocated
+	// collect is the time the collections before the series took, what
+	// one cycle costs when it lands in a series instead.
+	collect     time.Duration
+	collections int
+}
+
+// id is the suite's i-th id of a series: a stride through the docs.
+func (w *w6Round) id(i int) string { return gen.DocID(int(uint64(i) * 7919 % uint64(w.n))) }
+
+// read reads the series of ids from from on main, as the server does.
+func (w *w6Round) read(from int) {
+	for i := range w.gets {
+		if _, err := w.e.GetView(w.records, w.main, gen.DocsTable, w.id(from+i)); err != nil {
+			w.b.Fatalf("get %s: %v", w.id(from+i), err)
+		}
+	}
+}
+
+// queries runs the query mix on main once, as the server does.
+func (w *w6Round) queries() {
+	opts := engine.QueryOptions{Views: true, Records: w.records}
+	for _, q := range w.mix {
+		if _, err := w.e.Query(context.Background(), w.main, gen.DocsTable, q, opts); err != nil {
+			w.b.Fatalf("query: %v", err)
+		}
+	}
+}
+
+// update writes the k-th of the 100 updates of main of a round's side.
+func (w *w6Round) update(r, side, k int) {
+	ops := []engine.Op{{Kind: engine.OpUpdate, Table: gen.DocsTable, ID: w.id(k + 1),
+		Values: map[string]any{"views": int64(r*10000 + side*1000 + k)}}}
+	if _, err := w.e.Write(context.Background(), w.main, ops); err != nil {
+		w.b.Fatalf("update %s: %v", w.id(k+1), err)
+	}
+}
+
+// series times one side's gets from from, after a collection, then runs
+// the mix once untimed and once timed, as the suite's warm-up and pass.
+func (w *w6Round) series(side, from int) {
+	t0 := time.Now()
+	runtime.GC()
+	w.collect += time.Since(t0)
+	w.collections++
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0, c0 := time.Now(), threadCPU()
+	w.read(from)
+	w.getsCost[side].wall += time.Since(t0)
+	w.getsCost[side].cpu += threadCPU() - c0
+	runtime.ReadMemStats(&m1)
+	w.alloc[side] += m1.TotalAlloc - m0.TotalAlloc
+	w.queries()
+	t0, c0 = time.Now(), threadCPU()
+	w.queries()
+	w.mixes[side].wall += time.Since(t0)
+	w.mixes[side].cpu += threadCPU() - c0
+}
+
+// round runs round r on the ids from from: main alone, then main with
+// children forked between groups of updates, which go afterwards.
+func (w *w6Round) round(env *benchEnv, r, from, children int) {
+	for k := range children * 5 {
+		w.update(r, 0, k)
+	}
+	w.series(0, from)
+	for k := range children * 5 {
+		w.update(r, 1, k)
+		if k%5 == 4 {
+			child := env.ref("bench", fmt.Sprintf("live%02d", k/5))
+			if err := w.e.Branches().Create(child, engine.CreateBranchRequest{From: "main"}); err != nil {
+				w.b.Fatal(err)
+			}
+		}
+	}
+	w.series(1, from)
+	for k := range children {
+		if err := w.e.Branches().Delete(env.ref("bench", fmt.Sprintf("live%02d", k))); err != nil {
+			w.b.Fatal(err)
+		}
+	}
 }
