@@ -177,6 +177,40 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 // The record's strings share one copy of its stored form
 // (codec.DecodeRecordShared): its readers answer it or keep it whole.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) (uint32, error) {
+	return e.readRecordHinted(d, b, t, id, rowHint{}, rec)
+}
+
+// rowHint is the row a table's column store gave for a record id
+// (memstore.DB.RowOf), taken before the read that uses it.
+type rowHint struct {
+	row uint32
+	ok  bool
+}
+
+// hintRow asks the column store of a table of a branch for the row of id.
+// The caller holds no pin: a table without a store may start building one,
+// which takes a pin of its own.
+func hintRow(d *database, b *model.Branch, t *model.Table, id string) rowHint {
+	row, ok := d.RowOf(b, t, id)
+	return rowHint{row, ok}
+}
+
+// readRecordHinted is readRecord given a hint of the record's row. A row
+// read through the hint is the record's when its visible version is live
+// and holds id: a branch maps an id to at most one live row, so no write
+// between the hint and the read can make that answer wrong. Otherwise the
+// id map in storage says which row it is.
+func (e *Engine) readRecordHinted(d *database, b *model.Branch, t *model.Table, id string, h rowHint, rec *codec.Record) (uint32, error) {
+	rows := d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur)
+	if h.ok {
+		_, ok, err := layers.ReadRowShared(e.pdb, d.ID, rows, t.ID, h.row, rec)
+		if err != nil {
+			return 0, err
+		}
+		if ok && rec.ID == id {
+			return h.row, nil
+		}
+	}
 	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return 0, err
@@ -184,7 +218,7 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 	if !ok {
 		return 0, model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = layers.ReadRowShared(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRowShared(e.pdb, d.ID, rows, t.ID, ent.Row, rec)
 	if err != nil {
 		return 0, err
 	}
@@ -235,6 +269,7 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		}
 	}
 	id := string(rawID)
+	hint := hintRow(d, b, t, id)
 	d.Pin()
 	defer d.Unpin()
 	// The lineage read must be loaded under the pin: layers it names stay.
@@ -245,7 +280,7 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		return nil, err
 	}
 	rec := readRecords.Get().(*codec.Record)
-	row, err := e.readRecord(d, b, t, id, rec)
+	row, err := e.readRecordHinted(d, b, t, id, hint, rec)
 	var v *RecordView
 	if err == nil {
 		v = newRecordView(t, rec, nil)

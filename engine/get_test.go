@@ -6,7 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -251,5 +254,107 @@ func TestGetViewConcurrentWrites(t *testing.T) {
 	case msg := <-errs:
 		t.Fatal(msg)
 	default:
+	}
+}
+
+// TestReadRecordHint: a row hint that no longer names the record (another
+// record's row, a deleted record's, a row never written) is checked
+// against what the row holds, and the read falls back to the id map; the
+// column store's hints follow deletes and inserts under a deleted id.
+func TestReadRecordHint(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e := db.e
+	main := db.ref("main")
+	write := func(kind OpKind, id string, n int) {
+		t.Helper()
+		db.clock.tick()
+		op := Op{Kind: kind, Table: "items", ID: id}
+		if kind != OpDelete {
+			op.Values = map[string]any{"n": n}
+		}
+		if _, err := e.WriteOne(main, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		write(OpInsert, id, i)
+	}
+	d, err := e.database(main.Workspace, main.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowOf := func(id string) uint32 {
+		t.Helper()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent, _, ok, err := layers.LookupID(e.pdb, d.ID, b.Lineage, tb.ID, id)
+		if err != nil || !ok {
+			t.Fatalf("id map of %s: %v %v", id, ok, err)
+		}
+		return ent.Row
+	}
+	rowA, rowB := rowOf("a"), rowOf("b")
+	write(OpDelete, "b", 0)
+	f := func(what, id string, h rowHint, wantRow uint32, wantErr Code) {
+		t.Helper()
+		d.Pin()
+		defer d.Unpin()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec codec.Record
+		row, err := e.readRecordHinted(d, b, tb, id, h, &rec)
+		if CodeOf(err) != wantErr {
+			t.Fatalf("%s: error %v, want code %v", what, err, wantErr)
+		}
+		if err == nil && (row != wantRow || rec.ID != id) {
+			t.Fatalf("%s: row %d id %q, want row %d id %q", what, row, rec.ID, wantRow, id)
+		}
+	}
+	f("right row", "a", rowHint{rowA, true}, rowA, 0)
+	f("another record's row", "c", rowHint{rowA, true}, rowOf("c"), 0)
+	f("a deleted record's row", "c", rowHint{rowB, true}, rowOf("c"), 0)
+	f("a row never written", "a", rowHint{1 << 30, true}, rowA, 0)
+	f("deleted, hinted at its old row", "b", rowHint{rowB, true}, 0, CodeNotFound)
+
+	// The column store: built by a get, it tracks the writes after it.
+	hintOnce := func(id string) (uint32, bool) {
+		t.Helper()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.RowOf(b, tb, id)
+	}
+	hint := func(id string) uint32 {
+		t.Helper()
+		for range 400 {
+			if row, ok := hintOnce(id); ok {
+				return row
+			}
+			time.Sleep(5 * time.Millisecond) // built in the background
+		}
+		t.Fatalf("no hint for %s", id)
+		return 0
+	}
+	if _, err := e.Get(main, "items", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if row := hint("a"); row != rowA {
+		t.Fatalf("hint of a: row %d, want %d", row, rowA)
+	}
+	if row, ok := hintOnce("b"); ok {
+		t.Fatalf("hint of deleted b: row %d", row)
+	}
+	write(OpInsert, "b", 7)
+	if row := hint("b"); row != rowOf("b") || row == rowB {
+		t.Fatalf("hint of b inserted again: row %d, want %d (not its old %d)", row, rowOf("b"), rowB)
+	}
+	write(OpDelete, "a", 0)
+	if row, ok := hintOnce("a"); ok {
+		t.Fatalf("hint of deleted a: row %d", row)
 	}
 }
