@@ -34,8 +34,27 @@ func (m *modelRun) checkView(c *RecordCache, branch, table, id string) {
 	if err != nil && CodeOf(err) != CodeNotFound {
 		m.fatalf("view %s %s/%s: %v", branch, table, id, err)
 	}
-	if d := diffRecord(viewRecord(v), id, m.live[branch][table][id]); d != "" {
+	want := m.live[branch][table][id]
+	if d := diffRecord(viewRecord(v), id, want); d != "" {
 		m.fatalf("view %s %s/%s: %s", branch, table, id, d)
+	}
+	// ReadView, through the cache and without: a view of storage's
+	// buffer is compared while WriteView runs, which is all it lasts.
+	for _, rc := range []*RecordCache{c, nil} {
+		var d string
+		err := m.db.e.ReadView(rc, ref, table, id, ViewFunc(func(v *RecordView) error {
+			d = diffRecord(viewRecord(v), id, want)
+			return nil
+		}))
+		if err != nil && CodeOf(err) != CodeNotFound {
+			m.fatalf("ReadView %s %s/%s: %v", branch, table, id, err)
+		}
+		if err != nil {
+			d = diffRecord(nil, id, want)
+		}
+		if d != "" {
+			m.fatalf("ReadView %s %s/%s (cache %v): %s", branch, table, id, rc != nil, d)
+		}
 	}
 }
 
