@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -301,7 +302,8 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 			return v, nil
 		}
 	}
-	id := string(rawID)
+	// The id is read in place: the cache copies what it keeps.
+	id := borrowString(rawID)
 	hint := hintRow(d, b, t, id)
 	read := false                   // w was given a view of storage's buffer
 	asked, admitted := false, false // RecordCache.Admit, asked before the read
@@ -355,6 +357,16 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		return nil, w.WriteView(v)
 	}
 	return v, nil
+}
+
+// borrowString returns the bytes of a string or byte slice as a string
+// without copying them: it is valid while they are, and unchanged.
+func borrowString[ID string | []byte](id ID) string {
+	if len(id) == 0 {
+		return ""
+	}
+	// A string and a slice both begin with the pointer to their bytes.
+	return unsafe.String(*(**byte)(unsafe.Pointer(&id)), len(id))
 }
 
 // hasFileColumns reports whether a table has a column of a file type.

@@ -377,3 +377,33 @@ func TestReadRecordHint(t *testing.T) {
 		t.Fatalf("hint of deleted a: row %d", row)
 	}
 }
+
+// TestGetViewBytesKeepsNoID: the id a read by bytes gives is not kept: the
+// cache holds its own copy, and a caller may reuse the bytes at once.
+func TestGetViewBytesKeepsNoID(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e, c := db.e, NewRecordCache(1<<20)
+	main := db.ref("main")
+	for _, id := range []string{"ab", "zz"} {
+		if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "items", ID: id, Values: map[string]any{"n": 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := []byte("ab")
+	var cached *RecordView
+	for range 2 { // read, then cached
+		v, err := e.GetViewBytes(c, main, "items", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = v
+	}
+	if !cached.Cached() {
+		t.Fatal("the second read was not cached")
+	}
+	copy(raw, "zz")
+	v, err := e.GetView(c, main, "items", "ab")
+	if err != nil || v != cached {
+		t.Fatalf("read ab again: %+v %v, want the cached view", v, err)
+	}
+}
