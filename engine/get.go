@@ -190,8 +190,12 @@ type rowHint struct {
 
 // hintRow asks the column store of a table of a branch for the row of id.
 // The caller holds no pin: a table without a store may start building one,
-// which takes a pin of its own.
-func hintRow(d *database, b *model.Branch, t *model.Table, id string) rowHint {
+// which takes a pin of its own. With storage failed there is no hint: the
+// store's table lock may be held by a write stuck in it.
+func (e *Engine) hintRow(d *database, b *model.Branch, t *model.Table, id string) rowHint {
+	if e.storageFault() != nil {
+		return rowHint{}
+	}
 	row, ok := d.RowOf(b, t, id)
 	return rowHint{row, ok}
 }
@@ -304,7 +308,7 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 	}
 	// The id is read in place: the cache copies what it keeps.
 	id := borrowString(rawID)
-	hint := hintRow(d, b, t, id)
+	hint := e.hintRow(d, b, t, id)
 	read := false                   // w was given a view of storage's buffer
 	asked, admitted := false, false // RecordCache.Admit, asked before the read
 	v, row, err := func() (*RecordView, uint32, error) {

@@ -247,7 +247,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	var hint rowHint
 	if b, err := d.State().Branch(ref.Branch); err == nil {
 		if t, err := b.Schema.Table(tableName); err == nil {
-			hint = hintRow(d, b, t, id)
+			hint = e.hintRow(d, b, t, id)
 		}
 	}
 	d.Pin()
