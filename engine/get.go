@@ -189,9 +189,8 @@ type rowHint struct {
 }
 
 // hintRow asks the column store of a table of a branch for the row of id.
-// The caller holds no pin: a table without a store may start building one,
-// which takes a pin of its own. With storage failed there is no hint: the
-// store's table lock may be held by a write stuck in it.
+// With storage failed there is no hint: the store's table lock may be held
+// by a write stuck in it.
 func (e *Engine) hintRow(d *database, b *model.Branch, t *model.Table, id string) rowHint {
 	if e.storageFault() != nil {
 		return rowHint{}
