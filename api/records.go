@@ -170,28 +170,16 @@ func (s *Server) getRecord(r *request) error {
 		return err
 	}
 	if c.columns.IsZero() {
-		// Every column: the stored record encoded by appendView, kept
-		// with the record's view while the engine's cache holds it.
-		var v *engine.RecordView
+		// Every column: the stored record, encoded by WriteView straight
+		// from the engine's read.
 		if r.rawID != nil {
-			v, err = s.eng.GetViewBytes(s.records, c.ref.Ref, c.table, r.rawID)
-		} else {
-			var id string
-			if id, err = r.recordID(); err == nil {
-				v, err = s.eng.GetView(s.records, c.ref.Ref, c.table, id)
-			}
+			return s.eng.ReadViewBytes(s.records, c.ref.Ref, c.table, r.rawID, r)
 		}
+		id, err := r.recordID()
 		if err != nil {
 			return err
 		}
-		b := responseBody(r.ctx)
-		if s.encoded != nil && v.Cached() {
-			b = s.encoded.appendEncoding(b, v, s.appendView)
-		} else {
-			b = s.appendView(b, v)
-		}
-		writeBody(r.ctx, http.StatusOK, b)
-		return nil
+		return s.eng.ReadView(s.records, c.ref.Ref, c.table, id, r)
 	}
 	id, err := r.recordID()
 	if err != nil {
@@ -202,6 +190,21 @@ func (s *Server) getRecord(r *request) error {
 		return err
 	}
 	return r.writeProjected(&c, http.StatusOK, rec)
+}
+
+// WriteView answers a point read with every column with the record's
+// view: encoded by appendView, or kept with the view while the engine's
+// cache holds it (engine.ViewWriter).
+func (r *request) WriteView(v *engine.RecordView) error {
+	s := r.s
+	b := responseBody(r.ctx)
+	if s.encoded != nil && v.Cached() {
+		b = s.encoded.appendEncoding(b, v, s.appendView)
+	} else {
+		b = s.appendView(b, v)
+	}
+	writeBody(r.ctx, http.StatusOK, b)
+	return nil
 }
 
 // deleteRecord: DELETE T/data/{id}; 204, or with `columns` 200 and the

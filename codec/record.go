@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // Field is one non-null column value of a record.
@@ -146,6 +147,18 @@ func DecodeRecordShared(src []byte, r *Record) error {
 	return d.record(r)
 }
 
+// DecodeRecordBorrowed decodes src into r as DecodeRecordShared does, but
+// the record's strings are cut from src itself: nothing is copied, and r's
+// strings are valid only while src is neither changed nor freed. It suits
+// a record read to be answered at once, from storage's own buffer.
+func DecodeRecordBorrowed(src []byte, r *Record) error {
+	d := recordDecoder{b: src, src: src, shared: true}
+	if len(src) > 0 {
+		d.str = unsafe.String(unsafe.SliceData(src), len(src))
+	}
+	return d.record(r)
+}
+
 // record decodes a whole record from d into r.
 func (d *recordDecoder) record(r *Record) error {
 	if len(d.b) < 2 {
@@ -204,7 +217,8 @@ type recordDecoder struct {
 	b   []byte
 	err error
 	// With shared, strings are cut from str, a copy of src (of which b
-	// is the unread end) made at the first string.
+	// is the unread end) made at the first string, or src itself
+	// (DecodeRecordBorrowed).
 	shared bool
 	src    []byte
 	str    string

@@ -336,12 +336,16 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(must(hex.DecodeString(strings.ReplaceAll(s, " ", ""))))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var r, shared Record
+		var r, shared, borrowed Record
 		err := DecodeRecord(in, &r)
-		// The shared decoder accepts and rejects what DecodeRecord does,
-		// with the same message, and decodes the same record.
+		// The shared and borrowing decoders accept and reject what
+		// DecodeRecord does, with the same message, and decode the same
+		// record.
 		if sharedErr := DecodeRecordShared(in, &shared); fmt.Sprint(sharedErr) != fmt.Sprint(err) {
 			t.Fatalf("shared decoder: error %v, DecodeRecord's %v", sharedErr, err)
+		}
+		if borrowedErr := DecodeRecordBorrowed(in, &borrowed); fmt.Sprint(borrowedErr) != fmt.Sprint(err) {
+			t.Fatalf("borrowing decoder: error %v, DecodeRecord's %v", borrowedErr, err)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrBadRecord) {
@@ -362,6 +366,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		if !sameRecord(&shared, &r) {
 			t.Fatalf("shared decoder: %+v, DecodeRecord: %+v", shared, r)
+		}
+		if !sameRecord(&borrowed, &r) {
+			t.Fatalf("borrowing decoder: %+v, DecodeRecord: %+v", borrowed, r)
 		}
 		// The decoded records own their memory.
 		snapshot := r.Clone()

@@ -416,21 +416,25 @@ func BenchmarkGet(b *testing.B) {
 
 // BenchmarkGetView reads one record per op by id as the server's point
 // reads do, in random order: "cold" without a record cache, so every read
-// goes to storage (the block cache), "cached" through a record cache that
+// goes to storage (the block cache) for the id map and the record;
+// "indexed" the same once a summary built the table's column store, whose
+// id index spares the id map's read; "cached" through a record cache that
 // holds the whole table after a first pass, as a hot working set is
 // served.
 func BenchmarkGetView(b *testing.B) {
 	get := perSize(b, buildWriteFixture)
 	for _, n := range benchSizes(b) {
-		for _, cached := range []bool{false, true} {
-			name := sizeLabel(n) + "/cold"
-			if cached {
-				name = sizeLabel(n) + "/cached"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"cold", "indexed", "cached"} {
+			b.Run(sizeLabel(n)+"/"+mode, func(b *testing.B) {
 				f := get(b, n)
 				var c *engine.RecordCache
-				if cached {
+				switch mode {
+				case "indexed":
+					sum := engine.SummarizeRequest{Summaries: []engine.Summary{{Name: "c", Function: "count", Column: "*"}}}
+					if _, err := f.env.e.Summarize(context.Background(), f.ref, benchTable, sum); err != nil {
+						b.Fatal(err)
+					}
+				case "cached":
 					c = engine.NewRecordCache(n * 2048)
 					for _, id := range f.ids {
 						if _, err := f.env.e.GetView(c, f.ref, benchTable, id); err != nil {

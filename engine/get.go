@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -177,6 +178,43 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 // The record's strings share one copy of its stored form
 // (codec.DecodeRecordShared): its readers answer it or keep it whole.
 func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id string, rec *codec.Record) (uint32, error) {
+	return e.readRecordHinted(d, b, t, id, rowHint{}, rec)
+}
+
+// rowHint is the row a table's column store gave for a record id
+// (memstore.DB.RowOf), taken before the read that uses it.
+type rowHint struct {
+	row uint32
+	ok  bool
+}
+
+// hintRow asks the column store of a table of a branch for the row of id.
+// With storage failed there is no hint: the store's table lock may be held
+// by a write stuck in it.
+func (e *Engine) hintRow(d *database, b *model.Branch, t *model.Table, id string) rowHint {
+	if e.storageFault() != nil {
+		return rowHint{}
+	}
+	row, ok := d.RowOf(b, t, id)
+	return rowHint{row, ok}
+}
+
+// readRecordHinted is readRecord given a hint of the record's row. A row
+// read through the hint is the record's when its visible version is live
+// and holds id: a branch maps an id to at most one live row, so no write
+// between the hint and the read can make that answer wrong. Otherwise the
+// id map in storage says which row it is.
+func (e *Engine) readRecordHinted(d *database, b *model.Branch, t *model.Table, id string, h rowHint, rec *codec.Record) (uint32, error) {
+	rows := d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur)
+	if h.ok {
+		_, ok, err := layers.ReadRowShared(e.pdb, d.ID, rows, t.ID, h.row, rec)
+		if err != nil {
+			return 0, err
+		}
+		if ok && rec.ID == id {
+			return h.row, nil
+		}
+	}
 	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
 	if err != nil {
 		return 0, err
@@ -184,7 +222,7 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 	if !ok {
 		return 0, model.NotFoundf("record [%s] not found", id)
 	}
-	_, ok, err = layers.ReadRowShared(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur), t.ID, ent.Row, rec)
+	_, ok, err = layers.ReadRowShared(e.pdb, d.ID, rows, t.ID, ent.Row, rec)
 	if err != nil {
 		return 0, err
 	}
@@ -200,17 +238,47 @@ func (e *Engine) readRecord(d *database, b *model.Branch, t *model.Table, id str
 // record lately before (RecordCache.Admit); the answer is the same as
 // without.
 func (e *Engine) GetView(c *RecordCache, ref Ref, tableName, id string) (*RecordView, error) {
-	return getView(e, c, ref, tableName, id)
+	return getView(e, c, ref, tableName, id, nil)
 }
 
 // GetViewBytes is GetView of an id given as bytes, which it does not keep
 // nor change: a read the cache answers copies nothing of the id.
 func (e *Engine) GetViewBytes(c *RecordCache, ref Ref, tableName string, id []byte) (*RecordView, error) {
-	return getView(e, c, ref, tableName, id)
+	return getView(e, c, ref, tableName, id, nil)
 }
 
-// getView is GetView and GetViewBytes.
-func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName string, rawID ID) (*RecordView, error) {
+// ViewWriter takes the view of a record ReadView read.
+type ViewWriter interface {
+	// WriteView is called once with the view. It may keep the view only
+	// when it is Cached: a view read for this call alone is valid until
+	// WriteView returns, for its strings are the storage engine's copy of
+	// the record. It must not call the engine.
+	WriteView(v *RecordView) error
+}
+
+// ViewFunc is a function as a ViewWriter.
+type ViewFunc func(v *RecordView) error
+
+// WriteView implements ViewWriter.
+func (f ViewFunc) WriteView(v *RecordView) error { return f(v) }
+
+// ReadView reads one record of a branch as GetView does and hands its view
+// to w, returning w's error. A read answered at once so goes without the
+// copies a view its caller keeps costs.
+func (e *Engine) ReadView(c *RecordCache, ref Ref, tableName, id string, w ViewWriter) error {
+	_, err := getView(e, c, ref, tableName, id, w)
+	return err
+}
+
+// ReadViewBytes is ReadView of an id given as bytes, as GetViewBytes is.
+func (e *Engine) ReadViewBytes(c *RecordCache, ref Ref, tableName string, id []byte, w ViewWriter) error {
+	_, err := getView(e, c, ref, tableName, id, w)
+	return err
+}
+
+// getView is GetView and GetViewBytes, and with w ReadView and
+// ReadViewBytes (which return no view).
+func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName string, rawID ID, w ViewWriter) (*RecordView, error) {
 	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
@@ -231,35 +299,56 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		// writes, and answers for what it leaves alone.
 		e0 = bc.Epoch()
 		if v, ok := memstore.LookupRecord(c, bc, rawID, e0, t); ok {
+			if w != nil {
+				return nil, w.WriteView(v)
+			}
 			return v, nil
 		}
 	}
-	id := string(rawID)
-	d.Pin()
-	defer d.Unpin()
-	// The lineage read must be loaded under the pin: layers it names stay.
-	if b, err = d.State().Branch(ref.Branch); err != nil {
+	// The id is read in place: the cache copies what it keeps.
+	id := borrowString(rawID)
+	hint := e.hintRow(d, b, t, id)
+	read := false                   // w was given a view of storage's buffer
+	asked, admitted := false, false // RecordCache.Admit, asked before the read
+	v, row, err := func() (*RecordView, uint32, error) {
+		d.Pin()
+		defer d.Unpin()
+		// The lineage read must be loaded under the pin: layers it names
+		// stay.
+		if b, err = d.State().Branch(ref.Branch); err != nil {
+			return nil, 0, err
+		}
+		if t, err = b.Schema.Table(tableName); err != nil {
+			return nil, 0, err
+		}
+		// A read the cache will not take is answered from storage's
+		// buffer. Files are not: their fields read the engine, which w
+		// may not do under the pin.
+		if w != nil && !hasFileColumns(t) {
+			asked = true
+			if admitted = c != nil && e0%2 == 0 && c.Admit(bc, id); !admitted {
+				read = true
+				return nil, 0, e.readBorrowedView(d, b, t, id, hint, w)
+			}
+		}
+		rec := readRecords.Get().(*codec.Record)
+		row, err := e.readRecordHinted(d, b, t, id, hint, rec)
+		var v *RecordView
+		if err == nil {
+			v = newRecordView(t, rec, nil)
+			scopeViewFiles(v, e, d, b, t)
+		}
+		// The view holds the record's values, not the record: it goes
+		// back to the pool, without the values.
+		clear(rec.Fields)
+		*rec = codec.Record{Fields: rec.Fields[:0]}
+		readRecords.Put(rec)
+		return v, row, err
+	}()
+	if err != nil || read {
 		return nil, err
 	}
-	if t, err = b.Schema.Table(tableName); err != nil {
-		return nil, err
-	}
-	rec := readRecords.Get().(*codec.Record)
-	row, err := e.readRecord(d, b, t, id, rec)
-	var v *RecordView
-	if err == nil {
-		v = newRecordView(t, rec, nil)
-	}
-	// The view holds the record's values, not the record: it goes back
-	// to the pool, without the values.
-	clear(rec.Fields)
-	*rec = codec.Record{Fields: rec.Fields[:0]}
-	readRecords.Put(rec)
-	if err != nil {
-		return nil, err
-	}
-	scopeViewFiles(v, e, d, b, t)
-	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID && c.Admit(bc, id) {
+	if c != nil && e0%2 == 0 && bc.Epoch() == e0 && b.ID == branchID && t.ID == tableID && (admitted || !asked && c.Admit(bc, id)) {
 		// The view is shared once cached: it is marked before, and
 		// unmarked when the cache did not take it, which nobody saw.
 		v.cached = true
@@ -267,7 +356,88 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 			v.cached = false
 		}
 	}
+	if w != nil {
+		return nil, w.WriteView(v)
+	}
 	return v, nil
+}
+
+// borrowString returns the bytes of a string or byte slice as a string
+// without copying them: it is valid while they are, and unchanged.
+func borrowString[ID string | []byte](id ID) string {
+	if len(id) == 0 {
+		return ""
+	}
+	// A string and a slice both begin with the pointer to their bytes.
+	return unsafe.String(*(**byte)(unsafe.Pointer(&id)), len(id))
+}
+
+// hasFileColumns reports whether a table has a column of a file type.
+func hasFileColumns(t *model.Table) bool {
+	for _, c := range t.Leaves {
+		if model.IsFileType(c.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// borrowedView is what readBorrowedView reads a record into, recycled.
+type borrowedView struct {
+	rec    codec.Record
+	view   RecordView
+	fields []FieldView
+}
+
+// borrowedViews recycles the views of ReadView.
+var borrowedViews = sync.Pool{New: func() any { return new(borrowedView) }}
+
+// readBorrowedView reads a record as readRecordHinted does and hands its
+// view to w while the storage engine's copy of it is valid: the view is
+// decoded from that copy, and nothing of it is copied or allocated. The
+// caller holds d.gcMu for reading, and loaded b after taking it.
+func (e *Engine) readBorrowedView(d *database, b *model.Branch, t *model.Table, id string, h rowHint, w ViewWriter) error {
+	bv := borrowedViews.Get().(*borrowedView)
+	defer func() {
+		// Nothing of the record may outlive the read.
+		clear(bv.fields[:cap(bv.fields)])
+		clear(bv.rec.Fields)
+		bv.rec = codec.Record{Fields: bv.rec.Fields[:0]}
+		bv.view = RecordView{}
+		borrowedViews.Put(bv)
+	}()
+	called := false
+	use := func(val []byte, rec *codec.Record) error {
+		if err := codec.DecodeRecordBorrowed(val, rec); err != nil || rec.Deleted || rec.ID != id {
+			return err
+		}
+		called = true
+		if cap(bv.fields) < len(rec.Fields) {
+			bv.fields = make([]FieldView, 0, len(rec.Fields))
+		}
+		fields := bv.fields[:0]
+		fillRecordView(&bv.view, &fields, t, rec, nil)
+		return w.WriteView(&bv.view)
+	}
+	rows := d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindRecordCur)
+	if h.ok {
+		if _, _, err := layers.ReadRowWith(e.pdb, d.ID, rows, t.ID, h.row, &bv.rec, use); err != nil || called {
+			return err
+		}
+	}
+	ent, _, ok, err := layers.LookupID(e.pdb, d.ID, d.Filled.Prune(e.pdb, d.ID, b.Lineage, t.ID, codec.KindIDMapCur), t.ID, id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if _, _, err := layers.ReadRowWith(e.pdb, d.ID, rows, t.ID, ent.Row, &bv.rec, use); err != nil {
+			return err
+		}
+	}
+	if !called {
+		return model.NotFoundf("record [%s] not found", id)
+	}
+	return nil
 }
 
 // readRecords recycles the records GetView decodes its views from.

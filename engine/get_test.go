@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"context"
 	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/index"
 )
 
@@ -31,16 +35,49 @@ func (m *modelRun) checkView(c *RecordCache, branch, table, id string) {
 	if err != nil && CodeOf(err) != CodeNotFound {
 		m.fatalf("view %s %s/%s: %v", branch, table, id, err)
 	}
-	if d := diffRecord(viewRecord(v), id, m.live[branch][table][id]); d != "" {
+	want := m.live[branch][table][id]
+	if d := diffRecord(viewRecord(v), id, want); d != "" {
 		m.fatalf("view %s %s/%s: %s", branch, table, id, d)
+	}
+	// ReadView, through the cache and without: a view of storage's
+	// buffer is compared while WriteView runs, which is all it lasts.
+	for _, rc := range []*RecordCache{c, nil} {
+		var d string
+		err := m.db.e.ReadView(rc, ref, table, id, ViewFunc(func(v *RecordView) error {
+			d = diffRecord(viewRecord(v), id, want)
+			return nil
+		}))
+		if err != nil && CodeOf(err) != CodeNotFound {
+			m.fatalf("ReadView %s %s/%s: %v", branch, table, id, err)
+		}
+		if err != nil {
+			d = diffRecord(nil, id, want)
+		}
+		if d != "" {
+			m.fatalf("ReadView %s %s/%s (cache %v): %s", branch, table, id, rc != nil, d)
+		}
+	}
+}
+
+// buildColumnStore builds the column store of a table of a branch, as a
+// summary does.
+func buildColumnStore(tb testing.TB, e *Engine, ref Ref, table string) {
+	tb.Helper()
+	sum := SummarizeRequest{Summaries: []Summary{{Name: "c", Function: "count", Column: "*"}}}
+	if _, err := e.Summarize(context.Background(), ref, table, sum); err != nil && CodeOf(err) != CodeNotFound {
+		tb.Fatal(err)
 	}
 }
 
 // checkViews reads every pooled id and some generated ones of every table
-// of a branch through the cache.
+// of a branch through the cache. Now and then a summary builds the
+// table's column store first, whose id index point reads then use.
 func (m *modelRun) checkViews(c *RecordCache, branch string) {
 	m.t.Helper()
 	for _, table := range testTables {
+		if m.rng.IntN(10) == 0 {
+			buildColumnStore(m.t, m.db.e, m.db.ref(branch), table)
+		}
 		for i := range modelIDPool {
 			m.checkView(c, branch, table, "r"+strconv.Itoa(i))
 		}
@@ -251,5 +288,138 @@ func TestGetViewConcurrentWrites(t *testing.T) {
 	case msg := <-errs:
 		t.Fatal(msg)
 	default:
+	}
+}
+
+// TestReadRecordHint: a row hint that no longer names the record (another
+// record's row, a deleted record's, a row never written) is checked
+// against what the row holds, and the read falls back to the id map; the
+// column store's hints follow deletes and inserts under a deleted id.
+func TestReadRecordHint(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e := db.e
+	main := db.ref("main")
+	write := func(kind OpKind, id string, n int) {
+		t.Helper()
+		db.clock.tick()
+		op := Op{Kind: kind, Table: "items", ID: id}
+		if kind != OpDelete {
+			op.Values = map[string]any{"n": n}
+		}
+		if _, err := e.WriteOne(main, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		write(OpInsert, id, i)
+	}
+	d, err := e.database(main.Workspace, main.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowOf := func(id string) uint32 {
+		t.Helper()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent, _, ok, err := layers.LookupID(e.pdb, d.ID, b.Lineage, tb.ID, id)
+		if err != nil || !ok {
+			t.Fatalf("id map of %s: %v %v", id, ok, err)
+		}
+		return ent.Row
+	}
+	rowA, rowB := rowOf("a"), rowOf("b")
+	write(OpDelete, "b", 0)
+	f := func(what, id string, h rowHint, wantRow uint32, wantErr Code) {
+		t.Helper()
+		d.Pin()
+		defer d.Unpin()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec codec.Record
+		row, err := e.readRecordHinted(d, b, tb, id, h, &rec)
+		if CodeOf(err) != wantErr {
+			t.Fatalf("%s: error %v, want code %v", what, err, wantErr)
+		}
+		if err == nil && (row != wantRow || rec.ID != id) {
+			t.Fatalf("%s: row %d id %q, want row %d id %q", what, row, rec.ID, wantRow, id)
+		}
+	}
+	f("right row", "a", rowHint{rowA, true}, rowA, 0)
+	f("another record's row", "c", rowHint{rowA, true}, rowOf("c"), 0)
+	f("a deleted record's row", "c", rowHint{rowB, true}, rowOf("c"), 0)
+	f("a row never written", "a", rowHint{1 << 30, true}, rowA, 0)
+	f("deleted, hinted at its old row", "b", rowHint{rowB, true}, 0, CodeNotFound)
+
+	// The column store: built by a summary, it tracks the writes after it.
+	hintOnce := func(id string) (uint32, bool) {
+		t.Helper()
+		_, b, tb, err := e.resolveTable(main, "items")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.RowOf(b, tb, id)
+	}
+	hint := func(id string) uint32 {
+		t.Helper()
+		for range 400 {
+			if row, ok := hintOnce(id); ok {
+				return row
+			}
+			time.Sleep(5 * time.Millisecond) // built in the background
+		}
+		t.Fatalf("no hint for %s", id)
+		return 0
+	}
+	if row, ok := hintOnce("a"); ok {
+		t.Fatalf("hint of a without a column store: row %d", row)
+	}
+	buildColumnStore(t, e, main, "items")
+	if row := hint("a"); row != rowA {
+		t.Fatalf("hint of a: row %d, want %d", row, rowA)
+	}
+	if row, ok := hintOnce("b"); ok {
+		t.Fatalf("hint of deleted b: row %d", row)
+	}
+	write(OpInsert, "b", 7)
+	if row := hint("b"); row != rowOf("b") || row == rowB {
+		t.Fatalf("hint of b inserted again: row %d, want %d (not its old %d)", row, rowOf("b"), rowB)
+	}
+	write(OpDelete, "a", 0)
+	if row, ok := hintOnce("a"); ok {
+		t.Fatalf("hint of deleted a: row %d", row)
+	}
+}
+
+// TestGetViewBytesKeepsNoID: the id a read by bytes gives is not kept: the
+// cache holds its own copy, and a caller may reuse the bytes at once.
+func TestGetViewBytesKeepsNoID(t *testing.T) {
+	db := openTestDB(t, Options{})
+	e, c := db.e, NewRecordCache(1<<20)
+	main := db.ref("main")
+	for _, id := range []string{"ab", "zz"} {
+		if _, err := e.WriteOne(main, Op{Kind: OpInsert, Table: "items", ID: id, Values: map[string]any{"n": 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := []byte("ab")
+	var cached *RecordView
+	for range 2 { // read, then cached
+		v, err := e.GetViewBytes(c, main, "items", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = v
+	}
+	if !cached.Cached() {
+		t.Fatal("the second read was not cached")
+	}
+	copy(raw, "zz")
+	v, err := e.GetView(c, main, "items", "ab")
+	if err != nil || v != cached {
+		t.Fatalf("read ab again: %+v %v, want the cached view", v, err)
 	}
 }

@@ -244,6 +244,12 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	var hint rowHint
+	if b, err := d.State().Branch(ref.Branch); err == nil {
+		if t, err := b.Schema.Table(tableName); err == nil {
+			hint = e.hintRow(d, b, t, id)
+		}
+	}
 	d.Pin()
 	defer d.Unpin()
 	b, err := d.State().Branch(ref.Branch)
@@ -255,7 +261,7 @@ func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
 		return nil, err
 	}
 	var rec codec.Record
-	if _, err := e.readRecord(d, b, t, id, &rec); err != nil {
+	if _, err := e.readRecordHinted(d, b, t, id, hint, &rec); err != nil {
 		return nil, err
 	}
 	return publicRecord(t, &rec), nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -127,7 +128,9 @@ const idKeySize = 32
 // record), -1 when no layer holds one. ok is false when the record does
 // not exist (never written, or deleted).
 func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
-	kb := make([]byte, 0, idKeySize+len(id)) // one allocation for every layer's key
+	kp := keyBufs.Get().(*[]byte) // one buffer for every layer's key
+	kb := *kp
+	defer func() { *kp = kb[:0]; keyBufs.Put(kp) }()
 	for i, lr := range lin {
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
 		var hp []byte // the top layer (maxSeq) reads no history
@@ -168,9 +171,23 @@ func ReadRowShared(r pebble.Reader, db uint32, lin model.Lineage, tableID, row u
 	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecordShared)
 }
 
+// ReadRowWith reads a row as ReadRow does, with the record decoder given:
+// decode is called with the stored version, valid only until it returns,
+// and with rec; ok is !rec.Deleted after it. An error of decode ends the
+// read with that error.
+func ReadRowWith(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
+	return readRow(r, db, lin, tableID, row, rec, decode)
+}
+
+// keyBufs recycles the buffers point reads build their keys in: a key
+// given to the storage engine escapes, and a read would allocate one.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2*idKeySize); return &b }}
+
 // readRow is ReadRow with the record decoder given.
 func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
-	kb := make([]byte, 0, idKeySize) // one allocation for every layer's key
+	kp := keyBufs.Get().(*[]byte) // one buffer for every layer's key
+	kb := *kp
+	defer func() { *kp = kb[:0]; keyBufs.Put(kp) }()
 	for i, lr := range lin {
 		kb = codec.RecordKey(kb[:0], db, lr.Layer, tableID, row)
 		var hp []byte // the top layer (maxSeq) reads no history

@@ -31,6 +31,9 @@ import (
 //   - a trigram index (string columns): the rows whose value holds each
 //     three-byte sequence, so that $contains reads candidates instead of
 //     every value. Writes keep it current.
+//   - an id index (the record-id column): the row of each id, so that a
+//     point read finds its row without reading storage (colindex_ids.go).
+//     Writes keep it current.
 //
 // Readers build and refresh them holding the store for reading (slot.go),
 // serialized by colIndex.mu; what they hand out is never changed
@@ -54,6 +57,8 @@ type colIndex struct {
 	noDict bool // the column had too many values for a dictionary
 
 	tri *trigramIndex
+
+	ids idIndexPtr // the record-id column's rows by id (colindex_ids.go)
 }
 
 // written records, before it happens, that row's value changes to v (null
@@ -64,6 +69,7 @@ func (c *Column) written(row uint32, v codec.Value) {
 		ix.stale.Add(row)
 	}
 	ix.noOrder = false
+	c.idsWritten(row, v.Str, v.IsNull())
 	if ix.dict != nil {
 		if !ix.dict.set(row, v) {
 			ix.dict, ix.noDict = nil, true

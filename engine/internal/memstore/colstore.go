@@ -172,6 +172,9 @@ func (s *TableStore) clone() *TableStore {
 		if t := c.ix.tri; t != nil {
 			nc.ix.tri = t.clone()
 		}
+		if x := c.ix.ids.Load(); x != nil {
+			nc.ix.ids.Store(x.clone())
+		}
 		nc.ix.noOrder, nc.ix.noDict = c.ix.noOrder, c.ix.noDict
 		c.ix.mu.Unlock()
 		n.cols[id] = nc
@@ -192,6 +195,9 @@ func (s *TableStore) size() int64 {
 		}
 		if t := c.ix.tri; t != nil {
 			n += t.bytes
+		}
+		if x := c.ix.ids.Load(); x != nil {
+			n += x.bytes()
 		}
 		c.ix.mu.Unlock()
 	}

@@ -404,3 +404,39 @@ func (d *DB) Peek(b *model.Branch, t *model.Table) (store *TableStore, building 
 	}
 	return s.table, false
 }
+
+// RowOf returns the row of record id in table t of branch b as the column
+// store the table reads shows it; ok is false when the store cannot tell:
+// it has no such id, or no store shows the table at once (none is built,
+// one is being built, or its readers hold back changes). It builds
+// nothing: a point read uses the memory that queries and summaries built.
+// The store shows every write visible when RowOf is called, and no other;
+// a caller that reads the row afterwards confirms that it still holds id,
+// as a write may come in between.
+func (d *DB) RowOf(b *model.Branch, t *model.Table, id string) (row uint32, ok bool) {
+	tl := d.readTable(t.ID)
+	st := d.State()
+	if b = st.ByID.At(b.ID); b == nil {
+		d.doneReading(tl)
+		return 0, false
+	}
+	if t = b.Schema.TableByID(t.ID); t == nil {
+		d.doneReading(tl)
+		return 0, false
+	}
+	root, rt := d.shareRoot(st, b, t)
+	s := d.lookup(storeKey{Branch: root.ID, Table: rt.ID}, KindColumnStore, 0)
+	if s == nil || s.sig != rt.Sig {
+		d.doneReading(tl)
+		return 0, false
+	}
+	if held, _ := s.tryRead(); !held {
+		d.doneReading(tl)
+		return 0, false
+	}
+	d.doneReading(tl)
+	s.entry.Touch()
+	row, ok = s.table.RowOf(id)
+	s.mu.RUnlock()
+	return row, ok
+}
