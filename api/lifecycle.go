@@ -18,6 +18,7 @@ func (s *Server) initLimits() {
 	s.heavy = newSlots(l.MaxInflightHeavy, q)
 	s.syncWaiting = &counter{limit: int64(l.MaxSyncWaiting)}
 	s.bodies = &bodyBudget{q: q, limit: l.MaxBodyInflight}
+	s.bulk = newBulkGate(l.MaxBulkDuringReads)
 	s.authFails = newAuthLimiter(l.AuthFailLimit, l.AuthFailWindow)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.timeLimit = &statusError{http.StatusServiceUnavailable, "request exceeded its time limit of " + l.RequestTimeout.String()}
