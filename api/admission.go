@@ -444,6 +444,12 @@ type bulkGate struct {
 	mu      sync.Mutex
 	running int           // turns taken
 	freed   chan struct{} // closed, and replaced, when a turn is given back
+
+	// poll makes a bulk insert's processor poll the network between its
+	// records while reads are served; nudged is when one last did, Unix
+	// nanoseconds.
+	poll   pollNudge
+	nudged atomic.Int64
 }
 
 // newBulkGate returns a gate of limit turns while reads are served.
@@ -453,10 +459,34 @@ func newBulkGate(limit int) *bulkGate {
 
 // turns is how many bulk requests may compute at once now.
 func (g *bulkGate) turns() int {
-	if g.reads.Load() > 0 || time.Now().UnixNano()-g.lastRead.Load() < int64(readsLinger) {
+	if g.serving() {
 		return g.limit
 	}
 	return math.MaxInt
+}
+
+// serving reports whether reads are served: one executes or ended less
+// than readsLinger ago.
+func (g *bulkGate) serving() bool {
+	return g.reads.Load() > 0 || time.Now().UnixNano()-g.lastRead.Load() < int64(readsLinger)
+}
+
+// nudgeEvery is how often bulk inserts make the network be polled while
+// reads are served: a read arriving waits about this long at most for
+// its processor to notice it.
+const nudgeEvery = 500 * time.Microsecond
+
+// nudge makes the network be polled (pollNudge) when reads are served
+// and no bulk insert did for nudgeEvery.
+func (g *bulkGate) nudge() {
+	if !g.serving() {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := g.nudged.Load(); now-last < int64(nudgeEvery) || !g.nudged.CompareAndSwap(last, now) {
+		return
+	}
+	g.poll.nudge()
 }
 
 // acquire takes a turn, waiting for one as long as ctx lasts.
@@ -495,7 +525,7 @@ func (g *bulkGate) release() {
 
 // over reports whether more bulk requests compute than may now.
 func (g *bulkGate) over() bool {
-	if g.reads.Load() == 0 && time.Now().UnixNano()-g.lastRead.Load() >= int64(readsLinger) {
+	if !g.serving() {
 		return false
 	}
 	g.mu.Lock()
@@ -520,6 +550,7 @@ func bulkRequest(method, path string) bool {
 // turn back and waits for the next. It fails when the request ends while
 // it waits, and then holds no turn.
 func (s *Server) bulkYield(r *request) error {
+	s.bulk.nudge()
 	if !r.bulkTurn || !s.bulk.over() {
 		return nil
 	}

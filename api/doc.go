@@ -50,7 +50,8 @@
 //     it answer 503 with Retry-After. A write waiting for its group commit
 //     gives its slot back (Limits.MaxSyncWaiting). While reads are served,
 //     bulk inserts compute in turns on fewer processors than the CPUs
-//     (Limits.MaxBulkDuringReads), so that a read finds one free.
+//     (Limits.MaxBulkDuringReads), so that a read finds one free, and
+//     make the scheduler poll the network between records (pollnudge.go).
 //     Connections are counted and capped by
 //     the listener (conns.go), which also rides out running out of
 //     descriptors. Failed authentications are rate-limited per client

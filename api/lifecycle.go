@@ -68,6 +68,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.draining()
 	s.stopping.Store(true)
 	s.cancelBase(errShuttingDown)
+	defer s.bulk.poll.close()
 	done := make(chan error, 1)
 	go func() { done <- s.http.ShutdownWithContext(ctx) }()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -835,3 +835,31 @@ func TestBulkGateYield(t *testing.T) {
 		t.Fatal("took a second turn within the linger of the reads")
 	}
 }
+
+// TestPollNudge: a nudge returns once its pipe's reader woke, or at the
+// latest after nudgeWait; after close it only yields.
+func TestPollNudge(t *testing.T) {
+	var p pollNudge
+	start := time.Now()
+	for range 100 {
+		p.nudge()
+	}
+	if p.w == nil {
+		t.Fatal("no pipe")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("100 nudges took %v", d)
+	}
+	p.close()
+	p.close()
+	done := make(chan struct{})
+	go func() {
+		p.nudge()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a nudge after close blocked")
+	}
+}
