@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -191,9 +192,11 @@ func (b *bodyBudget) grant() {
 const prefetchedBody = 8 << 10
 
 // admit reads the request's body, unless its handler streams it, and takes
-// an execution slot, and a heavy slot first when heavy, or answers the
-// request itself and returns false. release gives back what admit took.
-func (s *Server) admit(r *request, streamBody, heavy bool) bool {
+// an execution slot, and a heavy slot first when heavy, or a bulk
+// request's turn (bulkGate) when bulk, or answers the request itself and
+// returns false. A read (a GET or a heavy request) is counted as one from
+// then on. release gives back what admit took.
+func (s *Server) admit(r *request, streamBody, heavy, bulk bool) bool {
 	ctx := r.ctx
 	if streamBody {
 		// Whatever its handler leaves of the body (an answer before it
@@ -223,6 +226,13 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 		}
 		r.heavySlot = true
 	}
+	if bulk {
+		if err := s.bulk.acquire(r.context()); err != nil {
+			s.writeError(ctx, r.requestID(), err)
+			return false
+		}
+		r.bulkTurn = true
+	}
 	if !s.slots.tryAcquire() {
 		if err := s.slots.acquire(r.context()); err != nil {
 			s.writeError(ctx, r.requestID(), r.contextError(err))
@@ -230,6 +240,10 @@ func (s *Server) admit(r *request, streamBody, heavy bool) bool {
 		}
 	}
 	r.slot = true
+	if heavy || ctx.IsGet() {
+		s.bulk.readBegins()
+		r.reading = true
+	}
 	return true
 }
 
@@ -307,6 +321,12 @@ func (s *Server) release(r *request) {
 	}
 	if r.heavySlot {
 		s.heavy.release()
+	}
+	if r.bulkTurn {
+		s.bulk.release()
+	}
+	if r.reading {
+		s.bulk.readEnds()
 	}
 	if r.bodyBytes > 0 {
 		s.bodies.release(r.bodyBytes)
@@ -393,4 +413,152 @@ func bodyReadError(err error) error {
 		return &statusError{http.StatusBadRequest, "request body ended before its announced length"}
 	}
 	return &statusError{http.StatusBadRequest, fmt.Sprintf("request body could not be read (%s)", safeErrorText(err))}
+}
+
+// Bulk requests while reads are served. A bulk insert (what coppice
+// import sends) computes for a long while without blocking: decoding a
+// thousand records, converting their values and tokenizing their text,
+// then staging them under the database's writer lock. Were there one per
+// CPU, no processor would be left: a read arriving then is not even
+// noticed before the runtime's monitor polls the network (every 10 ms),
+// and then waits for a processor. So while reads are served, bulk
+// requests compute on at most Limits.MaxBulkDuringReads processors, one
+// less than the CPUs by default: the others wait for a turn, and one that
+// computes when reads begin gives its turn back between records. A read
+// is a GET or a heavy request (heavyRequest); reads are served while one
+// executes and for readsLinger after the last one ended, so that the gaps
+// between a client's reads do not let the bulk requests back in. Without
+// reads, bulk requests are bounded by the execution slots only, and a
+// load keeps every processor.
+
+// readsLinger is how long after the last read ended reads still count as
+// being served.
+const readsLinger = time.Second
+
+// bulkGate gives bulk requests their turns to compute.
+type bulkGate struct {
+	limit    int          // turns while reads are served
+	reads    atomic.Int64 // reads executing
+	lastRead atomic.Int64 // when the last read ended, Unix nanoseconds
+
+	mu      sync.Mutex
+	running int           // turns taken
+	freed   chan struct{} // closed, and replaced, when a turn is given back
+
+	// poll makes a bulk insert's processor poll the network between its
+	// records while reads are served; nudged is when one last did, Unix
+	// nanoseconds.
+	poll   pollNudge
+	nudged atomic.Int64
+}
+
+// newBulkGate returns a gate of limit turns while reads are served.
+func newBulkGate(limit int) *bulkGate {
+	return &bulkGate{limit: limit, freed: make(chan struct{})}
+}
+
+// turns is how many bulk requests may compute at once now.
+func (g *bulkGate) turns() int {
+	if g.serving() {
+		return g.limit
+	}
+	return math.MaxInt
+}
+
+// serving reports whether reads are served: one executes or ended less
+// than readsLinger ago.
+func (g *bulkGate) serving() bool {
+	return g.reads.Load() > 0 || time.Now().UnixNano()-g.lastRead.Load() < int64(readsLinger)
+}
+
+// nudgeEvery is how often bulk inserts make the network be polled while
+// reads are served: a read arriving waits about this long at most for
+// its processor to notice it.
+const nudgeEvery = 500 * time.Microsecond
+
+// nudge makes the network be polled (pollNudge) when reads are served
+// and no bulk insert did for nudgeEvery.
+func (g *bulkGate) nudge() {
+	if !g.serving() {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := g.nudged.Load(); now-last < int64(nudgeEvery) || !g.nudged.CompareAndSwap(last, now) {
+		return
+	}
+	g.poll.nudge()
+}
+
+// acquire takes a turn, waiting for one as long as ctx lasts.
+func (g *bulkGate) acquire(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		if g.running < g.turns() {
+			g.running++
+			g.mu.Unlock()
+			return nil
+		}
+		freed := g.freed
+		g.mu.Unlock()
+		// Reads ending free turns without a word: look again once the
+		// last one may have lingered out.
+		t := time.NewTimer(readsLinger)
+		select {
+		case <-freed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		}
+		t.Stop()
+	}
+}
+
+// release gives a turn back.
+func (g *bulkGate) release() {
+	g.mu.Lock()
+	g.running--
+	close(g.freed)
+	g.freed = make(chan struct{})
+	g.mu.Unlock()
+}
+
+// over reports whether more bulk requests compute than may now.
+func (g *bulkGate) over() bool {
+	if !g.serving() {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running > g.turns()
+}
+
+// readBegins and readEnds count a read executing.
+func (g *bulkGate) readBegins() { g.reads.Add(1) }
+func (g *bulkGate) readEnds() {
+	g.lastRead.Store(time.Now().UnixNano())
+	g.reads.Add(-1)
+}
+
+// bulkRequest reports whether a request is a bulk insert (POST …/bulk).
+func bulkRequest(method, path string) bool {
+	return method == "POST" && strings.HasSuffix(path, "/bulk")
+}
+
+// bulkYield is called by a bulk request between records: when reads began
+// meanwhile and more bulk requests compute than they allow, it gives its
+// turn back and waits for the next. It fails when the request ends while
+// it waits, and then holds no turn.
+func (s *Server) bulkYield(r *request) error {
+	s.bulk.nudge()
+	if !r.bulkTurn || !s.bulk.over() {
+		return nil
+	}
+	s.bulk.release()
+	r.bulkTurn = false
+	if err := s.bulk.acquire(r.context()); err != nil {
+		return err
+	}
+	r.bulkTurn = true
+	return nil
 }

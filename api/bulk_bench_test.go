@@ -101,6 +101,14 @@ func bulkJSON(docs []json.RawMessage) []byte {
 // address and the path prefix of its tables.
 func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
 	b.Helper()
+	_, addr, base = startBulkServerOf(b, g)
+	return addr, base
+}
+
+// startBulkServerOf is startBulkServer that also returns the server, and
+// the database also has an empty table ingestTable of the docs' columns.
+func startBulkServerOf(b *testing.B, g *gen.Gen) (srv *Server, addr, base string) {
+	b.Helper()
 	eng, err := engine.Open(b.TempDir(), engine.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -116,7 +124,7 @@ func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
 	for _, t := range []struct {
 		name string
 		cols []engine.ColumnDef
-	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}} {
+	}{{gen.UsersTable, gen.UsersColumns()}, {gen.DocsTable, gen.DocsColumns()}, {ingestTable, gen.DocsColumns()}} {
 		if _, err := eng.Schema().CreateTable(ref, t.name); err != nil {
 			b.Fatal(err)
 		}
@@ -142,7 +150,7 @@ func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
 	if len(users) > 0 {
 		flush()
 	}
-	srv, err := New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	srv, err = New(eng, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		eng.Close()
 		b.Fatal(err)
@@ -152,7 +160,7 @@ func startBulkServer(b *testing.B, g *gen.Gen) (addr, base string) {
 			b.Errorf("close engine: %v", err)
 		}
 	})
-	return serveBench(b, srv.Serve, srv.Shutdown), "/ws/" + info.WorkspaceID + "/db/docs:main/tables/"
+	return srv, serveBench(b, srv.Serve, srv.Shutdown), "/ws/" + info.WorkspaceID + "/db/docs:main/tables/"
 }
 
 // postBulk posts bodies to the docs table with conns requests in flight

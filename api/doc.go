@@ -48,7 +48,11 @@
 //     (admission.go) reads a body within the budget of body bytes, then
 //     takes an execution slot; both wait in one bounded queue, and beyond
 //     it answer 503 with Retry-After. A write waiting for its group commit
-//     gives its slot back (Limits.MaxSyncWaiting). Connections are counted and capped by
+//     gives its slot back (Limits.MaxSyncWaiting). While reads are served,
+//     bulk inserts compute in turns on fewer processors than the CPUs
+//     (Limits.MaxBulkDuringReads), so that a read finds one free, and
+//     make the scheduler poll the network between records (pollnudge.go).
+//     Connections are counted and capped by
 //     the listener (conns.go), which also rides out running out of
 //     descriptors. Failed authentications are rate-limited per client
 //     address (authlimit.go). Transport errors are answered and logged

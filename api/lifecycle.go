@@ -18,6 +18,7 @@ func (s *Server) initLimits() {
 	s.heavy = newSlots(l.MaxInflightHeavy, q)
 	s.syncWaiting = &counter{limit: int64(l.MaxSyncWaiting)}
 	s.bodies = &bodyBudget{q: q, limit: l.MaxBodyInflight}
+	s.bulk = newBulkGate(l.MaxBulkDuringReads)
 	s.authFails = newAuthLimiter(l.AuthFailLimit, l.AuthFailWindow)
 	s.base, s.cancelBase = context.WithCancelCause(context.Background())
 	s.timeLimit = &statusError{http.StatusServiceUnavailable, "request exceeded its time limit of " + l.RequestTimeout.String()}
@@ -67,6 +68,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.health.draining()
 	s.stopping.Store(true)
 	s.cancelBase(errShuttingDown)
+	defer s.bulk.poll.close()
 	done := make(chan error, 1)
 	go func() { done <- s.http.ShutdownWithContext(ctx) }()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -22,6 +22,10 @@ type Limits struct {
 	// summaries, aggregations, vector searches) execute at once, within
 	// MaxInflight; 0 means DefaultMaxInflightHeavy().
 	MaxInflightHeavy int
+	// MaxBulkDuringReads is how many bulk inserts compute at once while
+	// reads are served (see bulkGate); 0 means
+	// DefaultMaxBulkDuringReads().
+	MaxBulkDuringReads int
 	// MaxSyncWaiting is how many writes may wait for their sync without
 	// holding an execution slot. A write applied and waiting only for the
 	// sync it shares with the writes committed with it needs no CPU: it
@@ -113,6 +117,11 @@ func DefaultMaxInflight() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
 // requests queue on a small machine: on 2 CPUs, one at a time.
 func DefaultMaxInflightHeavy() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
+// DefaultMaxBulkDuringReads is the default of Limits.MaxBulkDuringReads:
+// one less than the CPUs, and at least one, so that a read finds a
+// processor that no bulk insert holds.
+func DefaultMaxBulkDuringReads() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
 // DefaultMaxConns is the default of Limits.MaxConns for an open-file
 // limit: three quarters of it, at most 65,536, at least 16. The rest is
 // for the data directory's files and the listener.
@@ -133,6 +142,9 @@ func (l Limits) withDefaults(maxBody int) Limits {
 		l.MaxInflightHeavy = DefaultMaxInflightHeavy()
 	}
 	l.MaxInflightHeavy = min(l.MaxInflightHeavy, l.MaxInflight)
+	if l.MaxBulkDuringReads <= 0 {
+		l.MaxBulkDuringReads = DefaultMaxBulkDuringReads()
+	}
 	switch {
 	case l.MaxSyncWaiting == 0:
 		l.MaxSyncWaiting = DefaultMaxSyncWaiting

@@ -725,3 +725,141 @@ func TestWriteGivesSlotBack(t *testing.T) {
 		t.Errorf("%d records (%v), want 6", n, err)
 	}
 }
+
+// TestBulkTurnsDuringReads: while a read executes, no more bulk inserts
+// compute than --max-bulk-during-reads; the next waits for a turn, holding
+// no execution slot, and is applied whole once it has one. Without reads
+// bulk inserts do not wait for turns.
+func TestBulkTurnsDuringReads(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{MaxBulkDuringReads: 1}})
+	q := newSlowQuery(ts)
+	ts.createDB("other")
+	ts.createTable("other", "t", map[string]any{"name": "txt", "type": "text"})
+	bulk := func() <-chan int {
+		status := make(chan int, 1)
+		go func() {
+			status <- ts.do("POST", "/db/other:main/tables/t/bulk", map[string]any{"records": []any{
+				map[string]any{"txt": "a"}, map[string]any{"txt": "b"},
+			}}).status
+		}()
+		return status
+	}
+	c := q.start(ts)
+	defer c.Close()
+	waitTaken(t, ts.srv.heavy, "the slow query never took the heavy slot")
+	// A bulk insert computing holds the one turn.
+	if err := ts.srv.bulk.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done := bulk()
+	select {
+	case s := <-done:
+		t.Fatalf("a bulk insert computed next to another while a read executed: status %d", s)
+	case <-time.After(300 * time.Millisecond):
+	}
+	free := len(ts.srv.slots.free)
+	if free != cap(ts.srv.slots.free)-1 { // the slow query's
+		t.Errorf("%d of %d execution slots free while a bulk insert waits for its turn", free, cap(ts.srv.slots.free))
+	}
+	ts.srv.bulk.release()
+	if s := <-done; s != 200 {
+		t.Fatalf("bulk insert after its turn came: status %d", s)
+	}
+
+	// Reads over (and their linger), turns are not counted.
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.srv.bulk.reads.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow query is still counted as a read after its client left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, _ := ts.do("POST", "/db/other:main/tables/t/query", map[string]any{}).obj()["records"].([]any); len(got) != 2 {
+		t.Fatalf("%d records after the bulk insert of 2", len(got))
+	}
+	time.Sleep(readsLinger)
+	if err := ts.srv.bulk.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer ts.srv.bulk.release()
+	select {
+	case s := <-bulk():
+		if s != 200 {
+			t.Fatalf("bulk insert without reads: status %d", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a bulk insert waited for a turn with no read served")
+	}
+}
+
+// TestBulkGateYield: a bulk insert computing when reads begin gives its
+// turn back once more compute than the reads allow, and waits for one.
+func TestBulkGateYield(t *testing.T) {
+	g := newBulkGate(1)
+	ctx := context.Background()
+	for range 2 {
+		if err := g.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.over() {
+		t.Fatal("over the limit without reads")
+	}
+	g.readBegins()
+	if !g.over() {
+		t.Fatal("two computing during a read, limit 1, not over")
+	}
+	g.release()
+	if g.over() {
+		t.Fatal("one computing during a read, limit 1, over")
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- g.acquire(ctx) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("took a second turn during a read: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release()
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	g.readEnds()
+	if g.over() {
+		t.Fatal("over with the one turn taken")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := g.acquire(cctx); err == nil {
+		t.Fatal("took a second turn within the linger of the reads")
+	}
+}
+
+// TestPollNudge: a nudge returns once its pipe's reader woke, or at the
+// latest after nudgeWait; after close it only yields.
+func TestPollNudge(t *testing.T) {
+	var p pollNudge
+	start := time.Now()
+	for range 100 {
+		p.nudge()
+	}
+	if p.w == nil {
+		t.Fatal("no pipe")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("100 nudges took %v", d)
+	}
+	p.close()
+	p.close()
+	done := make(chan struct{})
+	go func() {
+		p.nudge()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a nudge after close blocked")
+	}
+}

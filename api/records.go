@@ -254,7 +254,7 @@ func (s *Server) bulkInsert(r *request) error {
 			return jsonError(err)
 		}
 		records = append(records, rec)
-		return nil
+		return s.bulkYield(r)
 	})
 	if err != nil {
 		return err
@@ -277,7 +277,8 @@ func (s *Server) bulkInsert(r *request) error {
 	if nullErrs != nil {
 		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
 	}
-	res, err := s.eng.BulkInsert(s.writeContext(r, r.context()), c.ref.Ref, c.table, records)
+	wctx := engine.OnPrepareYield(s.writeContext(r, r.context()), func() { _ = s.bulkYield(r) })
+	res, err := s.eng.BulkInsert(wctx, c.ref.Ref, c.table, records)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {
 		return bulkError(oe)

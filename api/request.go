@@ -53,6 +53,10 @@ type request struct {
 	slot      bool
 	heavySlot bool
 	bodyBytes int64
+	// bulkTurn is set while a bulk request holds a turn to compute
+	// (bulkGate); reading while a read is counted as one.
+	bulkTurn bool
+	reading  bool
 	// syncWaiting is set once the request, a write waiting for its sync,
 	// gave its execution slot back for a place among Server.syncWaiting.
 	syncWaiting bool

@@ -134,6 +134,7 @@ type Server struct {
 	// their slot back (request.syncWait).
 	syncWaiting *counter
 	bodies      *bodyBudget
+	bulk        *bulkGate // bulk requests' turns while reads are served
 	authFails   *authLimiter
 	base        context.Context // parent of request contexts; ends at Shutdown
 	cancelBase  context.CancelCauseFunc
@@ -439,7 +440,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, r.requestID(), errShuttingDown)
 		return
 	}
-	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path)) {
+	if !s.admit(r, streamsBody(method, path), heavyRequest(method, path), bulkRequest(method, path)) {
 		return
 	}
 	if s.pointGet != nil && method == "GET" {
@@ -550,7 +551,7 @@ func (s *Server) servePointGet(r *request) bool {
 		s.writeError(ctx, r.requestID(), errShuttingDown)
 		return true
 	}
-	if s.admit(r, false, false) {
+	if s.admit(r, false, false, false) {
 		s.pointGet(ctx)
 	}
 	return true

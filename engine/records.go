@@ -150,7 +150,7 @@ func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpR
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk, Queued: onGroupWait(ctx)})
+	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk, Queued: onGroupWait(ctx), Yield: onPrepareYield(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +181,24 @@ func OnGroupWait(ctx context.Context, fn func()) context.Context {
 // onGroupWait returns the function OnGroupWait set on ctx, or nil.
 func onGroupWait(ctx context.Context) func() {
 	fn, _ := ctx.Value(groupWaitKey{}).(func())
+	return fn
+}
+
+// prepareYieldKey is the context key of OnPrepareYield's function.
+type prepareYieldKey struct{}
+
+// OnPrepareYield returns a context under which a bulk insert calls fn
+// every few records while it prepares them (converting their values and
+// tokenizing their text), before it takes the database's writer lock and
+// holding no lock. fn runs on the caller's goroutine and may block: a
+// server lets other work run meanwhile.
+func OnPrepareYield(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, prepareYieldKey{}, fn)
+}
+
+// onPrepareYield returns the function OnPrepareYield set on ctx, or nil.
+func onPrepareYield(ctx context.Context) func() {
+	fn, _ := ctx.Value(prepareYieldKey{}).(func())
 	return fn
 }
 

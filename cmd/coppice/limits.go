@@ -26,6 +26,8 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		"requests executing at once (default: 4 per CPU, at least 16)")
 	heavy := str("max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY", strconv.Itoa(api.DefaultMaxInflightHeavy()),
 		"heavy requests (queries, searches, summaries, aggregations, vector searches) executing at once, within --max-inflight (default: one less than the CPUs, at least 1)")
+	bulk := str("max-bulk-during-reads", "COPPICE_MAX_BULK_DURING_READS", strconv.Itoa(api.DefaultMaxBulkDuringReads()),
+		"bulk inserts (coppice import's too) computing at once while reads are served (a GET or heavy request executing, or one ended within the last second); the others wait for a turn (default: one less than the CPUs, at least 1)")
 	syncWaiting := str("max-sync-waiting", "COPPICE_MAX_SYNC_WAITING", strconv.Itoa(api.DefaultMaxSyncWaiting),
 		"writes that may wait to be committed with others and for their shared sync without holding one of the --max-inflight slots; beyond, a write keeps its slot; 0: every write keeps it")
 	queue := str("max-queue", "COPPICE_MAX_QUEUE", strconv.Itoa(api.DefaultMaxQueue),
@@ -71,6 +73,7 @@ func limitFlags(fs *flag.FlagSet, env func(name, def string) string) func(maxBod
 		dur("request-timeout", reqTimeout, &l.RequestTimeout)
 		count("max-inflight", inflight, 1, &l.MaxInflight)
 		count("max-inflight-heavy", heavy, 1, &l.MaxInflightHeavy)
+		count("max-bulk-during-reads", bulk, 1, &l.MaxBulkDuringReads)
 		count("max-sync-waiting", syncWaiting, 0, &l.MaxSyncWaiting)
 		if l.MaxSyncWaiting == 0 {
 			l.MaxSyncWaiting = -1 // none

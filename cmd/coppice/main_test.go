@@ -51,7 +51,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"-format", "-delimiter", "-create", "-infer-rows", "-skip", "-batch", "-concurrency", "-max-errors",
 		"-filter", "-columns", "-sort", "-out",
 		"-request-timeout", "COPPICE_REQUEST_TIMEOUT", "-max-inflight", "COPPICE_MAX_INFLIGHT",
-		"-max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY", "-max-sync-waiting", "COPPICE_MAX_SYNC_WAITING",
+		"-max-inflight-heavy", "COPPICE_MAX_INFLIGHT_HEAVY", "-max-bulk-during-reads", "COPPICE_MAX_BULK_DURING_READS", "-max-sync-waiting", "COPPICE_MAX_SYNC_WAITING",
 		"-max-queue", "COPPICE_MAX_QUEUE", "-max-queue-wait", "COPPICE_MAX_QUEUE_WAIT",
 		"-max-body-inflight", "COPPICE_MAX_BODY_INFLIGHT", "-read-header-timeout", "COPPICE_READ_HEADER_TIMEOUT",
 		"-idle-timeout", "COPPICE_IDLE_TIMEOUT", "-max-conns", "COPPICE_MAX_CONNS",
@@ -129,7 +129,7 @@ func TestServeOptions(t *testing.T) {
 		}
 	}
 	lim := api.Limits{RequestTimeout: 30 * time.Second, MaxInflight: api.DefaultMaxInflight(),
-		MaxInflightHeavy: api.DefaultMaxInflightHeavy(), MaxSyncWaiting: api.DefaultMaxSyncWaiting, MaxQueue: 256,
+		MaxInflightHeavy: api.DefaultMaxInflightHeavy(), MaxBulkDuringReads: api.DefaultMaxBulkDuringReads(), MaxSyncWaiting: api.DefaultMaxSyncWaiting, MaxQueue: 256,
 		MaxQueueWait: 10 * time.Second, MaxBodyInflight: 256 << 20, ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout: 2 * time.Minute, ShutdownTimeout: 30 * time.Second, AuthFailLimit: 20, AuthFailWindow: time.Minute,
 		MaxLoad: api.DefaultMaxLoad}
@@ -192,19 +192,19 @@ func TestServeOptions(t *testing.T) {
 
 	// Byte sizes take units; every limit has a flag and a variable.
 	env = map[string]string{"COPPICE_MAX_BODY": "1.5MiB", "COPPICE_MEMORY_LIMIT": "8GiB", "COPPICE_CACHE_SIZE": "2GiB", "COPPICE_REQUEST_TIMEOUT": "5s",
-		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_INFLIGHT_HEAVY": "2", "COPPICE_MAX_SYNC_WAITING": "0", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
+		"COPPICE_MAX_INFLIGHT": "3", "COPPICE_MAX_INFLIGHT_HEAVY": "2", "COPPICE_MAX_BULK_DURING_READS": "3", "COPPICE_MAX_SYNC_WAITING": "0", "COPPICE_MAX_QUEUE": "0", "COPPICE_MAX_QUEUE_WAIT": "250ms",
 		"COPPICE_MAX_BODY_INFLIGHT": "1GB", "COPPICE_READ_HEADER_TIMEOUT": "2s", "COPPICE_IDLE_TIMEOUT": "1m",
 		"COPPICE_MAX_CONNS": "100", "COPPICE_MAX_CONNS_PER_IP": "7", "COPPICE_SHUTDOWN_TIMEOUT": "3s",
 		"COPPICE_AUTH_FAIL_LIMIT": "0", "COPPICE_AUTH_FAIL_WINDOW": "10s", "COPPICE_MAX_LOAD": "2GiB"}
-	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxSyncWaiting: -1, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
+	custom := api.Limits{RequestTimeout: 5 * time.Second, MaxInflight: 3, MaxInflightHeavy: 2, MaxBulkDuringReads: 3, MaxSyncWaiting: -1, MaxQueue: -1, MaxQueueWait: 250 * time.Millisecond,
 		MaxBodyInflight: 1e9, ReadHeaderTimeout: 2 * time.Second, IdleTimeout: time.Minute, MaxConns: 100, MaxConnsPerIP: 7,
 		ShutdownTimeout: 3 * time.Second, AuthFailLimit: -1, AuthFailWindow: 10 * time.Second, MaxLoad: 2 << 30}
 	f(nil, serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 2 << 30,
 		API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 			PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})
 	custom.MaxInflight, custom.MaxInflightHeavy, custom.MaxQueue, custom.AuthFailLimit, custom.MaxBodyInflight = 9, 5, 4, 2, 64<<20
-	custom.MaxSyncWaiting = 100
-	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-sync-waiting", "100", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
+	custom.MaxSyncWaiting, custom.MaxBulkDuringReads = 100, 1
+	f([]string{"--max-inflight", "9", "--max-inflight-heavy", "5", "--max-bulk-during-reads", "1", "--max-sync-waiting", "100", "--max-queue=4", "--auth-fail-limit", "2", "--max-body-inflight", "64M"},
 		serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", MemoryLimit: 8 << 30, CompactIdle: engine.DefaultCompactIdle, MinFreeSpace: engine.DefaultMinFreeSpace, CacheSize: 2 << 30,
 			API: api.Options{RecordCacheSize: api.DefaultRecordCacheSize, Compat: "none", Domains: []string{"localhost"}, MaxBody: 3 << 19, LogLevel: "info",
 				PublicURL: "http://127.0.0.1:8080", LogFormat: "text", SlowRequest: api.DefaultSlowRequest, Limits: custom}})

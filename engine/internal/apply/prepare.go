@@ -117,8 +117,12 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 	for i := range c.Ops {
 		// Writes prepare side by side and may take every processor: they
 		// yield as the writer does (yieldEvery), so that a query made
-		// runnable meanwhile does not wait for preemption.
+		// runnable meanwhile does not wait for preemption, and let their
+		// caller hold them back (Yield).
 		if i%yieldEvery == yieldEvery-1 {
+			if c.Yield != nil {
+				c.Yield()
+			}
 			runtime.Gosched()
 		}
 		rec := &codec.Record{}

@@ -29,6 +29,10 @@ type WriteRecords struct {
 	// writer applying the group does the work. It is not part of the
 	// command: a replica never sees it.
 	Queued func() `json:"-"`
+	// Yield, when set, is called every yieldEvery records while the
+	// caller prepares them (prepare.go), holding no lock; it may block.
+	// Neither is it part of the command.
+	Yield func() `json:"-"`
 	// prep is what the caller worked out before the writer lock
 	// (prepare.go); neither is it part of the command.
 	prep *prepared
