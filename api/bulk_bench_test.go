@@ -208,13 +208,7 @@ func BenchmarkHTTPInsertDocs(b *testing.B) {
 	}
 	addr, base := startBulkServer(b, g)
 	path := base + gen.DocsTable + "/data"
-	fill := func(req *fasthttp.Request, i int) {
-		req.Header.SetMethod("POST")
-		req.SetRequestURI(path)
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(bodies[i%len(bodies)])
-	}
+	fill := postBodies(path, bodies)
 	trivial := startTrivialServer(b, 201, fetchOnce(b, addr, 201, fill))
 	for _, c := range conns {
 		b.Run(fmt.Sprintf("conns%d", c), func(b *testing.B) {

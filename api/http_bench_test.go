@@ -505,6 +505,18 @@ func BenchmarkHTTPPointGet(b *testing.B) {
 	compareLoads(b, cfg, cfg.gets, srv.addr, trivial, 200, 200, fill)
 }
 
+// postBodies fills request i of a load as a POST of bodies[i mod len] to
+// path, with the benchmark's key.
+func postBodies(path string, bodies [][]byte) func(*fasthttp.Request, int) {
+	return func(req *fasthttp.Request, i int) {
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(path)
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.SetContentType("application/json")
+		req.SetBodyRaw(bodies[i%len(bodies)])
+	}
+}
+
 // BenchmarkHTTPInsert is W9, the write twin of W2: POST T/data of one
 // record with a generated id from 1, 16 and 64 connections (or only
 // COPPICE_HTTP_BENCH_CONNS when set), against the server (synced writes,
@@ -521,13 +533,7 @@ func BenchmarkHTTPInsert(b *testing.B) {
 		bodies[i] = []byte(js)
 	}
 	path := srv.base + "/data"
-	fill := func(req *fasthttp.Request, i int) {
-		req.Header.SetMethod("POST")
-		req.SetRequestURI(path)
-		req.Header.Set("Authorization", "Bearer "+testKey)
-		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(bodies[i%len(bodies)])
-	}
+	fill := postBodies(path, bodies)
 	body := fetchOnce(b, srv.addr, 201, fill)
 	trivial := startTrivialServer(b, 201, body)
 	conns := []int{1, 16, 64}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coppice-db/coppice/engine/internal/catalog"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
@@ -25,32 +24,13 @@ import (
 // byte-identical.
 func TestGroupPreparedWrites(t *testing.T) {
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
-	setup := func(a *Applier) uint32 {
-		t.Helper()
-		res, err := a.Apply(OnCatalog(&catalog.PlaceDatabase{
-			Database: catalog.Database{Name: "db", Region: "local", CreatedAt: at},
-			First:    &catalog.FirstBranch{Name: "main", PublicID: "bb_main", Now: at},
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := res.(*catalog.Database).ID
-		hdr := func(id string) SchemaHeader { return SchemaHeader{Branch: "main", ID: id, Now: at} }
-		for _, cmd := range []DBCommand{
-			&SchemaOp{SchemaHeader: hdr("mig_0000000000000000000a"), Op: model.MigrationOp{AddTable: &model.TableOp{Table: "notes"}}},
-			&SetTableColumns{SchemaHeader: hdr("mig_0000000000000000000b"), Table: "notes", Columns: []model.ColumnDef{
-				{Name: "title", Type: model.TypeString},
-				{Name: "body", Type: model.TypeText},
-				{Name: "tags", Type: model.TypeMultiple},
-				{Name: "n", Type: model.TypeInt},
-			}},
-		} {
-			if _, err := a.Apply(OnDatabase(db, cmd)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return db
+	cols := []model.ColumnDef{
+		{Name: "title", Type: model.TypeString},
+		{Name: "body", Type: model.TypeText},
+		{Name: "tags", Type: model.TypeMultiple},
+		{Name: "n", Type: model.TypeInt},
 	}
+	setup := func(a *Applier) uint32 { return placeNotes(t, a, at, cols) }
 	a, b := openReplayReplica(t), openReplayReplica(t)
 	dbA, dbB := setup(a), setup(b)
 	if dbA != dbB {

@@ -58,23 +58,7 @@ func TestNewWords(t *testing.T) {
 	}
 	open()
 	t.Cleanup(func() { pdb.Close() })
-	res, err := a.Apply(OnCatalog(&catalog.PlaceDatabase{
-		Database: catalog.Database{Name: "db", Region: "local", CreatedAt: at},
-		First:    &catalog.FirstBranch{Name: "main", PublicID: "bb_main", Now: at},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := res.(*catalog.Database).ID
-	hdr := func(id string) SchemaHeader { return SchemaHeader{Branch: "main", ID: id, Now: at} }
-	for _, cmd := range []DBCommand{
-		&SchemaOp{SchemaHeader: hdr("mig_0000000000000000000a"), Op: model.MigrationOp{AddTable: &model.TableOp{Table: "notes"}}},
-		&SetTableColumns{SchemaHeader: hdr("mig_0000000000000000000b"), Table: "notes", Columns: []model.ColumnDef{{Name: "body", Type: model.TypeText}}},
-	} {
-		if _, err := a.Apply(OnDatabase(db, cmd)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := placeNotes(t, a, at, []model.ColumnDef{{Name: "body", Type: model.TypeText}})
 	n := 0
 	write := func(bodies ...string) {
 		t.Helper()
@@ -133,4 +117,28 @@ func TestNewWords(t *testing.T) {
 	check("kappa")
 	write("kappa lambda")
 	check("lambda")
+}
+
+// placeNotes creates database "db" with its main branch, and in it the
+// table "notes" with columns cols; it returns the database's id.
+func placeNotes(t *testing.T, a *Applier, at time.Time, cols []model.ColumnDef) uint32 {
+	t.Helper()
+	res, err := a.Apply(OnCatalog(&catalog.PlaceDatabase{
+		Database: catalog.Database{Name: "db", Region: "local", CreatedAt: at},
+		First:    &catalog.FirstBranch{Name: "main", PublicID: "bb_main", Now: at},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := res.(*catalog.Database).ID
+	hdr := func(id string) SchemaHeader { return SchemaHeader{Branch: "main", ID: id, Now: at} }
+	for _, cmd := range []DBCommand{
+		&SchemaOp{SchemaHeader: hdr("mig_0000000000000000000a"), Op: model.MigrationOp{AddTable: &model.TableOp{Table: "notes"}}},
+		&SetTableColumns{SchemaHeader: hdr("mig_0000000000000000000b"), Table: "notes", Columns: cols},
+	} {
+		if _, err := a.Apply(OnDatabase(db, cmd)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
