@@ -228,7 +228,7 @@ func (s *Server) admit(r *request, streamBody, heavy, bulk bool) bool {
 	}
 	if bulk {
 		if err := s.bulk.acquire(r.context()); err != nil {
-			s.writeError(ctx, r.requestID(), err)
+			s.writeError(ctx, r.requestID(), r.contextError(err))
 			return false
 		}
 		r.bulkTurn = true

@@ -258,24 +258,18 @@ func (e *Engine) BulkInsert(ctx context.Context, ref Ref, tableName string, reco
 
 // Get reads one record of a branch.
 func (e *Engine) Get(ref Ref, tableName, id string) (*Record, error) {
-	d, err := e.database(ref.Workspace, ref.Database)
+	d, b, t, err := e.resolveTable(ref, tableName)
 	if err != nil {
 		return nil, err
 	}
-	var hint rowHint
-	if b, err := d.State().Branch(ref.Branch); err == nil {
-		if t, err := b.Schema.Table(tableName); err == nil {
-			hint = e.hintRow(d, b, t, id)
-		}
-	}
+	hint := e.hintRow(d, b, t, id)
 	d.Pin()
 	defer d.Unpin()
-	b, err := d.State().Branch(ref.Branch)
-	if err != nil {
+	// The lineage read must be loaded under the pin: layers it names stay.
+	if b, err = d.State().Branch(ref.Branch); err != nil {
 		return nil, err
 	}
-	t, err := b.Schema.Table(tableName)
-	if err != nil {
+	if t, err = b.Schema.Table(tableName); err != nil {
 		return nil, err
 	}
 	var rec codec.Record

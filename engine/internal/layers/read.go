@@ -161,30 +161,25 @@ func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id 
 // lineage index of the layer it came from. ok is false for a deleted or
 // unknown row.
 func ReadRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
-	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecord)
+	return ReadRowWith(r, db, lin, tableID, row, rec, codec.DecodeRecord)
 }
 
 // ReadRowShared reads a row as ReadRow does, decoded by
 // codec.DecodeRecordShared: for a record read to be answered or kept
 // whole, whose strings share one copy.
 func ReadRowShared(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record) (level int, ok bool, err error) {
-	return readRow(r, db, lin, tableID, row, rec, codec.DecodeRecordShared)
-}
-
-// ReadRowWith reads a row as ReadRow does, with the record decoder given:
-// decode is called with the stored version, valid only until it returns,
-// and with rec; ok is !rec.Deleted after it. An error of decode ends the
-// read with that error.
-func ReadRowWith(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
-	return readRow(r, db, lin, tableID, row, rec, decode)
+	return ReadRowWith(r, db, lin, tableID, row, rec, codec.DecodeRecordShared)
 }
 
 // keyBufs recycles the buffers point reads build their keys in: a key
 // given to the storage engine escapes, and a read would allocate one.
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2*idKeySize); return &b }}
 
-// readRow is ReadRow with the record decoder given.
-func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
+// ReadRowWith reads a row as ReadRow does, with the record decoder given:
+// decode is called with the stored version, valid only until it returns,
+// and with rec; ok is !rec.Deleted after it. An error of decode ends the
+// read with that error.
+func ReadRowWith(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32, rec *codec.Record, decode func([]byte, *codec.Record) error) (level int, ok bool, err error) {
 	kp := keyBufs.Get().(*[]byte) // one buffer for every layer's key
 	kb := *kp
 	defer func() { *kp = kb[:0]; keyBufs.Put(kp) }()
@@ -209,7 +204,7 @@ func readRow(r pebble.Reader, db uint32, lin model.Lineage, tableID, row uint32,
 	return 0, false, nil
 }
 
-// ReadRows reads the visible versions of rows of a branch, as readRow does
+// ReadRows reads the visible versions of rows of a branch, as ReadRow does
 // for each, and calls fn with the index in rows of each row found live, in
 // ascending row order. The rows of the branch's own layer (the top of the
 // lineage, read without history) are read with one iterator seeking

@@ -408,8 +408,9 @@ func (d *DB) Peek(b *model.Branch, t *model.Table) (store *TableStore, building 
 // RowOf returns the row of record id in table t of branch b as the column
 // store the table reads shows it; ok is false when the store cannot tell:
 // it has no such id, or no store shows the table at once (none is built,
-// one is being built, or its readers hold back changes). It builds
-// nothing: a point read uses the memory that queries and summaries built.
+// one is being built, or its readers hold back changes). It builds no
+// store: a point read uses the stores that queries and summaries built,
+// and only adds their id index on its first use (TableStore.RowOf).
 // The store shows every write visible when RowOf is called, and no other;
 // a caller that reads the row afterwards confirms that it still holds id,
 // as a write may come in between.
