@@ -160,7 +160,7 @@ func startBulkServerOf(b *testing.B, g *gen.Gen) (srv *Server, addr, base string
 			b.Errorf("close engine: %v", err)
 		}
 	})
-	return srv, serveBench(b, srv.Serve, srv.Shutdown), "/ws/" + info.WorkspaceID + "/db/docs:main/tables/"
+	return srv, serveBench(b, "server", srv.Serve, srv.Shutdown), "/ws/" + info.WorkspaceID + "/db/docs:main/tables/"
 }
 
 // postBulk posts bodies to the docs table with conns requests in flight

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -223,7 +224,7 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 		eng.Close()
 		b.Fatal(err)
 	}
-	addr := serveBench(b, srv.Serve, srv.Shutdown)
+	addr := serveBench(b, "server", srv.Serve, srv.Shutdown)
 	b.Cleanup(func() {
 		if err := eng.Close(); err != nil {
 			b.Errorf("close engine: %v", err)
@@ -318,15 +319,17 @@ func awaitColumnStore(b *testing.B, eng *engine.Engine, ref engine.Ref) {
 
 // serveBench serves on a free loopback port until the benchmark ends and
 // returns the address. Cleanups run last-in first-out, so a server stops
-// before the engine it serves is closed.
-func serveBench(b *testing.B, serve func(net.Listener) error, shutdown func(context.Context) error) string {
+// before the engine it serves is closed. The server's goroutines carry the
+// profiler label side=name, so that a CPU profile of the benchmark tells
+// the two servers and the load loop apart (pprof -tagfocus side=server).
+func serveBench(b *testing.B, name string, serve func(net.Listener) error, shutdown func(context.Context) error) string {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- serve(ln) }()
+	go pprof.Do(context.Background(), pprof.Labels("side", name), func(context.Context) { served <- serve(ln) })
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -352,7 +355,7 @@ func startTrivialServer(b *testing.B, status int, body []byte) string {
 		},
 		Name: "trivial",
 	}
-	return serveBench(b, srv.Serve, srv.ShutdownWithContext)
+	return serveBench(b, "trivial", srv.Serve, srv.ShutdownWithContext)
 }
 
 // loadRequest fills req with request i of a load; the URI's host is set by

@@ -37,7 +37,13 @@ func (s *Server) transportLimits(h *fasthttp.Server) {
 	h.WriteTimeout = l.RequestTimeout
 	h.Concurrency = l.MaxConns
 	h.StreamRequestBody = true
-	h.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	// A request without a body reads nothing more: its deadline stays the
+	// headers' until the response, and the connection's timer is not
+	// moved once more per request.
+	h.HeaderReceived = func(rh *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if rh.ContentLength() == 0 {
+			return fasthttp.RequestConfig{}
+		}
 		return fasthttp.RequestConfig{ReadTimeout: l.RequestTimeout}
 	}
 	h.ConnState = func(c net.Conn, st fasthttp.ConnState) {
