@@ -374,7 +374,12 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // normalization, the web console, the /ws/{id} prefix, health, then
 // routing.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
-	start := time.Now()
+	// The server noted the time just before calling serve: no clock read
+	// of its own (a context made outside a server has none).
+	start := ctx.Time()
+	if start.IsZero() {
+		start = time.Now()
+	}
 	if s.metrics != nil {
 		s.metrics.begin()
 	}
