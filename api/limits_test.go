@@ -452,6 +452,33 @@ func TestHeaderAndIdleTimeouts(t *testing.T) {
 	t.Logf("idle connection closed after %v", closedWithin(idle, 3*time.Second))
 }
 
+// TestBodyReadTimeout: a body is read within RequestTimeout, not within
+// the header timeout: a body sent after a pause longer than the latter is
+// taken, and the connection serves on.
+func TestBodyReadTimeout(t *testing.T) {
+	ts := startServer(t, Options{Limits: Limits{ReadHeaderTimeout: 200 * time.Millisecond, RequestTimeout: 10 * time.Second}})
+	ts.createDB("b")
+	ts.createTable("b", "t", map[string]any{"name": "s", "type": "string"})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := "/ws/" + ts.info.WorkspaceID + "/db/b:main/tables/t/data/r1"
+	body := `{"s":"late"}`
+	fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
+		path, testKey, len(body))
+	time.Sleep(600 * time.Millisecond)
+	io.WriteString(c, body)
+	if resp, raw := readResponse(t, c); resp.StatusCode != 201 {
+		t.Fatalf("PUT after a pause: %d %s", resp.StatusCode, raw)
+	}
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", path, testKey)
+	if resp, raw := readResponse(t, c); resp.StatusCode != 200 || !strings.Contains(raw, "late") {
+		t.Fatalf("GET on the same connection: %d %s", resp.StatusCode, raw)
+	}
+}
+
 // TestShutdownCancels: Shutdown cancels a running query, closes idle and
 // half-sent connections at once, and returns long before its timeout; the
 // engine then closes with no snapshot left open.
