@@ -403,7 +403,7 @@ func BenchmarkQueryMixKinds(b *testing.B) {
 	get := queryFixtures(b)
 	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
 		records := apiQueryOptions()
-		for _, kind := range []string{"eq", "range", "eq-sort", "ranges-sort"} {
+		for _, kind := range []string{"eq", "range", "eq-sort", "ranges-sort", "contains", "includes-sort", "link-sort", "any-sort"} {
 			for _, api := range []bool{false, true} {
 				name := sizeLabel(n) + "/" + kind
 				if api {
