@@ -509,7 +509,10 @@ func (p *QueryPlan) explainLazy(t *rowTest, start time.Time, rows int) {
 // and setting the posting's bits once, and pays when the tests it is
 // expected to run save more:
 //
-//	dense build   words/lazyDenseWords + |P|/lazyDenseRows
+//	dense build   2·words/lazyDenseWords (clearing them, and writing the
+//	              containers of a dense part of the posting a word at a
+//	              time) + |A|/lazyDenseRows (|A|: the rows in the array
+//	              containers of its sparse parts, set one by one)
 //	saved         tests · (lazyPostingTest - lazyDenseTest)
 //
 // The words come from a pool and go back once the walk ends.
@@ -546,7 +549,8 @@ func (h *denseHeld) densify(t *rowTest, tests float64) {
 		h.densify(t.children[0], tests)
 	case testBits:
 		words := t.bits.DenseSize()
-		cost := float64(words)/lazyDenseWords + float64(t.bits.GetCardinality())/lazyDenseRows
+		// Bitmap and run containers are written a word at a time.
+		cost := float64(2*words)/lazyDenseWords + float64(t.bits.Stats().ArrayContainerValues)/lazyDenseRows
 		if words == 0 || tests*(lazyPostingTest-lazyDenseTest) <= cost {
 			return
 		}
