@@ -37,6 +37,12 @@ type rawJSON []byte
 
 // appendDoc appends a projected record: id, the metadata object, values.
 func (s *Server) appendDoc(b []byte, d *engine.Doc) []byte {
+	return s.appendDocMeta(b, d, func(b []byte) []byte { return appendMeta(b, d.Version, d.CreatedAt, d.UpdatedAt) })
+}
+
+// appendDocMeta appends a projected record as appendDoc does, its
+// metadata object written by meta.
+func (s *Server) appendDocMeta(b []byte, d *engine.Doc, meta func(b []byte) []byte) []byte {
 	keys := make([]string, 0, len(d.Values)+2)
 	for k, v := range d.Values {
 		if v != nil {
@@ -56,7 +62,7 @@ func (s *Server) appendDoc(b []byte, d *engine.Doc) []byte {
 		case "id":
 			b = appendString(b, d.ID)
 		case s.meta:
-			b = appendMeta(b, d.Version, d.CreatedAt, d.UpdatedAt)
+			b = meta(b)
 		default:
 			b = s.appendValue(b, d.Values[k])
 		}

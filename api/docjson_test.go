@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/coppice-db/coppice/engine"
 )
 
@@ -17,6 +19,76 @@ import (
 // exactly what encoding/json writes for the same rendered record.
 func TestAppendDocMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
+	randomValue := randomValues(rng)
+	s := &Server{meta: "svc"}
+	for i := 0; i < 2000; i++ {
+		d := randomDoc(rng, randomValue, 0)
+		want := encodingJSON(t, s.renderDoc(d))
+		if got := s.appendDoc(nil, d); !bytes.Equal(got, want) {
+			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// TestSearchResponseMatchesEncodingJSON: a search's answer is written as
+// encoding/json writes its records rendered as maps, with score, table and
+// highlight in their metadata.
+func TestSearchResponseMatchesEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	randomValue := randomValues(rng)
+	s := &Server{meta: "svc"}
+	for i := 0; i < 500; i++ {
+		res := &engine.SearchResult{TotalCount: rng.Intn(20000)}
+		if rng.Intn(3) == 0 {
+			res.Warning = "some <words> \"match\""
+		}
+		for j := rng.Intn(4); j > 0; j-- {
+			h := &engine.SearchHit{Doc: randomDoc(rng, randomValue, 0), Table: "t\u00e9", Score: rng.NormFloat64() * 10}
+			switch rng.Intn(3) {
+			case 0:
+				h.Highlight = map[string]any{}
+			case 1:
+				h.Highlight = map[string]any{"body": []string{"a <em>b</em> &amp;"}, "obj": map[string]any{"x": []string{"<em>é</em>", "y"}}}
+			}
+			res.Records = append(res.Records, h)
+		}
+		recs := []any{}
+		for _, h := range res.Records {
+			doc := s.renderDoc(h.Doc)
+			meta := doc[s.meta].(map[string]any)
+			meta["score"], meta["table"] = h.Score, h.Table
+			if h.Highlight != nil {
+				meta["highlight"] = h.Highlight
+			}
+			recs = append(recs, doc)
+		}
+		out := map[string]any{"records": recs, "totalCount": res.TotalCount}
+		if res.Warning != "" {
+			out["warning"] = res.Warning
+		}
+		want := encodingJSON(t, out)
+		ctx := &fasthttp.RequestCtx{}
+		s.writeSearch(&request{ctx: ctx}, res)
+		if got := ctx.Response.Body(); !bytes.Equal(got, want) {
+			t.Fatalf("answer %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// encodingJSON is v as encoding/json writes it, without escaping HTML.
+func encodingJSON(t *testing.T, v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// randomValues returns a maker of random record values of every kind the
+// record encoder knows, nested up to a depth.
+func randomValues(rng *rand.Rand) func(depth int) any {
 	strs := []string{"", "plain", "quote\"back\\slash", "ctl\x00\x01\x1f\n\r\t", "<&>", "é ☃ 𝄞", "bad\xffutf8", "line\u2028sep\u2029", "\x7f"}
 	floats := []float64{0, -0.0, 1, -1.5, 1e-7, 123456789e15, 1e21, 1e-6, 0.1, math.MaxFloat64, math.SmallestNonzeroFloat64, 3.14159}
 	var randomValue func(depth int) any
@@ -49,22 +121,7 @@ func TestAppendDocMatchesEncodingJSON(t *testing.T) {
 		}
 		return &engine.RevLinkResult{Records: []*engine.Doc{randomDoc(rng, randomValue, depth+1)}}
 	}
-	s := &Server{meta: "svc"}
-	for i := 0; i < 2000; i++ {
-		d := randomDoc(rng, randomValue, 0)
-		want, err := json.Marshal(s.renderDoc(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		enc.Encode(s.renderDoc(d))
-		want = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := s.appendDoc(nil, d); !bytes.Equal(got, want) {
-			t.Fatalf("record %d:\n got %s\nwant %s", i, got, want)
-		}
-	}
+	return randomValue
 }
 
 func randomDoc(rng *rand.Rand, value func(int) any, depth int) *engine.Doc {

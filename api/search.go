@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/fts"
@@ -188,22 +189,43 @@ func readBranchSearchBody(r *request) (engine.SearchRequest, error) {
 }
 
 // writeSearch sends {records, totalCount, warning?}: each record whole,
-// with score, table and highlight in its metadata.
+// with score, table and highlight in its metadata, appended to the
+// response's buffer as record reads are (docjson.go), keys in order.
 func (s *Server) writeSearch(r *request, res *engine.SearchResult) {
-	recs := make([]any, 0, len(res.Records))
-	for _, h := range res.Records {
-		doc := s.renderDoc(h.Doc)
-		meta := doc[s.meta].(map[string]any)
-		meta["score"] = h.Score
-		meta["table"] = h.Table
-		if h.Highlight != nil {
-			meta["highlight"] = h.Highlight
+	b := responseBody(r.ctx)
+	b = append(b, `{"records":[`...)
+	for i, h := range res.Records {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		recs = append(recs, doc)
+		b = s.appendDocMeta(b, h.Doc, func(b []byte) []byte { return s.appendHitMeta(b, h) })
 	}
-	out := map[string]any{"records": recs, "totalCount": res.TotalCount}
+	b = append(b, `],"totalCount":`...)
+	b = strconv.AppendInt(b, int64(res.TotalCount), 10)
 	if res.Warning != "" {
-		out["warning"] = res.Warning
+		b = append(b, `,"warning":`...)
+		b = appendString(b, res.Warning)
 	}
-	writeJSON(r.ctx, http.StatusOK, out)
+	writeBody(r.ctx, http.StatusOK, append(b, '}'))
+}
+
+// appendHitMeta appends the metadata object of a found record: the
+// record's, with its highlight (when on), score and table.
+func (s *Server) appendHitMeta(b []byte, h *engine.SearchHit) []byte {
+	d := h.Doc
+	b = append(b, `{"createdAt":`...)
+	b = appendTime(b, d.CreatedAt)
+	if h.Highlight != nil {
+		b = append(b, `,"highlight":`...)
+		b = s.appendValue(b, h.Highlight)
+	}
+	b = append(b, `,"score":`...)
+	b = appendFloat(b, h.Score)
+	b = append(b, `,"table":`...)
+	b = appendString(b, h.Table)
+	b = append(b, `,"updatedAt":`...)
+	b = appendTime(b, d.UpdatedAt)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendUint(b, d.Version, 10)
+	return append(b, '}')
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 )
@@ -30,6 +31,14 @@ import (
 // write left in the memtable into one per key, which every read would
 // otherwise fold again (a posting that a thousand single inserts touched
 // is a thousand operands), at the cost of writing the memtable once.
+//
+// A store that opens with files above its bottom level (the memtable the
+// log replayed, which opening flushes; the last writes before the process
+// stopped, whose idle compaction it never ran) keeps them for good: too
+// few for the storage's own compactions to be due, they sit over the key
+// ranges every read seeks, one more level for each to merge. So once the
+// store has had no write for the pause after opening, it is compacted
+// down to its bottom level, once, as Engine.Compact does.
 
 // DefaultCompactIdle is the pause in a table's writes after which the key
 // ranges they wrote are compacted (Options.CompactIdle 0).
@@ -95,17 +104,27 @@ type idleCompactor struct {
 	// lasts until Close.)
 	done chan struct{}
 
+	// settle is set while the compaction of the store after opening is
+	// due (there were files above the bottom level); opened is when it
+	// opened and lastWrite the last write noted since.
+	settle            bool
+	opened, lastWrite time.Time
+
 	runs, flushes, failures atomic.Int64
 	bytes                   atomic.Uint64
 	running                 atomic.Int64 // 1 while a table is being compacted
 }
 
 // pending counts the tables that took enough rows (idleTable.due) and wait
-// to go idle or to be compacted, the one being compacted included.
+// to go idle or to be compacted, the one being compacted included, and
+// the store's compaction after opening while it waits.
 func (c *idleCompactor) pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := int(c.running.Load())
+	if c.settle {
+		n++
+	}
 	for _, t := range c.written {
 		if t.due() {
 			n++
@@ -115,10 +134,27 @@ func (c *idleCompactor) pending() int {
 }
 
 // newIdleCompactor returns the compactor of e, which waits idle after a
-// table's last write.
+// table's last write, and after opening when e's store holds files above
+// its bottom level.
 func newIdleCompactor(e *Engine, idle time.Duration) *idleCompactor {
 	return &idleCompactor{e: e, idle: idle, written: map[layerTableKey]*idleTable{},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		settle: aboveBottom(e.pdb.Metrics()), opened: time.Now()}
+}
+
+// aboveBottom reports whether a level above the deepest one holding files
+// holds any.
+func aboveBottom(m *pebble.Metrics) bool {
+	bottom := len(m.Levels) - 1
+	for bottom > 0 && m.Levels[bottom].TablesCount == 0 {
+		bottom--
+	}
+	for l := range bottom {
+		if m.Levels[l].TablesCount > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // observer returns the write path's observer of database d.
@@ -163,6 +199,7 @@ func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.lastWrite = now
 	var k layerTableKey
 	var t *idleTable
 	prevBranch, prevTable := ^uint32(0), ^uint32(0)
@@ -201,12 +238,14 @@ const (
 	idleNothing idleWork = iota
 	idleCompact          // compact a table's key ranges
 	idleFlush            // flush the memtable
+	idleSettle           // compact the store after opening
 )
 
 // next picks the work due at now and marks it begun: the compaction of
 // the table idle longest among those due (k), else a flush when an idle
-// table is due for one. Without either, wait is how long until the first
-// work is due (0: none will be until more rows come).
+// table is due for one, else the compaction of the store after opening
+// once no write came for the pause. Without any, wait is how long until
+// the first work is due (0: none will be until more rows come).
 func (c *idleCompactor) next(now time.Time) (work idleWork, k layerTableKey, wait time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -231,6 +270,19 @@ func (c *idleCompactor) next(now time.Time) (work idleWork, k layerTableKey, wai
 			work = idleFlush
 		}
 	}
+	if work == idleNothing && c.settle {
+		due := c.opened
+		if c.lastWrite.After(due) {
+			due = c.lastWrite
+		}
+		if due = due.Add(c.idle); due.After(now) {
+			if w := due.Sub(now); wait == 0 || w < wait {
+				wait = w
+			}
+		} else {
+			work = idleSettle
+		}
+	}
 	switch work {
 	case idleCompact:
 		t := c.written[k]
@@ -241,6 +293,8 @@ func (c *idleCompactor) next(now time.Time) (work idleWork, k layerTableKey, wai
 		for _, t := range c.written {
 			t.fresh = 0
 		}
+	case idleSettle:
+		c.settle = false
 	default:
 		return work, k, wait
 	}
@@ -266,9 +320,12 @@ func (c *idleCompactor) run() {
 	for {
 		work, k, wait := c.next(time.Now())
 		if work != idleNothing {
-			if work == idleCompact {
+			switch work {
+			case idleCompact:
 				c.compact(ctx, k)
-			} else {
+			case idleSettle:
+				c.settleStore(ctx)
+			default:
 				c.flush(ctx)
 			}
 			if ctx.Err() != nil {
@@ -310,6 +367,33 @@ func (c *idleCompactor) compact(ctx context.Context, k layerTableKey) {
 		if err = c.e.pdb.Compact(ctx, lo, hi, false); err != nil {
 			break
 		}
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return
+	}
+	if err != nil {
+		c.failures.Add(1)
+	} else {
+		c.runs.Add(1)
+		c.bytes.Add(before)
+	}
+	c.e.obs.event(Event{Kind: EventIdleCompaction, Duration: time.Since(start), Bytes: before, Err: err})
+}
+
+// settleStore compacts the whole store to its bottom level, unless
+// nothing is left above it by now, and reports it as an
+// EventIdleCompaction; Bytes is what the store took on disk before.
+func (c *idleCompactor) settleStore(ctx context.Context) {
+	defer c.running.Store(0)
+	if !aboveBottom(c.e.pdb.Metrics()) {
+		return
+	}
+	start := time.Now()
+	// Every key starts with a namespace byte below 0xff.
+	lo, hi := []byte{0}, []byte{0xff}
+	before, err := c.e.pdb.EstimateDiskUsage(lo, hi)
+	if err == nil {
+		err = c.e.pdb.Compact(ctx, lo, hi, false)
 	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return

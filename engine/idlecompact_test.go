@@ -280,3 +280,89 @@ func TestIdleCompactionGrowth(t *testing.T) {
 	}
 	waitDone(2)
 }
+
+// TestIdleCompactionAfterOpen checks that a store reopened with files
+// above its bottom level (the writes its log replays, flushed on opening)
+// is compacted down to one level once it has been idle for the pause, and
+// reads as before; and that a store opened with none is left alone.
+func TestIdleCompactionAfterOpen(t *testing.T) {
+	db := openTestDB(t, Options{CompactIdle: -1})
+	insert := func(from, n int) {
+		t.Helper()
+		recs := make([]map[string]any, n)
+		for i := range recs {
+			recs[i] = map[string]any{"name": fmt.Sprint("x", (from+i)%7), "code": fmt.Sprintf("c%05d", from+i)}
+		}
+		if _, err := db.e.BulkInsert(context.Background(), db.ref("main"), "items", recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The bulk of the table at the bottom, the last writes above it.
+	insert(0, 1000)
+	if err := db.e.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	insert(1000, 20)
+	var mu sync.Mutex
+	var events []Event
+	const idle = 200 * time.Millisecond
+	db.opts.CompactIdle = idle
+	db.opts.OnEvent = func(ev Event) {
+		if ev.Kind == EventIdleCompaction {
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+		}
+	}
+	db.reopen()
+	if !aboveBottom(db.e.pdb.Metrics()) {
+		t.Fatalf("no file above the bottom level after reopening: %+v", db.e.pdb.Metrics().Levels)
+	}
+	before, err := db.scanTable("main", "items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before) != 1020 {
+		t.Fatalf("%d records", len(before))
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := db.e.Stats(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Storage.IdleCompactions == 1 && st.Storage.IdleCompactionsPending == 0 {
+			break
+		}
+		if st.Storage.IdleCompactions > 1 || st.Storage.IdleCompactionFailures > 0 || time.Now().After(deadline) {
+			t.Fatalf("idle compactions %d (%d failed, %d pending), want 1", st.Storage.IdleCompactions,
+				st.Storage.IdleCompactionFailures, st.Storage.IdleCompactionsPending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if aboveBottom(db.e.pdb.Metrics()) {
+		t.Errorf("files above the bottom level after the compaction: %+v", db.e.pdb.Metrics().Levels)
+	}
+	mu.Lock()
+	if len(events) != 1 || events[0].Err != nil || events[0].Bytes == 0 {
+		t.Errorf("events %+v", events)
+	}
+	mu.Unlock()
+	after, err := db.scanTable("main", "items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(before, after) {
+		t.Fatal("records differ after the compaction")
+	}
+
+	// Opened again with nothing above the bottom: nothing to do.
+	db.reopen()
+	if db.e.compactor.pending() != 0 {
+		t.Fatalf("%d idle compactions pending after opening a compacted store", db.e.compactor.pending())
+	}
+	time.Sleep(3 * idle)
+	if st, err := db.e.Stats(0); err != nil || st.Storage.IdleCompactions != 0 {
+		t.Fatalf("idle compactions %d after opening a compacted store (%v)", st.Storage.IdleCompactions, err)
+	}
+}

@@ -128,11 +128,12 @@ type StorageStats struct {
 	CompactionDebtBytes                uint64
 	CompactionTime                     time.Duration
 	// IdleCompactions counts the tables compacted after their bulk writes
-	// went idle (Options.CompactIdle), IdleCompactionFailures those that
-	// failed (logged), and IdleCompactedBytes what their key ranges took
-	// on disk before. IdleCompactionsPending are the tables that took a
-	// bulk's worth of rows and are not compacted yet: waiting for their
-	// writes to pause, or being compacted.
+	// went idle (Options.CompactIdle), and the store's compaction once idle
+	// after opening; IdleCompactionFailures those that failed (logged),
+	// and IdleCompactedBytes what their key ranges took on disk before.
+	// IdleCompactionsPending are the tables that took a bulk's worth of
+	// rows and are not compacted yet, and the store's compaction after
+	// opening while due: waiting for writes to pause, or being compacted.
 	IdleCompactions, IdleCompactionFailures int64
 	IdleCompactedBytes                      uint64
 	IdleCompactionsPending                  int

@@ -393,6 +393,66 @@ func BenchmarkQueryContainsMix(b *testing.B) {
 	}
 }
 
+// BenchmarkQueryMixKinds replays the queries of the benchmark suite's
+// filter mix (bench/gen Queries, as many as the suite draws) of one kind
+// at a time, page 20, one per op in turn: the parameters of every draw
+// (categories of every frequency, price windows over the whole range),
+// where BenchmarkQuery's cases hold one each. "/api" runs them as the API
+// does, through one record cache shared by the kinds, as the server's is.
+func BenchmarkQueryMixKinds(b *testing.B) {
+	get := queryFixtures(b)
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		records := apiQueryOptions()
+		for _, kind := range []string{"eq", "range", "eq-sort", "ranges-sort", "contains", "includes-sort", "link-sort", "any-sort"} {
+			for _, api := range []bool{false, true} {
+				name := sizeLabel(n) + "/" + kind
+				if api {
+					name += "/api"
+				}
+				b.Run(name, func(b *testing.B) {
+					f := get(b, n)
+					var ins []queryBody
+					for _, q := range f.g.Queries(160).Filter {
+						if q.Kind != kind {
+							continue
+						}
+						in := queryBody{Filter: q.Filter, Sort: q.Sort, Page: engine.PageInput{Size: &queryPage}}
+						if api {
+							in.Opts = records
+						}
+						ins = append(ins, in)
+					}
+					timeQueryTurns(b, f, ins)
+				})
+			}
+		}
+	}
+}
+
+// timeQueryTurns times the queries of ins in turn, one per op, after a
+// summary has the column store built and one pass has warmed the caches.
+func timeQueryTurns(b *testing.B, f *queryFixture, ins []queryBody) {
+	b.StopTimer()
+	if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, in := range ins {
+		timeQuery(b, f, in)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.StartTimer()
+	b.ResetTimer()
+	for i := range b.N {
+		_, d := timeQuery(b, f, ins[i%len(ins)])
+		lat = append(lat, d)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	reportLatency(b, "", lat)
+}
+
 // BenchmarkQueryAfterWrite times the contains query of BenchmarkQuery
 // right after a write it must see: "write" replaces one doc of main
 // before each query on main; "fork-write" forks main, writes one doc on

@@ -153,7 +153,8 @@ const (
 	EventEviction   = model.EventEviction
 	EventFlatten    = model.EventFlatten
 	// EventIdleCompaction is a table's key ranges compacted after its bulk
-	// writes went idle (Options.CompactIdle).
+	// writes went idle, or the store compacted once idle after opening
+	// with files above its bottom level (Options.CompactIdle).
 	EventIdleCompaction = model.EventIdleCompaction
 )
 

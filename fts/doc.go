@@ -31,7 +31,8 @@
 //     hold every word (until the count's cap, then on the rest only while
 //     they may reach the k best), scores column by column from the term and frequency
 //     bitmaps the candidates that may reach the k best (MaxScore over
-//     per-term bounds: the same hits and scores as scoring every match),
+//     per-term bounds, then a bound per record from its partial score:
+//     the same hits and scores as scoring every match),
 //     adds the boosters and keeps the k best in a bounded heap; Ranked
 //     orders the hits of several tables.
 //

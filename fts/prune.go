@@ -25,10 +25,15 @@ package fts
 // holds it (a term it holds, so its score for the group is at least
 // that), plus the least the boosters add. It starts from the first tiers
 // that hold a few thousand rows, and is raised once from all the tiers it
-// found essential. The rows of the essential tiers are then scored
-// exactly, every group and every posting, and offered to the k best. The
-// rows kept are those an exhaustive scoring keeps, with the same scores to
-// the bit: a row is scored by the same sums in the same order either way.
+// found essential. A row's lower bound is also its exact score for the
+// groups those tiers cover, which gives it an upper bound of its own: per
+// group the greater of that score and the best bound of the tiers left
+// out. The rows of the essential tiers whose own bound reaches the
+// threshold (the few that hold several of the words, in a common word's
+// large tiers) are then scored exactly, every group and every posting,
+// and offered to the k best. The rows kept are those an exhaustive
+// scoring keeps, with the same scores to the bit: a row is scored by the
+// same sums in the same order either way.
 
 import (
 	"cmp"
@@ -171,20 +176,23 @@ func (x *scorer) scorePruned(phrased *roaring.Bitmap, boosters boosterSet, boost
 		held += x.tierRows(&tiers[n]).GetCardinality()
 		n++
 	}
-	threshold, err := x.lowerBound(tiers[:n], phrased, top.k)
+	threshold, scored, err := x.lowerBound(tiers, n, phrased, top.k, boost)
 	if err != nil {
 		return err
 	}
-	e := essential(tiers, threshold+boost.lo, boost.hi, best)
-	if e > n {
-		if threshold, err = x.lowerBound(tiers[:e], phrased, top.k); err != nil {
+	if e := essential(tiers, threshold+boost.lo, boost.hi, best); e > n {
+		// The rows of all the essential tiers get a bound, which raises
+		// the threshold.
+		if _, scored, err = x.lowerBound(tiers, e, phrased, top.k, boost); err != nil {
 			return err
 		}
-		e = essential(tiers, threshold+boost.lo, boost.hi, best)
 	}
-	scored := x.unionTiers(tiers[:e])
-	if phrased != nil {
-		scored.And(phrased)
+	if scored == nil {
+		// Fewer than k rows hold a leading tier: every tier is essential.
+		scored = x.unionTiers(tiers)
+		if phrased != nil {
+			scored.And(phrased)
+		}
 	}
 	x.touched = scored // before scoring: free clears what a failure leaves
 	if err := x.addText(scored); err != nil {
@@ -239,31 +247,53 @@ func (x *scorer) unionTiers(tiers []tier) *roaring.Bitmap {
 }
 
 // lowerBound returns a score the text of at least k matching rows reaches
-// (those of phrased, when not nil): the kth best, over the rows of tiers,
-// of the sum over groups of the best score among the group's tiers a row
-// is in. -∞ when fewer than k rows are in tiers.
-func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float64, error) {
+// (those of phrased, when not nil): the kth best, over the rows of
+// tiers[:m], of the sum over groups of the best score among the group's
+// tiers a row is in. -∞ when fewer than k rows are in tiers[:m].
+//
+// Each term of that sum is the row's exact score for its group, as far as
+// the leading tiers go: the trailing ones, tiers[m:], may raise it to the
+// best of their bounds for the group, no more. So a row scores at most,
+// over groups, the greater of its score and that bound, plus the most the
+// boosters add. lowerBound also returns the rows of the leading tiers
+// whose upper bound is not below the threshold with the least the
+// boosters add: every row that may reach the k best is among them, as a
+// row in the trailing tiers only is below it (essential). nil with the
+// threshold -∞.
+func (x *scorer) lowerBound(tiers []tier, m int, phrased *roaring.Bitmap, k int, boost boostRange) (float64, *roaring.Bitmap, error) {
 	total, best := x.arrays()
 	sc := x.s
-	order := make([]int, len(tiers))
+	lead := tiers[:m]
+	// The most the trailing tiers give a row, in all (trail) and for each
+	// group: above that, a row's own score for a group raises its bound.
+	trail := boost.hi
+	bestTrail := make([]float64, len(x.groups))
+	for _, t := range tiers[m:] {
+		if t.bound > bestTrail[t.group] {
+			trail += t.bound - bestTrail[t.group]
+			bestTrail[t.group] = t.bound
+		}
+	}
+	excess := sc.excess[:len(total)]
+	order := make([]int, len(lead))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(i, j int) bool { return tiers[order[i]].group < tiers[order[j]].group })
+	sort.SliceStable(order, func(i, j int) bool { return lead[order[i]].group < lead[order[j]].group })
 	sc.seen = sc.seen[:0] // rows with a bound, each once
 	defer func() {
 		for _, row := range sc.seen {
-			total[row] = 0
+			total[row], excess[row] = 0, 0
 		}
 	}()
 	for i := 0; i < len(order); {
 		if err := x.ctx.Err(); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		g := tiers[order[i]].group
+		g := lead[order[i]].group
 		sc.held = sc.held[:0]
-		for ; i < len(order) && tiers[order[i]].group == g; i++ {
-			t := &tiers[order[i]]
+		for ; i < len(order) && lead[order[i]].group == g; i++ {
+			t := &lead[order[i]]
 			rows := x.tierRows(t)
 			if phrased != nil {
 				rows = roaring.And(rows, phrased)
@@ -280,11 +310,14 @@ func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float
 				sc.seen = append(sc.seen, row)
 			}
 			total[row] += best[row]
+			if over := best[row] - bestTrail[g]; over > 0 {
+				excess[row] += over
+			}
 			best[row] = 0
 		}
 	}
 	if len(sc.seen) < k {
-		return math.Inf(-1), nil
+		return math.Inf(-1), nil, nil
 	}
 	// The k best in a min-heap: its root is the kth best.
 	lows := sc.lows[:0]
@@ -317,5 +350,21 @@ func (x *scorer) lowerBound(tiers []tier, phrased *roaring.Bitmap, k int) (float
 		}
 	}
 	sc.lows = lows
-	return lows[0], nil
+	threshold := lows[0]
+	// The rows kept are marked, and the marks read back as a bitmap: one
+	// pass, where sorting them costs more.
+	marks := sc.marks
+	lo, hi := len(marks), -1
+	for _, row := range sc.seen {
+		if !below(trail+excess[row], threshold+boost.lo) {
+			marks[row/64] |= 1 << (row % 64)
+			lo, hi = min(lo, int(row/64)), max(hi, int(row/64))
+		}
+	}
+	if hi < 0 {
+		return threshold, roaring.New(), nil
+	}
+	out := roaring.FromDense(marks[:hi+1], true)
+	clear(marks[lo : hi+1])
+	return threshold, out, nil
 }

@@ -313,3 +313,53 @@ func TestPruneDifferential(t *testing.T) {
 		t.Fatalf("pruning skipped too little to be tested: %d of %d searches, %d of %d rows scored", pruned, searches, scored, matched)
 	}
 }
+
+// TestPruneRowBounds: the rows of a tier that pruning cannot skip
+// whole are skipped one by one when their scores so far, and the most
+// the other tiers may add, stay below the threshold. Here the few short
+// records of common words promise a score their long ones do not reach.
+func TestPruneRowBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var rows []uint32
+	var recs []*codec.Record
+	for i := range 4000 {
+		words := make([]string, 100+r.IntN(50))
+		if r.IntN(50) == 0 {
+			words = words[:3]
+		}
+		for j := range words {
+			words[j] = fmt.Sprintf("w%d", r.IntN(5000))
+		}
+		for _, w := range []struct {
+			term string
+			in   int // per thousand records
+		}{{"gamma", 10}, {"alpha", 100}, {"beta", 100}, {"delta", 400}} {
+			if r.IntN(1000) < w.in {
+				words[r.IntN(len(words))] = w.term
+			}
+		}
+		rec := &codec.Record{ID: fmt.Sprintf("d%06d", i), Version: 1}
+		rec.Set(colBody, codec.String(strings.Join(words, " ")))
+		rows, recs = append(rows, uint32(i)), append(recs, rec)
+	}
+	c := &corpus{src: newMemSource(corpusTable(), rows, recs)}
+	query, fuzz, prefix := "gamma alpha beta delta", 0.0, "disabled"
+	for _, k := range []int{5, 20} {
+		sc := searchCase{s: Settings{Query: &query, Fuzziness: &fuzz, Prefix: &prefix}, k: k, seed: 16, force: true,
+			desc: fmt.Sprintf("%q k %d", query, k)}
+		want, got := c.run(t, sc, true), c.run(t, sc, false)
+		if len(got.Hits) != len(want.Hits) {
+			t.Fatalf("%s: %d hits, exhaustive %d", sc.desc, len(got.Hits), len(want.Hits))
+		}
+		for j := range got.Hits {
+			if g, w := got.Hits[j], want.Hits[j]; g != w {
+				t.Fatalf("%s: hit %d is %+v, exhaustive %+v", sc.desc, j, g, w)
+			}
+		}
+		// The essential tiers hold over 400 rows; those that may reach
+		// the k best, a few more than k.
+		if got.scored > uint64(10*k+100) {
+			t.Errorf("%s: %d rows scored of %d matched", sc.desc, got.scored, want.Total)
+		}
+	}
+}

@@ -168,10 +168,13 @@ func (x *scorer) countMatches(limit uint64) uint64 {
 type scratch struct {
 	total []float64 // text score, then boosters, by row
 	best  []float64 // one group's best score by row
-	marks []uint64  // a bit per row: the rows being scored
-	held  []uint32  // the rows a group's postings hold
-	seen  []uint32  // the rows given a lower bound
-	lows  []float64 // a heap of the k best lower bounds
+	// excess is by row how much its scores for the groups exceed what
+	// the trailing tiers may give (lowerBound).
+	excess []float64
+	marks  []uint64  // a bit per row: the rows being scored
+	held   []uint32  // the rows a group's postings hold
+	seen   []uint32  // the rows given a lower bound
+	lows   []float64 // a heap of the k best lower bounds
 	// buf takes rows from bitmap iterators, one loop at a time: an array
 	// on the stack escapes to the heap through the iterator's interface.
 	buf [512]uint32
@@ -225,8 +228,10 @@ func (x *scorer) arrays() (total, best []float64) {
 		if cap(x.s.total) < n {
 			n := n + n/8
 			x.s.total, x.s.best, x.s.marks = make([]float64, n), make([]float64, n), make([]uint64, n/64+1)
+			x.s.excess = make([]float64, n)
 		}
 		x.s.total, x.s.best, x.s.marks = x.s.total[:n], x.s.best[:n], x.s.marks[:n/64+1]
+		x.s.excess = x.s.excess[:n]
 	}
 	return x.s.total, x.s.best
 }

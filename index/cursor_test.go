@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,4 +133,50 @@ func FuzzOpenCursor(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCursorQueries checks that the filter and sort of cursors read
+// through the cache read as ReadFilter and ReadSort read them, do not
+// alias the cursor's bytes, and that the cache stays bounded.
+func TestCursorQueries(t *testing.T) {
+	filter, sort := []byte(`{"a":{"$gt":1},"b":"x"}`), []byte(`[{"a":"desc"}]`)
+	for range 2 {
+		f, s, err := readCursorQuery(filter, sort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf, _ := ReadFilter(filter)
+		ws, _ := ReadSort(sort)
+		if string(f.JSON()) != string(wf.JSON()) || string(s.JSON()) != string(ws.JSON()) {
+			t.Fatalf("read %s %s, want %s %s", f.JSON(), s.JSON(), wf.JSON(), ws.JSON())
+		}
+	}
+	// The same bytes split otherwise are another filter and sort.
+	if f, s, err := readCursorQuery(filter[:0], append(bytes.Clone(filter), sort...)); err == nil {
+		t.Fatalf("read %s %s from a sort that is not one", f.JSON(), s.JSON())
+	}
+	// A cursor's buffer is the request's: the cache keeps copies.
+	mine := bytes.Clone(filter)
+	f, _, err := readCursorQuery(mine, sort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mine, strings.Repeat(" ", len(mine)))
+	if string(f.JSON()) != string(filter) {
+		t.Fatalf("cached filter %s changed with the cursor's bytes", f.JSON())
+	}
+	if f, _, err := readCursorQuery(filter, sort); err != nil || string(f.JSON()) != string(filter) {
+		t.Fatalf("read %s, %v after the cursor's bytes changed", f.JSON(), err)
+	}
+	for i := range 2 * maxCursorQueries {
+		if _, _, err := readCursorQuery([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cursorQueries.mu.Lock()
+	n := len(cursorQueries.m)
+	cursorQueries.mu.Unlock()
+	if n > maxCursorQueries {
+		t.Fatalf("%d cursor queries kept, at most %d wanted", n, maxCursorQueries)
+	}
 }

@@ -77,3 +77,57 @@ func must2[T, U any](a T, b U, err error) (T, U) {
 	}
 	return a, b
 }
+
+// TestCursorWalksShareQueries follows cursors of one filter and sort from
+// several goroutines at once, which share the decoded filter and sort of
+// the cursors (readCursorQuery): each walk must see every match once, in
+// the order of a walk alone.
+func TestCursorWalksShareQueries(t *testing.T) {
+	items, _, _ := filterTestTables("svc")
+	rows := map[uint32]*codec.Record{}
+	for i := range 300 {
+		rows[uint32(i)] = must(goldenRecord(items, fmt.Sprintf(`{"id": "r%03d", "count": %d, "price": %d.5, "active": %v}`, i, i%6, i%4, i%3 > 0)))
+	}
+	src := &memSource{t: items, rows: rows, dense: true, indexed: true}
+	size := 7
+	opts := QueryOptions{Secret: testSecret, MaxSize: 200, MaxOffset: 800, DefaultSize: 20}
+	walkAll := func() ([]uint32, error) {
+		in := QueryRequest{Filter: must(ReadFilter([]byte(`{"active": true, "count": {"$ge": 1}}`))),
+			Sort: must(ReadSort([]byte(`[{"price": "desc"}, {"count": "asc"}]`))), Page: PageInput{Size: &size}}
+		var got []uint32
+		for {
+			page, err := Query(context.Background(), src, in, opts)
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, page.Rows...)
+			if !page.More {
+				return got, nil
+			}
+			cursor := page.Cursor
+			in = QueryRequest{Page: PageInput{After: &cursor}}
+		}
+	}
+	want, err := walkAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 10*size {
+		t.Fatalf("%d matches: too few pages", len(want))
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			got, err := walkAll()
+			if err == nil && !slices.Equal(got, want) {
+				err = fmt.Errorf("walked %v, want %v", got, want)
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

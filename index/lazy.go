@@ -51,6 +51,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -83,6 +84,7 @@ const (
 	testFloats                    // a float range, on the value array
 	testValue                     // a range on the value store's values
 	testSubstring                 // a substring, on the trigram candidates and the value array
+	testDense                     // a row is in a posting, on the posting's words (densify)
 )
 
 // rowTest is a filter's plan turned into a test of one row: one rowTest
@@ -95,6 +97,7 @@ type rowTest struct {
 	children []*rowTest
 
 	bits    *roaring.Bitmap // testBits: the posting; testLive, testNot: the live rows
+	dense   []uint64        // testDense: the posting as one bit a row
 	present *roaring.Bitmap // testInts, testFloats: the rows with a value (nil: all, see sparse)
 	ints    []int64
 	floats  []float64
@@ -149,6 +152,9 @@ func (t *rowTest) holds(row uint32) bool {
 		return t.bits.Contains(row) && !t.children[0].eval(row)
 	case testBits:
 		return t.bits.Contains(row)
+	case testDense:
+		w := int(row >> 6)
+		return w < len(t.dense) && t.dense[w]&(1<<(row&63)) != 0
 	case testInts:
 		return int(row) < len(t.ints) && t.ib.holds(t.ints[row]) && t.has(row)
 	case testFloats:
@@ -429,6 +435,9 @@ func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explai
 		return nil, nil, false, err
 	}
 	p.limit, p.reverse = w.Limit, w.Reverse
+	var held denseHeld
+	defer held.release()
+	held.densify(t, lazyVisits(t, w.Limit, b.n, group))
 	cc := candidates{set: live, test: t, budget: lazyBudget(t, w.Limit, b.n, group)}
 	rows, keys, err = walk(ctx, src, cc, p.order, w, &p.sel)
 	switch {
@@ -490,4 +499,78 @@ func (p *QueryPlan) explainLazy(t *rowTest, start time.Time, rows int) {
 	sel.Time = time.Since(start)
 	sel.Estimated = min(uint64(p.limit), t.passed)
 	sel.Actual = uint64(rows)
+}
+
+// A posting's Contains finds the row's container among the posting's,
+// then the row in it: a binary search of an array container for a sparse
+// posting, several times the cost of a value array's compare. A walk that
+// tests many rows against a posting tests them instead on the posting
+// written out as one bit a row (testDense): that costs clearing the words
+// and setting the posting's bits once, and pays when the tests it is
+// expected to run save more:
+//
+//	dense build   2·words/lazyDenseWords (clearing them, and writing the
+//	              containers of a dense part of the posting a word at a
+//	              time) + |A|/lazyDenseRows (|A|: the rows in the array
+//	              containers of its sparse parts, set one by one)
+//	saved         tests · (lazyPostingTest - lazyDenseTest)
+//
+// The words come from a pool and go back once the walk ends.
+const (
+	lazyDenseWords = 16 // words cleared per unit
+	lazyDenseRows  = 4  // bits of a posting set per unit
+	lazyDenseTest  = 1
+)
+
+// denseWords holds the word slices of dense postings between walks.
+var denseWords = sync.Pool{New: func() any { return new([]uint64) }}
+
+// denseHeld is the pooled words a walk's tests hold, given back by
+// release.
+type denseHeld []*[]uint64
+
+// densify turns the postings of t that are expected to be tested often
+// enough into dense tests, given the rows t itself is expected to test.
+func (h *denseHeld) densify(t *rowTest, tests float64) {
+	switch t.kind {
+	case testAnd:
+		// Each child tests the rows its earlier siblings passed.
+		for _, c := range t.children {
+			h.densify(c, tests)
+			tests *= c.share
+		}
+	case testOr:
+		// Each child tests the rows its earlier siblings failed.
+		for _, c := range t.children {
+			h.densify(c, tests)
+			tests *= 1 - c.share
+		}
+	case testNot:
+		h.densify(t.children[0], tests)
+	case testBits:
+		words := t.bits.DenseSize()
+		// Bitmap and run containers are written a word at a time.
+		cost := float64(2*words)/lazyDenseWords + float64(t.bits.Stats().ArrayContainerValues)/lazyDenseRows
+		if words == 0 || tests*(lazyPostingTest-lazyDenseTest) <= cost {
+			return
+		}
+		buf := denseWords.Get().(*[]uint64)
+		if uint64(cap(*buf)) < words {
+			*buf = make([]uint64, words)
+		} else {
+			*buf = (*buf)[:words]
+			clear(*buf)
+		}
+		t.bits.WriteDenseTo(*buf)
+		t.kind, t.dense = testDense, *buf
+		*h = append(*h, buf)
+	}
+}
+
+// release gives the held words back to the pool.
+func (h *denseHeld) release() {
+	for _, buf := range *h {
+		denseWords.Put(buf)
+	}
+	*h = nil
 }

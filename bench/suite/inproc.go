@@ -142,9 +142,11 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// waitBuilds waits until none of stores is building a column store, up
-// to a bound past which it notes that what runs next, named by what, ran
-// during the builds.
+// waitBuilds waits until none of stores is building a column store or
+// has an idle compaction pending (a store opened with files above its
+// bottom level compacts them once idle, as the server's phases wait for
+// after theirs), up to a bound past which it notes that what runs next,
+// named by what, ran during the builds.
 func (s *suite) waitBuilds(what string, stores ...*engine.Engine) error {
 	for t0 := time.Now(); ; time.Sleep(250 * time.Millisecond) {
 		building := 0
@@ -153,13 +155,13 @@ func (s *suite) waitBuilds(what string, stores ...*engine.Engine) error {
 			if err != nil {
 				return err
 			}
-			building += st.BuildsInProgress
+			building += st.BuildsInProgress + st.Storage.IdleCompactionsPending
 		}
 		if building == 0 {
 			return nil
 		}
 		if time.Since(t0) > 5*time.Minute {
-			s.rep.note("in process: store builds still ran after %v; %s ran during them", time.Since(t0).Round(time.Second), what)
+			s.rep.note("in process: store builds or idle compactions still ran after %v; %s ran during them", time.Since(t0).Round(time.Second), what)
 			return nil
 		}
 	}
