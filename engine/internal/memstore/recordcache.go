@@ -175,7 +175,8 @@ type rowShard[V any] struct {
 type cachedView[V any] struct {
 	bc    *BitmapCache
 	hash  uint64 // the key of its recordShard
-	id    string
+	id    string // in idBuf when it fits (setID)
+	idBuf [inlineID]byte
 	row   uint32
 	epoch atomic.Uint64
 	t     *model.Table
@@ -183,13 +184,32 @@ type cachedView[V any] struct {
 	size  int
 }
 
+// inlineID is the longest record id an entry of a RecordCache keeps in
+// itself.
+const inlineID = 32
+
+// setID keeps a copy of id in cv: in the entry itself when it fits, so
+// that the entry and its id are one object for the collector, not two.
+func (cv *cachedView[V]) setID(id string) {
+	if len(id) > len(cv.idBuf) {
+		cv.id = strings.Clone(id)
+		return
+	}
+	n := copy(cv.idBuf[:], id)
+	cv.id = unsafe.String(&cv.idBuf[0], n)
+}
+
 // entrySize is the memory the cache takes for an entry of record id
-// besides its view: the entry, its copy of the id and its slots in the
-// two maps (a slot of key and value, a control byte, and the eighth of
-// slots a map keeps free).
+// besides its view: the entry, its copy of the id when the entry does
+// not hold it, and its slots in the two maps (a slot of key and value, a
+// control byte, and the eighth of slots a map keeps free).
 func entrySize[V any](id string) int {
 	const slot = (8 + 8 + 1) * 8 / 7
-	return int(unsafe.Sizeof(cachedView[V]{})) + len(id) + 2*slot
+	n := int(unsafe.Sizeof(cachedView[V]{})) + 2*slot
+	if len(id) > inlineID {
+		n += len(id)
+	}
+	return n
 }
 
 // Bytes returns the memory the cached records take, as the memory budget
@@ -386,7 +406,8 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 			return false
 		}
 	}
-	cv := &cachedView[V]{bc: bc, hash: h, id: strings.Clone(id), row: row, t: t, view: view, size: size}
+	cv := &cachedView[V]{bc: bc, hash: h, row: row, t: t, view: view, size: size}
+	cv.setID(id)
 	cv.epoch.Store(e)
 	if old != nil {
 		if old.bc == bc && old.id == id && old.t == t && old.epoch.Load() > e {
