@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"testing"
 	"time"
@@ -23,8 +24,9 @@ const heapProfileEnv = "COPPICE_BENCH_HEAP"
 // size, the query mix, a summary and searches have built its column
 // stores, orders, dictionaries, trigram indexes, search stores and cached
 // records. Each op is one forced collection; it reports the live heap,
-// its objects and the wall time of a collection, which is what a cycle
-// adds to the series of requests it lands in.
+// its objects, the bytes of it that may hold pointers (what a collection
+// scans) and the wall time of a collection, which is what a cycle adds to
+// the series of requests it lands in.
 func BenchmarkDerivedHeap(b *testing.B) {
 	loaded := queryFixtures(b)
 	caches := map[int]*engine.RecordCache{}
@@ -92,6 +94,9 @@ func BenchmarkDerivedHeap(b *testing.B) {
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-MiB")
 			b.ReportMetric(float64(ms.HeapObjects), "objects")
+			scan := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+			metrics.Read(scan)
+			b.ReportMetric(float64(scan[0].Value.Uint64())/(1<<20), "scan-MiB")
 			b.ReportMetric(float64(wall.Microseconds())/1e3/float64(b.N), "gc-ms")
 			if path := os.Getenv(heapProfileEnv); path != "" {
 				out, err := os.Create(path)
