@@ -79,7 +79,8 @@ func (t *trigramIndex) written(k uint32) *roaring.Bitmap {
 	if b == nil {
 		return nil
 	}
-	b = b.Clone() // its own containers, not frozen's
+	b = b.Clone()
+	b.CloneCopyOnWriteContainers() // its own containers, not frozen's
 	t.grams[k] = b
 	t.bytes += 64 + int64(b.GetSizeInBytes())
 	return b
