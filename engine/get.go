@@ -453,14 +453,18 @@ type RecordCache = memstore.RecordCache[*RecordView]
 // NewRecordCache returns a cache that holds about maxBytes of records.
 func NewRecordCache(maxBytes int) *RecordCache { return memstore.NewRecordCache[*RecordView](maxBytes) }
 
-// viewSize estimates the memory a cached view holds.
+// viewSize is the memory a cached view holds: the view and its fields,
+// and what of the record they keep: the one copy of its stored form its
+// strings share (about their bytes, and a few bytes of each field's
+// column, kind and number), the lists of multiple values and vectors.
 func viewSize(v *RecordView) int {
-	const entry = 288 // keys, entry, view header and the overhead of both maps
-	n := entry + 2*len(v.ID)
-	for _, f := range v.Fields {
-		n += 64 + len(f.Value.Str) + 8*len(f.Value.Vec)
-		for _, s := range f.Value.Strs {
-			n += 16 + len(s)
+	const storedField = 12 // a field's column, kind and number, stored
+	n := int(unsafe.Sizeof(*v)) + cap(v.Fields)*int(unsafe.Sizeof(FieldView{})) + len(v.ID)
+	for i := range v.Fields {
+		val := &v.Fields[i].Value
+		n += storedField + len(val.Str) + 8*cap(val.Vec) + int(unsafe.Sizeof(""))*cap(val.Strs)
+		for _, s := range val.Strs {
+			n += 1 + len(s)
 		}
 	}
 	return n

@@ -127,3 +127,45 @@ func TestDictionaryLimit(t *testing.T) {
 		t.Fatal("dictionary built past the limit")
 	}
 }
+
+// TestTrigramIndexCloneAfterWrites: a copy of a built trigram index and
+// the original share its frozen bytes, and the writes to each change
+// neither the other nor the bytes.
+func TestTrigramIndexCloneAfterWrites(t *testing.T) {
+	a := &Column{kind: codec.KindString}
+	for row := range uint32(200) {
+		a.set(row, codec.String(fmt.Sprint("value ", row)))
+	}
+	if _, _, ok := a.SubstringCandidates("lue", false); !ok {
+		t.Fatal("no trigram index")
+	}
+	b := &Column{kind: codec.KindString}
+	b.strs = a.strs
+	b.present = *a.present.Clone()
+	b.ix.tri = a.ix.tri.clone()
+	a.set(7, codec.String("other"))
+	b.set(9, codec.String("zzz"))
+	b.set(300, codec.String("new value"))
+	f := func(c *Column, sub string, want ...uint32) {
+		t.Helper()
+		rows, _, ok := c.SubstringCandidates(sub, false)
+		if !ok {
+			t.Fatalf("%q: no candidates", sub)
+		}
+		got := rows.ToArray()
+		if len(got) > 8 {
+			got = got[:8]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: rows %v, want %v", sub, got, want)
+		}
+	}
+	f(a, "lue", 0, 1, 2, 3, 4, 5, 6, 8)
+	f(b, "lue", 0, 1, 2, 3, 4, 5, 6, 7)
+	f(a, "the", 7)
+	f(b, "the")
+	f(b, "zzz", 9)
+	f(a, "zzz")
+	f(b, "new", 300)
+	f(a, "new")
+}

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -25,10 +26,91 @@ import (
 // then anyway, and building the index from the store's values, a chunk of
 // rows at a time, reads memory only.
 type trigramIndex struct {
+	// frozen holds the grams' rows as built, each gram's bitmap in
+	// roaring's portable form, at the span at names: one byte array and a
+	// map without pointers, instead of a bitmap and containers per gram
+	// that the collector would mark on every cycle. It is never written:
+	// the bitmaps read from it share its bytes.
+	frozen []byte
+	at     map[uint32]gramSpan
+	// grams holds the bitmaps of the grams written since the build, read
+	// from frozen on their first write; a gram here is not read from
+	// frozen again, and an empty one has no rows.
 	grams    map[uint32]*roaring.Bitmap
 	nonASCII roaring.Bitmap
 	bytes    int64 // the memory it takes, measured when built, then estimated
 }
+
+// gramSpan is where a gram's bitmap lies in a trigramIndex's frozen bytes.
+type gramSpan struct{ off, n uint32 }
+
+// gramSlot is what a key of a trigramIndex's at takes: the key and the
+// span, a control byte, and the eighth of slots a map keeps free.
+const gramSlot = (4 + 8 + 1) * 8 / 7
+
+// gram returns the rows of the gram of key k, nil for none. A bitmap read
+// from frozen is new, and is changed only by copying what changes.
+func (t *trigramIndex) gram(k uint32) *roaring.Bitmap {
+	if b, ok := t.grams[k]; ok {
+		if b.IsEmpty() {
+			return nil
+		}
+		return b
+	}
+	sp, ok := t.at[k]
+	if !ok {
+		return nil
+	}
+	b := roaring.New()
+	if _, err := b.FromBuffer(t.frozen[sp.off : sp.off+sp.n]); err != nil {
+		panic("memstore: trigram index: " + err.Error()) // written by freeze just before
+	}
+	return b
+}
+
+// written returns the bitmap of the gram of key k for a write to change,
+// moving it out of frozen on its first write; nil when the gram has no
+// rows.
+func (t *trigramIndex) written(k uint32) *roaring.Bitmap {
+	if b, ok := t.grams[k]; ok {
+		return b
+	}
+	b := t.gram(k)
+	if b == nil {
+		return nil
+	}
+	b = b.Clone()
+	b.CloneCopyOnWriteContainers() // its own containers, not frozen's
+	t.grams[k] = b
+	t.bytes += 64 + int64(b.GetSizeInBytes())
+	return b
+}
+
+// freeze writes the bitmaps of grams into frozen and empties grams.
+func (t *trigramIndex) freeze() {
+	n := 0
+	for _, b := range t.grams {
+		n += align8(int(b.GetSerializedSizeInBytes()))
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	t.at = make(map[uint32]gramSpan, len(t.grams))
+	for k, b := range t.grams {
+		off := buf.Len()
+		if _, err := b.WriteTo(buf); err != nil {
+			panic("memstore: trigram index: " + err.Error()) // a bytes.Buffer does not fail
+		}
+		t.at[k] = gramSpan{off: uint32(off), n: uint32(buf.Len() - off)}
+		// Each bitmap starts 8-byte aligned: its containers are read in
+		// place as arrays of words.
+		buf.Write(make([]byte, align8(buf.Len())-buf.Len()))
+	}
+	t.frozen = buf.Bytes()
+	clear(t.grams)
+	t.bytes += int64(cap(t.frozen)) + gramSlot*int64(len(t.at))
+}
+
+// align8 rounds n up to a multiple of 8.
+func align8(n int) int { return (n + 7) &^ 7 }
 
 // foldASCII upper-cases an ASCII letter and leaves every other byte.
 func foldASCII(b byte) byte {
@@ -145,8 +227,8 @@ func buildTrigrams(c *Column) *trigramIndex {
 	flush()
 	for _, b := range t.grams {
 		b.RunOptimize()
-		t.bytes += 64 + int64(b.GetSizeInBytes())
 	}
+	t.freeze()
 	t.nonASCII.AddMany(nonASCII)
 	t.bytes += int64(t.nonASCII.GetSizeInBytes())
 	return t
@@ -157,12 +239,8 @@ func buildTrigrams(c *Column) *trigramIndex {
 func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 	if had {
 		eachTrigram(old, func(k uint32) {
-			if b := t.grams[k]; b != nil && b.CheckedRemove(row) {
+			if b := t.written(k); b != nil && b.CheckedRemove(row) {
 				t.bytes -= 2
-				if b.IsEmpty() {
-					delete(t.grams, k)
-					t.bytes -= 64
-				}
 			}
 		})
 		t.nonASCII.Remove(row)
@@ -171,7 +249,7 @@ func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 		return
 	}
 	eachTrigram(v.Str, func(k uint32) {
-		b := t.grams[k]
+		b := t.written(k)
 		if b == nil {
 			b = roaring.New()
 			t.grams[k] = b
@@ -186,9 +264,10 @@ func (t *trigramIndex) update(row uint32, old string, had bool, v codec.Value) {
 	}
 }
 
-// clone returns a copy of t that changes apart from it.
+// clone returns a copy of t that changes apart from it. The copies share
+// the frozen bytes, which neither writes.
 func (t *trigramIndex) clone() *trigramIndex {
-	n := &trigramIndex{grams: make(map[uint32]*roaring.Bitmap, len(t.grams)), bytes: t.bytes}
+	n := &trigramIndex{frozen: t.frozen, at: t.at, grams: make(map[uint32]*roaring.Bitmap, len(t.grams)), bytes: t.bytes}
 	for k, b := range t.grams {
 		n.grams[k] = b.Clone()
 	}
@@ -228,18 +307,22 @@ func (c *Column) SubstringCandidates(sub string, fold bool) (rows, sure *roaring
 	// from here on it only is read.
 	t := ix.tri
 	ix.mu.Unlock()
-	var bms []*roaring.Bitmap
-	missing := false
+	var keys []uint32
 	eachTrigram(sub, func(k uint32) {
-		b := t.grams[k]
-		if b == nil {
-			missing = true
-			return
-		}
-		if !slices.Contains(bms, b) {
-			bms = append(bms, b)
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
 		}
 	})
+	bms := make([]*roaring.Bitmap, 0, len(keys))
+	missing := false
+	for _, k := range keys {
+		b := t.gram(k)
+		if b == nil {
+			missing = true
+			break
+		}
+		bms = append(bms, b)
+	}
 	switch {
 	case missing:
 		rows = roaring.New()

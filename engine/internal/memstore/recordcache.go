@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -174,13 +175,46 @@ type rowShard[V any] struct {
 type cachedView[V any] struct {
 	bc    *BitmapCache
 	hash  uint64 // the key of its recordShard
-	id    string
+	id    string // in idBuf when it fits (setID)
+	idBuf [inlineID]byte
 	row   uint32
 	epoch atomic.Uint64
 	t     *model.Table
 	view  V
 	size  int
 }
+
+// inlineID is the longest record id an entry of a RecordCache keeps in
+// itself.
+const inlineID = 32
+
+// setID keeps a copy of id in cv: in the entry itself when it fits, so
+// that the entry and its id are one object for the collector, not two.
+func (cv *cachedView[V]) setID(id string) {
+	if len(id) > len(cv.idBuf) {
+		cv.id = strings.Clone(id)
+		return
+	}
+	n := copy(cv.idBuf[:], id)
+	cv.id = unsafe.String(&cv.idBuf[0], n)
+}
+
+// entrySize is the memory the cache takes for an entry of record id
+// besides its view: the entry, its copy of the id when the entry does
+// not hold it, and its slots in the two maps (a slot of key and value, a
+// control byte, and the eighth of slots a map keeps free).
+func entrySize[V any](id string) int {
+	const slot = (8 + 8 + 1) * 8 / 7
+	n := int(unsafe.Sizeof(cachedView[V]{})) + 2*slot
+	if len(id) > inlineID {
+		n += len(id)
+	}
+	return n
+}
+
+// Bytes returns the memory the cached records take, as the memory budget
+// counts it: their views as Put was told, and the cache's entries.
+func (c *RecordCache[V]) Bytes() int64 { return c.total.Load() }
 
 // NewRecordCache returns a cache that holds about maxBytes of records.
 func NewRecordCache[V any](maxBytes int) *RecordCache[V] {
@@ -350,22 +384,30 @@ func (c *RecordCache[V]) empty() {
 }
 
 // Put caches the view of record id, stored in row, of bc's table, read at
-// epoch e with table t, which holds about size bytes, dropping other entries of its
-// shard, in the map's random order, while the shard is over its budget. It
-// reports whether it did: a record that would evict others is cached only
-// when it was read more often lately than the first of them (admitOver).
+// epoch e with table t, whose view takes size bytes (the entry adds its
+// own), dropping other entries of its shard, in the map's random order,
+// while the shard is over its budget. It reports whether it did: a record
+// that would evict others is cached only when it was read more often
+// lately than the first of them (admitOver).
 func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t *model.Table, view V, size int) bool {
 	h, s := c.slot(bc, id)
 	c.freq.add(h)
+	size += entrySize[V](id)
 	s.mu.Lock()
 	before := s.bytes
 	old := s.m[h]
-	if old == nil && s.bytes+size > c.limit && !c.admitOver(s, h) {
-		// Read no more often than what it would evict: the entries stay.
-		s.mu.Unlock()
-		return false
+	var victims []uint64 // the entries it evicts, when admitted over them
+	if old == nil && s.bytes+size > c.limit {
+		var buf [8]uint64
+		var ok bool
+		if victims, ok = c.admitOver(s, h, s.bytes+size-c.limit, buf[:0]); !ok {
+			// Read no more often than what it would evict: the entries stay.
+			s.mu.Unlock()
+			return false
+		}
 	}
-	cv := &cachedView[V]{bc: bc, hash: h, id: strings.Clone(id), row: row, t: t, view: view, size: size}
+	cv := &cachedView[V]{bc: bc, hash: h, row: row, t: t, view: view, size: size}
+	cv.setID(id)
 	cv.epoch.Store(e)
 	if old != nil {
 		if old.bc == bc && old.id == id && old.t == t && old.epoch.Load() > e {
@@ -381,14 +423,15 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 	s.m[h] = cv
 	s.bytes += cv.size
 	c.link(cv)
-	for victim, old := range s.m {
+	for _, victim := range victims {
+		c.evict(s, victim)
+	}
+	for victim := range s.m {
 		if s.bytes <= c.limit {
 			break
 		}
 		if victim != h {
-			delete(s.m, victim)
-			s.bytes -= old.size
-			c.unlink(old)
+			c.evict(s, victim)
 		}
 	}
 	total := c.total.Add(int64(s.bytes - before))
@@ -400,18 +443,38 @@ func (c *RecordCache[V]) Put(bc *BitmapCache, id string, row uint32, e uint64, t
 	return true
 }
 
+// evict drops the entry of key h from shard s, whose lock the caller
+// holds.
+func (c *RecordCache[V]) evict(s *recordShard[V], h uint64) {
+	if cv := s.m[h]; cv != nil {
+		delete(s.m, h)
+		s.bytes -= cv.size
+		c.unlink(cv)
+	}
+}
+
 // admitOver reports whether the entry of hash h may evict entries of
-// shard s, whose lock the caller holds: when it was read more often lately
-// than the first entry the eviction would drop. On a working set larger
+// shard s, whose lock the caller holds, to free need bytes: when it was
+// read more often lately than each of the entries the eviction would
+// drop, which it appends to victims and returns. On a working set larger
 // than the cache, read evenly, the cache then keeps what it holds rather
 // than trading each entry for the next read, which pays for a put, an
 // eviction and a new encoding per read and answers no more reads from the
 // cache.
-func (c *RecordCache[V]) admitOver(s *recordShard[V], h uint64) bool {
-	for victim := range s.m {
-		if victim != h {
-			return c.freq.estimate(h) > c.freq.estimate(victim)
+func (c *RecordCache[V]) admitOver(s *recordShard[V], h uint64, need int, victims []uint64) ([]uint64, bool) {
+	freq := c.freq.estimate(h)
+	for victim, cv := range s.m {
+		if need <= 0 {
+			break
 		}
+		if victim == h {
+			continue
+		}
+		if freq <= c.freq.estimate(victim) {
+			return nil, false
+		}
+		victims = append(victims, victim)
+		need -= cv.size
 	}
-	return true
+	return victims, true
 }

@@ -101,8 +101,9 @@ func TestRecordCacheAdmit(t *testing.T) {
 func TestRecordCacheKeepsFrequentEntries(t *testing.T) {
 	bc, _ := newTestCache(maxCachedBytes)
 	tab := &model.Table{}
-	c := NewRecordCache[string](recordCacheShards * 1000)
-	const hot = 1000 // ten bytes each: about half the cache
+	// Room for about 1,600 entries of views of ten bytes.
+	c := NewRecordCache[string](recordCacheShards * 100 * (10 + entrySize[string]("hot000")))
+	const hot = 1000
 	for i := range hot {
 		id := fmt.Sprint("hot", i)
 		if !c.Put(bc, id, uint32(i), 2, tab, id, 10) {
