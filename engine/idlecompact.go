@@ -368,16 +368,7 @@ func (c *idleCompactor) compact(ctx context.Context, k layerTableKey) {
 			break
 		}
 	}
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return
-	}
-	if err != nil {
-		c.failures.Add(1)
-	} else {
-		c.runs.Add(1)
-		c.bytes.Add(before)
-	}
-	c.e.obs.event(Event{Kind: EventIdleCompaction, Duration: time.Since(start), Bytes: before, Err: err})
+	c.compacted(ctx, start, before, err)
 }
 
 // settleStore compacts the whole store to its bottom level, unless
@@ -395,6 +386,13 @@ func (c *idleCompactor) settleStore(ctx context.Context) {
 	if err == nil {
 		err = c.e.pdb.Compact(ctx, lo, hi, false)
 	}
+	c.compacted(ctx, start, before, err)
+}
+
+// compacted counts and reports an idle compaction begun at start over
+// key ranges that took before bytes on disk; one its context cancelled
+// (the engine closing) is neither.
+func (c *idleCompactor) compacted(ctx context.Context, start time.Time, before uint64, err error) {
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return
 	}

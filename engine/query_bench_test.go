@@ -370,25 +370,7 @@ func BenchmarkQueryContainsMix(b *testing.B) {
 					ins = append(ins, queryBody{Filter: q.Filter, Page: engine.PageInput{Size: &queryPage}})
 				}
 			}
-			b.StopTimer()
-			if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
-				b.Fatal(err)
-			}
-			for _, in := range ins {
-				timeQuery(b, f, in)
-			}
-			lat := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			cpu0 := processCPU(b)
-			b.StartTimer()
-			b.ResetTimer()
-			for i := range b.N {
-				_, d := timeQuery(b, f, ins[i%len(ins)])
-				lat = append(lat, d)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-			reportLatency(b, "", lat)
+			timeQueryTurns(b, f, ins)
 		})
 	}
 }
