@@ -778,11 +778,13 @@ func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) {
 }
 
 // BenchmarkServeQueryMix is W3's eq class over loopback HTTP alone and
-// inside a mix with the eq-sort, range and ranges-sort classes, in turns within one run,
-// so that their ratio says what the other queries of the mix cost an eq
-// page (cache evictions, their garbage) on a shared machine. Each
-// iteration is one eq request, timed alone; in the mix phase the other
-// classes' requests follow it untimed. It reports the median of each phase
+// right after other classes, in turns within one run, so that their ratio
+// says what the others cost an eq page (cache evictions, their garbage,
+// work they leave running) on a shared machine: "after=mix" follows the
+// eq-sort, range, ranges-sort and any-sort classes, "after=any-sort" the
+// any-sort class alone, which the suite's mix sends right before eq. Each
+// iteration is one eq request, timed; in the mix phase the other classes'
+// requests precede it untimed. It reports the median of each phase
 // (alone-µs, mix-µs), their ratio and the collections per eq request.
 func BenchmarkServeQueryMix(b *testing.B) {
 	cfg := loadHTTPBenchConfig(b)
@@ -793,10 +795,24 @@ func BenchmarkServeQueryMix(b *testing.B) {
 	for lo := 0; lo < 400; lo += 13 {
 		ranges = append(ranges, fmt.Sprintf(`{"price":{"$ge":%d},"views":{"$lt":%d},"active":true}`, lo, 1000+lo*5))
 	}
-	classes := append(serveQueryClasses(), serveQueryClass{name: "ranges-sort", filters: ranges, sort: `{"price":"asc"}`})
+	// W3's any-sort class: a union of an equality and a range, sorted on
+	// two columns; the suite sends it right before eq.
+	var anys []string
+	for c := range 20 {
+		anys = append(anys, fmt.Sprintf(`{"$any":[{"category":"cat%d"},{"views":{"$ge":%d}}]}`, c, 90000+c*97))
+	}
+	anySort := serveQueryClass{name: "any-sort", filters: anys, sort: `[{"price":"desc"},{"created_at":"asc"}]`}
+	classes := append(serveQueryClasses(), serveQueryClass{name: "ranges-sort", filters: ranges, sort: `{"price":"asc"}`}, anySort)
 	post := queryPoster(b, srv)
 	send := func(q serveQueryClass, i int) { post(q.body(i)) }
 	warmQueries(b, srv, classes)
+	b.Run("after=mix", func(b *testing.B) { benchEqAfter(b, classes[0], classes[1:], send) })
+	b.Run("after=any-sort", func(b *testing.B) { benchEqAfter(b, classes[0], []serveQueryClass{anySort}, send) })
+}
+
+// benchEqAfter times eq requests alone and, in alternate phases, each
+// right after the requests of others, untimed.
+func benchEqAfter(b *testing.B, eq serveQueryClass, others []serveQueryClass, send func(serveQueryClass, int)) {
 	// A phase is long enough for the mix to evict what eq alone keeps.
 	const phase = 200
 	var alone, mix []time.Duration
@@ -822,14 +838,16 @@ func BenchmarkServeQueryMix(b *testing.B) {
 		if i > 0 && i%phase == 0 {
 			countGC(!inMix)
 		}
+		if inMix {
+			for _, q := range others {
+				send(q, i)
+			}
+		}
 		t0 := time.Now()
-		send(classes[0], i)
+		send(eq, i)
 		d := time.Since(t0)
 		if inMix {
 			mix = append(mix, d)
-			for _, q := range classes[1:] {
-				send(q, i)
-			}
 		} else {
 			alone = append(alone, d)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -130,4 +131,56 @@ func TestCursorWalksShareQueries(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestWalkTiesReuseKeys walks a two-key order whose first key ties on
+// every candidate: the keys of the rows weighed and dropped are reused
+// from walk to walk, so a walk allocates far less than a key per row.
+func TestWalkTiesReuseKeys(t *testing.T) {
+	items, _, _ := filterTestTables("svc")
+	rows := map[uint32]*codec.Record{}
+	const n = 2000
+	for i := range n {
+		line := fmt.Sprintf(`{"id": "r%04d", "count": 3, "price": %d.5, "active": true}`, i, i%97)
+		rows[uint32(i)] = must(goldenRecord(items, line))
+	}
+	src := &storedSource{memSource: &memSource{t: items, rows: rows, dense: true, indexed: true}, vals: map[*Column]ColumnValues{}}
+	ctx := context.Background()
+	cand := must(Matching(ctx, src, must(ReadFilter([]byte(`{"active": true}`)))))
+	o := must(ParseSort(items, must(ReadSort([]byte(`[{"count": "desc"}, {"price": "asc"}]`))).v))
+	want, _ := must2(selectHeap(ctx, src, cand, o, Window{Limit: 20}, nil))
+	var got []uint32
+	walkOnce := func() { got, _ = must2(walk(ctx, src, candidates{set: cand}, o, Window{Limit: 20}, nil)) }
+	walkOnce()
+	if !slices.Equal(got, want) {
+		t.Fatalf("walk: %v, want %v", got, want)
+	}
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		walkOnce()
+	}
+	runtime.ReadMemStats(&after)
+	perRow := float64(after.TotalAlloc-before.TotalAlloc) / runs / n
+	// A key of two values held for every row weighed is over 100 bytes.
+	if perRow > 64 {
+		t.Errorf("a walk over %d ties allocates %.1f bytes a row, want at most 64", n, perRow)
+	}
+}
+
+// storedSource is a memSource whose value stores are built once, as a
+// table's column store keeps them.
+type storedSource struct {
+	*memSource
+	vals map[*Column]ColumnValues
+}
+
+func (s *storedSource) Values(c *Column) (ColumnValues, error) {
+	if v, ok := s.vals[c]; ok {
+		return v, nil
+	}
+	v, err := s.memSource.Values(c)
+	s.vals[c] = v
+	return v, err
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -48,7 +49,25 @@ type keyReader struct {
 	// slab is where the values of the next keys are cut from: one
 	// allocation for many keys rather than one each.
 	slab []codec.Value
+	// tmp holds the values of the keys tempKey hands out, its first used
+	// of them; resetTemp lets the next keys reuse them.
+	tmp  *keyScratch
+	used int
 }
+
+// keyScratch is the room of keys that are weighed and mostly dropped: their
+// values, and the rows of a group with their keys.
+type keyScratch struct {
+	vals []codec.Value
+	rows []keyedRow
+}
+
+// keyScratches recycles the room of dropped keys, so that a walk over a
+// large group of ties leaves little garbage behind.
+var keyScratches = sync.Pool{New: func() any { return new(keyScratch) }}
+
+// maxScratchKeys bounds the room a reader gives back for reuse.
+const maxScratchKeys = 1 << 16
 
 // keySlabRows is how many keys' values a keyReader allocates at once.
 const keySlabRows = 32
@@ -81,12 +100,81 @@ func (kr *keyReader) via() string {
 
 // key returns the position of row; ok is false for a row that vanished.
 func (kr *keyReader) key(row uint32) (Key, bool, error) {
+	return kr.fill(row, kr.values())
+}
+
+// values returns room for the values of one key that the key keeps.
+func (kr *keyReader) values() []codec.Value {
 	n := len(kr.order.Keys)
 	if len(kr.slab) < n {
 		kr.slab = make([]codec.Value, n*keySlabRows)
 	}
-	k := Key{Values: kr.slab[:n:n]}
+	vals := kr.slab[:n:n]
 	kr.slab = kr.slab[n:]
+	return vals
+}
+
+// tempKey is key for a row that is weighed and mostly dropped: its values
+// are valid until the next resetTemp or release; own keeps them.
+func (kr *keyReader) tempKey(row uint32) (Key, bool, error) {
+	n := len(kr.order.Keys)
+	t := kr.scratch()
+	if len(t.vals)-kr.used < n {
+		// Keys cut from the old buffer stay valid: it is left to them.
+		t.vals = make([]codec.Value, max(2*len(t.vals), n*keySlabRows))
+		kr.used = 0
+	}
+	vals := t.vals[kr.used : kr.used+n : kr.used+n]
+	kr.used += n
+	return kr.fill(row, vals)
+}
+
+// own returns k with values of its own, out of the reader's temporary
+// buffer.
+func (kr *keyReader) own(k Key) Key {
+	vals := kr.values()
+	copy(vals, k.Values)
+	k.Values = vals
+	return k
+}
+
+// resetTemp lets the next temporary keys reuse the values of the ones
+// handed out so far, which must no longer be in use.
+func (kr *keyReader) resetTemp() {
+	if kr.tmp != nil {
+		// Cleared, so that the buffer holds on to no strings.
+		clear(kr.tmp.vals[:kr.used])
+	}
+	kr.used = 0
+}
+
+// scratch returns the reader's room for temporary keys.
+func (kr *keyReader) scratch() *keyScratch {
+	if kr.tmp == nil {
+		kr.tmp = keyScratches.Get().(*keyScratch)
+	}
+	return kr.tmp
+}
+
+// release gives the temporary buffer back for other readers once no
+// temporary key is in use.
+func (kr *keyReader) release() {
+	if kr.tmp == nil {
+		return
+	}
+	kr.resetTemp()
+	t := kr.tmp
+	kr.tmp = nil
+	clear(t.rows[:cap(t.rows)])
+	t.rows = t.rows[:0]
+	if len(t.vals) <= maxScratchKeys && cap(t.rows) <= maxScratchKeys {
+		keyScratches.Put(t)
+	}
+}
+
+// fill reads the key of row into vals.
+func (kr *keyReader) fill(row uint32, vals []codec.Value) (Key, bool, error) {
+	k := Key{Values: vals}
 	needRecord := kr.ids == nil
 	for _, v := range kr.vals {
 		if v == nil {
@@ -304,6 +392,7 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 		return rows, keys, nil
 	}
 	note.set("heap", kr.via())
+	defer kr.release()
 	// In reverse, the heap keeps the last rows: invert the order.
 	cmp := o.windowCompare(w)
 	h := &rowHeap{cmp: cmp}
@@ -313,7 +402,8 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			return nil, nil, err
 		}
 		row := it.Next()
-		k, ok, err := kr.key(row)
+		kr.resetTemp()
+		k, ok, err := kr.tempKey(row)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -327,11 +417,11 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			continue
 		}
 		if h.Len() < w.Limit {
-			heap.Push(h, keyedRow{row, k})
+			heap.Push(h, keyedRow{row, kr.own(k)})
 			continue
 		}
 		if cmp(k, h.rows[0].key) < 0 {
-			h.rows[0] = keyedRow{row, k}
+			h.rows[0] = keyedRow{row, kr.own(k)}
 			heap.Fix(h, 0)
 		}
 	}
@@ -403,6 +493,9 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys of a group are weighed from a temporary buffer; the rows
+	// taken keep theirs.
+	defer kr.release()
 	// Room for the window up front, for the windows of pages at least.
 	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
@@ -421,12 +514,14 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			cmp = func(a, b Key) int { return strings.Compare(b.ID, a.ID) }
 		}
 	}
-	// ks holds a group's rows with their keys, reused from group to group.
-	var ks []keyedRow
+	// ks holds a group's rows with their keys, reused from group to group
+	// and from walk to walk.
+	ks := kr.scratch().rows
+	defer func() { kr.tmp.rows = ks }()
 	// keep fills ks with the rows of a group within the window.
 	keep := func(group []uint32) error {
 		for _, row := range group {
-			k, ok, err := kr.key(row)
+			k, ok, err := kr.tempKey(row)
 			if err != nil {
 				return err
 			}
@@ -472,7 +567,7 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 				}
 			}
 			// Read from memory, a key is always there.
-			k, _, _ := kr.key(row)
+			k, _, _ := kr.tempKey(row)
 			ks = append(ks, keyedRow{row, k})
 		}
 	}
@@ -483,6 +578,7 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			return false, errLazySpent
 		}
 		ks = ks[:0]
+		kr.resetTemp()
 		if byID {
 			keepByID(group)
 		} else if err := keep(group); err != nil {
@@ -501,7 +597,7 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 				return false, nil
 			}
 			rows = append(rows, k.row)
-			keys = append(keys, k.key)
+			keys = append(keys, kr.own(k.key))
 		}
 		return !full(), nil
 	}
