@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,24 +38,32 @@ func TestRecordCacheBytes(t *testing.T) {
 		}
 	}
 	read(nil) // what reads build besides the cache is built before
-	c := NewRecordCache(64 << 20)
 	heap := func() int64 {
 		var ms runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
 		return int64(ms.HeapAlloc)
 	}
-	before := heap()
-	read(c)
-	read(c) // a record is cached at its second read
-	took := heap() - before
-	counted := c.Bytes()
-	runtime.KeepAlive(c)
-	t.Logf("counted %d, took %d", counted, took)
-	if counted < n*500 {
-		t.Fatalf("the cache counts %d bytes for %d records: not all of them cached", counted, n)
+	// The heap is the process's: whatever else runs in it (the storage
+	// engine's background work, goroutines of earlier tests winding down)
+	// moves it too. Three caches filled in turn, the median ratio judged.
+	ratios := make([]float64, 3)
+	for i := range ratios {
+		c := NewRecordCache(64 << 20)
+		before := heap()
+		read(c)
+		read(c) // a record is cached at its second read
+		took := heap() - before
+		counted := c.Bytes()
+		runtime.KeepAlive(c)
+		t.Logf("counted %d, took %d", counted, took)
+		if counted < n*500 {
+			t.Fatalf("the cache counts %d bytes for %d records: not all of them cached", counted, n)
+		}
+		ratios[i] = float64(counted) / float64(took)
 	}
-	if r := float64(counted) / float64(took); r < 0.8 || r > 1.25 {
-		t.Errorf("the cache counts %d bytes, its records took %d of the heap (%.2f×)", counted, took, r)
+	slices.Sort(ratios)
+	if r := ratios[1]; r < 0.8 || r > 1.25 {
+		t.Errorf("the cache counts %.2f× what its records took of the heap (median of %.2f)", r, ratios)
 	}
 }
