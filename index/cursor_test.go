@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -178,5 +179,16 @@ func TestCursorQueries(t *testing.T) {
 	cursorQueries.mu.Unlock()
 	if n > maxCursorQueries {
 		t.Fatalf("%d cursor queries kept, at most %d wanted", n, maxCursorQueries)
+	}
+	// A filter larger than an entry may be is read, and not kept.
+	large := []byte(`{"s":"` + strings.Repeat("x", maxCursorQueryBytes) + `"}`)
+	if f, _, err := readCursorQuery(large, sort); err != nil || string(f.JSON()) != string(large) {
+		t.Fatalf("read %.40s…, %v from a large filter", f.JSON(), err)
+	}
+	cursorQueries.mu.Lock()
+	_, kept := cursorQueries.m[string(binary.AppendUvarint(nil, uint64(len(large))))+string(large)+string(sort)]
+	cursorQueries.mu.Unlock()
+	if kept {
+		t.Fatalf("a filter of %d bytes was kept, at most %d wanted", len(large), maxCursorQueryBytes)
 	}
 }

@@ -300,8 +300,9 @@ func Matching(ctx context.Context, src Source, f Filter) (*roaring.Bitmap, error
 // again costs a page read from the record cache about a tenth of its
 // time, which a first page, whose filter and sort come decoded, does not
 // pay here. Decoded values are only read (Bind, ParseSort), so pages
-// share them. At most maxCursorQueries are kept; a full cache starts
-// over.
+// share them. At most maxCursorQueries are kept, each of at most
+// maxCursorQueryBytes of JSON (a larger one is decoded every time); a
+// full cache starts over.
 var cursorQueries struct {
 	mu sync.Mutex
 	m  map[string]cursorQuery
@@ -313,12 +314,24 @@ type cursorQuery struct {
 	sort   Sort
 }
 
-// maxCursorQueries bounds cursorQueries.
-const maxCursorQueries = 512
+// maxCursorQueries and maxCursorQueryBytes bound cursorQueries: 512
+// entries of at most 4 KiB of filter and sort, about 2 MiB of keys.
+const (
+	maxCursorQueries    = 512
+	maxCursorQueryBytes = 4 << 10
+)
 
 // readCursorQuery reads the filter and sort a cursor carries, as
 // ReadFilter and ReadSort do, through cursorQueries.
 func readCursorQuery(filter, sort []byte) (Filter, Sort, error) {
+	if len(filter)+len(sort) > maxCursorQueryBytes {
+		f, err := ReadFilter(filter)
+		if err != nil {
+			return Filter{}, Sort{}, err
+		}
+		so, err := ReadSort(sort)
+		return f, so, err
+	}
 	key := binary.AppendUvarint(make([]byte, 0, 2+len(filter)+len(sort)), uint64(len(filter)))
 	key = append(append(key, filter...), sort...)
 	cursorQueries.mu.Lock()
