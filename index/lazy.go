@@ -405,7 +405,7 @@ func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explai
 		return nil, nil, false, nil
 	}
 	if len(p.order.Keys) == 0 {
-		order, _, err := idOrder(src)
+		order, _, _, err := idOrder(src)
 		if err != nil || order == nil {
 			return nil, nil, false, err
 		}

@@ -26,6 +26,16 @@ type OrderedValues interface {
 	Order() []uint32
 }
 
+// RowOrderedValues is an OrderedValues that also tells when its order is
+// the rows' own: every row's value is above the value of each row before
+// it, as the record ids are when a table's ids grow with its inserts.
+type RowOrderedValues interface {
+	OrderedValues
+	// OrderByRow returns what Order returns, and whether that is the
+	// rows of Present in ascending row order.
+	OrderByRow() (order []uint32, byRow bool)
+}
+
 // CodedValues is a ColumnValues of a string column with few distinct
 // values that also codes each row's value as a small integer.
 type CodedValues interface {
@@ -276,6 +286,34 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand func(row uint
 	return true, nil
 }
 
+// walkRowOrder is walkIDOrder over an order that is the rows' own: the
+// rows of cand within the window, order[0] to order[len(order)-1], that
+// hold an id, in ascending row order, up to limit of them, appended to
+// rows and keys.
+func walkRowOrder(ctx context.Context, order []uint32, ids PackedStrings, present, cand *roaring.Bitmap, limit int, rows []uint32, keys []Key) ([]uint32, []Key, error) {
+	if len(order) == 0 {
+		return rows, keys, nil
+	}
+	first, last := order[0], order[len(order)-1]
+	it := cand.Iterator()
+	it.AdvanceIfNeeded(first)
+	for n := 1; it.HasNext() && len(rows) < limit; n++ {
+		if err := checkContext(ctx, n); err != nil {
+			return rows, keys, err
+		}
+		row := it.Next()
+		if row > last {
+			break
+		}
+		if !present.Contains(row) {
+			continue
+		}
+		rows = append(rows, row)
+		keys = append(keys, Key{Values: []codec.Value{}, ID: ids.At(row)})
+	}
+	return rows, keys, nil
+}
+
 // scanBounds converts scan bounds to an interval of the array's type.
 func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (bounds[T], bool) {
 	var out bounds[T]
@@ -298,30 +336,44 @@ func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (
 
 // idOrder returns the record ids' in-memory order and the ids by row, or a
 // nil order when the id store keeps none; it builds the order on first use.
-func idOrder(src Source) (order []uint32, ids PackedStrings, err error) {
+// When the order is the rows' own (RowOrderedValues), it also returns the
+// rows holding an id, else nil present.
+func idOrder(src Source) (order []uint32, ids PackedStrings, present *roaring.Bitmap, err error) {
 	vals, err := src.Values(IDColumn)
 	if err != nil || vals == nil {
-		return nil, PackedStrings{}, err
+		return nil, PackedStrings{}, nil, err
 	}
 	ov, ok := vals.(OrderedValues)
 	if !ok {
-		return nil, PackedStrings{}, nil
+		return nil, PackedStrings{}, nil, nil
 	}
 	ids = ov.Strings()
-	if p := ov.Present(); ids.Len() == 0 || !p.IsEmpty() && int(p.Maximum()) >= ids.Len() {
-		return nil, PackedStrings{}, nil
+	p := ov.Present()
+	if ids.Len() == 0 || !p.IsEmpty() && int(p.Maximum()) >= ids.Len() {
+		return nil, PackedStrings{}, nil, nil
 	}
-	order = ov.Order()
+	byRow := false
+	if rv, ok := ov.(RowOrderedValues); ok {
+		order, byRow = rv.OrderByRow()
+	} else {
+		order = ov.Order()
+	}
 	if order == nil {
-		return nil, PackedStrings{}, nil
+		return nil, PackedStrings{}, nil, nil
 	}
-	return order, ids, nil
+	if byRow {
+		present = p
+	}
+	return order, ids, present, nil
 }
 
 // walkIDOrder produces the default order (ascending id) by walking the
 // ids' in-memory order within the window's cursors, taking the rows that
-// are candidates until the window is full.
-func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, cc candidates, w Window) ([]uint32, []Key, error) {
+// are candidates until the window is full. With present not nil (the
+// order is the rows' own, idOrder), a forward walk over a candidate set
+// takes the set's rows in row order instead: the same rows, without
+// visiting the rows between them.
+func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, present *roaring.Bitmap, cc candidates, w Window) ([]uint32, []Key, error) {
 	lo, hi := 0, len(order)
 	if w.After != nil {
 		after := w.After.ID
@@ -334,6 +386,9 @@ func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, cc cand
 	// Room for the window up front, for the windows of pages at least.
 	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
+	if present != nil && cc.test == nil && !w.Reverse {
+		return walkRowOrder(ctx, order[lo:hi], ids, present, cc.set, w.Limit, rows, keys)
+	}
 	n := 0
 	// visit takes row when it is a candidate and reports whether the
 	// window wants more.

@@ -120,7 +120,8 @@ func TestOrderedColumn(t *testing.T) {
 // TestWalkIDOrder compares walks of the ids' in-memory order with the heap
 // over the candidates' ids, on random ids that rows gain and lose between
 // rounds, for random candidates, windows, cursors and both directions, the
-// candidates given as a set and as a lazy test.
+// candidates given as a set and as a lazy test. Every other round the ids
+// grow with the rows, and the walk takes the candidates in row order.
 func TestWalkIDOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	const n = 5000
@@ -145,7 +146,9 @@ func TestWalkIDOrder(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
+	random := ids
 	for round := range 40 {
+		ids = random
 		// Inserts take free rows; deletes clear rows; updates change ids.
 		for range rng.Intn(200) {
 			row := uint32(rng.Intn(n))
@@ -158,8 +161,23 @@ func TestWalkIDOrder(t *testing.T) {
 				present.Add(row)
 			}
 		}
+		if round%2 == 1 {
+			// Ids that grow with the rows, of varying lengths.
+			ids = make([]string, n)
+			for row := range present.Iterate {
+				w := 4 + int(row)/1000
+				ids[row] = fmt.Sprintf("r%d%0*d", w, w, row)
+			}
+		}
 		order := present.ToArray()
 		slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
+		var byRow *roaring.Bitmap
+		if slices.IsSorted(order) {
+			byRow = present
+		}
+		if byRow == nil && round%2 == 1 {
+			t.Fatal("ids that grow with the rows are not in row order")
+		}
 		kr := &keyReader{ids: memIndexed{&memDense{strs: ids, present: *present}}}
 		for range 30 {
 			cand := roaring.New()
@@ -186,7 +204,7 @@ func TestWalkIDOrder(t *testing.T) {
 				t.Fatal("no heap over the ids")
 			}
 			name := fmt.Sprintf("round %d, %d candidates, window %+v", round, cand.GetCardinality(), w)
-			got, keys, err := walkIDOrder(ctx, order, packStrings(ids), candidates{set: cand}, w)
+			got, keys, err := walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: cand}, w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +217,7 @@ func TestWalkIDOrder(t *testing.T) {
 				}
 			}
 			test := &rowTest{kind: testBits, bits: cand}
-			got, _, err = walkIDOrder(ctx, order, packStrings(ids), candidates{set: present, test: test, budget: n}, w)
+			got, _, err = walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: present, test: test, budget: n}, w)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("%s: lazy walk %v (%v), heap %v", name, got, err, want)
 			}
@@ -210,7 +228,7 @@ func TestWalkIDOrder(t *testing.T) {
 			// walk.
 			if test.tested > 1 && len(want) == w.Limit {
 				short := &rowTest{kind: testBits, bits: cand}
-				_, _, err = walkIDOrder(ctx, order, packStrings(ids), candidates{set: present, test: short, budget: test.tested / 2}, w)
+				_, _, err = walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: present, test: short, budget: test.tested / 2}, w)
 				if !errors.Is(err, errLazySpent) {
 					t.Fatalf("%s: a walk over budget ends with %v", name, err)
 				}

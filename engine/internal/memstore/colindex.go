@@ -52,6 +52,7 @@ type colIndex struct {
 	hasOrder bool
 	stale    roaring.Bitmap
 	noOrder  bool // the values had no order (a NaN) when last tried
+	byRow    bool // order is in ascending row order, when hasOrder
 
 	dict   *colDict
 	noDict bool // the column had too many values for a dictionary
@@ -85,26 +86,38 @@ func (c *Column) written(row uint32, v codec.Value) {
 	}
 }
 
-var _ index.OrderedValues = (*Column)(nil)
+var (
+	_ index.OrderedValues    = (*Column)(nil)
+	_ index.RowOrderedValues = (*Column)(nil)
+)
 
 // Order returns the rows holding a value in ascending order of value, rows
 // of equal value in ascending row order, for an int, datetime, float or
 // string column (strings by bytes; nil for others, or for a float column
 // holding NaN). It implements index.OrderedValues.
 func (c *Column) Order() []uint32 {
+	order, _ := c.OrderByRow()
+	return order
+}
+
+// OrderByRow returns Order, and whether it is the rows in ascending row
+// order (each row's value above those of the rows before it), which the
+// build notes in one pass over the order it made. It implements
+// index.RowOrderedValues.
+func (c *Column) OrderByRow() ([]uint32, bool) {
 	switch c.kind {
 	case codec.KindInt, codec.KindDatetime, codec.KindFloat, codec.KindString:
 	default:
-		return nil
+		return nil, false
 	}
 	ix := &c.ix
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.hasOrder && ix.stale.IsEmpty() {
-		return ix.order
+		return ix.order, ix.byRow
 	}
 	if ix.noOrder {
-		return nil
+		return nil, false
 	}
 	var order []uint32
 	var ok bool
@@ -119,16 +132,16 @@ func (c *Column) Order() []uint32 {
 		order, ok = c.sortRows(c.present.ToArray())
 	}
 	if !ok {
-		ix.order, ix.hasOrder, ix.noOrder = nil, false, true
+		ix.order, ix.hasOrder, ix.noOrder, ix.byRow = nil, false, true, false
 		ix.stale.Clear()
-		return nil
+		return nil, false
 	}
 	if !ix.hasOrder || cap(order) != cap(ix.order) {
 		c.indexBuilt()
 	}
-	ix.order, ix.hasOrder = order, true
+	ix.order, ix.hasOrder, ix.byRow = order, true, slices.IsSorted(order)
 	ix.stale.Clear()
-	return order
+	return order, ix.byRow
 }
 
 // orderKey maps the value of row to a uint64 that sorts as the value does;

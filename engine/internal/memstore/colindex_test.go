@@ -169,3 +169,40 @@ func TestTrigramIndexCloneAfterWrites(t *testing.T) {
 	f(b, "new", 300)
 	f(a, "new")
 }
+
+// TestOrderByRow tells an order that is the rows' own from one that is
+// not, through the writes that make and break it.
+func TestOrderByRow(t *testing.T) {
+	c := &Column{kind: codec.KindString}
+	check := func(step string, want bool) {
+		t.Helper()
+		order, byRow := c.OrderByRow()
+		if !slices.Equal(order, c.Order()) {
+			t.Fatalf("%s: OrderByRow and Order differ", step)
+		}
+		if byRow != want || byRow != slices.IsSorted(order) {
+			t.Fatalf("%s: byRow %v, order %v", step, byRow, order)
+		}
+	}
+	for row := range uint32(100) {
+		c.set(row, codec.String(fmt.Sprintf("d%05d", row)))
+	}
+	check("ids that grow with the rows", true)
+	c.set(100, codec.String("d00000x"))
+	check("an insert below the last", false)
+	c.set(100, codec.Null())
+	check("its removal", true)
+	c.set(40, codec.String("d00040a"))
+	check("an update that keeps the order", true)
+	c.set(40, codec.String("z"))
+	check("an update that breaks it", false)
+	c.set(40, codec.Null())
+	check("a removal that mends it", true)
+	ints := &Column{kind: codec.KindInt}
+	for row := range uint32(10) {
+		ints.set(row, codec.Int(int64(10-row)))
+	}
+	if _, byRow := ints.OrderByRow(); byRow {
+		t.Fatal("descending ints are in row order")
+	}
+}
