@@ -405,8 +405,8 @@ func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explai
 		return nil, nil, false, nil
 	}
 	if len(p.order.Keys) == 0 {
-		order, _, _, err := idOrder(src)
-		if err != nil || order == nil {
+		ord, err := idOrder(src)
+		if err != nil || ord.order == nil {
 			return nil, nil, false, err
 		}
 	}

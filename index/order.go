@@ -26,14 +26,17 @@ type OrderedValues interface {
 	Order() []uint32
 }
 
-// RowOrderedValues is an OrderedValues that also tells when its order is
-// the rows' own: every row's value is above the value of each row before
-// it, as the record ids are when a table's ids grow with its inserts.
-type RowOrderedValues interface {
+// RunOrderedValues is an OrderedValues that also describes its order as
+// runs of rows in ascending row order, each run over rows no other run
+// reaches between its first and last, as the record ids are when a
+// table's ids grow with its inserts, batch by batch.
+type RunOrderedValues interface {
 	OrderedValues
-	// OrderByRow returns what Order returns, and whether that is the
-	// rows of Present in ascending row order.
-	OrderByRow() (order []uint32, byRow bool)
+	// OrderRuns returns what Order returns, and where each of its runs
+	// starts in it (the first at 0): rows ascend within a run, and the
+	// spans from a run's first row to its last do not overlap. runs is
+	// nil when the order has no such runs, or too many of them.
+	OrderRuns() (order, runs []uint32)
 }
 
 // CodedValues is a ColumnValues of a string column with few distinct
@@ -286,32 +289,55 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand func(row uint
 	return true, nil
 }
 
-// walkRowOrder is walkIDOrder over an order that is the rows' own: the
-// rows of cand within the window, order[0] to order[len(order)-1], that
-// hold an id, in ascending row order, up to limit of them, appended to
-// rows and keys.
-func walkRowOrder(ctx context.Context, order []uint32, ids PackedStrings, present, cand *roaring.Bitmap, limit int, rows []uint32, keys []Key) ([]uint32, []Key, error) {
-	if len(order) == 0 {
-		return rows, keys, nil
-	}
-	first, last := order[0], order[len(order)-1]
-	it := cand.Iterator()
-	it.AdvanceIfNeeded(first)
-	for n := 1; it.HasNext() && len(rows) < limit; n++ {
-		if err := checkContext(ctx, n); err != nil {
-			return rows, keys, err
+// walkRuns is walkIDOrder over an order in runs (RunOrderedValues),
+// forward from position lo to hi: in each run, the rows of cand between
+// the run's first and last rows in the window that hold an id are the
+// run's candidates, in row order, as no other run reaches there. It
+// appends up to limit of them to rows and keys.
+func walkRuns(ctx context.Context, ord idOrdering, lo, hi int, cand *roaring.Bitmap, limit int, rows []uint32, keys []Key) ([]uint32, []Key, error) {
+	runs := ord.runs
+	r := sort.Search(len(runs), func(i int) bool { return int(runs[i]) > lo }) - 1
+	n := 0
+	for ; r < len(runs) && int(runs[r]) < hi && len(rows) < limit; r++ {
+		start, end := max(int(runs[r]), lo), hi
+		if r+1 < len(runs) {
+			end = min(end, int(runs[r+1]))
 		}
-		row := it.Next()
-		if row > last {
-			break
-		}
-		if !present.Contains(row) {
+		if start >= end {
 			continue
 		}
-		rows = append(rows, row)
-		keys = append(keys, Key{Values: []codec.Value{}, ID: ids.At(row)})
+		first, last := ord.order[start], ord.order[end-1]
+		it := cand.Iterator()
+		it.AdvanceIfNeeded(first)
+		for it.HasNext() && len(rows) < limit {
+			n++
+			if err := checkContext(ctx, n); err != nil {
+				return rows, keys, err
+			}
+			row := it.Next()
+			if row > last {
+				break
+			}
+			if ord.present.Contains(row) {
+				rows = append(rows, row)
+				keys = append(keys, Key{Values: []codec.Value{}, ID: ord.ids.At(row)})
+			}
+		}
 	}
 	return rows, keys, nil
+}
+
+// runsWalkCheaper reports whether walking an order in runs costs less
+// than a heap over n candidates (about one id comparison each): the walk
+// seeks the candidates once per run it enters, about one per run length
+// of rows it passes, and passes about limit·|live|/n rows.
+func runsWalkCheaper(ord idOrdering, n, limit int) bool {
+	if n == 0 {
+		return false
+	}
+	perRun := float64(len(ord.order)) / float64(len(ord.runs))
+	passed := float64(limit) * float64(len(ord.order)) / float64(n)
+	return 4*(passed/perRun+1) < float64(n)
 }
 
 // scanBounds converts scan bounds to an interval of the array's type.
@@ -334,46 +360,50 @@ func scanBounds[T int64 | float64](b Bounds, conv func(codec.Value) (T, bool)) (
 	return out, true
 }
 
-// idOrder returns the record ids' in-memory order and the ids by row, or a
-// nil order when the id store keeps none; it builds the order on first use.
-// When the order is the rows' own (RowOrderedValues), it also returns the
-// rows holding an id, else nil present.
-func idOrder(src Source) (order []uint32, ids PackedStrings, present *roaring.Bitmap, err error) {
+// idOrdering is the record ids' in-memory order (idOrder).
+type idOrdering struct {
+	order   []uint32
+	ids     PackedStrings
+	present *roaring.Bitmap
+	// runs is where the order's runs start (RunOrderedValues), or nil.
+	runs []uint32
+}
+
+// idOrder returns the record ids' in-memory order and the ids by row, with
+// a nil order when the id store keeps none; it builds the order on first
+// use.
+func idOrder(src Source) (idOrdering, error) {
 	vals, err := src.Values(IDColumn)
 	if err != nil || vals == nil {
-		return nil, PackedStrings{}, nil, err
+		return idOrdering{}, err
 	}
 	ov, ok := vals.(OrderedValues)
 	if !ok {
-		return nil, PackedStrings{}, nil, nil
+		return idOrdering{}, nil
 	}
-	ids = ov.Strings()
-	p := ov.Present()
-	if ids.Len() == 0 || !p.IsEmpty() && int(p.Maximum()) >= ids.Len() {
-		return nil, PackedStrings{}, nil, nil
+	out := idOrdering{ids: ov.Strings(), present: ov.Present()}
+	if p := out.present; out.ids.Len() == 0 || !p.IsEmpty() && int(p.Maximum()) >= out.ids.Len() {
+		return idOrdering{}, nil
 	}
-	byRow := false
-	if rv, ok := ov.(RowOrderedValues); ok {
-		order, byRow = rv.OrderByRow()
+	if rv, ok := ov.(RunOrderedValues); ok {
+		out.order, out.runs = rv.OrderRuns()
 	} else {
-		order = ov.Order()
+		out.order = ov.Order()
 	}
-	if order == nil {
-		return nil, PackedStrings{}, nil, nil
+	if out.order == nil {
+		return idOrdering{}, nil
 	}
-	if byRow {
-		present = p
-	}
-	return order, ids, present, nil
+	return out, nil
 }
 
 // walkIDOrder produces the default order (ascending id) by walking the
 // ids' in-memory order within the window's cursors, taking the rows that
-// are candidates until the window is full. With present not nil (the
-// order is the rows' own, idOrder), a forward walk over a candidate set
-// takes the set's rows in row order instead: the same rows, without
-// visiting the rows between them.
-func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, present *roaring.Bitmap, cc candidates, w Window) ([]uint32, []Key, error) {
+// are candidates until the window is full. A forward walk over a
+// candidate set of an order in runs takes each run's candidates in row
+// order instead (walkRuns): the same rows, without visiting the rows
+// between them.
+func walkIDOrder(ctx context.Context, ord idOrdering, cc candidates, w Window) ([]uint32, []Key, error) {
+	order, ids := ord.order, ord.ids
 	lo, hi := 0, len(order)
 	if w.After != nil {
 		after := w.After.ID
@@ -386,8 +416,8 @@ func walkIDOrder(ctx context.Context, order []uint32, ids PackedStrings, present
 	// Room for the window up front, for the windows of pages at least.
 	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
-	if present != nil && cc.test == nil && !w.Reverse {
-		return walkRowOrder(ctx, order[lo:hi], ids, present, cc.set, w.Limit, rows, keys)
+	if ord.runs != nil && cc.test == nil && !w.Reverse {
+		return walkRuns(ctx, ord, lo, hi, cc.set, w.Limit, rows, keys)
 	}
 	n := 0
 	// visit takes row when it is a candidate and reports whether the

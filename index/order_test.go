@@ -121,7 +121,8 @@ func TestOrderedColumn(t *testing.T) {
 // over the candidates' ids, on random ids that rows gain and lose between
 // rounds, for random candidates, windows, cursors and both directions, the
 // candidates given as a set and as a lazy test. Every other round the ids
-// grow with the rows, and the walk takes the candidates in row order.
+// grow with the rows batch by batch, the batches in a random order, and
+// the walk takes each batch's candidates in row order.
 func TestWalkIDOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	const n = 5000
@@ -162,21 +163,16 @@ func TestWalkIDOrder(t *testing.T) {
 			}
 		}
 		if round%2 == 1 {
-			// Ids that grow with the rows, of varying lengths.
-			ids = make([]string, n)
-			for row := range present.Iterate {
-				w := 4 + int(row)/1000
-				ids[row] = fmt.Sprintf("r%d%0*d", w, w, row)
-			}
+			ids = batchIDs(rng, present, n, round%4 == 1)
 		}
 		order := present.ToArray()
 		slices.SortStableFunc(order, func(a, b uint32) int { return strings.Compare(ids[a], ids[b]) })
-		var byRow *roaring.Bitmap
-		if slices.IsSorted(order) {
-			byRow = present
-		}
-		if byRow == nil && round%2 == 1 {
-			t.Fatal("ids that grow with the rows are not in row order")
+		ord := idOrdering{order: order, ids: packStrings(ids), present: present}
+		if round%2 == 1 {
+			ord.runs = naiveRuns(order, present)
+			if ord.runs == nil {
+				t.Fatal("ids that grow with the rows batch by batch make no runs")
+			}
 		}
 		kr := &keyReader{ids: memIndexed{&memDense{strs: ids, present: *present}}}
 		for range 30 {
@@ -204,7 +200,7 @@ func TestWalkIDOrder(t *testing.T) {
 				t.Fatal("no heap over the ids")
 			}
 			name := fmt.Sprintf("round %d, %d candidates, window %+v", round, cand.GetCardinality(), w)
-			got, keys, err := walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: cand}, w)
+			got, keys, err := walkIDOrder(ctx, ord, candidates{set: cand}, w)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +213,7 @@ func TestWalkIDOrder(t *testing.T) {
 				}
 			}
 			test := &rowTest{kind: testBits, bits: cand}
-			got, _, err = walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: present, test: test, budget: n}, w)
+			got, _, err = walkIDOrder(ctx, ord, candidates{set: present, test: test, budget: n}, w)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("%s: lazy walk %v (%v), heap %v", name, got, err, want)
 			}
@@ -228,13 +224,50 @@ func TestWalkIDOrder(t *testing.T) {
 			// walk.
 			if test.tested > 1 && len(want) == w.Limit {
 				short := &rowTest{kind: testBits, bits: cand}
-				_, _, err = walkIDOrder(ctx, order, packStrings(ids), byRow, candidates{set: present, test: short, budget: test.tested / 2}, w)
+				_, _, err = walkIDOrder(ctx, ord, candidates{set: present, test: short, budget: test.tested / 2}, w)
 				if !errors.Is(err, errLazySpent) {
 					t.Fatalf("%s: a walk over budget ends with %v", name, err)
 				}
 			}
 		}
 	}
+}
+
+// batchIDs gives the present rows ids that grow with the rows within
+// batches of rows, the batches' ids in a random order (one batch when
+// whole), of varying lengths so that comparisons reach past the first
+// bytes.
+func batchIDs(rng *rand.Rand, present *roaring.Bitmap, n int, whole bool) []string {
+	var starts []int
+	for row := 0; row < n; row += 1 + rng.Intn(700) {
+		starts = append(starts, row)
+	}
+	if whole {
+		starts = []int{0}
+	}
+	rank := rng.Perm(len(starts))
+	ids := make([]string, n)
+	b := 0
+	for row := range present.Iterate {
+		for b+1 < len(starts) && int(row) >= starts[b+1] {
+			b++
+		}
+		w := 4 + int(row)/1000
+		ids[row] = fmt.Sprintf("b%03dr%d%0*d", rank[b], w, w, row)
+	}
+	return ids
+}
+
+// naiveRuns finds the runs of an order: rows that follow one another
+// among present, each the next present row after the one before it.
+func naiveRuns(order []uint32, present *roaring.Bitmap) []uint32 {
+	runs := []uint32{0}
+	for k := 1; k < len(order); k++ {
+		if present.Rank(order[k]) != present.Rank(order[k-1])+1 {
+			runs = append(runs, uint32(k))
+		}
+	}
+	return runs
 }
 
 // TestMeanGroup checks the estimate of the group of ties a walk stops in:

@@ -336,16 +336,14 @@ func preferWalk(src Source, cand *roaring.Bitmap, o Order, w Window) (bool, erro
 	n := cand.GetCardinality()
 	visit := 50.0
 	if len(o.Keys) == 0 {
-		order, _, present, err := idOrder(src)
+		ord, err := idOrder(src)
 		if err != nil {
 			return false, err
 		}
-		if present != nil && !w.Reverse {
-			// The walk takes the candidates in row order: no row is
-			// visited but those taken.
-			return true, nil
+		if ord.runs != nil && !w.Reverse {
+			return runsWalkCheaper(ord, int(n), w.Limit), nil
 		}
-		if order != nil {
+		if ord.order != nil {
 			visit = 1
 		}
 	}
@@ -479,13 +477,13 @@ func (c candidates) keep(rows []uint32) []uint32 {
 func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, note *orderNote) ([]uint32, []Key, error) {
 	cand := cc.set
 	if len(o.Keys) == 0 {
-		order, ids, present, err := idOrder(src)
+		ord, err := idOrder(src)
 		if err != nil {
 			return nil, nil, err
 		}
-		if order != nil {
+		if ord.order != nil {
 			note.set("walk", "id order")
-			return walkIDOrder(ctx, order, ids, present, cc, w)
+			return walkIDOrder(ctx, ord, cc, w)
 		}
 		if cc.test != nil {
 			// A lazy walk tests rows in memory only.

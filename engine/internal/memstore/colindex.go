@@ -3,6 +3,7 @@ package memstore
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -51,8 +52,8 @@ type colIndex struct {
 	order    []uint32
 	hasOrder bool
 	stale    roaring.Bitmap
-	noOrder  bool // the values had no order (a NaN) when last tried
-	byRow    bool // order is in ascending row order, when hasOrder
+	noOrder  bool     // the values had no order (a NaN) when last tried
+	runs     []uint32 // where order's runs start (OrderRuns), or nil
 
 	dict   *colDict
 	noDict bool // the column had too many values for a dictionary
@@ -88,7 +89,7 @@ func (c *Column) written(row uint32, v codec.Value) {
 
 var (
 	_ index.OrderedValues    = (*Column)(nil)
-	_ index.RowOrderedValues = (*Column)(nil)
+	_ index.RunOrderedValues = (*Column)(nil)
 )
 
 // Order returns the rows holding a value in ascending order of value, rows
@@ -96,30 +97,28 @@ var (
 // string column (strings by bytes; nil for others, or for a float column
 // holding NaN). It implements index.OrderedValues.
 func (c *Column) Order() []uint32 {
-	order, _ := c.OrderByRow()
+	order, _ := c.OrderRuns()
 	return order
 }
 
-// OrderByRow returns Order, and whether it is the rows in ascending row
-// order (each row's value above those of the rows before it), which the
-// build notes in one pass over the order it made. It implements
-// index.RowOrderedValues.
-func (c *Column) OrderByRow() ([]uint32, bool) {
+// OrderRuns returns Order and where its runs of ascending rows start,
+// which the build finds in one pass over the order it made (rowRuns). It
+// implements index.RunOrderedValues.
+func (c *Column) OrderRuns() (order, runs []uint32) {
 	switch c.kind {
 	case codec.KindInt, codec.KindDatetime, codec.KindFloat, codec.KindString:
 	default:
-		return nil, false
+		return nil, nil
 	}
 	ix := &c.ix
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.hasOrder && ix.stale.IsEmpty() {
-		return ix.order, ix.byRow
+		return ix.order, ix.runs
 	}
 	if ix.noOrder {
-		return nil, false
+		return nil, nil
 	}
-	var order []uint32
 	var ok bool
 	switch {
 	case c.kind == codec.KindString && ix.hasOrder:
@@ -132,16 +131,59 @@ func (c *Column) OrderByRow() ([]uint32, bool) {
 		order, ok = c.sortRows(c.present.ToArray())
 	}
 	if !ok {
-		ix.order, ix.hasOrder, ix.noOrder, ix.byRow = nil, false, true, false
+		ix.order, ix.hasOrder, ix.noOrder, ix.runs = nil, false, true, nil
 		ix.stale.Clear()
-		return nil, false
+		return nil, nil
 	}
 	if !ix.hasOrder || cap(order) != cap(ix.order) {
 		c.indexBuilt()
 	}
-	ix.order, ix.hasOrder, ix.byRow = order, true, slices.IsSorted(order)
+	ix.order, ix.hasOrder, ix.runs = order, true, rowRuns(order, &c.present)
 	ix.stale.Clear()
-	return order, ix.byRow
+	return order, ix.runs
+}
+
+// maxRunShare bounds the runs rowRuns finds: at most one per this many
+// rows of the order, past which walking the runs saves little.
+const maxRunShare = 16
+
+// rowRuns returns where the runs of order start, a run being rows that
+// follow one another among present: each is the next row of present after
+// the one before it. So a run holds every row of present from its first
+// to its last, and no other run reaches there. Rows loaded in batches
+// whose values grow with each batch's rows, as record ids do, make one
+// run per batch at most. It is nil when the runs are more than one per
+// maxRunShare rows.
+func rowRuns(order []uint32, present *roaring.Bitmap) []uint32 {
+	if len(order) == 0 {
+		return nil
+	}
+	words := make([]uint64, present.Maximum()/64+1)
+	present.WriteDenseTo(words)
+	runs := []uint32{0}
+	for k := 1; k < len(order); k++ {
+		if order[k] > order[k-1] && nextSet(words, order[k-1]+1) == order[k] {
+			continue
+		}
+		if len(runs) > len(order)/maxRunShare {
+			return nil
+		}
+		runs = append(runs, uint32(k))
+	}
+	return runs
+}
+
+// nextSet returns the first bit set in words at or after from, which one
+// is.
+func nextSet(words []uint64, from uint32) uint32 {
+	i := from / 64
+	w := words[i] >> (from % 64)
+	if w != 0 {
+		return from + uint32(bits.TrailingZeros64(w))
+	}
+	for i++; words[i] == 0; i++ {
+	}
+	return i*64 + uint32(bits.TrailingZeros64(words[i]))
 }
 
 // orderKey maps the value of row to a uint64 that sorts as the value does;

@@ -170,39 +170,48 @@ func TestTrigramIndexCloneAfterWrites(t *testing.T) {
 	f(a, "new")
 }
 
-// TestOrderByRow tells an order that is the rows' own from one that is
-// not, through the writes that make and break it.
-func TestOrderByRow(t *testing.T) {
+// TestOrderRuns finds the runs of an order that the ids of batches make,
+// through the writes that make and break them, against a count by hand.
+func TestOrderRuns(t *testing.T) {
 	c := &Column{kind: codec.KindString}
-	check := func(step string, want bool) {
+	check := func(step string, want []uint32) {
 		t.Helper()
-		order, byRow := c.OrderByRow()
+		order, runs := c.OrderRuns()
 		if !slices.Equal(order, c.Order()) {
-			t.Fatalf("%s: OrderByRow and Order differ", step)
+			t.Fatalf("%s: OrderRuns and Order differ", step)
 		}
-		if byRow != want || byRow != slices.IsSorted(order) {
-			t.Fatalf("%s: byRow %v, order %v", step, byRow, order)
+		if !slices.Equal(runs, want) || (runs == nil) != (want == nil) {
+			t.Fatalf("%s: runs %v, want %v (order %v)", step, runs, want, order)
 		}
 	}
-	for row := range uint32(100) {
-		c.set(row, codec.String(fmt.Sprintf("d%05d", row)))
+	// Three batches of 100 rows, the second's ids first.
+	for row := range uint32(300) {
+		batch := []int{1, 0, 2}[row/100]
+		c.set(row, codec.String(fmt.Sprintf("b%d-%03d", batch, row)))
 	}
-	check("ids that grow with the rows", true)
-	c.set(100, codec.String("d00000x"))
-	check("an insert below the last", false)
-	c.set(100, codec.Null())
-	check("its removal", true)
-	c.set(40, codec.String("d00040a"))
-	check("an update that keeps the order", true)
-	c.set(40, codec.String("z"))
-	check("an update that breaks it", false)
-	c.set(40, codec.Null())
-	check("a removal that mends it", true)
+	check("batches", []uint32{0, 100, 200})
+	c.set(150, codec.Null())
+	check("a removal", []uint32{0, 99, 199})
+	c.set(150, codec.String("b0-150"))
+	check("its return", []uint32{0, 100, 200})
+	c.set(40, codec.String("b2-400"))
+	check("an id moved to the end", []uint32{0, 100, 140, 199, 299})
+	c.set(40, codec.String("b1-040"))
+	check("moved back", []uint32{0, 100, 200})
+	c.set(300, codec.String("b3"))
+	check("a new batch", []uint32{0, 100, 200})
+	c.set(301, codec.String("a"))
+	check("an id before all", []uint32{0, 1, 101, 201})
+	// Rows in no order: more runs than maxRunShare allows.
+	for row := range uint32(302) {
+		c.set(row, codec.String(fmt.Sprintf("%03d", (row*7919)%302)))
+	}
+	check("scattered", nil)
 	ints := &Column{kind: codec.KindInt}
 	for row := range uint32(10) {
-		ints.set(row, codec.Int(int64(10-row)))
+		ints.set(row, codec.Int(int64(row)))
 	}
-	if _, byRow := ints.OrderByRow(); byRow {
-		t.Fatal("descending ints are in row order")
+	if _, runs := ints.OrderRuns(); !slices.Equal(runs, []uint32{0}) {
+		t.Fatalf("ascending ints: runs %v", runs)
 	}
 }
