@@ -27,15 +27,16 @@ type OrderedValues interface {
 }
 
 // RunOrderedValues is an OrderedValues that also describes its order as
-// runs of rows in ascending row order, each run over rows no other run
-// reaches between its first and last, as the record ids are when a
-// table's ids grow with its inserts, batch by batch.
+// runs of rows that follow one another among the rows of Present, as the
+// record ids' order is when a table's ids grow with its inserts, batch by
+// batch.
 type RunOrderedValues interface {
 	OrderedValues
 	// OrderRuns returns what Order returns, and where each of its runs
-	// starts in it (the first at 0): rows ascend within a run, and the
-	// spans from a run's first row to its last do not overlap. runs is
-	// nil when the order has no such runs, or too many of them.
+	// starts in it (the first at 0): each row of a run is the next row
+	// of Present after the row before it, so a run holds every row of
+	// Present from its first to its last. runs is nil when the runs are
+	// too many to be worth walking.
 	OrderRuns() (order, runs []uint32)
 }
 
