@@ -54,6 +54,7 @@ type colIndex struct {
 	stale    roaring.Bitmap
 	noOrder  bool     // the values had no order (a NaN) when last tried
 	runs     []uint32 // where order's runs start (OrderRuns), or nil
+	hasRuns  bool     // runs is known for order
 
 	dict   *colDict
 	noDict bool // the column had too many values for a dictionary
@@ -97,28 +98,41 @@ var (
 // string column (strings by bytes; nil for others, or for a float column
 // holding NaN). It implements index.OrderedValues.
 func (c *Column) Order() []uint32 {
-	order, _ := c.OrderRuns()
-	return order
-}
-
-// OrderRuns returns Order and where its runs of ascending rows start,
-// which the build finds in one pass over the order it made (rowRuns). It
-// implements index.RunOrderedValues.
-func (c *Column) OrderRuns() (order, runs []uint32) {
-	switch c.kind {
-	case codec.KindInt, codec.KindDatetime, codec.KindFloat, codec.KindString:
-	default:
-		return nil, nil
-	}
 	ix := &c.ix
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	return c.orderLocked()
+}
+
+// OrderRuns returns Order and where its runs start (rowRuns), found on the
+// first call after the order was built: one pass over it. It implements
+// index.RunOrderedValues.
+func (c *Column) OrderRuns() (order, runs []uint32) {
+	ix := &c.ix
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	order = c.orderLocked()
+	if order != nil && !ix.hasRuns {
+		ix.runs, ix.hasRuns = rowRuns(order, &c.present), true
+	}
+	return order, ix.runs
+}
+
+// orderLocked is Order, with ix.mu held.
+func (c *Column) orderLocked() []uint32 {
+	switch c.kind {
+	case codec.KindInt, codec.KindDatetime, codec.KindFloat, codec.KindString:
+	default:
+		return nil
+	}
+	ix := &c.ix
 	if ix.hasOrder && ix.stale.IsEmpty() {
-		return ix.order, ix.runs
+		return ix.order
 	}
 	if ix.noOrder {
-		return nil, nil
+		return nil
 	}
+	var order []uint32
 	var ok bool
 	switch {
 	case c.kind == codec.KindString && ix.hasOrder:
@@ -130,17 +144,18 @@ func (c *Column) OrderRuns() (order, runs []uint32) {
 	default:
 		order, ok = c.sortRows(c.present.ToArray())
 	}
+	ix.runs, ix.hasRuns = nil, false
 	if !ok {
-		ix.order, ix.hasOrder, ix.noOrder, ix.runs = nil, false, true, nil
+		ix.order, ix.hasOrder, ix.noOrder = nil, false, true
 		ix.stale.Clear()
-		return nil, nil
+		return nil
 	}
 	if !ix.hasOrder || cap(order) != cap(ix.order) {
 		c.indexBuilt()
 	}
-	ix.order, ix.hasOrder, ix.runs = order, true, rowRuns(order, &c.present)
+	ix.order, ix.hasOrder = order, true
 	ix.stale.Clear()
-	return order, ix.runs
+	return order
 }
 
 // maxRunShare bounds the runs rowRuns finds: at most one per this many
@@ -158,12 +173,21 @@ func rowRuns(order []uint32, present *roaring.Bitmap) []uint32 {
 	if len(order) == 0 {
 		return nil
 	}
-	words := make([]uint64, present.Maximum()/64+1)
-	present.WriteDenseTo(words)
+	var words []uint64 // present, made at the first gap between rows
 	runs := []uint32{0}
 	for k := 1; k < len(order); k++ {
-		if order[k] > order[k-1] && nextSet(words, order[k-1]+1) == order[k] {
+		prev, row := order[k-1], order[k]
+		if row == prev+1 {
 			continue
+		}
+		if row > prev {
+			if words == nil {
+				words = make([]uint64, present.Maximum()/64+1)
+				present.WriteDenseTo(words)
+			}
+			if nextSet(words, prev+1) == row {
+				continue
+			}
 		}
 		if len(runs) > len(order)/maxRunShare {
 			return nil

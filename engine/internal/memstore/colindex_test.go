@@ -215,3 +215,32 @@ func TestOrderRuns(t *testing.T) {
 		t.Fatalf("ascending ints: runs %v", runs)
 	}
 }
+
+// BenchmarkRowRuns finds the runs of an order of a million ids loaded in
+// batches of a thousand, every tenth batch's ids before the one before
+// it: what every rebuild of the ids' order pays on top of the merge.
+func BenchmarkRowRuns(b *testing.B) {
+	const n, batch = 1_000_000, 1000
+	order := make([]uint32, 0, n)
+	for start := 0; start < n; start += batch {
+		k := start
+		if start/batch%10 == 9 {
+			k = start - batch // swapped with the batch before
+			order = order[:len(order)-batch]
+			for row := start; row < start+batch; row++ {
+				order = append(order, uint32(row))
+			}
+		}
+		for row := k; row < k+batch; row++ {
+			order = append(order, uint32(row))
+		}
+	}
+	var present roaring.Bitmap
+	present.AddRange(0, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		if rowRuns(order, &present) == nil {
+			b.Fatal("no runs")
+		}
+	}
+}
