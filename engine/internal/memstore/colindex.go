@@ -22,9 +22,10 @@ import (
 //   - an order (int, datetime, float and string columns): the rows holding
 //     a value sorted by value, so that a range is a binary search and a
 //     slice, and a sort walks values in order; the record ids' order walks
-//     the default order of a query. A write marks its row stale instead of
-//     moving it; the next reader merges the stale rows back in, in time
-//     linear in the column, before using the order.
+//     the default order of a query, by its runs of rows that follow one
+//     another (rowRuns) when it has few. A write marks its row stale
+//     instead of moving it; the next reader merges the stale rows back
+//     in, in time linear in the column, before using the order.
 //   - a dictionary (string columns with few distinct values): a small code
 //     per row, so that summaries group rows in one pass over the filter's
 //     rows. Writes keep the codes current; a column that grows past
