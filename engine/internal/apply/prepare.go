@@ -212,9 +212,11 @@ func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepa
 		p.postings[k] = posting{id: all[from:sp.to], term: sp.term, ops: opZero}
 		from = sp.to
 	}
-	clear(sc.spans) // the words are the record's, not the pool's
-	sc.ids, sc.spans = sc.ids[:0], sc.spans[:0]
-	oneScratchPool.Put(sc)
+	if cap(sc.ids) <= maxOneScratch {
+		clear(sc.spans) // the words are the record's, not the pool's
+		sc.ids, sc.spans = sc.ids[:0], sc.spans[:0]
+		oneScratchPool.Put(sc)
+	}
 	p.joins = len(p.postings)
 	p.markKnown(d, br)
 	return p
@@ -235,6 +237,10 @@ type oneSpan struct {
 	to   int
 	term string
 }
+
+// maxOneScratch is the most bytes of bitmap ids whose scratch goes back
+// to the pool: a record of a very long text does not keep its room.
+const maxOneScratch = 64 << 10
 
 // oneScratchPool recycles prepareOne's scratch.
 var oneScratchPool = sync.Pool{New: func() any { return new(oneScratch) }}
