@@ -314,3 +314,60 @@ func (w *w6Round) round(env *benchEnv, r, from, children int) {
 		}
 	}
 }
+
+// BenchmarkRecordCountWithChildren counts the records of every branch of a
+// database, as every metrics scrape does (engine.Stats): main alone, and
+// main with 20 live children forked with updates of main between forks.
+// Main's count comes from its bitmap cache once a query filled it; a
+// child that has not written is counted from storage once, and its count
+// is then remembered while its rows cannot change, so the children add
+// next to nothing to a scrape however large the table.
+func BenchmarkRecordCountWithChildren(b *testing.B) {
+	const children = 20
+	type fixture struct {
+		env         *benchEnv
+		alone, with engine.Ref
+	}
+	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *fixture {
+		env.load(b, n, "alone", "with")
+		env.durable(b)
+		f := &fixture{env: env, alone: env.ref("alone", "main"), with: env.ref("with", "main")}
+		for k := range children {
+			env.updateRows(b, f.alone, []int{k * 7 % n, (k*7 + 1) % n}, k+1)
+			env.updateRows(b, f.with, []int{k * 7 % n, (k*7 + 1) % n}, k+1)
+			child := env.ref("with", fmt.Sprintf("live%02d", k))
+			if err := env.e.Branches().Create(child, engine.CreateBranchRequest{From: "main"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, ref := range []engine.Ref{f.alone, f.with} {
+			runBenchQuery(b, env.e, ref, engine.QueryRequest{}) // fills main's bitmap cache
+		}
+		return f
+	})
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		for _, side := range []string{"alone", fmt.Sprintf("with%d", children)} {
+			b.Run(sizeLabel(n)+"/"+side, func(b *testing.B) {
+				f := get(b, n)
+				ref := f.alone
+				if side != "alone" {
+					ref = f.with
+				}
+				branches, err := f.env.e.Branches().List(ref.Workspace, ref.Database)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					for _, br := range branches {
+						ref.Branch = br.Name
+						if _, err := f.env.e.RecordCount(ref); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
