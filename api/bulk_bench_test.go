@@ -206,7 +206,7 @@ func BenchmarkHTTPInsertDocs(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	addr, base := startBulkServer(b, g)
+	srv, addr, base := startBulkServerOf(b, g)
 	path := base + gen.DocsTable + "/data"
 	fill := postBodies(path, bodies)
 	trivial := startTrivialServer(b, 201, fetchOnce(b, addr, 201, fill))
@@ -218,7 +218,7 @@ func BenchmarkHTTPInsertDocs(b *testing.B) {
 			if c == 1 {
 				k = max(n/10, cfg.rounds)
 			}
-			compareLoads(b, cfg, k, addr, trivial, 201, 201, fill)
+			reportWrites(b, srv.eng, func() { compareLoads(b, cfg, k, addr, trivial, 201, 201, fill) })
 		})
 	}
 }

@@ -551,19 +551,26 @@ func BenchmarkHTTPInsert(b *testing.B) {
 			if c == 1 {
 				n = max(n/10, cfg.rounds)
 			}
-			st0, _ := srv.srv.eng.Stats(0)
-			compareLoads(b, cfg, n, srv.addr, trivial, 201, 201, fill)
-			st1, _ := srv.srv.eng.Stats(0)
-			g, w := st1.Storage.WriteGroups-st0.Storage.WriteGroups, st1.Storage.GroupedWrites-st0.Storage.GroupedWrites
-			b.ReportMetric(float64(w)/float64(max(g, 1)), "writes/group")
-			b.ReportMetric(float64(w)/float64(max(st1.Storage.WALSyncs-st0.Storage.WALSyncs, 1)), "writes/sync")
-			b.ReportMetric(float64(st1.Storage.KeysWritten-st0.Storage.KeysWritten)/float64(max(w, 1)), "keys/write")
-			// What bounds the rate when the cores are not all busy: the
-			// writer lock held per write, and the time of one WAL sync.
-			b.ReportMetric(float64((st1.Storage.WriterLockHeld-st0.Storage.WriterLockHeld).Microseconds())/float64(max(w, 1)), "lock-µs/write")
-			b.ReportMetric(float64((st1.Storage.WALSyncTime-st0.Storage.WALSyncTime).Microseconds())/float64(max(st1.Storage.WALSyncs-st0.Storage.WALSyncs, 1)), "µs/sync")
+			reportWrites(b, srv.srv.eng, func() { compareLoads(b, cfg, n, srv.addr, trivial, 201, 201, fill) })
 		})
 	}
+}
+
+// reportWrites runs load and reports how its writes were committed: the
+// writes per group and per WAL sync, the storage keys per write and, what
+// bounds the rate when the cores are not all busy, the writer lock held
+// per write and the time of one WAL sync.
+func reportWrites(b *testing.B, eng *engine.Engine, load func()) {
+	st0, _ := eng.Stats(0)
+	load()
+	st1, _ := eng.Stats(0)
+	g, w := st1.Storage.WriteGroups-st0.Storage.WriteGroups, st1.Storage.GroupedWrites-st0.Storage.GroupedWrites
+	syncs := max(st1.Storage.WALSyncs-st0.Storage.WALSyncs, 1)
+	b.ReportMetric(float64(w)/float64(max(g, 1)), "writes/group")
+	b.ReportMetric(float64(w)/float64(syncs), "writes/sync")
+	b.ReportMetric(float64(st1.Storage.KeysWritten-st0.Storage.KeysWritten)/float64(max(w, 1)), "keys/write")
+	b.ReportMetric(float64((st1.Storage.WriterLockHeld-st0.Storage.WriterLockHeld).Microseconds())/float64(max(w, 1)), "lock-µs/write")
+	b.ReportMetric(float64((st1.Storage.WALSyncTime-st0.Storage.WALSyncTime).Microseconds())/float64(syncs), "µs/sync")
 }
 
 // BenchmarkServePointGet is the server's share of W2 without the network:

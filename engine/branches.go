@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/apply"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -239,16 +241,31 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 	}
 	caches := make([]*memstore.BitmapCache, len(b.Schema.Tables))
 	epochs := make([]uint64, len(b.Schema.Tables))
+	marks := make([][]uint64, len(b.Schema.Tables))
 	for i, t := range b.Schema.Tables {
 		if c := d.Cache(storeKey{Branch: b.ID, Table: t.ID}); c != nil {
 			caches[i], epochs[i] = c, c.Epoch()
 		}
+		marks[i] = d.CountMarks(b, t.ID)
 	}
-	snap := e.pdb.NewSnapshot()
-	defer snap.Close()
+	var snap *pebble.Snapshot
+	defer func() {
+		if snap != nil {
+			snap.Close()
+		}
+	}()
 	live := string(codec.LiveBitmapID())
 	var n int64
 	for i, t := range b.Schema.Tables {
+		// A count remembered under the marks taken above: the table's
+		// rows have not changed since (a child that has not written it).
+		if k, ok := d.LiveCount(b, t.ID, marks[i]); ok {
+			n += k
+			continue
+		}
+		if snap == nil {
+			snap = e.pdb.NewSnapshot()
+		}
 		// Same epoch, even, before and after the snapshot: the cache and
 		// the snapshot show the same state (see bitmapCache).
 		if c := caches[i]; c != nil && epochs[i]%2 == 0 && c.Epoch() == epochs[i] {
@@ -261,7 +278,9 @@ func (e *Engine) RecordCount(ref Ref) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		n += int64(bm.GetCardinality())
+		k := int64(bm.GetCardinality())
+		d.SetLiveCount(b, t.ID, marks[i], k)
+		n += k
 	}
 	return n, nil
 }

@@ -358,3 +358,124 @@ func branchesFind(t *testing.T, db *testDB, d *datadriven.TestData) string {
 	sort.Strings(ids)
 	return strings.Join(ids, " ")
 }
+
+// TestRecordCountOfForks: a branch's count, once read from storage, is
+// remembered for as long as its rows cannot have changed (its own layer
+// unwritten, its lineage the same), and is read again once they may have:
+// a child's count stays put while its parent writes on, follows the
+// child's own writes, and survives its flattening and a restart.
+func TestRecordCountOfForks(t *testing.T) {
+	db := openTestDB(t, Options{FlattenDepth: 1 << 20})
+	e, main := db.e, db.ref("main")
+	ins := func(ref Ref, id string) {
+		t.Helper()
+		if _, err := e.WriteOne(ref, Op{Kind: OpInsert, Table: "items", ID: id, Values: map[string]any{"n": json.Number("1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(ref Ref, id string) {
+		t.Helper()
+		if _, err := e.WriteOne(ref, Op{Kind: OpDelete, Table: "items", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(ref Ref, want int64) {
+		t.Helper()
+		n, err := e.RecordCount(ref)
+		if err != nil || n != want {
+			t.Fatalf("%s: %d records, %v; want %d", ref.Branch, n, err, want)
+		}
+	}
+	// remembered says whether the count of items on ref is remembered
+	// under the marks its table shows now.
+	remembered := func(ref Ref) bool {
+		t.Helper()
+		d, err := e.database(ref.Workspace, ref.Database)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := d.State().Branch(ref.Branch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := b.Schema.TableByName("items")
+		_, ok := d.LiveCount(b, tb.ID, d.CountMarks(b, tb.ID))
+		return ok
+	}
+	for i := range 4 {
+		ins(main, fmt.Sprintf("m%d", i))
+	}
+	var kids []Ref
+	for k := range 3 {
+		kid := db.ref(fmt.Sprintf("kid%d", k))
+		if err := e.Branches().Create(kid, CreateBranchRequest{From: "main"}); err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, kid)
+		ins(main, fmt.Sprintf("after%d", k))
+	}
+	count(kids[0], 4)
+	count(kids[1], 5)
+	count(kids[2], 6)
+	count(main, 7)
+	if !remembered(kids[0]) || !remembered(kids[2]) {
+		t.Fatal("the counts of children that have not written are not remembered")
+	}
+	// The parent writes on: its children see none of it.
+	del(main, "m0")
+	ins(main, "late")
+	count(main, 7)
+	count(kids[0], 4)
+	count(kids[1], 5)
+	if !remembered(kids[0]) {
+		t.Fatal("a parent's write made its child count again")
+	}
+	// A child's own writes count.
+	ins(kids[0], "own")
+	if remembered(kids[0]) {
+		t.Fatal("a count is remembered across a write of the branch's own layer")
+	}
+	count(kids[0], 5)
+	del(kids[0], "m1")
+	del(kids[0], "m2")
+	count(kids[0], 3)
+	// A grandchild, then the child it was forked from writes again.
+	grand := db.ref("grand")
+	if err := e.Branches().Create(grand, CreateBranchRequest{From: "kid0"}); err != nil {
+		t.Fatal(err)
+	}
+	count(grand, 3)
+	ins(kids[0], "own2")
+	count(kids[0], 4)
+	count(grand, 3)
+	// Flattening changes the lineage, not the rows.
+	d, err := e.database(main.Workspace, main.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.State().Branch("grand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ap.Flatten(d.DB, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	count(grand, 3)
+	ins(grand, "g")
+	count(grand, 4)
+	// A branch deleted and made again under its name is counted anew.
+	if err := e.Branches().Delete(kids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Branches().Create(kids[1], CreateBranchRequest{From: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	count(kids[1], 7)
+	db.reopen()
+	e = db.e
+	count(main, 7)
+	count(kids[0], 4)
+	count(kids[1], 7)
+	count(kids[2], 6)
+	count(grand, 4)
+}

@@ -143,8 +143,10 @@ func interleavedGenQueries(b *testing.B, e *engine.Engine, x, y engine.Ref, mix 
 // the cache as the suite's earlier workloads do. A garbage collection
 // precedes each timed series, so that a cycle of a large heap landing in
 // one side's series does not decide the ratio; the bytes each side
-// allocates say whether the children make main's reads make more garbage.
-// The ratios with/alone are what main pays for its children (target
+// allocates say whether the children make main's reads make more garbage,
+// and the bytes its updates and the forks allocate and the heap in use
+// before each series whether they make its writes do, or the process
+// keep more. The ratios with/alone are what main pays for its children (target
 // ≤ 1.1).
 func BenchmarkMainWithChildrenGets(b *testing.B) {
 	const (
@@ -216,6 +218,11 @@ func BenchmarkMainWithChildrenGets(b *testing.B) {
 				b.ReportMetric(float64(w.alloc[s])/float64(b.N*gets), name+"-B/get")
 			}
 			b.ReportMetric(float64(w.collect.Milliseconds())/float64(w.collections), "gc-ms")
+			for s, name := range []string{"alone", with} {
+				b.ReportMetric(float64(w.updated[s])/float64(b.N*children*5), name+"-B/update")
+				b.ReportMetric(float64(w.live[s])/float64(b.N)/(1<<20), name+"-live-MiB")
+			}
+			b.ReportMetric(float64(w.forked)/float64(b.N*children), "B/fork")
 		})
 	}
 }
@@ -232,6 +239,13 @@ type w6Round struct {
 
 	getsCost, mixes [2]sideCost
 	alloc           [2]uint64 // bytes the gets allocated
+	// updated is what each side's updates of main allocated, forked
+	// what the forks did, live the heap in use after the collection
+	// before each side's series: what the children make main's writes
+	// allocate and the process keep.
+	updated [2]uint64
+	forked  uint64
+	live    [2]uint64
 	// collect is the time the collections before the series took, what
 	// one cycle costs when it lands in a series instead.
 	collect     time.Duration
@@ -278,6 +292,7 @@ func (w *w6Round) series(side, from int) {
 	w.collections++
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	w.live[side] += m0.HeapAlloc
 	t0, c0 := time.Now(), threadCPU()
 	w.read(from)
 	w.getsCost[side].wall += time.Since(t0)
@@ -294,17 +309,23 @@ func (w *w6Round) series(side, from int) {
 // round runs round r on the ids from from: main alone, then main with
 // children forked between groups of updates, which go afterwards.
 func (w *w6Round) round(env *benchEnv, r, from, children int) {
+	a0 := totalAlloc()
 	for k := range children * 5 {
 		w.update(r, 0, k)
 	}
+	w.updated[0] += totalAlloc() - a0
 	w.series(0, from)
 	for k := range children * 5 {
+		a0 := totalAlloc()
 		w.update(r, 1, k)
+		w.updated[1] += totalAlloc() - a0
 		if k%5 == 4 {
+			a0 := totalAlloc()
 			child := env.ref("bench", fmt.Sprintf("live%02d", k/5))
 			if err := w.e.Branches().Create(child, engine.CreateBranchRequest{From: "main"}); err != nil {
 				w.b.Fatal(err)
 			}
+			w.forked += totalAlloc() - a0
 		}
 	}
 	w.series(1, from)
@@ -313,4 +334,68 @@ func (w *w6Round) round(env *benchEnv, r, from, children int) {
 			w.b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRecordCountWithChildren counts the records of every branch of a
+// database, as every metrics scrape does (engine.Stats): main alone, and
+// main with 20 live children forked with updates of main between forks.
+// Main's count comes from its bitmap cache once a query filled it; a
+// child that has not written is counted from storage once, and its count
+// is then remembered while its rows cannot change, so the children add
+// next to nothing to a scrape however large the table.
+func BenchmarkRecordCountWithChildren(b *testing.B) {
+	const children = 20
+	type fixture struct {
+		env         *benchEnv
+		alone, with engine.Ref
+	}
+	get := perSize(b, func(b *testing.B, env *benchEnv, n int) *fixture {
+		env.load(b, n, "alone", "with")
+		env.durable(b)
+		f := &fixture{env: env, alone: env.ref("alone", "main"), with: env.ref("with", "main")}
+		for k := range children {
+			env.updateRows(b, f.alone, []int{k * 7 % n, (k*7 + 1) % n}, k+1)
+			env.updateRows(b, f.with, []int{k * 7 % n, (k*7 + 1) % n}, k+1)
+			child := env.ref("with", fmt.Sprintf("live%02d", k))
+			if err := env.e.Branches().Create(child, engine.CreateBranchRequest{From: "main"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, ref := range []engine.Ref{f.alone, f.with} {
+			runBenchQuery(b, env.e, ref, engine.QueryRequest{}) // fills main's bitmap cache
+		}
+		return f
+	})
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		for _, side := range []string{"alone", fmt.Sprintf("with%d", children)} {
+			b.Run(sizeLabel(n)+"/"+side, func(b *testing.B) {
+				f := get(b, n)
+				ref := f.alone
+				if side != "alone" {
+					ref = f.with
+				}
+				branches, err := f.env.e.Branches().List(ref.Workspace, ref.Database)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					for _, br := range branches {
+						ref.Branch = br.Name
+						if _, err := f.env.e.RecordCount(ref); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// totalAlloc reads the bytes the process allocated so far.
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
 }

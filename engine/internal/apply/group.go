@@ -170,6 +170,12 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		return
 	}
 	tx := beginTx(d, a.pdb.NewIndexedBatch())
+	for _, r := range reqs {
+		if p := r.cmd.prep; p != nil && len(p.recs) == 1 {
+			tx.oneBitmaps += len(p.postings)
+			tx.oneJoins += p.joins
+		}
+	}
 	nStaged := 0
 	for _, r := range reqs {
 		n, rows, changes := tx.batch.Count(), maps.Clone(tx.rows), len(tx.changes)

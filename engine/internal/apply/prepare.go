@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
@@ -196,30 +197,53 @@ func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepa
 		return nil
 	}
 	p := &prepared{table: t, recs: []*codec.Record{rec}, lens: make([][]layers.FieldLength, 1)}
-	type span struct {
-		to   int
-		term string
-	}
-	var ids []byte
-	var spans []span
+	sc := oneScratchPool.Get().(*oneScratch)
 	layers.VisitMemberships(t, rec, func(id []byte, term string) {
-		ids = append(ids, id...)
-		spans = append(spans, span{len(ids), term})
+		sc.ids = append(sc.ids, id...)
+		sc.spans = append(sc.spans, oneSpan{len(sc.ids), term})
 		if fl, ok := layers.LengthOfID(id); ok {
 			p.lens[0] = append(p.lens[0], fl)
 		}
 	})
-	all := string(ids)
-	p.postings = make([]posting, len(spans))
+	all := string(sc.ids)
+	p.postings = make([]posting, len(sc.spans))
 	from := 0
-	for k, sp := range spans {
+	for k, sp := range sc.spans {
 		p.postings[k] = posting{id: all[from:sp.to], term: sp.term, ops: opZero}
 		from = sp.to
+	}
+	if cap(sc.ids) <= maxOneScratch {
+		clear(sc.spans) // the words are the record's, not the pool's
+		sc.ids, sc.spans = sc.ids[:0], sc.spans[:0]
+		oneScratchPool.Put(sc)
 	}
 	p.joins = len(p.postings)
 	p.markKnown(d, br)
 	return p
 }
+
+// oneScratch is what prepareOne gathers a record's bitmaps in before it
+// copies them out at their size: a record of a long text joins a hundred
+// bitmaps and more, which growing these anew for every write would
+// allocate several times over.
+type oneScratch struct {
+	ids   []byte
+	spans []oneSpan
+}
+
+// oneSpan is where a bitmap id ends in oneScratch.ids, and the word it
+// names.
+type oneSpan struct {
+	to   int
+	term string
+}
+
+// maxOneScratch is the most bytes of bitmap ids whose scratch goes back
+// to the pool: a record of a very long text does not keep its room.
+const maxOneScratch = 64 << 10
+
+// oneScratchPool recycles prepareOne's scratch.
+var oneScratchPool = sync.Pool{New: func() any { return new(oneScratch) }}
 
 // preparedRec returns the prepared fields of the operation being applied
 // into table t, or nil when there are none for t as it is now.
@@ -275,7 +299,7 @@ func (w *writer) flushJoins() {
 	p, tx := w.prep, w.tx
 	top := w.br.Lineage[0].Layer
 	pt := tx.pendingTable(top, p.table.ID)
-	pt.Expect(len(p.postings), p.joins)
+	pt.Expect(max(len(p.postings), tx.oneBitmaps), max(p.joins, tx.oneJoins))
 	known := tx.d.knownTerms[layerTable{top, p.table.ID}]
 	// The words found remembered when the write was prepared are still
 	// remembered if these are the same remembered words; the others are

@@ -38,6 +38,11 @@ type Tx struct {
 	terms           map[model.TableKey]map[string]struct{} // words new to a table's layer
 	newTerms        map[layerTable]map[string]struct{}     // the same by layer, once written
 	backfills       []columnRef                            // notNull columns added to tables with records
+	// oneBitmaps and oneJoins count the bitmaps and rows that a group's
+	// prepared single-record inserts join in all (applyGroup): the first
+	// of them makes room for all of them (flushJoins), where each would
+	// otherwise grow the staged changes a little.
+	oneBitmaps, oneJoins int
 }
 
 // RowChange is one row written by a command: its new version, or nil when

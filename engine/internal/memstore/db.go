@@ -201,6 +201,8 @@ type DB struct {
 	caches      sync.Map            // storeKey → *BitmapCache
 	cachesMu    sync.Mutex          // serializes making and dropping caches; a leaf
 	cacheTables map[uint32][]uint32 // the tables with a cache, by branch; guarded by cachesMu
+
+	counts sync.Map // storeKey → *liveCount (counts.go)
 }
 
 // tableLock orders the readers and writers of one table of the database,

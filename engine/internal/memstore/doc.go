@@ -2,8 +2,9 @@
 // database's keys: column stores (the values of a table's columns by row,
 // with their orders, dictionaries and trigram indexes), search stores
 // (vocabularies and field lengths), vector stores, the bitmap caches of
-// composed postings and the record cache. Each is rebuilt from the keys
-// on demand, never the other way round.
+// composed postings, the record cache, and the live-row counts of branches
+// whose rows cannot change (counts.go). Each is rebuilt from the keys on
+// demand, never the other way round.
 //
 // Each open database's structures hang off one DB, which is the
 // database's observer on the write path (apply.Observer): told of every

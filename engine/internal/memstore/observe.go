@@ -100,6 +100,7 @@ func (d *DB) dropStale(tx *apply.Tx) {
 			return true
 		})
 		d.dropCaches(id, func(table uint32) bool { return b == nil || b.Schema.TableByID(table) == nil })
+		d.forgetCounts(id)
 	}
 	d.pruneTables()
 }
@@ -184,4 +185,5 @@ func (d *DB) Dropped() {
 	for _, id := range branches {
 		d.dropCaches(id, func(uint32) bool { return true })
 	}
+	d.counts.Clear()
 }
