@@ -181,16 +181,16 @@ type join struct{ k, op int32 }
 // sized for the postings met at most by the records of a write of this
 // size (hint): a write of 1000 records meets tens of thousands.
 func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
-	words, ids, joins := hint.sizes(n)
+	words, ids, postings, joins := hint.sizes(n)
 	g := &gatherer{
 		p:     p,
 		byID:  make(map[string]int32, ids),
 		words: make([][1 + len(fts.TFLevels)]int32, 0, words),
 		joins: make([]join, 0, joins),
-		last:  make([]int32, 0, words+ids),
-		count: make([]int32, 0, words+ids),
+		last:  make([]int32, 0, postings),
+		count: make([]int32, 0, postings),
 	}
-	p.postings = make([]posting, 0, words+ids)
+	p.postings = make([]posting, 0, postings)
 	return g
 }
 
@@ -282,30 +282,31 @@ func (g *gatherer) done(n int, hint *gatherHint) {
 		from = to
 	}
 	g.p.joins = len(g.joins)
-	hint.note(n, len(g.words), len(g.byID), len(g.joins))
+	hint.note(n, len(g.words), len(g.byID), len(g.p.postings), len(g.joins))
 }
 
-// gatherHint remembers how many words, other bitmaps and joins the last
-// write gathering postings met per record, so that the next one sizes its
-// maps and lists once rather than growing them. It sizes memory only:
-// what a write prepares does not depend on it.
-type gatherHint struct{ words, ids, joins atomic.Int64 }
+// gatherHint remembers how many words, other bitmaps, postings and joins
+// the last write gathering postings met per record, so that the next one
+// sizes its maps and lists once rather than growing them. It sizes
+// memory only: what a write prepares does not depend on it.
+type gatherHint struct{ words, ids, postings, joins atomic.Int64 }
 
 // hintScale is the number of records gatherHint's sizes are per.
 const hintScale = 1024
 
-func (h *gatherHint) sizes(n int) (words, ids, joins int) {
+func (h *gatherHint) sizes(n int) (words, ids, postings, joins int) {
 	f := func(v *atomic.Int64) int { return int(v.Load() * int64(n) / hintScale) }
-	return f(&h.words), f(&h.ids), f(&h.joins)
+	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins)
 }
 
-func (h *gatherHint) note(n, words, ids, joins int) {
+func (h *gatherHint) note(n, words, ids, postings, joins int) {
 	if n == 0 {
 		return
 	}
 	f := func(v *atomic.Int64, x int) { v.Store(int64(x) * hintScale / int64(n)) }
 	f(&h.words, words)
 	f(&h.ids, ids)
+	f(&h.postings, postings)
 	f(&h.joins, joins)
 }
 
