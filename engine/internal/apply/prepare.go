@@ -160,6 +160,13 @@ type gatherer struct {
 	// those not met yet.
 	cols  []colWords
 	words [][1 + len(fts.TFLevels)]int32
+	// term, stamp and tf are by word: the word, the last operation that
+	// held it and how many times it did (Tokens); seen are the words of
+	// the field being counted.
+	term  []string
+	stamp []int32
+	tf    []int32
+	seen  []int32
 	// joins are the joins so far, a posting and an operation each; last
 	// is the last operation that joined each posting, count how many did.
 	joins []join
@@ -186,6 +193,9 @@ func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
 		p:     p,
 		byID:  make(map[string]int32, ids),
 		words: make([][1 + len(fts.TFLevels)]int32, 0, words),
+		term:  make([]string, 0, words),
+		stamp: make([]int32, 0, words),
+		tf:    make([]int32, 0, words),
 		joins: make([]join, 0, joins),
 		last:  make([]int32, 0, postings),
 		count: make([]int32, 0, postings),
@@ -206,24 +216,59 @@ func (g *gatherer) Bitmap(id []byte) {
 	}
 }
 
+// Word takes a word counted by the analysis; Visit hands the gatherer
+// its tokens instead (Tokens), but a Visitor takes both.
 func (g *gatherer) Word(col uint32, term string, n int) {
-	var cw *colWords
+	g.joinWord(col, g.wordOf(g.colWords(col), term), term, n)
+}
+
+// Tokens counts the words of a text field as it looks them up, a word
+// repeated being found where the lookup of its first occurrence left it.
+func (g *gatherer) Tokens(col uint32, toks []fts.Token) {
+	cw := g.colWords(col)
+	g.seen = g.seen[:0]
+	for _, t := range toks {
+		wi := g.wordOf(cw, t.Term)
+		if g.stamp[wi] != g.op {
+			g.stamp[wi], g.tf[wi] = g.op, 0
+			g.seen = append(g.seen, wi)
+		}
+		g.tf[wi]++
+	}
+	for _, wi := range g.seen {
+		g.joinWord(col, wi, g.term[wi], int(g.tf[wi]))
+	}
+}
+
+// colWords returns the words met in text column col.
+func (g *gatherer) colWords(col uint32) *colWords {
 	for i := range g.cols {
 		if g.cols[i].col == col {
-			cw = &g.cols[i]
-			break
+			return &g.cols[i]
 		}
 	}
-	if cw == nil {
-		g.cols = append(g.cols, colWords{col: col, words: make(map[string]int32, cap(g.words))})
-		cw = &g.cols[len(g.cols)-1]
-	}
+	g.cols = append(g.cols, colWords{col: col, words: make(map[string]int32, cap(g.words))})
+	return &g.cols[len(g.cols)-1]
+}
+
+// wordOf returns the index of word term of cw in g.words, adding it if
+// it is new.
+func (g *gatherer) wordOf(cw *colWords, term string) int32 {
 	wi, ok := cw.words[term]
 	if !ok {
 		wi = int32(len(g.words))
 		g.words = append(g.words, [1 + len(fts.TFLevels)]int32{-1, -1, -1, -1})
+		g.term = append(g.term, term)
+		g.stamp = append(g.stamp, -1)
+		g.tf = append(g.tf, 0)
 		cw.words[term] = wi
 	}
+	return wi
+}
+
+// joinWord joins the record being visited to the postings of word wi of
+// column col, term, which it holds n times.
+func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
 	ks := &g.words[wi]
 	if ks[0] < 0 {
 		g.buf = codec.TermBitmapID(g.buf[:0], col, term)

@@ -49,6 +49,18 @@ type Visitor interface {
 	Word(col uint32, term string, n int)
 }
 
+// A TokenVisitor is a Visitor told of the words of a text field as they
+// come rather than counted (Words): a writer that looks each word up
+// anyway counts them itself, without a map of its own per field.
+type TokenVisitor interface {
+	Visitor
+	// Tokens are the words of text column col, in order, repeats
+	// included: for each distinct word, the row is in the bitmaps Word
+	// names for it and its count. The tokens are the visitor's only for
+	// the call; their Term strings it may keep.
+	Tokens(col uint32, toks []fts.Token)
+}
+
 // Visit tells v of each bitmap rec's row belongs to in table t.
 func Visit(t *model.Table, rec *codec.Record, v Visitor) {
 	var arr [64]byte
@@ -87,6 +99,9 @@ var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
 // visitText tells v of the search bitmaps of one text field, using buf as
 // scratch, and returns it.
 func visitText(buf []byte, c *model.Column, val codec.Value, v Visitor) []byte {
+	if tv, ok := v.(TokenVisitor); ok {
+		return visitTokens(buf, c, val, tv)
+	}
 	f := fieldPool.Get().(*fts.Field)
 	defer fieldPool.Put(f)
 	f.Reset()
@@ -105,6 +120,31 @@ func visitText(buf []byte, c *model.Column, val codec.Value, v Visitor) []byte {
 	for term, n := range f.TF {
 		v.Word(c.ID, term, n)
 	}
+	return buf
+}
+
+// tokensPool recycles the token lists of visitTokens.
+var tokensPool = sync.Pool{New: func() any { return new([]fts.Token) }}
+
+// visitTokens is visitText for a TokenVisitor.
+func visitTokens(buf []byte, c *model.Column, val codec.Value, v TokenVisitor) []byte {
+	tp := tokensPool.Get().(*[]fts.Token)
+	defer tokensPool.Put(tp)
+	toks := (*tp)[:0]
+	switch val.Kind {
+	case codec.KindString:
+		toks = fts.AppendTokens(toks, val.Str)
+	case codec.KindStrings:
+		for _, s := range val.Strs {
+			toks = fts.AppendTokens(toks, s)
+		}
+	default:
+		return buf
+	}
+	*tp = toks
+	buf = codec.LengthBitmapID(buf[:0], c.ID, fts.LengthBucket(len(toks)))
+	v.Bitmap(buf)
+	v.Tokens(c.ID, toks)
 	return buf
 }
 
