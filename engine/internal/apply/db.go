@@ -58,6 +58,9 @@ type DB struct {
 
 	observers []Observer // told of every command; set when the database opens
 
+	// gatherHint sizes what writes preparing many records gather.
+	gatherHint gatherHint
+
 	// store reads the database's committed keys, for writers; nil while
 	// the database's first command is staged (nothing is stored yet).
 	store pebble.Reader

@@ -1,14 +1,18 @@
 package apply
 
 import (
+	"cmp"
+	"encoding/binary"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
+	"github.com/coppice-db/coppice/fts"
 )
 
 // Preparing a write of new records. Most of what inserting a record costs
@@ -114,7 +118,7 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 		lens:  make([][]layers.FieldLength, len(c.Ops)),
 	}
 	w := &writer{br: br, now: c.Now}
-	byID := map[string]int{}
+	g := newGatherer(p, len(c.Ops), &d.gatherHint)
 	for i := range c.Ops {
 		// Writes prepare side by side and may take every processor: they
 		// yield as the writer does (yieldEvery), so that a query made
@@ -131,39 +135,225 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 			continue
 		}
 		p.recs[i] = rec
-		layers.VisitMemberships(t, rec, func(id []byte, term string) {
-			k, ok := byID[string(id)]
-			if !ok {
-				k = len(p.postings)
-				byID[string(id)] = k
-				p.postings = append(p.postings, posting{id: string(id), term: term})
-			}
-			ps := &p.postings[k]
-			if n := len(ps.ops); n > 0 && ps.ops[n-1] == int32(i) {
-				return // a value the record holds twice
-			}
-			ps.ops = append(ps.ops, int32(i))
-			p.joins++
-			if fl, ok := layers.LengthOfID(id); ok {
-				p.lens[i] = append(p.lens[i], fl)
-			}
-		})
+		g.op = int32(i)
+		layers.Visit(t, rec, g)
 	}
-	// In id order, the order in which their keys are written, so that
-	// staging them (flushJoins) leaves nothing to sort under the lock.
-	// Sorting their indexes moves less than sorting them.
-	order := make([]int32, len(p.postings))
-	for k := range order {
-		order[k] = int32(k)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(p.postings[a].id, p.postings[b].id) })
-	sorted := make([]posting, len(order))
-	for k, o := range order {
-		sorted[k] = p.postings[o]
-	}
-	p.postings = sorted
+	g.done(len(c.Ops), &d.gatherHint)
+	p.postings = sortPostings(p.postings)
 	p.markKnown(d, br)
 	c.prep = p
+}
+
+// gatherer gathers the postings of the records a write prepares
+// (layers.Visitor), looking up the bitmaps that name no word by id and
+// the words by column and word: a word's term bitmap and its frequency
+// bitmaps are found with one lookup, and their ids are made only the
+// first time. It notes each join of a record to a posting in one list,
+// in the records' order, and hands each posting its operations once all
+// are visited (done), from one array: no posting grows a list of its own.
+type gatherer struct {
+	p *prepared
+	// op is the operation whose record is being visited.
+	op   int32
+	byID map[string]int32
+	// cols are the words met by text column; words are the postings of
+	// each word, the term bitmap's then its frequency bitmaps', -1 for
+	// those not met yet.
+	cols  []colWords
+	words [][1 + len(fts.TFLevels)]int32
+	// term, stamp and tf are by word: the word, the last operation that
+	// held it and how many times it did (Tokens); seen are the words of
+	// the field being counted.
+	term  []string
+	stamp []int32
+	tf    []int32
+	seen  []int32
+	// joins are the joins so far, a posting and an operation each; last
+	// is the last operation that joined each posting, count how many did.
+	joins []join
+	last  []int32
+	count []int32
+	buf   []byte
+}
+
+// colWords indexes gatherer.words by the words of one text column.
+type colWords struct {
+	col   uint32
+	words map[string]int32
+}
+
+// join is one record joining one posting.
+type join struct{ k, op int32 }
+
+// newGatherer returns a gatherer of the postings of n records into p,
+// sized for the postings met at most by the records of a write of this
+// size (hint): a write of 1000 records meets tens of thousands.
+func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
+	words, ids, postings, joins := hint.sizes(n)
+	g := &gatherer{
+		p:     p,
+		byID:  make(map[string]int32, ids),
+		words: make([][1 + len(fts.TFLevels)]int32, 0, words),
+		term:  make([]string, 0, words),
+		stamp: make([]int32, 0, words),
+		tf:    make([]int32, 0, words),
+		joins: make([]join, 0, joins),
+		last:  make([]int32, 0, postings),
+		count: make([]int32, 0, postings),
+	}
+	p.postings = make([]posting, 0, postings)
+	return g
+}
+
+func (g *gatherer) Bitmap(id []byte) {
+	k, ok := g.byID[string(id)]
+	if !ok {
+		k = g.add(string(id), "")
+		g.byID[string(id)] = k
+	}
+	g.join(k)
+	if fl, ok := layers.LengthOfID(id); ok {
+		g.p.lens[g.op] = append(g.p.lens[g.op], fl)
+	}
+}
+
+// Word takes a word counted by the analysis; Visit hands the gatherer
+// its tokens instead (Tokens), but a Visitor takes both.
+func (g *gatherer) Word(col uint32, term string, n int) {
+	g.joinWord(col, g.wordOf(g.colWords(col), term), term, n)
+}
+
+// Tokens counts the words of a text field as it looks them up, a word
+// repeated being found where the lookup of its first occurrence left it.
+func (g *gatherer) Tokens(col uint32, toks []fts.Token) {
+	cw := g.colWords(col)
+	g.seen = g.seen[:0]
+	for _, t := range toks {
+		wi := g.wordOf(cw, t.Term)
+		if g.stamp[wi] != g.op {
+			g.stamp[wi], g.tf[wi] = g.op, 0
+			g.seen = append(g.seen, wi)
+		}
+		g.tf[wi]++
+	}
+	for _, wi := range g.seen {
+		g.joinWord(col, wi, g.term[wi], int(g.tf[wi]))
+	}
+}
+
+// colWords returns the words met in text column col.
+func (g *gatherer) colWords(col uint32) *colWords {
+	for i := range g.cols {
+		if g.cols[i].col == col {
+			return &g.cols[i]
+		}
+	}
+	g.cols = append(g.cols, colWords{col: col, words: make(map[string]int32, cap(g.words))})
+	return &g.cols[len(g.cols)-1]
+}
+
+// wordOf returns the index of word term of cw in g.words, adding it if
+// it is new.
+func (g *gatherer) wordOf(cw *colWords, term string) int32 {
+	wi, ok := cw.words[term]
+	if !ok {
+		wi = int32(len(g.words))
+		g.words = append(g.words, [1 + len(fts.TFLevels)]int32{-1, -1, -1, -1})
+		g.term = append(g.term, term)
+		g.stamp = append(g.stamp, -1)
+		g.tf = append(g.tf, 0)
+		cw.words[term] = wi
+	}
+	return wi
+}
+
+// joinWord joins the record being visited to the postings of word wi of
+// column col, term, which it holds n times.
+func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
+	ks := &g.words[wi]
+	if ks[0] < 0 {
+		g.buf = codec.TermBitmapID(g.buf[:0], col, term)
+		ks[0] = g.add(string(g.buf), term)
+	}
+	g.join(ks[0])
+	for i, l := range fts.TFLevels {
+		if n < int(l) {
+			break
+		}
+		if ks[i+1] < 0 {
+			g.buf = codec.TermTFBitmapID(g.buf[:0], col, uint8(i), term)
+			ks[i+1] = g.add(string(g.buf), "")
+		}
+		g.join(ks[i+1])
+	}
+}
+
+// add adds a posting of bitmap id, naming word term or "", and returns
+// its index.
+func (g *gatherer) add(id, term string) int32 {
+	g.p.postings = append(g.p.postings, posting{id: id, term: term})
+	g.last = append(g.last, -1)
+	g.count = append(g.count, 0)
+	return int32(len(g.p.postings) - 1)
+}
+
+// join notes that the record being visited joins posting k.
+func (g *gatherer) join(k int32) {
+	if g.last[k] == g.op {
+		return // a value the record holds twice
+	}
+	g.last[k] = g.op
+	g.count[k]++
+	g.joins = append(g.joins, join{k, g.op})
+}
+
+// done gives each posting its operations, in increasing order, and
+// remembers the sizes met in hint.
+func (g *gatherer) done(n int, hint *gatherHint) {
+	ops := make([]int32, len(g.joins))
+	at := g.count // from here on, where each posting's next operation goes
+	from := int32(0)
+	for k, c := range g.count {
+		at[k] = from
+		from += c
+	}
+	for _, j := range g.joins {
+		ops[at[j.k]] = j.op
+		at[j.k]++
+	}
+	from = 0
+	for k := range g.p.postings {
+		to := at[k]
+		g.p.postings[k].ops = ops[from:to:to]
+		from = to
+	}
+	g.p.joins = len(g.joins)
+	hint.note(n, len(g.words), len(g.byID), len(g.p.postings), len(g.joins))
+}
+
+// gatherHint remembers how many words, other bitmaps, postings and joins
+// the last write gathering postings met per record, so that the next one
+// sizes its maps and lists once rather than growing them. It sizes
+// memory only: what a write prepares does not depend on it.
+type gatherHint struct{ words, ids, postings, joins atomic.Int64 }
+
+// hintScale is the number of records gatherHint's sizes are per.
+const hintScale = 1024
+
+func (h *gatherHint) sizes(n int) (words, ids, postings, joins int) {
+	f := func(v *atomic.Int64) int { return int(v.Load() * int64(n) / hintScale) }
+	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins)
+}
+
+func (h *gatherHint) note(n, words, ids, postings, joins int) {
+	if n == 0 {
+		return
+	}
+	f := func(v *atomic.Int64, x int) { v.Store(int64(x) * hintScale / int64(n)) }
+	f(&h.words, words)
+	f(&h.ids, ids)
+	f(&h.postings, postings)
+	f(&h.joins, joins)
 }
 
 // markKnown marks the postings whose words are remembered as stored,
@@ -179,6 +369,40 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 		}
 	}
 	d.knownMu.RUnlock()
+}
+
+// sortPostings returns ps in id order, the order in which their keys are
+// written, so that staging them (flushJoins) leaves nothing to sort under
+// the lock. It sorts keys of the ids' first 16 bytes, which tell most ids
+// apart (a word's bitmap id holds its first 9 or 10 bytes) and compare
+// as two integers, with the postings' indexes: that moves less than
+// sorting the postings, and the strings are compared only where the keys
+// are equal.
+func sortPostings(ps []posting) []posting {
+	type key struct {
+		hi, lo uint64
+		k      int32
+	}
+	keys := make([]key, len(ps))
+	for k := range ps {
+		var b [16]byte
+		copy(b[:], ps[k].id)
+		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+			return c
+		}
+		return strings.Compare(ps[a.k].id, ps[b.k].id)
+	})
+	sorted := make([]posting, len(ps))
+	for i, k := range keys {
+		sorted[i] = ps[k.k]
+	}
+	return sorted
 }
 
 // opZero is the operations of a posting of a single-record write.

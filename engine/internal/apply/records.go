@@ -110,6 +110,9 @@ type writer struct {
 	rows     []uint32
 	deferred int
 	noDefer  bool
+	// linked are the link targets found to exist, while every operation
+	// inserts (prep is set).
+	linked map[linkTarget]struct{}
 }
 
 // apply applies one operation; its errors name the table unless the
@@ -279,6 +282,11 @@ func (w *writer) finishWrite(t *model.Table, res OpResult, row uint32, old *code
 // numeric operators ($increment, ...), which apply to the current value.
 func (w *writer) fill(t *model.Table, rec *codec.Record, values map[string]any, full, numOps bool) error {
 	if full {
+		if rec.Fields == nil {
+			// Most writes give most columns: one array, not one per
+			// column added.
+			rec.Fields = make([]codec.Field, 0, len(t.Leaves))
+		}
 		rec.Fields = rec.Fields[:0]
 	} else {
 		// Drop values of columns the schema no longer has.
@@ -443,6 +451,10 @@ func (w *writer) checkLink(c *model.Column, id string) error {
 	if target == nil {
 		return model.Invalidf("column [%s]: link target table not found", c.Path)
 	}
+	key := linkTarget{target.ID, id}
+	if _, ok := w.linked[key]; ok {
+		return nil
+	}
 	_, _, ok, err := layers.LookupID(w.tx.batch, w.tx.d.ID, w.br.Lineage, target.ID, id)
 	if err != nil {
 		return err
@@ -450,7 +462,22 @@ func (w *writer) checkLink(c *model.Column, id string) error {
 	if !ok {
 		return model.Invalidf("column [%s]: linked record [%s] not found in table [%s]", c.Path, id, target.Name)
 	}
+	if w.prep != nil {
+		// Every operation of a prepared write inserts: a record found
+		// stays there until the command is applied, and the records of a
+		// bulk write link to the same few often.
+		if w.linked == nil {
+			w.linked = map[linkTarget]struct{}{}
+		}
+		w.linked[key] = struct{}{}
+	}
 	return nil
+}
+
+// linkTarget is a record a link names: its table's id and its id.
+type linkTarget struct {
+	table uint32
+	id    string
 }
 
 // check enforces unique columns for a row about to hold rec.

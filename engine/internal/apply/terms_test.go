@@ -121,7 +121,7 @@ func TestNewWords(t *testing.T) {
 
 // placeNotes creates database "db" with its main branch, and in it the
 // table "notes" with columns cols; it returns the database's id.
-func placeNotes(t *testing.T, a *Applier, at time.Time, cols []model.ColumnDef) uint32 {
+func placeNotes(t testing.TB, a *Applier, at time.Time, cols []model.ColumnDef) uint32 {
 	t.Helper()
 	res, err := a.Apply(OnCatalog(&catalog.PlaceDatabase{
 		Database: catalog.Database{Name: "db", Region: "local", CreatedAt: at},

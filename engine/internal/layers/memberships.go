@@ -29,18 +29,52 @@ func AddMemberships(out map[string]struct{}, t *model.Table, rec *codec.Record) 
 // word a term bitmap names (TermOf), "" for every other bitmap. Writers of
 // new rows stage their postings this way, one call per (row, bitmap).
 func VisitMemberships(t *model.Table, rec *codec.Record, fn func(id []byte, term string)) {
-	buf := make([]byte, 0, 64)
-	buf = append(buf, codec.BitmapLive)
-	fn(buf, "")
+	Visit(t, rec, &idVisitor{fn: fn})
+}
+
+// A Visitor is told of the bitmaps a record's row belongs to (Visit): of
+// the words of its text apart, so that a writer gathering the postings of
+// many records looks each word up once, by the word, rather than each of
+// its bitmaps by id.
+type Visitor interface {
+	// Bitmap is a bitmap that names no word. id is the visitor's only for
+	// the call, and may come more than once (a value repeated in a
+	// multiple).
+	Bitmap(id []byte)
+	// Word is a word text column col holds n times (n ≥ 1), once per
+	// column: the row is in its term bitmap (TermBitmapID) and in the
+	// frequency bitmaps (TermTFBitmapID) of the TFLevels n reaches. term
+	// is a string of its own or part of the record's text: the visitor
+	// may keep it.
+	Word(col uint32, term string, n int)
+}
+
+// A TokenVisitor is a Visitor told of the words of a text field as they
+// come rather than counted (Words): a writer that looks each word up
+// anyway counts them itself, without a map of its own per field.
+type TokenVisitor interface {
+	Visitor
+	// Tokens are the words of text column col, in order, repeats
+	// included: for each distinct word, the row is in the bitmaps Word
+	// names for it and its count. The tokens are the visitor's only for
+	// the call; their Term strings it may keep.
+	Tokens(col uint32, toks []fts.Token)
+}
+
+// Visit tells v of each bitmap rec's row belongs to in table t.
+func Visit(t *model.Table, rec *codec.Record, v Visitor) {
+	var arr [64]byte
+	buf := append(arr[:0], codec.BitmapLive)
+	v.Bitmap(buf)
 	for _, f := range rec.Fields {
 		c := t.ByID[f.Col]
 		if c == nil {
 			continue
 		}
 		buf = codec.AppendU32(append(buf[:0], codec.BitmapExists), c.ID)
-		fn(buf, "")
+		v.Bitmap(buf)
 		if fts.Searchable(c.Type) {
-			buf = textMemberships(buf, c, f.Val, fn)
+			buf = visitText(buf, c, f.Val, v)
 		}
 		if !c.Type.Indexed() {
 			continue
@@ -48,50 +82,91 @@ func VisitMemberships(t *model.Table, rec *codec.Record, fn func(id []byte, term
 		if f.Val.Kind == codec.KindStrings {
 			for _, s := range f.Val.Strs {
 				buf, _ = codec.PostingBitmapID(buf[:0], c.ID, codec.String(s))
-				fn(buf, "")
+				v.Bitmap(buf)
 			}
 			continue
 		}
 		var err error
 		if buf, err = codec.PostingBitmapID(buf[:0], c.ID, f.Val); err == nil {
-			fn(buf, "")
+			v.Bitmap(buf)
 		}
 	}
 }
 
-// fieldPool recycles the analysis buffers of textMemberships.
+// fieldPool recycles the analysis buffers of visitText.
 var fieldPool = sync.Pool{New: func() any { return new(fts.Field) }}
 
-// textMemberships calls fn with the search bitmaps of one text field,
-// using buf as scratch, and returns it.
-func textMemberships(buf []byte, c *model.Column, v codec.Value, fn func(id []byte, term string)) []byte {
+// visitText tells v of the search bitmaps of one text field, using buf as
+// scratch, and returns it.
+func visitText(buf []byte, c *model.Column, val codec.Value, v Visitor) []byte {
+	if tv, ok := v.(TokenVisitor); ok {
+		return visitTokens(buf, c, val, tv)
+	}
 	f := fieldPool.Get().(*fts.Field)
 	defer fieldPool.Put(f)
 	f.Reset()
-	switch v.Kind {
+	switch val.Kind {
 	case codec.KindString:
-		f.Add(v.Str)
+		f.Add(val.Str)
 	case codec.KindStrings:
-		for _, s := range v.Strs {
+		for _, s := range val.Strs {
 			f.Add(s)
 		}
 	default:
 		return buf
 	}
 	buf = codec.LengthBitmapID(buf[:0], c.ID, fts.LengthBucket(f.Words))
-	fn(buf, "")
+	v.Bitmap(buf)
 	for term, n := range f.TF {
-		buf = codec.TermBitmapID(buf[:0], c.ID, term)
-		fn(buf, term)
-		for i, l := range fts.TFLevels {
-			if n < int(l) {
-				break
-			}
-			buf = codec.TermTFBitmapID(buf[:0], c.ID, uint8(i), term)
-			fn(buf, "")
-		}
+		v.Word(c.ID, term, n)
 	}
 	return buf
+}
+
+// tokensPool recycles the token lists of visitTokens.
+var tokensPool = sync.Pool{New: func() any { return new([]fts.Token) }}
+
+// visitTokens is visitText for a TokenVisitor.
+func visitTokens(buf []byte, c *model.Column, val codec.Value, v TokenVisitor) []byte {
+	tp := tokensPool.Get().(*[]fts.Token)
+	defer tokensPool.Put(tp)
+	toks := (*tp)[:0]
+	switch val.Kind {
+	case codec.KindString:
+		toks = fts.AppendTokens(toks, val.Str)
+	case codec.KindStrings:
+		for _, s := range val.Strs {
+			toks = fts.AppendTokens(toks, s)
+		}
+	default:
+		return buf
+	}
+	*tp = toks
+	buf = codec.LengthBitmapID(buf[:0], c.ID, fts.LengthBucket(len(toks)))
+	v.Bitmap(buf)
+	v.Tokens(c.ID, toks)
+	return buf
+}
+
+// idVisitor is a Visitor that names every bitmap by its id, a word's
+// included (VisitMemberships).
+type idVisitor struct {
+	fn  func(id []byte, term string)
+	buf []byte
+}
+
+func (v *idVisitor) Bitmap(id []byte) { v.fn(id, "") }
+
+func (v *idVisitor) Word(col uint32, term string, n int) {
+	v.buf = codec.TermBitmapID(v.buf[:0], col, term)
+	v.fn(v.buf, term)
+	for i, l := range fts.TFLevels {
+		if n < int(l) {
+			break
+		}
+		v.buf = codec.TermTFBitmapID(v.buf[:0], col, uint8(i), term)
+		v.fn(v.buf, "")
+	}
 }
 
 // TermOf returns the word a term bitmap id names: 05 · col u32 · 40 ·

@@ -15,6 +15,7 @@ import (
 	_ "image/png"  // and PNG
 	"mime"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -386,6 +387,9 @@ func FileRefs(t *Table, rec *codec.Record) map[FileRef]bool {
 // CheckNoFiles rejects file values in bulk inserts and transactions
 // (compat-api.md §3.4): content is written by single-record writes only.
 func CheckNoFiles(t *Table, values map[string]any) error {
+	if !slices.ContainsFunc(t.Leaves, func(c *Column) bool { return IsFileType(c.Type) }) {
+		return nil // nothing to walk: a bulk insert checks every record
+	}
 	var walk func(prefix string, m map[string]any) error
 	walk = func(prefix string, m map[string]any) error {
 		for _, k := range SortedKeys(m) {
