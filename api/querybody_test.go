@@ -145,3 +145,23 @@ func BenchmarkQueryBody(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReadQueryBody reads the bodies of W3's eq and eq-sort pages as
+// a query does: the scan, then the filter, sort and columns.
+func BenchmarkReadQueryBody(b *testing.B) {
+	for _, q := range serveQueryClasses()[:2] {
+		body := q.body(3)
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var q queryBody
+				if !scanQueryBody(body, &q) {
+					b.Fatal("not scanned")
+				}
+				if _, _, _, err := q.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
