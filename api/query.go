@@ -18,6 +18,32 @@ type queryBody struct {
 	Sort        json.RawMessage `json:"sort"`
 	Page        *queryPage      `json:"page"`
 	Consistency *string         `json:"consistency"`
+
+	// decoded says the scan of the body (querybody.go) has also read
+	// filter, sort and columns into these, each decoded or notDecoded{},
+	// so that the index package need not decode their raw text again.
+	decoded               bool
+	filter, sort, columns any
+}
+
+// read reads the filter, sort and columns of the body.
+func (b *queryBody) read() (f index.Filter, s index.Sort, c index.Columns, err error) {
+	if b.decoded && b.filter != (notDecoded{}) {
+		f = index.ReadFilterValue(b.Filter, b.filter)
+	} else if f, err = index.ReadFilter(b.Filter); err != nil {
+		return f, s, c, err
+	}
+	if b.decoded && b.sort != (notDecoded{}) {
+		s = index.ReadSortValue(b.Sort, b.sort)
+	} else if s, err = index.ReadSort(b.Sort); err != nil {
+		return f, s, c, err
+	}
+	if b.decoded && b.columns != (notDecoded{}) {
+		c, err = index.ReadColumnsValue(b.Columns, b.columns)
+	} else {
+		c, err = index.ReadColumns(b.Columns)
+	}
+	return f, s, c, err
 }
 
 // queryPage is the page object of a query (spec §4.1.7).
@@ -115,13 +141,7 @@ func readQuery(r *request) (dbRef, string, engine.QueryRequest, error) {
 		// consistent.
 		return ref, "", in, err
 	}
-	if in.Filter, err = index.ReadFilter(body.Filter); err != nil {
-		return ref, "", in, err
-	}
-	if in.Sort, err = index.ReadSort(body.Sort); err != nil {
-		return ref, "", in, err
-	}
-	if in.Columns, err = index.ReadColumns(body.Columns); err != nil {
+	if in.Filter, in.Sort, in.Columns, err = body.read(); err != nil {
 		return ref, "", in, err
 	}
 	if p := body.Page; p != nil {

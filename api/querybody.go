@@ -9,13 +9,24 @@ import (
 // Every page of a query, a cursor walk's included, starts with its body,
 // which encoding/json decodes through reflection with a decoder of its own:
 // about as much CPU as encoding a cached page of records. Bodies come in a
-// few plain shapes, so readQueryBody reads those with one scan and leaves
-// everything else to decodeStrict: keys in another case, escapes in keys
-// or strings, numbers other than small integers, nulls inside the page,
-// repeated or unknown keys, and every error. For a body it reads, the scan
-// gives what decodeStrict gives (FuzzQueryBody holds it to that).
+// few plain shapes, so readQueryBody reads those with one scan, which
+// checks the JSON as it goes and decodes the filter, sort and columns for
+// the index package (a value with a string of escapes or not in UTF-8 is
+// checked, then left to the index package to decode), and leaves
+// everything else to decodeStrict: keys in another case, escapes in the
+// body's own keys and strings, numbers other than small integers in the
+// page, nulls inside the page, repeated or unknown keys, nesting deeper
+// than maxScanDepth, and every error. For a body it reads,
+// the scan gives what decodeStrict gives, and values as the index package
+// decodes them (FuzzQueryBody holds it to that).
+
+// maxScanDepth bounds the nesting of the values the scan decodes; deeper
+// values are left to encoding/json.
+const maxScanDepth = 64
 
 // readQueryBody reads the body of a query into body; an empty body is {}.
+// The raw members of body share the request's buffer: they are valid
+// until the handler returns.
 func (r *request) readQueryBody(body *queryBody) error {
 	b := r.body()
 	if len(b) == 0 {
@@ -29,23 +40,18 @@ func (r *request) readQueryBody(body *queryBody) error {
 }
 
 // scanQueryBody reads b into body and reports whether it could; when it
-// could not, body holds a partial result.
+// could not, body holds a partial result. The raw members share b.
 func scanQueryBody(b []byte, body *queryBody) bool {
-	if !json.Valid(b) {
-		return false
-	}
-	// The raw members share one copy of the body: decodeStrict's are
-	// copies too, which outlive the request's buffer.
-	s := bodyScan{b: bytes.Clone(b)}
+	s := bodyScan{b: b}
 	var seen [5]bool
-	return s.object(func(key []byte) bool {
+	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "columns":
-			return once(&seen[0]) && s.raw(&body.Columns)
+			return once(&seen[0]) && s.decode(&body.Columns, &body.columns)
 		case "filter":
-			return once(&seen[1]) && s.raw(&body.Filter)
+			return once(&seen[1]) && s.decode(&body.Filter, &body.filter)
 		case "sort":
-			return once(&seen[2]) && s.raw(&body.Sort)
+			return once(&seen[2]) && s.decode(&body.Sort, &body.sort)
 		case "page":
 			return once(&seen[3]) && s.page(&body.Page)
 		case "consistency":
@@ -58,6 +64,9 @@ func scanQueryBody(b []byte, body *queryBody) bool {
 		}
 		return false
 	})
+	s.space()
+	body.decoded = ok && s.i == len(b)
+	return body.decoded
 }
 
 // once marks a key seen and reports whether it was not before.
@@ -69,13 +78,18 @@ func once(seen *bool) bool {
 	return true
 }
 
-// bodyScan reads a JSON text known to be valid from b, byte i on.
+// bodyScan reads JSON text from b, byte i on, checking it as it goes.
 type bodyScan struct {
 	b []byte
 	i int
+	// plain is false once value has met a string it does not decode.
+	plain bool
 }
 
-// space skips white space and returns the next byte.
+// notDecoded stands for a value that the scan checked but did not decode.
+type notDecoded struct{}
+
+// space skips white space and returns the next byte, 0 at the end.
 func (s *bodyScan) space() byte {
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; c {
@@ -88,45 +102,59 @@ func (s *bodyScan) space() byte {
 	return 0
 }
 
-// object reads an object, calling member with each key (of no escapes)
-// to read its value; false from member stops it.
-func (s *bodyScan) object(member func(key []byte) bool) bool {
-	if s.space() != '{' {
+// next skips white space and reads byte c, reporting whether it was there.
+func (s *bodyScan) next(c byte) bool {
+	if s.space() != c {
 		return false
 	}
 	s.i++
-	if s.space() == '}' {
-		s.i++
+	return true
+}
+
+// object reads an object, calling member with each key (of no escapes)
+// to read its value; false from member stops it.
+func (s *bodyScan) object(member func(key []byte) bool) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
 		return true
 	}
 	for {
 		s.space()
 		key, ok := s.plainString()
-		if !ok {
+		if !ok || !s.next(':') || !member(key) {
 			return false
 		}
-		s.space()
-		s.i++ // ':'
-		if !member(key) {
-			return false
-		}
-		c := s.space()
-		s.i++
-		if c == '}' {
+		switch s.space() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
 			return true
+		default:
+			return false
 		}
 	}
 }
 
-// plainString reads a string of no escapes at s.i and returns its bytes.
+// plainString reads a string of no escapes or control characters at s.i
+// and returns its bytes.
 func (s *bodyScan) plainString() ([]byte, bool) {
-	if s.b[s.i] != '"' {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return nil, false
 	}
-	end := bytes.IndexByte(s.b[s.i+1:], '"')
-	v := s.b[s.i+1 : s.i+1+end]
-	s.i += end + 2
-	return v, bytes.IndexByte(v, '\\') < 0
+	start := s.i + 1
+	for i := start; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return s.b[start:i], true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // str reads a string value of no escapes, in valid UTF-8 (which
@@ -137,66 +165,195 @@ func (s *bodyScan) str() (string, bool) {
 	return string(v), ok && utf8.Valid(v)
 }
 
-// raw reads any value into dst, as json.RawMessage keeps it.
-func (s *bodyScan) raw(dst *json.RawMessage) bool {
+// decode reads any value into raw, as json.RawMessage keeps it, and into
+// v, as encoding/json decodes it into an any with UseNumber.
+func (s *bodyScan) decode(raw *json.RawMessage, v *any) bool {
 	s.space()
 	start := s.i
-	s.skip()
-	*dst = s.b[start:s.i:s.i]
+	s.plain = true
+	var ok bool
+	*v, ok = s.value(0)
+	*raw = s.b[start:s.i:s.i]
+	if !s.plain {
+		*v = notDecoded{}
+	}
+	return ok
+}
+
+// value reads the value at s.i, depth levels down, as encoding/json
+// decodes it into an any with UseNumber.
+func (s *bodyScan) value(depth int) (any, bool) {
+	if depth > maxScanDepth {
+		return nil, false
+	}
+	switch c := s.space(); c {
+	case '{':
+		s.i++
+		m := map[string]any{}
+		if s.next('}') {
+			return m, true
+		}
+		for {
+			s.space()
+			k, ok := s.string()
+			if !ok || !s.next(':') {
+				return nil, false
+			}
+			if m[k], ok = s.value(depth + 1); !ok {
+				return nil, false
+			}
+			switch s.space() {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return m, true
+			default:
+				return nil, false
+			}
+		}
+	case '[':
+		s.i++
+		l := []any{}
+		if s.next(']') {
+			return l, true
+		}
+		for {
+			v, ok := s.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			l = append(l, v)
+			switch s.space() {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return l, true
+			default:
+				return nil, false
+			}
+		}
+	case '"':
+		return s.string()
+	case 't':
+		return true, s.literal("true")
+	case 'f':
+		return false, s.literal("false")
+	case 'n':
+		return nil, s.literal("null")
+	}
+	start := s.i
+	if !s.number() {
+		return nil, false
+	}
+	return json.Number(s.b[start:s.i]), true
+}
+
+// string reads the string at s.i, and decodes it when it has no escapes
+// and is valid UTF-8 (which encoding/json would not change); otherwise it
+// clears s.plain.
+func (s *bodyScan) string() (string, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start := s.i + 1
+	escaped := false
+	for i := start; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			s.i = i + 1
+			v := s.b[start:i]
+			if escaped || !utf8.Valid(v) {
+				s.plain = false
+				return "", true
+			}
+			return string(v), true
+		case c < 0x20:
+			return "", false
+		case c == '\\':
+			escaped = true
+			i++
+			if i == len(s.b) {
+				return "", false
+			}
+			switch s.b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(s.b) || !isHex4(s.b[i+1:i+5]) {
+					return "", false
+				}
+				i += 4
+			default:
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
+
+// isHex4 reports whether b holds four hexadecimal digits.
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
 	return true
 }
 
-// skip passes the value at s.i.
-func (s *bodyScan) skip() {
-	switch s.b[s.i] {
-	case '"':
-		s.skipString()
-	case '{', '[':
-		depth := 0
-		for {
-			switch s.b[s.i] {
-			case '"':
-				s.skipString()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default: // a number, true, false or null
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			s.i++
-		}
+// literal reads the word w at s.i.
+func (s *bodyScan) literal(w string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(w)) {
+		return false
 	}
+	s.i += len(w)
+	return true
 }
 
-// skipString passes the string at s.i.
-func (s *bodyScan) skipString() {
-	s.i++
-	for s.b[s.i] != '"' {
-		if s.b[s.i] == '\\' {
-			s.i++
-		}
+// number reads a JSON number at s.i.
+func (s *bodyScan) number() bool {
+	if s.i < len(s.b) && s.b[s.i] == '-' {
 		s.i++
 	}
-	s.i++
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case !s.digits():
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits reads one or more decimal digits at s.i.
+func (s *bodyScan) digits() bool {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i > start
 }
 
 // page reads the page object; null is no page.
 func (s *bodyScan) page(dst **queryPage) bool {
 	if s.space() == 'n' {
-		s.i += len("null")
 		*dst = nil
-		return true
+		return s.literal("null")
 	}
 	p := &queryPage{}
 	*dst = p
@@ -228,19 +385,20 @@ func (s *bodyScan) page(dst **queryPage) bool {
 	})
 }
 
-// integer reads an integer of at most nine digits.
+// integer reads an integer of at most nine digits, with no leading zero.
 func (s *bodyScan) integer(dst **int) bool {
 	s.space()
-	neg := s.b[s.i] == '-'
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
 	if neg {
 		s.i++
 	}
+	start := s.i
 	n, digits := 0, 0
 	for ; s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9'; s.i++ {
 		n = n*10 + int(s.b[s.i]-'0')
 		digits++
 	}
-	if digits == 0 || digits > 9 {
+	if digits == 0 || digits > 9 || (digits > 1 && s.b[start] == '0') {
 		return false
 	}
 	if s.i < len(s.b) {

@@ -2,12 +2,14 @@ package api
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// queryBodySeeds are query bodies of every shape: those clients send,
-// which the scan reads, and those it leaves to decodeStrict.
-var queryBodySeeds = []string{
+// scannedBodies are query bodies of the shapes clients send, which the
+// scan reads, some of their values left to the index package to decode.
+var scannedBodies = []string{
 	`{}`,
 	`{"filter":{"category":"books","active":true},"sort":{"created_at":"desc"},"page":{"size":20}}`,
 	`{"page":{"after":"ApVn4ETb_EhOZiAevrru7BcfeyJ0YWdzIjp7","size":20}}`,
@@ -17,6 +19,13 @@ var queryBodySeeds = []string{
 	`{"page":{"before":"b","start":"s","end":"e"}}`,
 	`{"filter":{"title":{"$contains":"caf\u00e9 \\ \n"}}}`,
 	`{"page":{"after":"é"}}`,
+	"{\"filter\":{\"\xff\":1}}",
+	`{"sort":{"a\u00e9":"desc"},"columns":["\ud800"]}`,
+	`{"columns":{"a":1}}`,
+}
+
+// otherBodies are query bodies the scan leaves to decodeStrict.
+var otherBodies = []string{
 	`{"Filter":{}}`,
 	`{"filter":{},"filter":{}}`,
 	`{"fil\u0074er":{}}`,
@@ -39,7 +48,28 @@ var queryBodySeeds = []string{
 	`{"filter":{}`,
 	`{"filter":{}} {}`,
 	`{"filter":}`,
+	`{"filter":{"a":01}}`,
+	`{"filter":{"a":1.}}`,
+	`{"filter":{"a":-}}`,
+	`{"filter":{"a":[1,]}}`,
+	`{"filter":{"a":1,}}`,
+	`{"filter":{"a" 1}}`,
+	`{"filter":{"a":tru}}`,
+	"{\"filter\":{\"a\":\"x\ty\"}}",
+	`{"filter":` + strings.Repeat("[", maxScanDepth+2) + strings.Repeat("]", maxScanDepth+2) + `}`,
+	`{"page":{"size":020}}`,
+	`{"page":{"size":-}}`,
+	`{"page":nul}`,
+	`{"page":{"size":20}`,
+	`{"page":{"size":20}}}`,
+	`{"sort":"a" "columns":[]}`,
+	`{"sort":{0":0}}`,
+	`{"sort":"\x"}`,
+	`{"sort":"\u12"}`,
 }
+
+// queryBodySeeds are query bodies of every shape.
+var queryBodySeeds = append(slices.Clip(scannedBodies), otherBodies...)
 
 // checkQueryBody fails t unless scanQueryBody reads b as decodeStrict
 // does, when it reads b at all; it reports whether it did.
@@ -53,6 +83,14 @@ func checkQueryBody(t *testing.T, b []byte) bool {
 	if err := decodeStrict(b, &want); err != nil {
 		t.Fatalf("%s: scanned, but decodeStrict says %v", b, err)
 	}
+	gotF, gotS, gotC, gotErr := got.read()
+	wantF, wantS, wantC, wantErr := want.read()
+	if !reflect.DeepEqual(gotF, wantF) || !reflect.DeepEqual(gotS, wantS) || !reflect.DeepEqual(gotC, wantC) ||
+		!reflect.DeepEqual(gotErr, wantErr) {
+		t.Fatalf("%s: scanned %v %v %v %v, the index package reads %v %v %v %v",
+			b, gotF, gotS, gotC, gotErr, wantF, wantS, wantC, wantErr)
+	}
+	got.decoded, got.filter, got.sort, got.columns = false, nil, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: scanned %+v, decodeStrict %+v", b, got, want)
 	}
@@ -68,8 +106,11 @@ func TestScanQueryBody(t *testing.T) {
 			t.Errorf("%s: scanned %v, want %v", body, got, scanned)
 		}
 	}
-	for i, body := range queryBodySeeds {
-		f(body, i < 9)
+	for _, body := range scannedBodies {
+		f(body, true)
+	}
+	for _, body := range otherBodies {
+		f(body, false)
 	}
 }
 
@@ -103,4 +144,24 @@ func BenchmarkQueryBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkReadQueryBody reads the bodies of W3's eq and eq-sort pages as
+// a query does: the scan, then the filter, sort and columns.
+func BenchmarkReadQueryBody(b *testing.B) {
+	for _, q := range serveQueryClasses()[:2] {
+		body := q.body(3)
+		b.Run(q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var q queryBody
+				if !scanQueryBody(body, &q) {
+					b.Fatal("not scanned")
+				}
+				if _, _, _, err := q.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

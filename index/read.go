@@ -62,6 +62,17 @@ func ReadFilter(raw []byte) (Filter, error) {
 	return Filter{raw: raw, v: v}, nil
 }
 
+// ReadFilterValue is ReadFilter for a caller that has decoded raw already,
+// such as a scan of a whole request body: v must be raw's value as
+// encoding/json decodes it into an any with UseNumber (nil for null), and
+// raw valid JSON text. The Filter keeps raw.
+func ReadFilterValue(raw []byte, v any) Filter {
+	if v == nil {
+		return Filter{}
+	}
+	return Filter{raw: raw, v: v}
+}
+
 // FilterOf makes a Filter of a value decoded from JSON or built in Go:
 // maps, []any, strings, bools, nil, and numbers as json.Number, float64
 // or Go integers; datetime literals may also be time.Time. nil is no
@@ -120,6 +131,15 @@ func ReadSort(raw []byte) (Sort, error) {
 	return Sort{raw: raw, v: v}, nil
 }
 
+// ReadSortValue is ReadSort for raw decoded already into v, as
+// ReadFilterValue is for filters.
+func ReadSortValue(raw []byte, v any) Sort {
+	if v == nil {
+		return Sort{}
+	}
+	return Sort{raw: raw, v: v}
+}
+
 // SortOf makes a Sort of a value such as "name", map[string]any{"price":
 // "desc"} or []any of those; nil is no sort.
 func SortOf(v any) Sort { return Sort{v: v} }
@@ -156,11 +176,28 @@ func ReadColumns(raw []byte) (Columns, error) {
 		return Columns{}, nil
 	}
 	v, err := decodeJSON(raw)
+	if err != nil {
+		return Columns{}, errColumnsNotArray()
+	}
+	return ReadColumnsValue(raw, v)
+}
+
+// ReadColumnsValue is ReadColumns for raw decoded already into v, as
+// ReadFilterValue is for filters.
+func ReadColumnsValue(raw []byte, v any) (Columns, error) {
+	if v == nil {
+		return Columns{}, nil
+	}
 	list, ok := v.([]any)
-	if err != nil || !ok {
-		return Columns{}, projErrorf("columns must be an array of column names or projection objects")
+	if !ok {
+		return Columns{}, errColumnsNotArray()
 	}
 	return Columns{raw: raw, list: list, set: true}, nil
+}
+
+// errColumnsNotArray is a columns list that is not one.
+func errColumnsNotArray() error {
+	return projErrorf("columns must be an array of column names or projection objects")
 }
 
 // ColumnNames makes a Columns of column names (as a query parameter lists
