@@ -35,3 +35,38 @@ func TestSortRuns(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSortGroupIDs sorts the bitmap ids a group of 19 single-record
+// inserts stages, one sorted run per record of the ids new to the group,
+// with sortRuns and with a plain sort.
+func BenchmarkSortGroupIDs(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	seen := map[string]bool{}
+	var ids []string
+	for range 19 {
+		var run []string
+		for range 140 {
+			// A word's bitmap id: a column then the word, Zipf-like.
+			id := fmt.Sprintf("\x00\x00\x00\x07t%s", fmt.Sprint(rng.IntN(1+rng.IntN(20000))))
+			if !seen[id] {
+				seen[id] = true
+				run = append(run, id)
+			}
+		}
+		slices.Sort(run)
+		ids = append(ids, run...)
+	}
+	b.Logf("%d ids", len(ids))
+	for _, bc := range []struct {
+		name string
+		sort func([]string)
+	}{{"runs", sortRuns}, {"plain", slices.Sort[[]string]}} {
+		b.Run(bc.name, func(b *testing.B) {
+			work := make([]string, len(ids))
+			for b.Loop() {
+				copy(work, ids)
+				bc.sort(work)
+			}
+		})
+	}
+}
