@@ -410,11 +410,10 @@ var opZero = []int32{0}
 
 // prepareOne prepares the one record of c, an insert into table t of
 // branch br, or returns nil when its values do not convert. Its postings
-// are its bitmaps in id order, their ids in one string: the writer
-// stages them as they are, so that a group's bitmaps come as one sorted
-// run per record, which layers.Pending.Write merges rather than sorting
-// them all under the writer lock. A value the record holds twice is a
-// posting twice, as when the writer stages the record itself (joinAll).
+// are its bitmaps as they come, their ids in one string: the writer
+// stages them as they are, and sorts a group's bitmaps once
+// (layers.Pending.Write). A value the record holds twice is a posting
+// twice, as when the writer stages the record itself (joinAll).
 func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepared {
 	rec := &codec.Record{}
 	w := &writer{br: br, now: c.Now}
@@ -442,9 +441,6 @@ func prepareOne(d *DB, br *model.Branch, t *model.Table, c *WriteRecords) *prepa
 		sc.ids, sc.spans = sc.ids[:0], sc.spans[:0]
 		oneScratchPool.Put(sc)
 	}
-	// A record's hundred-odd ids sort in place faster than sortPostings
-	// copies them.
-	slices.SortFunc(p.postings, func(a, b posting) int { return strings.Compare(a.id, b.id) })
 	p.joins = len(p.postings)
 	p.markKnown(d, br)
 	return p

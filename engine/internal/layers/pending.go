@@ -150,7 +150,9 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 	var rows []uint32
 	for _, pt := range tables {
 		_, forked := forks(pt.layer)
-		sortRuns(pt.ids)
+		if !slices.IsSorted(pt.ids) {
+			slices.Sort(pt.ids)
+		}
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
 		for i, id := range pt.ids {
 			if i%yieldBitmaps == yieldBitmaps-1 {
@@ -182,61 +184,6 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 		}
 	}
 	return nil
-}
-
-// sortRuns sorts ids, which are often a few sorted runs: the bitmaps a
-// batch stages in id order are one, and a group of single-record inserts
-// stages one per record, each holding the bitmaps of its record that the
-// records before it did not stage. A few runs are merged pairwise, in
-// fewer comparisons than sorting them anew; many short ones are sorted.
-func sortRuns(ids []string) {
-	runs := []int{0}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] < ids[i-1] {
-			runs = append(runs, i)
-		}
-	}
-	if len(runs) == 1 {
-		return
-	}
-	if len(runs) > len(ids)/maxRunsPer {
-		slices.Sort(ids)
-		return
-	}
-	runs = append(runs, len(ids))
-	src, dst := ids, make([]string, len(ids))
-	for len(runs) > 2 {
-		k := len(runs) - 1 // runs; runs[k] is the end
-		next := runs[:0]
-		for i := 0; i < k; i += 2 {
-			lo, mid, hi := runs[i], runs[i+1], runs[min(i+2, k)]
-			mergeRuns(dst[lo:hi], src[lo:mid], src[mid:hi])
-			next = append(next, lo)
-		}
-		runs = append(next, len(ids))
-		src, dst = dst, src
-	}
-	if &src[0] != &ids[0] {
-		copy(ids, src)
-	}
-}
-
-// maxRunsPer is the fewest ids per run on average that sortRuns merges
-// rather than sorts.
-const maxRunsPer = 8
-
-// mergeRuns merges the sorted runs a and b into dst, which holds both.
-func mergeRuns(dst, a, b []string) {
-	i, j := 0, 0
-	for k := range dst {
-		if j == len(b) || i < len(a) && a[i] <= b[j] {
-			dst[k] = a[i]
-			i++
-		} else {
-			dst[k] = b[j]
-			j++
-		}
-	}
 }
 
 // encode calls fn with the encoded net change of each chunk the bitmap's
