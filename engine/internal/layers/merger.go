@@ -59,7 +59,7 @@ const mergerMaxRows = 1 << 16
 //
 // Most operands only add a few rows (one write batch's postings). Composing
 // each of them with acc would cost a bitmap decode and a union per operand,
-// so their rows are collected in rows instead, unsorted, and folded into acc
+// so their rows are collected in rows instead and folded into acc
 // at once as a single add-only delta: adjacent add-only operands commute, so
 // their union composes to the same result. rows sit on the side of acc the
 // operands came from (newer for MergeNewer, older for MergeOlder) and are
@@ -107,6 +107,9 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 		return nil
 	}
 	if rows, ok := codec.AppendAddsDeltaRows(m.rows, value); ok {
+		// Reversed, so that operands of rows growing with time, as
+		// writes number them, leave rows in decreasing order.
+		slices.Reverse(rows[len(m.rows):])
 		m.rows, m.rowsNewer = rows, false
 		return nil
 	}
@@ -125,7 +128,12 @@ func (m *bitmapValueMerger) fold() {
 	if len(m.rows) == 0 {
 		return
 	}
-	slices.Sort(m.rows)
+	if !m.rowsNewer {
+		slices.Reverse(m.rows)
+	}
+	if !slices.IsSorted(m.rows) {
+		slices.Sort(m.rows)
+	}
 	adds := roaring.New()
 	adds.AddMany(m.rows)
 	d := codec.Delta{Adds: adds, Dels: roaring.New()}
