@@ -557,7 +557,18 @@ func TestMergerMatchesReference(t *testing.T) {
 	for iter := range 2000 {
 		spread := uint32(1) << (6 + rng.IntN(13)) // one chunk or several
 		ops := make([][]byte, 1+rng.IntN(40))
+		// Every sixteenth sequence collects more rows than a merger holds
+		// before it folds them (mergerMaxRows).
+		big := iter%16 == 0
+		if big {
+			spread = 1 << 16
+			ops = make([][]byte, 60+rng.IntN(20))
+		}
 		for i := range ops {
+			if big && rng.IntN(20) > 0 {
+				ops[i] = codec.AppendAddsDelta(nil, rows(2500+rng.IntN(1500), spread))
+				continue
+			}
 			switch k := rng.IntN(20); {
 			case k < 12: // a batch's adds, in the cheap encoding
 				ops[i] = codec.AppendAddsDelta(nil, rows(1+rng.IntN(8), spread))
