@@ -388,3 +388,60 @@ func AppendAddsDelta(dst []byte, rows []uint32) []byte {
 	}
 	return append(dst, 0) // no removals
 }
+
+// AppendAddsDeltaRows is the inverse of AppendAddsDelta for its cheap
+// shape: if src is a delta that only adds rows, all in one array or run
+// container, it appends those rows, increasing, to dst and returns the
+// extended slice and true, without making a bitmap. For any other value,
+// well-formed or not, it returns dst unchanged and false, and the caller
+// decodes src with DecodeDeltaStored, which reports any corruption.
+func AppendAddsDeltaRows(dst []uint32, src []byte) ([]uint32, bool) {
+	if len(src) < 2 || src[0] != deltaTagDelta || src[len(src)-1] != 0 {
+		return dst, false
+	}
+	n, k := binary.Uvarint(src[1:])
+	if k <= 0 || n == 0 || uint64(len(src)) != 1+uint64(k)+n+1 {
+		return dst, false
+	}
+	body := src[1+k : len(src)-1]
+	le := binary.LittleEndian
+	start := len(dst)
+	switch {
+	case len(body) >= 13 && le.Uint32(body) == roaringCookieRuns && body[4] == 1:
+		// One run container: key, cardinality - 1, run count, runs.
+		key, card, runs := uint32(le.Uint16(body[5:]))<<16, int(le.Uint16(body[7:]))+1, int(le.Uint16(body[9:]))
+		if runs == 0 || len(body) != 11+4*runs {
+			return dst, false
+		}
+		next := 0 // the lowest value the next run may start at
+		for i := range runs {
+			first, last := int(le.Uint16(body[11+4*i:])), int(le.Uint16(body[11+4*i:]))+int(le.Uint16(body[13+4*i:]))
+			if first < next || last > 0xFFFF {
+				return dst[:start], false
+			}
+			for v := first; v <= last; v++ {
+				dst = append(dst, key|uint32(v))
+			}
+			next = last + 2 // runs neither overlap nor touch
+		}
+		if len(dst)-start != card {
+			return dst[:start], false
+		}
+	case len(body) >= 16 && le.Uint32(body) == roaringCookieNoRuns && le.Uint32(body[4:]) == 1 && le.Uint32(body[12:]) == 16:
+		// One array container: key, cardinality - 1, offset, values.
+		key, card := uint32(le.Uint16(body[8:]))<<16, int(le.Uint16(body[10:]))+1
+		if card > roaringMaxArray || len(body) != 16+2*card {
+			return dst, false
+		}
+		for i := range card {
+			v := le.Uint16(body[16+2*i:])
+			if i > 0 && v <= le.Uint16(body[14+2*i:]) {
+				return dst[:start], false
+			}
+			dst = append(dst, key|uint32(v))
+		}
+	default:
+		return dst, false
+	}
+	return dst, true
+}

@@ -618,3 +618,72 @@ func TestAppendAddsDeltaMatchesAppendDelta(t *testing.T) {
 		}
 	}
 }
+
+// AppendAddsDeltaRows reads back exactly the rows AppendAddsDelta wrote
+// when they fit one array or run container, and declines every other
+// value, valid or not, leaving dst as it was.
+func TestAppendAddsDeltaRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	prefix := []uint32{42}
+	for range 3000 {
+		set := map[uint32]bool{}
+		chunk := uint32(rng.IntN(3)) << 16
+		size := 1 + rng.IntN(40)
+		if rng.IntN(10) == 0 {
+			size = 1 + rng.IntN(5000)
+		}
+		row := chunk + uint32(rng.IntN(100))
+		for len(set) < size && row < chunk+1<<16 {
+			set[row] = true
+			row += uint32(1 + rng.IntN(3)*rng.IntN(3))
+		}
+		if rng.IntN(10) == 0 {
+			set[uint32(rng.IntN(1<<18))] = true // perhaps in another chunk
+		}
+		var rows []uint32
+		for r := range set {
+			rows = append(rows, r)
+		}
+		slices.Sort(rows)
+		enc := codec.AppendAddsDelta(nil, rows)
+		got, ok := codec.AppendAddsDeltaRows(slices.Clone(prefix), enc)
+		// One chunk of up to 4096 rows is an array or runs; more rows may
+		// be runs too, or a bitmap container, which is declined.
+		oneChunk := rows[0]>>16 == rows[len(rows)-1]>>16
+		if ok != oneChunk && (ok || len(rows) <= 4096) {
+			t.Fatalf("%d rows in chunks %d..%d: ok=%v", len(rows), rows[0]>>16, rows[len(rows)-1]>>16, ok)
+		}
+		if ok && !slices.Equal(got, append(slices.Clone(prefix), rows...)) {
+			t.Fatalf("rows %v read back as %v", rows, got[1:])
+		}
+		if !ok && !slices.Equal(got, prefix) {
+			t.Fatalf("declined but changed dst to %v", got)
+		}
+	}
+	f := func(d codec.Delta, what string) {
+		t.Helper()
+		enc := codec.AppendDelta(nil, d)
+		for i := 0; i <= len(enc); i++ {
+			if got, ok := codec.AppendAddsDeltaRows(slices.Clone(prefix), enc[:i]); ok || !slices.Equal(got, prefix) {
+				t.Errorf("%s cut to %d bytes: accepted %v", what, i, got)
+			}
+		}
+	}
+	f(codec.DelDelta(3), "a removal")
+	f(codec.Delta{Adds: roaring.BitmapOf(1, 2), Dels: roaring.BitmapOf(7)}, "adds and a removal")
+	f(codec.Delta{Adds: roaring.BitmapOf(1, 2), Full: true}, "a full value")
+	f(codec.Delta{Adds: roaring.BitmapOf(1, 1<<16)}, "adds in two chunks")
+	// Values AppendAddsDelta would never write: rows out of order, runs
+	// that overlap, a wrong cardinality.
+	unsorted := codec.AppendAddsDelta(nil, []uint32{1, 5, 9})
+	unsorted[len(unsorted)-3] = 2 // 9 becomes 2
+	runs := codec.AppendAddsDelta(nil, []uint32{1, 2, 3, 4, 10, 11, 12, 13})
+	runs[len(runs)-5] = 3 // the second run starts inside the first
+	card := codec.AppendAddsDelta(nil, []uint32{1, 2, 3, 4, 5, 6})
+	card[10]++
+	for _, v := range [][]byte{unsorted, runs, card} {
+		if got, ok := codec.AppendAddsDeltaRows(slices.Clone(prefix), v); ok || !slices.Equal(got, prefix) {
+			t.Errorf("% x: accepted %v", v, got)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package layers
 import (
 	"fmt"
 	"io"
+	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/coppice-db/coppice/codec"
 )
@@ -28,13 +30,23 @@ import (
 var Merger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		m := &bitmapValueMerger{}
+		if rows, ok := codec.AppendAddsDeltaRows(nil, value); ok {
+			m.rows = rows
+			return m, nil
+		}
 		d, err := codec.DecodeDeltaStored(value)
 		if err != nil {
 			return nil, fmt.Errorf("engine: merge operand of key %x: %w", key, err)
 		}
-		return &bitmapValueMerger{acc: d}, nil
+		m.acc = d
+		return m, nil
 	},
 }
+
+// mergerMaxRows bounds the rows a bitmapValueMerger collects before it
+// folds them into its accumulator.
+const mergerMaxRows = 1 << 16
 
 // bitmapValueMerger composes the operands of one key as they arrive, newest
 // or oldest first, into a single delta.
@@ -44,31 +56,96 @@ var Merger = &pebble.Merger{
 // from the oldest and call MergeNewer. The oldest operand may be the value of
 // a Set, which in this scheme is a Full delta; once acc is Full, older
 // operands cannot change it.
+//
+// Most operands only add a few rows (one write batch's postings). Composing
+// each of them with acc would cost a bitmap decode and a union per operand,
+// so their rows are collected in rows instead and folded into acc
+// at once as a single add-only delta: adjacent add-only operands commute, so
+// their union composes to the same result. rows sit on the side of acc the
+// operands came from (newer for MergeNewer, older for MergeOlder) and are
+// folded before an operand of another kind or direction, and at Finish.
 type bitmapValueMerger struct {
-	acc codec.Delta
+	acc       codec.Delta
+	rows      []uint32 // adds of add-only operands not yet folded into acc
+	rowsNewer bool     // rows are newer than acc (came from MergeNewer)
 }
 
 // MergeNewer composes value after everything merged so far.
 func (m *bitmapValueMerger) MergeNewer(value []byte) error {
+	if len(m.rows) > 0 && !m.rowsNewer || len(m.rows) >= mergerMaxRows {
+		m.fold()
+	}
+	if rows, ok := codec.AppendAddsDeltaRows(m.rows, value); ok {
+		m.rows, m.rowsNewer = rows, true
+		return nil
+	}
 	newer, err := codec.DecodeDeltaStored(value)
 	if err != nil {
 		return fmt.Errorf("engine: newer merge operand: %w", err)
 	}
+	m.fold()
 	m.acc.Then(newer)
 	return nil
 }
 
 // MergeOlder composes value before everything merged so far.
 func (m *bitmapValueMerger) MergeOlder(value []byte) error {
+	if len(m.rows) > 0 && m.rowsNewer || len(m.rows) >= mergerMaxRows {
+		m.fold()
+	}
+	if m.acc.Full {
+		// Older operands cannot change acc: value is only checked, to
+		// report corruption, and without a bitmap when it has the common
+		// shape. rows is empty here: a Full acc absorbed them.
+		if rows, ok := codec.AppendAddsDeltaRows(m.rows[:0], value); ok {
+			m.rows = rows[:0]
+			return nil
+		}
+		if _, err := codec.DecodeDeltaStored(value); err != nil {
+			return fmt.Errorf("engine: older merge operand: %w", err)
+		}
+		return nil
+	}
+	if rows, ok := codec.AppendAddsDeltaRows(m.rows, value); ok {
+		// Reversed, so that operands of rows growing with time, as
+		// writes number them, leave rows in decreasing order.
+		slices.Reverse(rows[len(m.rows):])
+		m.rows, m.rowsNewer = rows, false
+		return nil
+	}
 	older, err := codec.DecodeDeltaStored(value)
 	if err != nil {
 		return fmt.Errorf("engine: older merge operand: %w", err)
 	}
-	if m.acc.Full {
-		return nil // decoded only to report corruption
-	}
+	m.fold()
 	m.acc.Before(older)
 	return nil
+}
+
+// fold composes the collected rows, as one add-only delta, with acc on the
+// side they came from, and empties rows.
+func (m *bitmapValueMerger) fold() {
+	if len(m.rows) == 0 {
+		return
+	}
+	if !m.rowsNewer {
+		slices.Reverse(m.rows)
+	}
+	if !slices.IsSorted(m.rows) {
+		slices.Sort(m.rows)
+	}
+	adds := roaring.New()
+	adds.AddMany(m.rows)
+	d := codec.Delta{Adds: adds, Dels: roaring.New()}
+	switch {
+	case m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full:
+		m.acc = d // acc is the empty change
+	case m.rowsNewer:
+		m.acc.Then(d)
+	default:
+		m.acc.Before(d)
+	}
+	m.rows = m.rows[:0]
 }
 
 // Finish encodes the composed value. includesBase is true on every read and
@@ -79,6 +156,7 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 // operands may lie below, so the result stays a delta, or Full if one of the
 // operands was. The returned slice is freshly allocated and never changed.
 func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	m.fold()
 	if includesBase && !m.acc.Full {
 		m.acc.Full = true
 		m.acc.Dels.Clear()

@@ -502,3 +502,121 @@ func TestMergerNotDeletable(t *testing.T) {
 		t.Error("bitmapValueMerger implements pebble.DeletableValueMerger")
 	}
 }
+
+// mergerFoldReference folds operands one by one, decoding each into a
+// delta and composing it with Then or Before: the plain fold the merge
+// operator must match byte for byte.
+func mergerFoldReference(t *testing.T, ops [][]byte, newestFirst, includesBase bool) []byte {
+	t.Helper()
+	decode := func(v []byte) codec.Delta {
+		d, err := codec.DecodeDeltaStored(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var acc codec.Delta
+	if newestFirst {
+		acc = decode(ops[len(ops)-1])
+		for i := len(ops) - 2; i >= 0; i-- {
+			if older := decode(ops[i]); !acc.Full {
+				acc.Before(older)
+			}
+		}
+	} else {
+		acc = decode(ops[0])
+		for _, v := range ops[1:] {
+			acc.Then(decode(v))
+		}
+	}
+	if includesBase && !acc.Full {
+		acc.Full = true
+		acc.Dels.Clear()
+	}
+	return codec.AppendDelta(nil, acc)
+}
+
+// TestMergerMatchesReference merges random operand sequences, mostly small
+// add-only ones as batches write them, with removals, Full values and
+// adds spanning chunks among them, and compares every Finish with the
+// plain fold, in both directions.
+func TestMergerMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(18, 3))
+	rows := func(n int, spread uint32) []uint32 {
+		set := map[uint32]bool{}
+		for range n {
+			set[uint32(rng.IntN(int(spread)))] = true
+		}
+		var r []uint32
+		for v := range set {
+			r = append(r, v)
+		}
+		slices.Sort(r)
+		return r
+	}
+	for iter := range 2000 {
+		spread := uint32(1) << (6 + rng.IntN(13)) // one chunk or several
+		ops := make([][]byte, 1+rng.IntN(40))
+		// Every sixteenth sequence collects more rows than a merger holds
+		// before it folds them (mergerMaxRows).
+		big := iter%16 == 0
+		if big {
+			spread = 1 << 16
+			ops = make([][]byte, 60+rng.IntN(20))
+		}
+		for i := range ops {
+			if big && rng.IntN(20) > 0 {
+				ops[i] = codec.AppendAddsDelta(nil, rows(2500+rng.IntN(1500), spread))
+				continue
+			}
+			switch k := rng.IntN(20); {
+			case k < 12: // a batch's adds, in the cheap encoding
+				ops[i] = codec.AppendAddsDelta(nil, rows(1+rng.IntN(8), spread))
+			case k < 14: // a run of adds
+				first := uint32(rng.IntN(int(spread)))
+				ops[i] = codec.AppendAddsDelta(nil, []uint32{first, first + 1, first + 2, first + 3})
+			case k < 17:
+				d := codec.NewDelta()
+				d.Dels.AddMany(rows(1+rng.IntN(4), spread))
+				if rng.IntN(2) == 0 {
+					d.Adds.AddMany(rows(1+rng.IntN(4), spread))
+				}
+				ops[i] = codec.AppendDelta(nil, d)
+			case k < 18:
+				ops[i] = codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(rows(rng.IntN(20), spread)...), Full: true})
+			default: // adds the cheap shape cannot read: many chunks or many rows
+				ops[i] = codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(rows(1+rng.IntN(5000), 1<<18)...)})
+			}
+		}
+		for _, newestFirst := range []bool{true, false} {
+			for _, includesBase := range []bool{true, false} {
+				if !newestFirst && !includesBase {
+					continue // reverse reads always include the base
+				}
+				var vm pebble.ValueMerger
+				var err error
+				if newestFirst {
+					vm, err = Merger.Merge(nil, ops[len(ops)-1])
+					for i := len(ops) - 2; i >= 0 && err == nil; i-- {
+						err = vm.MergeOlder(ops[i])
+					}
+				} else {
+					vm, err = Merger.Merge(nil, ops[0])
+					for i := 1; i < len(ops) && err == nil; i++ {
+						err = vm.MergeNewer(ops[i])
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := vm.Finish(includesBase)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := mergerFoldReference(t, ops, newestFirst, includesBase); !bytes.Equal(got, want) {
+					t.Fatalf("case %d newestFirst=%v includesBase=%v: got % x, want % x", iter, newestFirst, includesBase, got, want)
+				}
+			}
+		}
+	}
+}
