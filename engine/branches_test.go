@@ -390,15 +390,7 @@ func TestRecordCountOfForks(t *testing.T) {
 	// under the marks its table shows now.
 	remembered := func(ref Ref) bool {
 		t.Helper()
-		d, err := e.database(ref.Workspace, ref.Database)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := d.State().Branch(ref.Branch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tb := b.Schema.TableByName("items")
+		d, b, tb := branchTableOf(t, e, ref, "items")
 		_, ok := d.LiveCount(b, tb.ID, d.CountMarks(b, tb.ID))
 		return ok
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine/internal/memstore"
+	"github.com/coppice-db/coppice/engine/internal/model"
 )
 
 var vectorSeed = flag.Int64("vector.seed", 0, "seed of TestVectorSearchDifferential (0: time)")
@@ -237,9 +238,9 @@ func TestVectorSearchWrites(t *testing.T) {
 	f(ref, SimilarityL2, "b:1 z:1 e:0.5 f:0.3333 g:0.1667", 5)
 }
 
-// vectorStoreOf returns the current vector store of a column of a table
-// of a branch, failing the test if there is none.
-func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstore.VectorStore {
+// branchTableOf returns the database, the branch and a table of ref,
+// failing the test if any is missing.
+func branchTableOf(t *testing.T, e *Engine, ref Ref, table string) (*database, *model.Branch, *model.Table) {
 	t.Helper()
 	d, err := e.database(ref.Workspace, ref.Database)
 	if err != nil {
@@ -250,6 +251,17 @@ func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstor
 		t.Fatal(err)
 	}
 	tb := b.Schema.TableByName(table)
+	if tb == nil {
+		t.Fatalf("no table %s on %s", table, ref.Branch)
+	}
+	return d, b, tb
+}
+
+// vectorStoreOf returns the current vector store of a column of a table
+// of a branch, failing the test if there is none.
+func vectorStoreOf(t *testing.T, e *Engine, ref Ref, table, col string) *memstore.VectorStore {
+	t.Helper()
+	d, _, tb := branchTableOf(t, e, ref, table)
 	v, err := d.Open(context.Background(), ref.Branch, table, memstore.Need{Store: memstore.Without, Vector: tb.ByPath[col].ID})
 	if err != nil {
 		t.Fatal(err)
