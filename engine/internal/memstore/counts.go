@@ -56,7 +56,14 @@ func (d *DB) LiveCount(b *model.Branch, table uint32, marks []uint64) (int64, bo
 // SetLiveCount remembers n as the live-row count of table of branch b,
 // counted in a snapshot taken after marks were.
 func (d *DB) SetLiveCount(b *model.Branch, table uint32, marks []uint64, n int64) {
-	d.counts.Store(storeKey{Branch: b.ID, Table: table}, &liveCount{lin: b.Lineage, marks: marks, n: n})
+	k := storeKey{Branch: b.ID, Table: table}
+	d.counts.Store(k, &liveCount{lin: b.Lineage, marks: marks, n: n})
+	// A command that removes the branch publishes its state before it
+	// forgets the branch's counts (dropStale): a count stored after that
+	// is seen here, so none outlives its branch.
+	if d.State().ByID.At(b.ID) == nil {
+		d.counts.Delete(k)
+	}
 }
 
 // forgetCounts forgets the remembered counts of branch id.
