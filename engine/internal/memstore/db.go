@@ -203,6 +203,12 @@ type DB struct {
 	cacheTables map[uint32][]uint32 // the tables with a cache, by branch; guarded by cachesMu
 
 	counts sync.Map // storeKey → *liveCount (counts.go)
+
+	// rowHints holds, by owner, the column stores RowOf found for a branch
+	// reading its own: a store is put while its table's lock is held for
+	// reading and removed by drop, so that none is found after its drop
+	// but by a reader that loaded it before.
+	rowHints sync.Map // storeKey → *slot
 }
 
 // tableLock orders the readers and writers of one table of the database,
@@ -362,6 +368,7 @@ func (d *DB) drop(s *slot) {
 			}
 		}
 	}
+	d.rowHints.CompareAndDelete(s.owner, s)
 	if !s.dead {
 		s.dead = true
 		if s.entry != nil {
