@@ -188,6 +188,11 @@ func (r *Registry) BuildsInProgress() int { return int(r.backgroundBuilds.Load()
 // writing; the slots of a table, their building and dead flags and the
 // write marks of the table change only under its lock for writing (or
 // storeMu for writing).
+//
+// One reader takes neither: a point read's row hint (RowOf) for a branch
+// that reads its own column store, found again in rowHints and read
+// under the store's lock alone. Its answer needs no snapshot, for the
+// point read confirms it against storage.
 type DB struct {
 	*apply.DB
 	reg *Registry
