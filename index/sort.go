@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -847,9 +848,9 @@ type typedRow[T int64 | float64] struct {
 func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order, w Window, arr []T, present *roaring.Bitmap, of func(codec.Value) T) []uint32 {
 	desc := o.Keys[0].Desc
 	id := func(row uint32) string { return kr.ids.Get(row).Str }
-	// cmp orders two candidates as compareKeys does: nulls last, the value
-	// (reversed when desc), then the id.
-	cmp := func(a, b typedRow[T], aID, bID func() string) int {
+	// byValue orders two values as compareKeys does, nulls last and
+	// reversed when desc; 0 is a tie, which the ids break.
+	byValue := func(a, b typedRow[T]) int {
 		switch {
 		case a.null && b.null:
 		case a.null:
@@ -867,20 +868,33 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 			}
 			return 1
 		}
-		return strings.Compare(aID(), bID())
+		return 0
 	}
-	fromKey := func(k *Key) (typedRow[T], func() string) {
+	// cmp orders two candidates as compareKeys does; toBound orders a
+	// candidate against a window's bound, whose id is the key's.
+	cmp := func(a, b typedRow[T]) int {
+		if c := byValue(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(id(a.row), id(b.row))
+	}
+	toBound := func(a, b typedRow[T], bID string) int {
+		if c := byValue(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(id(a.row), bID)
+	}
+	fromKey := func(k *Key) typedRow[T] {
 		v := k.Values[0]
-		return typedRow[T]{v: of(v), null: v.IsNull()}, func() string { return k.ID }
+		return typedRow[T]{v: of(v), null: v.IsNull()}
 	}
-	rowID := func(r typedRow[T]) func() string { return func() string { return id(r.row) } }
 	dir := 1
 	if w.Reverse {
 		dir = -1
 	}
 	// A max-heap on the window's order keeps the first Limit rows.
 	var h []typedRow[T]
-	less := func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) > 0 }
+	less := func(i, j int) bool { return dir*cmp(h[i], h[j]) > 0 }
 	down := func(i int) {
 		for {
 			l, r, m := 2*i+1, 2*i+2, i
@@ -908,40 +922,68 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 		}
 	}
 	var after, before typedRow[T]
-	var afterID, beforeID func() string
 	if w.After != nil {
-		after, afterID = fromKey(w.After)
+		after = fromKey(w.After)
 	}
 	if w.Before != nil {
-		before, beforeID = fromKey(w.Before)
+		before = fromKey(w.Before)
+	}
+	// Looking a row up in present costs more than the rest of weighing
+	// it: skipped when every candidate has a value.
+	nulls := cand.AndCardinality(present) != cand.GetCardinality()
+	weigh := func(row uint32) {
+		r := typedRow[T]{row: row, null: nulls && !present.Contains(row)}
+		if !r.null {
+			r.v = arr[row]
+		}
+		if w.After != nil && toBound(r, after, w.After.ID) <= 0 {
+			return
+		}
+		if w.Before != nil && toBound(r, before, w.Before.ID) >= 0 {
+			return
+		}
+		if len(h) < w.Limit {
+			h = append(h, r)
+			up(len(h) - 1)
+			return
+		}
+		if dir*cmp(r, h[0]) < 0 {
+			h[0] = r
+			down(0)
+		}
+	}
+	// Rows are mostly inserted in ascending order of a time or a counter,
+	// so a window that runs from the largest values down has its rows at
+	// the end of the candidates: fed from the front, every row would
+	// replace the heap's top. The heap is seeded with the last Limit
+	// candidates instead, and the pass from the front stops where they
+	// start, having rejected most rows with one comparison. Only the seed
+	// is read backwards: a reverse iterator costs about three times a
+	// forward one per row, more than a rejected row's comparison.
+	end := uint64(math.MaxUint32) + 1 // the forward pass takes rows below end
+	if desc != w.Reverse {
+		rit := cand.ReverseIterator()
+		for range w.Limit {
+			if !rit.HasNext() {
+				break
+			}
+			row := rit.Next()
+			weigh(row)
+			end = uint64(row)
+		}
 	}
 	var buf [256]uint32
 	it := cand.ManyIterator()
+rows:
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
-			r := typedRow[T]{row: row, null: !present.Contains(row)}
-			if !r.null {
-				r.v = arr[row]
+			if uint64(row) >= end {
+				break rows
 			}
-			rid := rowID(r)
-			if w.After != nil && cmp(r, after, rid, afterID) <= 0 {
-				continue
-			}
-			if w.Before != nil && cmp(r, before, rid, beforeID) >= 0 {
-				continue
-			}
-			if len(h) < w.Limit {
-				h = append(h, r)
-				up(len(h) - 1)
-				continue
-			}
-			if dir*cmp(r, h[0], rid, rowID(h[0])) < 0 {
-				h[0] = r
-				down(0)
-			}
+			weigh(row)
 		}
 	}
-	sort.Slice(h, func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) < 0 })
+	slices.SortFunc(h, func(a, b typedRow[T]) int { return dir * cmp(a, b) })
 	rows := make([]uint32, len(h))
 	for i, r := range h {
 		rows[i] = r.row
