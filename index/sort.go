@@ -118,6 +118,12 @@ func (kr *keyReader) values() []codec.Value {
 // tempKey is key for a row that is weighed and mostly dropped: its values
 // are valid until the next resetTemp or release; own keeps them.
 func (kr *keyReader) tempKey(row uint32) (Key, bool, error) {
+	return kr.fill(row, kr.tempValues())
+}
+
+// tempValues returns room for the values of a key from the temporary
+// buffer, valid as tempKey's are.
+func (kr *keyReader) tempValues() []codec.Value {
 	n := len(kr.order.Keys)
 	t := kr.scratch()
 	if len(t.vals)-kr.used < n {
@@ -127,7 +133,7 @@ func (kr *keyReader) tempKey(row uint32) (Key, bool, error) {
 	}
 	vals := t.vals[kr.used : kr.used+n : kr.used+n]
 	kr.used += n
-	return kr.fill(row, vals)
+	return vals
 }
 
 // own returns k with values of its own, out of the reader's temporary
@@ -522,10 +528,40 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	// and from walk to walk.
 	ks := kr.scratch().rows
 	defer func() { kr.tmp.rows = ks }()
-	// keep fills ks with the rows of a group within the window.
+	// need is how many rows of the group the window can still take. Once
+	// ks holds that many, it is a heap of the first ones by cmp (top the
+	// last of them), and a row weighed after replaces the top when it
+	// comes before it, its key copied into the top's room: a group of
+	// many ties costs a key's room per row the window takes, not per row
+	// weighed. spare is the room a row is weighed in then.
+	var need int
+	spare := kr.values()
+	top := &rowHeap{cmp: cmp}
+	room := func() []codec.Value {
+		if len(ks) < need {
+			return kr.tempValues()
+		}
+		return spare
+	}
+	offer := func(row uint32, k Key) {
+		if len(ks) < need {
+			ks = append(ks, keyedRow{row, k})
+			if len(ks) == need {
+				top.rows = ks
+				heap.Init(top)
+			}
+			return
+		}
+		if cmp(k, ks[0].key) < 0 {
+			copy(ks[0].key.Values, k.Values)
+			ks[0].key.ID, ks[0].row = k.ID, row
+			heap.Fix(top, 0)
+		}
+	}
+	// keep weighs the rows of a group within the window into ks.
 	keep := func(group []uint32) error {
 		for _, row := range group {
-			k, ok, err := kr.tempKey(row)
+			k, ok, err := kr.fill(row, room())
 			if err != nil {
 				return err
 			}
@@ -538,7 +574,7 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			if w.Before != nil && o.compareKeys(k, *w.Before) >= 0 {
 				continue
 			}
-			ks = append(ks, keyedRow{row, k})
+			offer(row, k)
 		}
 		return nil
 	}
@@ -571,8 +607,8 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 				}
 			}
 			// Read from memory, a key is always there.
-			k, _, _ := kr.tempKey(row)
-			ks = append(ks, keyedRow{row, k})
+			k, _, _ := kr.fill(row, room())
+			offer(row, k)
 		}
 	}
 	// take adds a group of rows sharing one value of the first key, in
@@ -583,13 +619,11 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 		ks = ks[:0]
 		kr.resetTemp()
+		need = w.Limit - len(rows)
 		if byID {
 			keepByID(group)
 		} else if err := keep(group); err != nil {
 			return false, err
-		}
-		if need := w.Limit - len(rows); len(ks) > need {
-			ks = firstRows(ks, need, cmp)
 		}
 		if len(ks) > 1 {
 			// The keys are unique (they end with the id): any sort
@@ -671,20 +705,6 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 	}
 	return rows, keys, nil
-}
-
-// firstRows returns the n first rows of ks by cmp, in no order; ks is
-// reused.
-func firstRows(ks []keyedRow, n int, cmp func(a, b Key) int) []keyedRow {
-	h := &rowHeap{rows: ks[:n], cmp: cmp}
-	heap.Init(h)
-	for _, k := range ks[n:] {
-		if cmp(k.key, h.rows[0].key) < 0 {
-			h.rows[0] = k
-			heap.Fix(h, 0)
-		}
-	}
-	return h.rows
 }
 
 // scanColumn is src.Scan, served from the column's in-memory order when
