@@ -48,8 +48,10 @@ type keyReader struct {
 	ids   ColumnValues
 	rec   codec.Record
 	// slab is where the values of the next keys are cut from: one
-	// allocation for many keys rather than one each.
-	slab []codec.Value
+	// allocation for many keys rather than one each, slabRows keys (0:
+	// keySlabRows) at a time.
+	slab     []codec.Value
+	slabRows int
 	// tmp holds the values of the keys tempKey hands out, its first used
 	// of them; resetTemp lets the next keys reuse them.
 	tmp  *keyScratch
@@ -108,7 +110,11 @@ func (kr *keyReader) key(row uint32) (Key, bool, error) {
 func (kr *keyReader) values() []codec.Value {
 	n := len(kr.order.Keys)
 	if len(kr.slab) < n {
-		kr.slab = make([]codec.Value, n*keySlabRows)
+		rows := kr.slabRows
+		if rows == 0 {
+			rows = keySlabRows
+		}
+		kr.slab = make([]codec.Value, n*rows)
 	}
 	vals := kr.slab[:n:n]
 	kr.slab = kr.slab[n:]
@@ -384,6 +390,8 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys kept are the window's: a page's needs fewer than a slab.
+	kr.slabRows = min(w.Limit, keySlabRows)
 	note.set("heap", "column store")
 	rows, ok := selectDense(kr, cand, o, w)
 	if !ok {
@@ -431,7 +439,9 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			continue
 		}
 		if cmp(k, h.rows[0].key) < 0 {
-			h.rows[0] = keyedRow{row, kr.own(k)}
+			// The top's key is its own: it takes the row's values.
+			copy(h.rows[0].key.Values, k.Values)
+			h.rows[0].key.ID, h.rows[0].row = k.ID, row
 			heap.Fix(h, 0)
 		}
 	}
@@ -504,8 +514,9 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		return nil, nil, err
 	}
 	// The keys of a group are weighed from a temporary buffer; the rows
-	// taken keep theirs.
+	// taken keep theirs, and one spare key is weighed in.
 	defer kr.release()
+	kr.slabRows = min(w.Limit+1, keySlabRows)
 	// Room for the window up front, for the windows of pages at least.
 	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
@@ -913,7 +924,7 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 		dir = -1
 	}
 	// A max-heap on the window's order keeps the first Limit rows.
-	var h []typedRow[T]
+	h := make([]typedRow[T], 0, min(uint64(w.Limit), cand.GetCardinality()))
 	less := func(i, j int) bool { return dir*cmp(h[i], h[j]) > 0 }
 	down := func(i int) {
 		for {
