@@ -630,7 +630,9 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 		ks = ks[:0]
 		kr.resetTemp()
-		need = w.Limit - len(rows)
+		if need = w.Limit - len(rows); need <= 0 {
+			return false, nil
+		}
 		if byID {
 			keepByID(group)
 		} else if err := keep(group); err != nil {
