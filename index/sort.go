@@ -725,53 +725,6 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	return rows, keys, nil
 }
 
-// secondKeyAfter returns a test of whether a row comes after top (the
-// last of the rows a walk keeps of a group) in the window's order, from
-// the second sort key's value array alone: the rows of a group tie on
-// the first key, so the second decides unless it ties too. The test is
-// false when it cannot tell (a null, a tie); it is nil when the order or
-// the store keeps no such array.
-func secondKeyAfter(kr *keyReader, o Order, w Window, top func() Key) func(row uint32) bool {
-	if len(o.Keys) < 2 || kr.vals[1] == nil {
-		return nil
-	}
-	dv, ok := kr.vals[1].(DenseValues)
-	if !ok {
-		return nil
-	}
-	// Larger values come after in an ascending window.
-	larger := o.Keys[1].Desc == w.Reverse
-	switch o.Keys[1].Column.Type {
-	case "int", "datetime":
-		if arr := dv.Ints(); arr != nil {
-			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (int64, bool) {
-				return v.Int, v.Kind == codec.KindInt || v.Kind == codec.KindDatetime
-			})
-		}
-	case "float":
-		if arr := dv.Floats(); arr != nil {
-			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (float64, bool) {
-				return v.Float, v.Kind == codec.KindFloat
-			})
-		}
-	}
-	return nil
-}
-
-// valueAfter is secondKeyAfter's test over one array type.
-func valueAfter[T int64 | float64](arr []T, present *roaring.Bitmap, larger bool, top func() Key, of func(codec.Value) (T, bool)) func(row uint32) bool {
-	return func(row uint32) bool {
-		t, ok := of(top().Values[1])
-		if !ok || int(row) >= len(arr) || !present.Contains(row) {
-			return false
-		}
-		if larger {
-			return arr[row] > t
-		}
-		return arr[row] < t
-	}
-}
-
 // scanColumn is src.Scan, served from the column's in-memory order when
 // its value store keeps one; it notes on note which of the two walked.
 func scanColumn(src Source, c *Column, b Bounds, desc bool, cand candidates, note *orderNote, fn func(rows []uint32) bool) error {
@@ -1074,4 +1027,51 @@ rows:
 		rows[i] = r.row
 	}
 	return rows
+}
+
+// secondKeyAfter returns a test of whether a row comes after top (the
+// last of the rows a walk keeps of a group) in the window's order, from
+// the second sort key's value array alone: the rows of a group tie on
+// the first key, so the second decides unless it ties too. The test is
+// false when it cannot tell (a null, a tie); it is nil when the order or
+// the store keeps no such array.
+func secondKeyAfter(kr *keyReader, o Order, w Window, top func() Key) func(row uint32) bool {
+	if len(o.Keys) < 2 || kr.vals[1] == nil {
+		return nil
+	}
+	dv, ok := kr.vals[1].(DenseValues)
+	if !ok {
+		return nil
+	}
+	// Larger values come after in an ascending window.
+	larger := o.Keys[1].Desc == w.Reverse
+	switch o.Keys[1].Column.Type {
+	case "int", "datetime":
+		if arr := dv.Ints(); arr != nil {
+			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (int64, bool) {
+				return v.Int, v.Kind == codec.KindInt || v.Kind == codec.KindDatetime
+			})
+		}
+	case "float":
+		if arr := dv.Floats(); arr != nil {
+			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (float64, bool) {
+				return v.Float, v.Kind == codec.KindFloat
+			})
+		}
+	}
+	return nil
+}
+
+// valueAfter is secondKeyAfter's test over one array type.
+func valueAfter[T int64 | float64](arr []T, present *roaring.Bitmap, larger bool, top func() Key, of func(codec.Value) (T, bool)) func(row uint32) bool {
+	return func(row uint32) bool {
+		t, ok := of(top().Values[1])
+		if !ok || int(row) >= len(arr) || !present.Contains(row) {
+			return false
+		}
+		if larger {
+			return arr[row] > t
+		}
+		return arr[row] < t
+	}
 }
