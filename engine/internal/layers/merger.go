@@ -117,6 +117,15 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 	if err != nil {
 		return fmt.Errorf("engine: older merge operand: %w", err)
 	}
+	if older.Full && m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full {
+		// The base below a stack of add-only operands, as a compaction
+		// into the bottom level finds a posting: the rows join the
+		// base's set directly, without a bitmap of their own to build
+		// and then union.
+		older.Adds.AddMany(m.rows)
+		m.acc, m.rows = older, m.rows[:0]
+		return nil
+	}
 	m.fold()
 	m.acc.Before(older)
 	return nil
@@ -156,6 +165,9 @@ func (m *bitmapValueMerger) fold() {
 // operands may lie below, so the result stays a delta, or Full if one of the
 // operands was. The returned slice is freshly allocated and never changed.
 func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	if m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full && len(m.rows) > 0 {
+		return m.finishRows(includesBase), nil, nil
+	}
 	m.fold()
 	if includesBase && !m.acc.Full {
 		m.acc.Full = true
@@ -163,3 +175,30 @@ func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error)
 	}
 	return codec.AppendDelta(nil, m.acc), nil, nil
 }
+
+// finishRows encodes the composed value when every operand only added
+// rows, as the operands a flush folds mostly do: it writes the rows
+// straight into the value, without making a bitmap of them when they fit
+// one container (codec.AppendAddsDelta). A bitmap key's rows share their
+// high 16 bits, so they do unless they are too many.
+func (m *bitmapValueMerger) finishRows(includesBase bool) []byte {
+	rows := m.rows
+	if !slices.IsSorted(rows) {
+		slices.Sort(rows)
+	}
+	rows = slices.Compact(rows)
+	v := codec.AppendAddsDelta(nil, rows)
+	m.rows = m.rows[:0]
+	if includesBase {
+		// A delta with no removals and the Full value of the same set
+		// differ in their tag and the removals' empty length, its last
+		// byte.
+		v[0] = fullTag
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// fullTag is the leading byte of a Full value: the first of the empty
+// set's encoding.
+var fullTag = codec.AppendDelta(nil, codec.Delta{Full: true})[0]
