@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -30,18 +31,37 @@ import (
 var Merger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
-		m := &bitmapValueMerger{}
-		if rows, ok := codec.AppendAddsDeltaRows(nil, value); ok {
+		m := mergers.Get().(*bitmapValueMerger)
+		if rows, ok := codec.AppendAddsDeltaRows(m.rows[:0], value); ok {
 			m.rows = rows
 			return m, nil
 		}
 		d, err := codec.DecodeDeltaStored(value)
 		if err != nil {
+			m.Close()
 			return nil, fmt.Errorf("engine: merge operand of key %x: %w", key, err)
 		}
 		m.acc = d
 		return m, nil
 	},
+}
+
+// mergers keeps the mergers of keys Pebble is done with, so that the
+// slices their rows were collected in serve the next keys: a flush or a
+// compaction merges every posting it writes, each with a merger of its
+// own.
+var mergers = sync.Pool{New: func() any { return new(bitmapValueMerger) }}
+
+// Close hands m back to mergers once Pebble is done with the value Finish
+// returned, which does not alias m. Pebble calls it at most once; a merger
+// it never closes is left to the garbage collector.
+func (m *bitmapValueMerger) Close() error {
+	if cap(m.rows) > mergerMaxRows {
+		m.rows = nil
+	}
+	*m = bitmapValueMerger{rows: m.rows[:0]}
+	mergers.Put(m)
+	return nil
 }
 
 // mergerMaxRows bounds the rows a bitmapValueMerger collects before it
@@ -166,14 +186,15 @@ func (m *bitmapValueMerger) fold() {
 // operands was. The returned slice is freshly allocated and never changed.
 func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
 	if m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full && len(m.rows) > 0 {
-		return m.finishRows(includesBase), nil, nil
+		return m.finishRows(includesBase), m, nil
 	}
 	m.fold()
 	if includesBase && !m.acc.Full {
 		m.acc.Full = true
 		m.acc.Dels.Clear()
 	}
-	return codec.AppendDelta(nil, m.acc), nil, nil
+	v := codec.AppendDelta(nil, m.acc)
+	return v, m, nil
 }
 
 // finishRows encodes the composed value when every operand only added
@@ -187,7 +208,9 @@ func (m *bitmapValueMerger) finishRows(includesBase bool) []byte {
 		slices.Sort(rows)
 	}
 	rows = slices.Compact(rows)
-	v := codec.AppendAddsDelta(nil, rows)
+	// The longest encoding of up to a container's worth of rows: an
+	// array of them after the tag, two lengths and a 16-byte header.
+	v := codec.AppendAddsDelta(make([]byte, 0, 24+2*len(rows)), rows)
 	m.rows = m.rows[:0]
 	if includesBase {
 		// A delta with no removals and the Full value of the same set
