@@ -33,6 +33,9 @@ var Merger = &pebble.Merger{
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		m := mergers.Get().(*bitmapValueMerger)
 		if rows, ok := codec.AppendAddsDeltaRows(m.rows[:0], value); ok {
+			// Reversed, as MergeOlder collects rows: the older
+			// operands that mostly follow leave them decreasing.
+			slices.Reverse(rows)
 			m.rows = rows
 			return m, nil
 		}
@@ -142,6 +145,7 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 		// into the bottom level finds a posting: the rows join the
 		// base's set directly, without a bitmap of their own to build
 		// and then union.
+		m.sortRows()
 		older.Adds.AddMany(m.rows)
 		m.acc, m.rows = older, m.rows[:0]
 		return nil
@@ -157,12 +161,7 @@ func (m *bitmapValueMerger) fold() {
 	if len(m.rows) == 0 {
 		return
 	}
-	if !m.rowsNewer {
-		slices.Reverse(m.rows)
-	}
-	if !slices.IsSorted(m.rows) {
-		slices.Sort(m.rows)
-	}
+	m.sortRows()
 	adds := roaring.New()
 	adds.AddMany(m.rows)
 	d := codec.Delta{Adds: adds, Dels: roaring.New()}
@@ -197,17 +196,27 @@ func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error)
 	return v, m, nil
 }
 
+// sortRows sorts rows in increasing order: the order roaring adds them
+// in fastest, appending to a container rather than inserting into it.
+// Rows collected newest first are decreasing already when writes number
+// them in order, and only need reversing. The callers empty rows after.
+func (m *bitmapValueMerger) sortRows() {
+	if !m.rowsNewer {
+		slices.Reverse(m.rows)
+	}
+	if !slices.IsSorted(m.rows) {
+		slices.Sort(m.rows)
+	}
+}
+
 // finishRows encodes the composed value when every operand only added
 // rows, as the operands a flush folds mostly do: it writes the rows
 // straight into the value, without making a bitmap of them when they fit
 // one container (codec.AppendAddsDelta). A bitmap key's rows share their
 // high 16 bits, so they do unless they are too many.
 func (m *bitmapValueMerger) finishRows(includesBase bool) []byte {
-	rows := m.rows
-	if !slices.IsSorted(rows) {
-		slices.Sort(rows)
-	}
-	rows = slices.Compact(rows)
+	m.sortRows()
+	rows := slices.Compact(m.rows)
 	// The longest encoding of up to a container's worth of rows: an
 	// array of them after the tag, two lengths and a 16-byte header.
 	v := codec.AppendAddsDelta(make([]byte, 0, 24+2*len(rows)), rows)
