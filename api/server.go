@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -571,10 +572,12 @@ type pathPrefix struct {
 
 // pathPrefixes remembers the prefixes of point read paths, which few
 // clients vary, up to maxPathPrefixes of them. It is safe for concurrent
-// use.
+// use. Readers load the map without a lock, for every point read asks it:
+// a new prefix replaces the map by a copy with it, so that a map once
+// published never changes.
 type pathPrefixes struct {
-	mu sync.RWMutex // a leaf: nothing is taken under it
-	m  map[string]*pathPrefix
+	m  atomic.Pointer[map[string]*pathPrefix]
+	mu sync.Mutex // serializes the copies; a leaf
 }
 
 // maxPathPrefixes bounds the prefixes pathPrefixes holds.
@@ -585,22 +588,32 @@ const maxPathPrefixes = 4096
 // or needs normalizing. Prefixes of other paths are remembered too, as
 // nil.
 func (pp *pathPrefixes) get(p []byte) *pathPrefix {
-	pp.mu.RLock()
-	v, ok := pp.m[string(p)]
-	pp.mu.RUnlock()
-	if ok {
-		return v
+	if m := pp.m.Load(); m != nil {
+		if v, ok := (*m)[string(p)]; ok {
+			return v
+		}
 	}
-	v = parsePathPrefix(string(p))
+	v := parsePathPrefix(string(p))
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	if pp.m == nil {
-		pp.m = map[string]*pathPrefix{}
-	}
-	if len(pp.m) < maxPathPrefixes {
-		pp.m[string(p)] = v
+	old := pp.m.Load()
+	if old == nil || len(*old) < maxPathPrefixes {
+		m := make(map[string]*pathPrefix, 1+lenOf(old))
+		if old != nil {
+			maps.Copy(m, *old)
+		}
+		m[string(p)] = v
+		pp.m.Store(&m)
 	}
 	return v
+}
+
+// lenOf is the length of the map m points to; 0 for nil.
+func lenOf(m *map[string]*pathPrefix) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // parsePathPrefix returns the parameters of a point read's path up to

@@ -392,6 +392,18 @@ func TestReadRecordHint(t *testing.T) {
 	if row, ok := hintOnce("a"); ok {
 		t.Fatalf("hint of deleted a: row %d", row)
 	}
+
+	// A store evicted gives no hints: not even to a branch that found it
+	// before, whose later writes it would not show.
+	if _, ok := hintOnce("c"); !ok {
+		t.Fatal("no hint of c before the eviction")
+	}
+	e.mem.Budget().SetLimit(1)
+	e.mem.Budget().Reclaim()
+	e.mem.Budget().SetLimit(0)
+	if row, ok := hintOnce("c"); ok {
+		t.Fatalf("hint of c from an evicted store: row %d", row)
+	}
 }
 
 // TestGetViewBytesKeepsNoID: the id a read by bytes gives is not kept: the

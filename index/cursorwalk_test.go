@@ -181,6 +181,57 @@ func (s *storedSource) Values(c *Column) (ColumnValues, error) {
 		return v, nil
 	}
 	v, err := s.memSource.Values(c)
+	if mi, ok := v.(memIndexed); ok {
+		v = &storedIndexed{memIndexed: mi, order: mi.Order(), strs: mi.Strings()}
+	}
 	s.vals[c] = v
 	return v, err
+}
+
+// storedIndexed is an indexed store of a memSource whose order and packed
+// strings are built once, as a column store keeps them.
+type storedIndexed struct {
+	memIndexed
+	order []uint32
+	strs  PackedStrings
+}
+
+func (d *storedIndexed) Order() []uint32        { return d.order }
+func (d *storedIndexed) Strings() PackedStrings { return d.strs }
+
+// TestWalkLargeTieGroup walks a two-key order whose first key ties on
+// more candidates than the reader's scratch room keeps for reuse: the
+// walk weighs them keeping keys only for the rows the window can take,
+// so it allocates far less than a key per row (7 MB for this group).
+func TestWalkLargeTieGroup(t *testing.T) {
+	items, _, _ := filterTestTables("svc")
+	rows := map[uint32]*codec.Record{}
+	const n = 40000
+	for i := range n {
+		line := fmt.Sprintf(`{"id": "r%05d", "count": 3, "price": %d.5, "active": true}`, i, (i*7919)%1009)
+		rows[uint32(i)] = must(goldenRecord(items, line))
+	}
+	src := &storedSource{memSource: &memSource{t: items, rows: rows, dense: true, indexed: true}, vals: map[*Column]ColumnValues{}}
+	ctx := context.Background()
+	cand := must(Matching(ctx, src, must(ReadFilter([]byte(`{"active": true}`)))))
+	for _, sort := range []string{`[{"count": "desc"}, {"price": "asc"}]`, `[{"count": "asc"}, {"price": "desc"}]`} {
+		o := must(ParseSort(items, must(ReadSort([]byte(sort))).v))
+		want, _ := must2(selectHeap(ctx, src, cand, o, Window{Limit: 21}, nil))
+		var got []uint32
+		walkOnce := func() { got, _ = must2(walk(ctx, src, candidates{set: cand}, o, Window{Limit: 21}, nil)) }
+		walkOnce()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: walk %v, want %v", sort, got, want)
+		}
+		const runs = 5
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			walkOnce()
+		}
+		runtime.ReadMemStats(&after)
+		if perWalk := (after.TotalAlloc - before.TotalAlloc) / runs; perWalk > 1<<20 {
+			t.Errorf("%s: a walk over %d ties allocates %d bytes, want at most 1 MiB", sort, n, perWalk)
+		}
+	}
 }

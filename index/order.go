@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -138,6 +139,14 @@ func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bit
 	return out
 }
 
+// groupBufs recycles the room walks gather a value's rows in: a walk
+// through large groups of ties would otherwise leave a buffer as large as
+// a group behind each time.
+var groupBufs = sync.Pool{New: func() any { return new([]uint32) }}
+
+// maxGroupBuf bounds the room a walk gives back for reuse.
+const maxGroupBuf = 1 << 20
+
 // walk calls fn for each distinct value in b, in ascending order
 // (descending when desc), with the rows holding it that are candidates,
 // until fn returns false; values no candidate holds are skipped. The rows
@@ -152,7 +161,14 @@ func (o orderedColumn[T]) filter(cand *roaring.Bitmap, b bounds[T]) *roaring.Bit
 // probe of a small posting.
 func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand func(row uint32) bool, fn func(rows []uint32) bool) {
 	i, j := o.span(b)
-	var buf []uint32
+	pb := groupBufs.Get().(*[]uint32)
+	buf := (*pb)[:0]
+	defer func() {
+		if cap(buf) <= maxGroupBuf {
+			*pb = buf[:0]
+			groupBufs.Put(pb)
+		}
+	}()
 	if desc {
 		for k := j - 1; k >= i; k-- {
 			row := o.order[k]

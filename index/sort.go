@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -47,8 +48,10 @@ type keyReader struct {
 	ids   ColumnValues
 	rec   codec.Record
 	// slab is where the values of the next keys are cut from: one
-	// allocation for many keys rather than one each.
-	slab []codec.Value
+	// allocation for many keys rather than one each, slabRows keys (0:
+	// keySlabRows) at a time.
+	slab     []codec.Value
+	slabRows int
 	// tmp holds the values of the keys tempKey hands out, its first used
 	// of them; resetTemp lets the next keys reuse them.
 	tmp  *keyScratch
@@ -107,7 +110,11 @@ func (kr *keyReader) key(row uint32) (Key, bool, error) {
 func (kr *keyReader) values() []codec.Value {
 	n := len(kr.order.Keys)
 	if len(kr.slab) < n {
-		kr.slab = make([]codec.Value, n*keySlabRows)
+		rows := kr.slabRows
+		if rows == 0 {
+			rows = keySlabRows
+		}
+		kr.slab = make([]codec.Value, n*rows)
 	}
 	vals := kr.slab[:n:n]
 	kr.slab = kr.slab[n:]
@@ -117,6 +124,12 @@ func (kr *keyReader) values() []codec.Value {
 // tempKey is key for a row that is weighed and mostly dropped: its values
 // are valid until the next resetTemp or release; own keeps them.
 func (kr *keyReader) tempKey(row uint32) (Key, bool, error) {
+	return kr.fill(row, kr.tempValues())
+}
+
+// tempValues returns room for the values of a key from the temporary
+// buffer, valid as tempKey's are.
+func (kr *keyReader) tempValues() []codec.Value {
 	n := len(kr.order.Keys)
 	t := kr.scratch()
 	if len(t.vals)-kr.used < n {
@@ -126,7 +139,7 @@ func (kr *keyReader) tempKey(row uint32) (Key, bool, error) {
 	}
 	vals := t.vals[kr.used : kr.used+n : kr.used+n]
 	kr.used += n
-	return kr.fill(row, vals)
+	return vals
 }
 
 // own returns k with values of its own, out of the reader's temporary
@@ -377,6 +390,8 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The keys kept are the window's: a page's needs fewer than a slab.
+	kr.slabRows = min(w.Limit, keySlabRows)
 	note.set("heap", "column store")
 	rows, ok := selectDense(kr, cand, o, w)
 	if !ok {
@@ -424,7 +439,9 @@ func selectHeap(ctx context.Context, src Source, cand *roaring.Bitmap, o Order, 
 			continue
 		}
 		if cmp(k, h.rows[0].key) < 0 {
-			h.rows[0] = keyedRow{row, kr.own(k)}
+			// The top's key is its own: it takes the row's values.
+			copy(h.rows[0].key.Values, k.Values)
+			h.rows[0].key.ID, h.rows[0].row = k.ID, row
 			heap.Fix(h, 0)
 		}
 	}
@@ -497,8 +514,9 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		return nil, nil, err
 	}
 	// The keys of a group are weighed from a temporary buffer; the rows
-	// taken keep theirs.
+	// taken keep theirs, and one spare key is weighed in.
 	defer kr.release()
+	kr.slabRows = min(w.Limit+1, keySlabRows)
 	// Room for the window up front, for the windows of pages at least.
 	rows := make([]uint32, 0, min(w.Limit, maxLazyLimit))
 	keys := make([]Key, 0, min(w.Limit, maxLazyLimit))
@@ -521,10 +539,45 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 	// and from walk to walk.
 	ks := kr.scratch().rows
 	defer func() { kr.tmp.rows = ks }()
-	// keep fills ks with the rows of a group within the window.
+	// need is how many rows of the group the window can still take. Once
+	// ks holds that many, it is a heap of the first ones by cmp (top the
+	// last of them), and a row weighed after replaces the top when it
+	// comes before it, its key copied into the top's room: a group of
+	// many ties costs a key's room per row the window takes, not per row
+	// weighed. spare is the room a row is weighed in then.
+	var need int
+	spare := kr.values()
+	top := &rowHeap{cmp: cmp}
+	room := func() []codec.Value {
+		if len(ks) < need {
+			return kr.tempValues()
+		}
+		return spare
+	}
+	offer := func(row uint32, k Key) {
+		if len(ks) < need {
+			ks = append(ks, keyedRow{row, k})
+			if len(ks) == need {
+				top.rows = ks
+				heap.Init(top)
+			}
+			return
+		}
+		if cmp(k, ks[0].key) < 0 {
+			copy(ks[0].key.Values, k.Values)
+			ks[0].key.ID, ks[0].row = k.ID, row
+			heap.Fix(top, 0)
+		}
+	}
+	// after spares reading the keys of most rows of a large group.
+	after := secondKeyAfter(kr, o, w, func() Key { return ks[0].key })
+	// keep weighs the rows of a group within the window into ks.
 	keep := func(group []uint32) error {
 		for _, row := range group {
-			k, ok, err := kr.tempKey(row)
+			if after != nil && len(ks) == need && need > 0 && after(row) {
+				continue
+			}
+			k, ok, err := kr.fill(row, room())
 			if err != nil {
 				return err
 			}
@@ -537,7 +590,7 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 			if w.Before != nil && o.compareKeys(k, *w.Before) >= 0 {
 				continue
 			}
-			ks = append(ks, keyedRow{row, k})
+			offer(row, k)
 		}
 		return nil
 	}
@@ -570,8 +623,8 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 				}
 			}
 			// Read from memory, a key is always there.
-			k, _, _ := kr.tempKey(row)
-			ks = append(ks, keyedRow{row, k})
+			k, _, _ := kr.fill(row, room())
+			offer(row, k)
 		}
 	}
 	// take adds a group of rows sharing one value of the first key, in
@@ -582,13 +635,13 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 		ks = ks[:0]
 		kr.resetTemp()
+		if need = w.Limit - len(rows); need <= 0 {
+			return false, nil
+		}
 		if byID {
 			keepByID(group)
 		} else if err := keep(group); err != nil {
 			return false, err
-		}
-		if need := w.Limit - len(rows); len(ks) > need {
-			ks = firstRows(ks, need, cmp)
 		}
 		if len(ks) > 1 {
 			// The keys are unique (they end with the id): any sort
@@ -670,20 +723,6 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 	}
 	return rows, keys, nil
-}
-
-// firstRows returns the n first rows of ks by cmp, in no order; ks is
-// reused.
-func firstRows(ks []keyedRow, n int, cmp func(a, b Key) int) []keyedRow {
-	h := &rowHeap{rows: ks[:n], cmp: cmp}
-	heap.Init(h)
-	for _, k := range ks[n:] {
-		if cmp(k.key, h.rows[0].key) < 0 {
-			h.rows[0] = k
-			heap.Fix(h, 0)
-		}
-	}
-	return h.rows
 }
 
 // scanColumn is src.Scan, served from the column's in-memory order when
@@ -847,9 +886,9 @@ type typedRow[T int64 | float64] struct {
 func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order, w Window, arr []T, present *roaring.Bitmap, of func(codec.Value) T) []uint32 {
 	desc := o.Keys[0].Desc
 	id := func(row uint32) string { return kr.ids.Get(row).Str }
-	// cmp orders two candidates as compareKeys does: nulls last, the value
-	// (reversed when desc), then the id.
-	cmp := func(a, b typedRow[T], aID, bID func() string) int {
+	// byValue orders two values as compareKeys does, nulls last and
+	// reversed when desc; 0 is a tie, which the ids break.
+	byValue := func(a, b typedRow[T]) int {
 		switch {
 		case a.null && b.null:
 		case a.null:
@@ -867,20 +906,33 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 			}
 			return 1
 		}
-		return strings.Compare(aID(), bID())
+		return 0
 	}
-	fromKey := func(k *Key) (typedRow[T], func() string) {
+	// cmp orders two candidates as compareKeys does; toBound orders a
+	// candidate against a window's bound, whose id is the key's.
+	cmp := func(a, b typedRow[T]) int {
+		if c := byValue(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(id(a.row), id(b.row))
+	}
+	toBound := func(a, b typedRow[T], bID string) int {
+		if c := byValue(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(id(a.row), bID)
+	}
+	fromKey := func(k *Key) typedRow[T] {
 		v := k.Values[0]
-		return typedRow[T]{v: of(v), null: v.IsNull()}, func() string { return k.ID }
+		return typedRow[T]{v: of(v), null: v.IsNull()}
 	}
-	rowID := func(r typedRow[T]) func() string { return func() string { return id(r.row) } }
 	dir := 1
 	if w.Reverse {
 		dir = -1
 	}
 	// A max-heap on the window's order keeps the first Limit rows.
-	var h []typedRow[T]
-	less := func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) > 0 }
+	h := make([]typedRow[T], 0, min(uint64(w.Limit), cand.GetCardinality()))
+	less := func(i, j int) bool { return dir*cmp(h[i], h[j]) > 0 }
 	down := func(i int) {
 		for {
 			l, r, m := 2*i+1, 2*i+2, i
@@ -908,43 +960,118 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 		}
 	}
 	var after, before typedRow[T]
-	var afterID, beforeID func() string
 	if w.After != nil {
-		after, afterID = fromKey(w.After)
+		after = fromKey(w.After)
 	}
 	if w.Before != nil {
-		before, beforeID = fromKey(w.Before)
+		before = fromKey(w.Before)
+	}
+	// Looking a row up in present costs more than the rest of weighing
+	// it: skipped when every candidate has a value.
+	nulls := cand.AndCardinality(present) != cand.GetCardinality()
+	weigh := func(row uint32) {
+		r := typedRow[T]{row: row, null: nulls && !present.Contains(row)}
+		if !r.null {
+			r.v = arr[row]
+		}
+		if w.After != nil && toBound(r, after, w.After.ID) <= 0 {
+			return
+		}
+		if w.Before != nil && toBound(r, before, w.Before.ID) >= 0 {
+			return
+		}
+		if len(h) < w.Limit {
+			h = append(h, r)
+			up(len(h) - 1)
+			return
+		}
+		if dir*cmp(r, h[0]) < 0 {
+			h[0] = r
+			down(0)
+		}
+	}
+	// Rows are mostly inserted in ascending order of a time or a counter,
+	// so a window that runs from the largest values down has its rows at
+	// the end of the candidates: fed from the front, every row would
+	// replace the heap's top. The heap is seeded with the last Limit
+	// candidates instead, and the pass from the front stops where they
+	// start, having rejected most rows with one comparison. Only the seed
+	// is read backwards: a reverse iterator costs about three times a
+	// forward one per row, more than a rejected row's comparison.
+	end := uint64(math.MaxUint32) + 1 // the forward pass takes rows below end
+	if desc != w.Reverse {
+		rit := cand.ReverseIterator()
+		for range w.Limit {
+			if !rit.HasNext() {
+				break
+			}
+			row := rit.Next()
+			weigh(row)
+			end = uint64(row)
+		}
 	}
 	var buf [256]uint32
 	it := cand.ManyIterator()
+rows:
 	for n := it.NextMany(buf[:]); n > 0; n = it.NextMany(buf[:]) {
 		for _, row := range buf[:n] {
-			r := typedRow[T]{row: row, null: !present.Contains(row)}
-			if !r.null {
-				r.v = arr[row]
+			if uint64(row) >= end {
+				break rows
 			}
-			rid := rowID(r)
-			if w.After != nil && cmp(r, after, rid, afterID) <= 0 {
-				continue
-			}
-			if w.Before != nil && cmp(r, before, rid, beforeID) >= 0 {
-				continue
-			}
-			if len(h) < w.Limit {
-				h = append(h, r)
-				up(len(h) - 1)
-				continue
-			}
-			if dir*cmp(r, h[0], rid, rowID(h[0])) < 0 {
-				h[0] = r
-				down(0)
-			}
+			weigh(row)
 		}
 	}
-	sort.Slice(h, func(i, j int) bool { return dir*cmp(h[i], h[j], rowID(h[i]), rowID(h[j])) < 0 })
+	slices.SortFunc(h, func(a, b typedRow[T]) int { return dir * cmp(a, b) })
 	rows := make([]uint32, len(h))
 	for i, r := range h {
 		rows[i] = r.row
 	}
 	return rows
+}
+
+// secondKeyAfter returns a test of whether a row comes after top (the
+// last of the rows a walk keeps of a group) in the window's order, from
+// the second sort key's value array alone: the rows of a group tie on
+// the first key, so the second decides unless it ties too. The test is
+// false when it cannot tell (a null, a tie); it is nil when the order or
+// the store keeps no such array.
+func secondKeyAfter(kr *keyReader, o Order, w Window, top func() Key) func(row uint32) bool {
+	if len(o.Keys) < 2 || kr.vals[1] == nil {
+		return nil
+	}
+	dv, ok := kr.vals[1].(DenseValues)
+	if !ok {
+		return nil
+	}
+	// Larger values come after in an ascending window.
+	larger := o.Keys[1].Desc == w.Reverse
+	switch o.Keys[1].Column.Type {
+	case "int", "datetime":
+		if arr := dv.Ints(); arr != nil {
+			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (int64, bool) {
+				return v.Int, v.Kind == codec.KindInt || v.Kind == codec.KindDatetime
+			})
+		}
+	case "float":
+		if arr := dv.Floats(); arr != nil {
+			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (float64, bool) {
+				return v.Float, v.Kind == codec.KindFloat
+			})
+		}
+	}
+	return nil
+}
+
+// valueAfter is secondKeyAfter's test over one array type.
+func valueAfter[T int64 | float64](arr []T, present *roaring.Bitmap, larger bool, top func() Key, of func(codec.Value) (T, bool)) func(row uint32) bool {
+	return func(row uint32) bool {
+		t, ok := of(top().Values[1])
+		if !ok || int(row) >= len(arr) || !present.Contains(row) {
+			return false
+		}
+		if larger {
+			return arr[row] > t
+		}
+		return arr[row] < t
+	}
 }

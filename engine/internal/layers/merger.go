@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -30,18 +31,40 @@ import (
 var Merger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
-		m := &bitmapValueMerger{}
-		if rows, ok := codec.AppendAddsDeltaRows(nil, value); ok {
+		m := mergers.Get().(*bitmapValueMerger)
+		if rows, ok := codec.AppendAddsDeltaRows(m.rows[:0], value); ok {
+			// Reversed, as MergeOlder collects rows: the older
+			// operands that mostly follow leave them decreasing.
+			slices.Reverse(rows)
 			m.rows = rows
 			return m, nil
 		}
 		d, err := codec.DecodeDeltaStored(value)
 		if err != nil {
+			m.Close()
 			return nil, fmt.Errorf("engine: merge operand of key %x: %w", key, err)
 		}
 		m.acc = d
 		return m, nil
 	},
+}
+
+// mergers keeps the mergers of keys Pebble is done with, so that the
+// slices their rows were collected in serve the next keys: a flush or a
+// compaction merges every posting it writes, each with a merger of its
+// own.
+var mergers = sync.Pool{New: func() any { return new(bitmapValueMerger) }}
+
+// Close hands m back to mergers once Pebble is done with the value Finish
+// returned, which does not alias m. Pebble calls it at most once; a merger
+// it never closes is left to the garbage collector.
+func (m *bitmapValueMerger) Close() error {
+	if cap(m.rows) > mergerMaxRows {
+		m.rows = nil
+	}
+	*m = bitmapValueMerger{rows: m.rows[:0]}
+	mergers.Put(m)
+	return nil
 }
 
 // mergerMaxRows bounds the rows a bitmapValueMerger collects before it
@@ -117,6 +140,16 @@ func (m *bitmapValueMerger) MergeOlder(value []byte) error {
 	if err != nil {
 		return fmt.Errorf("engine: older merge operand: %w", err)
 	}
+	if older.Full && m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full {
+		// The base below a stack of add-only operands, as a compaction
+		// into the bottom level finds a posting: the rows join the
+		// base's set directly, without a bitmap of their own to build
+		// and then union.
+		m.sortRows()
+		older.Adds.AddMany(m.rows)
+		m.acc, m.rows = older, m.rows[:0]
+		return nil
+	}
 	m.fold()
 	m.acc.Before(older)
 	return nil
@@ -128,12 +161,7 @@ func (m *bitmapValueMerger) fold() {
 	if len(m.rows) == 0 {
 		return
 	}
-	if !m.rowsNewer {
-		slices.Reverse(m.rows)
-	}
-	if !slices.IsSorted(m.rows) {
-		slices.Sort(m.rows)
-	}
+	m.sortRows()
 	adds := roaring.New()
 	adds.AddMany(m.rows)
 	d := codec.Delta{Adds: adds, Dels: roaring.New()}
@@ -156,10 +184,53 @@ func (m *bitmapValueMerger) fold() {
 // operands may lie below, so the result stays a delta, or Full if one of the
 // operands was. The returned slice is freshly allocated and never changed.
 func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	if m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full && len(m.rows) > 0 {
+		return m.finishRows(includesBase), m, nil
+	}
 	m.fold()
 	if includesBase && !m.acc.Full {
 		m.acc.Full = true
 		m.acc.Dels.Clear()
 	}
-	return codec.AppendDelta(nil, m.acc), nil, nil
+	v := codec.AppendDelta(nil, m.acc)
+	return v, m, nil
 }
+
+// sortRows sorts rows in increasing order: the order roaring adds them
+// in fastest, appending to a container rather than inserting into it.
+// Rows collected newest first are decreasing already when writes number
+// them in order, and only need reversing. The callers empty rows after.
+func (m *bitmapValueMerger) sortRows() {
+	if !m.rowsNewer {
+		slices.Reverse(m.rows)
+	}
+	if !slices.IsSorted(m.rows) {
+		slices.Sort(m.rows)
+	}
+}
+
+// finishRows encodes the composed value when every operand only added
+// rows, as the operands a flush folds mostly do: it writes the rows
+// straight into the value, without making a bitmap of them when they fit
+// one container (codec.AppendAddsDelta). A bitmap key's rows share their
+// high 16 bits, so they do unless they are too many.
+func (m *bitmapValueMerger) finishRows(includesBase bool) []byte {
+	m.sortRows()
+	rows := slices.Compact(m.rows)
+	// The longest encoding of up to a container's worth of rows: an
+	// array of them after the tag, two lengths and a 16-byte header.
+	v := codec.AppendAddsDelta(make([]byte, 0, 24+2*len(rows)), rows)
+	m.rows = m.rows[:0]
+	if includesBase {
+		// A delta with no removals and the Full value of the same set
+		// differ in their tag and the removals' empty length, its last
+		// byte.
+		v[0] = fullTag
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// fullTag is the leading byte of a Full value: the first of the empty
+// set's encoding.
+var fullTag = codec.AppendDelta(nil, codec.Delta{Full: true})[0]

@@ -44,6 +44,7 @@ func BenchmarkMerger(b *testing.B) {
 		base, n       int
 		removes, keep bool // keep: fold the base too
 	}{
+		{"adds-20", 0, 20, false, false},
 		{"adds-1e3", 0, 1000, false, false},
 		{"adds-1e4", 0, 10000, false, false},
 		{"adds-removes-1e4", 0, 10000, true, false},

@@ -464,8 +464,11 @@ func TestMergerFinish(t *testing.T) {
 				t.Fatal(err)
 			}
 			v, closer, err := vm.Finish(includesBase)
-			if err != nil || closer != nil {
-				t.Fatalf("Finish: %v, closer %v", err, closer)
+			if err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+			if closer != nil {
+				closer.Close() // v must outlive it
 			}
 			d, err := codec.DecodeDelta(v)
 			if err != nil {
@@ -609,9 +612,25 @@ func TestMergerMatchesReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, _, err := vm.Finish(includesBase)
+				got, closer, err := vm.Finish(includesBase)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if closer != nil {
+					// A closed merger serves the next keys; the value it
+					// returned must not change with them.
+					kept := bytes.Clone(got)
+					closer.Close()
+					next, err := Merger.Merge(nil, codec.AppendAddsDelta(nil, []uint32{1, 5}))
+					if err == nil {
+						_, _, err = next.Finish(true)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, kept) {
+						t.Fatalf("case %d: a value changed after its merger was closed", iter)
+					}
 				}
 				if want := mergerFoldReference(t, ops, newestFirst, includesBase); !bytes.Equal(got, want) {
 					t.Fatalf("case %d newestFirst=%v includesBase=%v: got % x, want % x", iter, newestFirst, includesBase, got, want)

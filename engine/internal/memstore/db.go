@@ -188,6 +188,11 @@ func (r *Registry) BuildsInProgress() int { return int(r.backgroundBuilds.Load()
 // writing; the slots of a table, their building and dead flags and the
 // write marks of the table change only under its lock for writing (or
 // storeMu for writing).
+//
+// One reader takes neither: a point read's row hint (RowOf) for a branch
+// that reads its own column store, found again in rowHints and read
+// under the store's lock alone. Its answer needs no snapshot, for the
+// point read confirms it against storage.
 type DB struct {
 	*apply.DB
 	reg *Registry
@@ -203,6 +208,12 @@ type DB struct {
 	cacheTables map[uint32][]uint32 // the tables with a cache, by branch; guarded by cachesMu
 
 	counts sync.Map // storeKey → *liveCount (counts.go)
+
+	// rowHints holds, by owner, the column stores RowOf found for a branch
+	// reading its own: a store is put while its table's lock is held for
+	// reading and removed by drop, so that none is found after its drop
+	// but by a reader that loaded it before.
+	rowHints sync.Map // storeKey → *slot
 }
 
 // tableLock orders the readers and writers of one table of the database,
@@ -362,6 +373,7 @@ func (d *DB) drop(s *slot) {
 			}
 		}
 	}
+	d.rowHints.CompareAndDelete(s.owner, s)
 	if !s.dead {
 		s.dead = true
 		if s.entry != nil {

@@ -411,10 +411,29 @@ func (d *DB) Peek(b *model.Branch, t *model.Table) (store *TableStore, building 
 // one is being built, or its readers hold back changes). It builds no
 // store: a point read uses the stores that queries and summaries built,
 // and only adds their id index on its first use (TableStore.RowOf).
-// The store shows every write visible when RowOf is called, and no other;
-// a caller that reads the row afterwards confirms that it still holds id,
-// as a write may come in between.
+// The store shows no write that is not visible when RowOf is called, and
+// may miss the last ones: a caller that reads the row afterwards confirms
+// that it still holds id, and reads the id map when it does not.
+//
+// A branch that reads its own store finds it again without the database's
+// and the table's locks (rowHints): a point read then takes one lock, the
+// store's, where other readers take three. Without the table's lock the
+// store may not yet show a write whose batch is already visible; under it
+// (the first read, a branch reading its parent's store) it shows every
+// such write.
 func (d *DB) RowOf(b *model.Branch, t *model.Table, id string) (row uint32, ok bool) {
+	k := storeKey{Branch: b.ID, Table: t.ID}
+	if v, found := d.rowHints.Load(k); found {
+		if s := v.(*slot); s.sig == t.Sig && s.mu.TryRLock() {
+			if !s.pending() {
+				s.entry.Touch()
+				row, ok = s.table.RowOf(id)
+				s.mu.RUnlock()
+				return row, ok
+			}
+			s.mu.RUnlock() // changes wait: the locked path applies them
+		}
+	}
 	tl := d.readTable(t.ID)
 	st := d.State()
 	if b = st.ByID.At(b.ID); b == nil {
@@ -434,6 +453,9 @@ func (d *DB) RowOf(b *model.Branch, t *model.Table, id string) (row uint32, ok b
 	if held, _ := s.tryRead(); !held {
 		d.doneReading(tl)
 		return 0, false
+	}
+	if root.ID == b.ID && rt.ID == t.ID {
+		d.rowHints.Store(k, s)
 	}
 	d.doneReading(tl)
 	s.entry.Touch()
