@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
 )
 
 // TestColIndexFollowsWrites builds the orders, dictionary and trigram index
@@ -102,6 +103,77 @@ func TestColIndexFollowsWrites(t *testing.T) {
 			write(uint32(rng.Intn(3200)))
 		}
 		check(step)
+	}
+}
+
+// TestOrderTiesByID builds the orders of a store's columns of few values,
+// whose rows' ids do not follow the rows, then writes rows (new ids,
+// values, removals) in the store and in a copy of it, and checks the
+// orders of both after every few writes: rows of equal value are in
+// order of their ids.
+func TestOrderTiesByID(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	s := &TableStore{cols: map[uint32]*Column{
+		index.MetaIDColumn: {kind: codec.KindString},
+		1:                  {kind: codec.KindInt},
+		2:                  {kind: codec.KindFloat},
+		3:                  {kind: codec.KindString},
+	}}
+	for _, c := range s.cols {
+		c.store = s
+	}
+	// write changes a row as a store's apply does: every column.
+	write := func(s *TableStore, row uint32) {
+		if rng.Intn(6) == 0 {
+			for _, c := range s.cols {
+				c.set(row, codec.Null())
+			}
+			return
+		}
+		s.cols[index.MetaIDColumn].set(row, codec.String(fmt.Sprintf("id%06d", rng.Intn(1e6))))
+		s.cols[1].set(row, codec.Int(int64(rng.Intn(4))))
+		s.cols[2].set(row, codec.Float(float64(rng.Intn(3))/2))
+		s.cols[3].set(row, codec.String([]string{"a", "b", "c"}[rng.Intn(3)]))
+	}
+	for row := range uint32(2000) {
+		write(s, row)
+	}
+	check := func(s *TableStore, step int) {
+		t.Helper()
+		ids := s.cols[index.MetaIDColumn]
+		for col := uint32(1); col <= 3; col++ {
+			c := s.cols[col]
+			want := c.present.ToArray()
+			slices.SortFunc(want, func(a, b uint32) int {
+				if x := codec.Compare(c.Get(a), c.Get(b)); x != 0 {
+					return x
+				}
+				if x := strings.Compare(ids.strs.get(a), ids.strs.get(b)); x != 0 {
+					return x
+				}
+				return int(a) - int(b)
+			})
+			if got := c.Order(); !slices.Equal(got, want) {
+				t.Fatalf("step %d: order of column %d is not by value and id", step, col)
+			}
+		}
+	}
+	check(s, 0)
+	var fork *TableStore
+	for step := 1; step <= 20; step++ {
+		if step == 10 {
+			fork = s.clone()
+		}
+		for range rng.Intn(40) + 1 {
+			write(s, uint32(rng.Intn(2100)))
+			if fork != nil {
+				write(fork, uint32(rng.Intn(2100)))
+			}
+		}
+		check(s, step)
+		if fork != nil {
+			check(fork, step)
+		}
 	}
 }
 
