@@ -110,11 +110,12 @@ func queryPaging(t *testing.T, storeless bool) {
 	checkPaging(t, e, dev, sorts, lazy)
 }
 
-// TestLazyWalkTies: a walk takes the rows of one value of the first sort
-// key together, so a sort whose first key has large groups of ties tests
-// whole groups. The cost rule counts them: such a query does not start a
-// lazy walk only to give up at its budget within the first group, and the
-// walk that runs gives the naive order's pages.
+// TestLazyWalkTies: a walk of a sort of several keys takes the rows of one
+// value of the first key together, so a first key with large groups of
+// ties has it test whole groups. The cost rule counts them: such a query
+// does not start a lazy walk only to give up at its budget within the
+// first group, and the walk that runs gives the naive order's pages; so
+// does the walk of a sort on that key alone, which takes ties row by row.
 func TestLazyWalkTies(t *testing.T) {
 	e, ref := recFixture(t, map[string][]ColumnDef{"t": {{Name: "g", Type: TypeInt}, {Name: "v", Type: TypeInt}}})
 	rng := rand.New(rand.NewSource(3))

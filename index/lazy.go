@@ -8,10 +8,11 @@ package index
 // fill a window of L rows when the filter matches an estimated E rows
 // (E from the postings' sizes and the ranges' spans in the in-memory
 // orders, the conditions of an and taken as independent), and more: it
-// takes the rows of one value of the first sort key together, so it tests
-// all of the group of ties it stops in, of G rows (estimated from the
-// first key's in-memory order, tieGroup; a walk of the ids has none):
-// V = max(L·|live|/E + G/2, G). The eager plan
+// takes the rows of one value of the first sort key together when the
+// order has more keys, so it tests all of the group of ties it stops in,
+// of G rows (estimated from the first key's in-memory order, tieGroup; a
+// walk of the ids has none, nor one of a single key in memory, which takes
+// ties in id order as its order keeps them): V = max(L·|live|/E + G/2, G). The eager plan
 // first builds the filter's bitmap and then walks (or heaps) over it; the
 // lazy one tests the V rows instead, each against every condition. In
 // units of about one in-memory row visit:

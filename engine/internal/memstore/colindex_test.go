@@ -177,6 +177,33 @@ func TestOrderTiesByID(t *testing.T) {
 	}
 }
 
+// TestOrderMemo computes a column's memo once per order: again after a
+// write changed the order, not on every call.
+func TestOrderMemo(t *testing.T) {
+	c := &Column{kind: codec.KindInt}
+	for row := range uint32(100) {
+		c.set(row, codec.Int(int64(row%7)))
+	}
+	calls := 0
+	estimate := func(order []uint32) float64 {
+		calls++
+		return float64(len(order))
+	}
+	f := func(want float64, wantCalls int) {
+		t.Helper()
+		if got := c.OrderMemo(estimate); got != want || calls != wantCalls {
+			t.Fatalf("memo %v after %d estimates, want %v after %d", got, calls, want, wantCalls)
+		}
+	}
+	f(100, 1)
+	f(100, 1)
+	c.set(100, codec.Int(3))
+	f(101, 2)
+	f(101, 2)
+	c.set(5, codec.Null())
+	f(100, 3)
+}
+
 // TestDictionaryLimit drops a column's dictionary when it outgrows
 // maxDictValues, and never builds one for a column with more values.
 func TestDictionaryLimit(t *testing.T) {
