@@ -258,11 +258,15 @@ func (c *Column) orderKey(row uint32) (uint64, bool) {
 	return uint64(c.ints[row]) ^ 1<<63, true
 }
 
-// tieIDs returns the record ids by row that order the rows of equal value:
-// the store's id column; nil for a column outside a store and for the id
-// column itself, whose values are unique, and whose rows of equal value
-// then stay in row order.
-func (c *Column) tieIDs() *strArena {
+// tieIDs returns the column of record ids that orders the rows of equal
+// value: the store's id column; nil for a column outside a store and for
+// the id column itself, whose values are unique, and whose rows of equal
+// value then stay in row order.
+//
+// A column's order may read the id column's order (inIDOrder) while it
+// holds its own ix.mu: the id column's ix.mu is taken inside another
+// column's, never the other way.
+func (c *Column) tieIDs() *Column {
 	if c.store == nil {
 		return nil
 	}
@@ -270,23 +274,63 @@ func (c *Column) tieIDs() *strArena {
 	if ids == nil || ids == c {
 		return nil
 	}
-	return &ids.strs
+	return ids
 }
 
-// compareTies orders two rows of equal value: by record id (tieIDs), then
-// by row.
-func compareTies(ids *strArena, a, b uint32) int {
+// compareTies orders two rows of equal value: by record id (ids from
+// tieIDs), then by row.
+func compareTies(ids *Column, a, b uint32) int {
 	if ids != nil {
-		if x := strings.Compare(ids.get(a), ids.get(b)); x != 0 {
+		if x := strings.Compare(ids.strs.get(a), ids.strs.get(b)); x != 0 {
 			return x
 		}
 	}
 	return cmp.Compare(a, b)
 }
 
+// minIDOrderRows is the number of rows from which inIDOrder takes them
+// from the id column's order rather than comparing their ids.
+const minIDOrderRows = 4096
+
+// inIDOrder returns rows, given in ascending order, in ascending order of
+// their record ids (compareTies), so that a stable sort by value leaves
+// the rows of equal value in id order without comparing ids: many rows
+// are taken from the id column's order (built once, kept by its column),
+// as a comparison of ids reads strings all over memory. rows may be
+// reused.
+func (c *Column) inIDOrder(rows []uint32) []uint32 {
+	ids := c.tieIDs()
+	if ids == nil {
+		return rows
+	}
+	if len(rows) >= minIDOrderRows {
+		if order := ids.Order(); order != nil {
+			words := make([]uint64, rows[len(rows)-1]/64+1)
+			for _, row := range rows {
+				words[row>>6] |= 1 << (row & 63)
+			}
+			out := make([]uint32, 0, len(rows))
+			for _, row := range order {
+				if w := int(row >> 6); w < len(words) && words[w]&(1<<(row&63)) != 0 {
+					out = append(out, row)
+				}
+			}
+			if len(out) == len(rows) {
+				return out
+			}
+			// A row without an id, which a store's rows never are:
+			// compare them instead.
+		}
+	}
+	slices.SortFunc(rows, func(a, b uint32) int { return compareTies(ids, a, b) })
+	return rows
+}
+
 // sortRows orders rows, given in ascending order, by value, rows of equal
-// value by record id (compareTies).
+// value by record id (compareTies): the rows are put in id order first,
+// and the sort by value is stable.
 func (c *Column) sortRows(rows []uint32) ([]uint32, bool) {
+	rows = c.inIDOrder(rows)
 	keys := make([]uint64, len(rows))
 	for i, row := range rows {
 		k, ok := c.orderKey(row)
@@ -310,43 +354,17 @@ func (c *Column) sortRows(rows []uint32) ([]uint32, bool) {
 			return 0
 		})
 		out := make([]uint32, len(rows))
-		sorted := make([]uint64, len(rows))
 		for i, k := range idx {
-			out[i], sorted[i] = rows[k], keys[k]
+			out[i] = rows[k]
 		}
-		c.sortTies(sorted, out)
 		return out, true
 	}
-	keys, rows = radixSort(keys, rows)
-	c.sortTies(keys, rows)
-	return rows, true
-}
-
-// sortTies orders by record id each run of rows of equal key of rows,
-// sorted by keys and, among equal keys, in ascending row order. Record ids
-// mostly grow with rows, so a run is usually in order already: it is
-// checked before it is sorted.
-func (c *Column) sortTies(keys []uint64, rows []uint32) {
-	ids := c.tieIDs()
-	if ids == nil {
-		return
-	}
-	byID := func(a, b uint32) int { return compareTies(ids, a, b) }
-	for i := 0; i < len(keys); {
-		j := i + 1
-		for j < len(keys) && keys[j] == keys[i] {
-			j++
-		}
-		if j-i > 1 && !slices.IsSortedFunc(rows[i:j], byID) {
-			slices.SortFunc(rows[i:j], byID)
-		}
-		i = j
-	}
+	return radixSort(keys, rows), true
 }
 
 // radixSort sorts rows by keys, stably, sixteen bits at a time from the
-// lowest; it may reorder both slices in place and returns both sorted.
-func radixSort(keys []uint64, rows []uint32) ([]uint64, []uint32) {
+// lowest; it may reorder both slices in place and returns the sorted rows.
+func radixSort(keys []uint64, rows []uint32) []uint32 {
 	n := len(keys)
 	k2, r2 := make([]uint64, n), make([]uint32, n)
 	count := make([]int, 1<<16)
@@ -372,7 +390,7 @@ func radixSort(keys []uint64, rows []uint32) ([]uint64, []uint32) {
 		keys, k2 = k2, keys
 		rows, r2 = r2, rows
 	}
-	return keys, rows
+	return rows
 }
 
 // mergeOrder returns a new order: old without the stale rows, merged with
@@ -415,19 +433,38 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 
 // compareStrRows orders two rows of a string column by value, then by
 // record id (compareTies, ids from tieIDs).
-func (c *Column) compareStrRows(ids *strArena, a, b uint32) int {
+func (c *Column) compareStrRows(ids *Column, a, b uint32) int {
 	if x := strings.Compare(c.strs.get(a), c.strs.get(b)); x != 0 {
 		return x
 	}
 	return compareTies(ids, a, b)
 }
 
-// sortStrRows orders rows of a string column by value, rows of equal value
-// by record id; rows is reused.
+// sortStrRows orders rows of a string column, given in ascending order,
+// by value, rows of equal value by record id: the rows are put in id order
+// first (inIDOrder), and rows of equal value then compare by that
+// position; rows may be reused.
 func (c *Column) sortStrRows(rows []uint32) []uint32 {
-	ids := c.tieIDs()
-	slices.SortFunc(rows, func(a, b uint32) int { return c.compareStrRows(ids, a, b) })
-	return rows
+	if c.tieIDs() == nil {
+		slices.SortFunc(rows, func(a, b uint32) int { return c.compareStrRows(nil, a, b) })
+		return rows
+	}
+	rows = c.inIDOrder(rows)
+	pos := make([]uint32, len(rows))
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	slices.SortFunc(pos, func(a, b uint32) int {
+		if x := strings.Compare(c.strs.get(rows[a]), c.strs.get(rows[b])); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]uint32, len(rows))
+	for i, p := range pos {
+		out[i] = rows[p]
+	}
+	return out
 }
 
 // mergeStrOrder returns a new order of a string column: old without the

@@ -135,7 +135,9 @@ func TestOrderTiesByID(t *testing.T) {
 		s.cols[2].set(row, codec.Float(float64(rng.Intn(3))/2))
 		s.cols[3].set(row, codec.String([]string{"a", "b", "c"}[rng.Intn(3)]))
 	}
-	for row := range uint32(2000) {
+	// More rows than minIDOrderRows: the first sort takes them from the
+	// id column's order.
+	for row := range uint32(6000) {
 		write(s, row)
 	}
 	check := func(s *TableStore, step int) {
@@ -165,9 +167,9 @@ func TestOrderTiesByID(t *testing.T) {
 			fork = s.clone()
 		}
 		for range rng.Intn(40) + 1 {
-			write(s, uint32(rng.Intn(2100)))
+			write(s, uint32(rng.Intn(6100)))
 			if fork != nil {
-				write(fork, uint32(rng.Intn(2100)))
+				write(fork, uint32(rng.Intn(6100)))
 			}
 		}
 		check(s, step)
