@@ -8,10 +8,11 @@ package index
 // fill a window of L rows when the filter matches an estimated E rows
 // (E from the postings' sizes and the ranges' spans in the in-memory
 // orders, the conditions of an and taken as independent), and more: it
-// takes the rows of one value of the first sort key together, so it tests
-// all of the group of ties it stops in, of G rows (estimated from the
-// first key's in-memory order, tieGroup; a walk of the ids has none):
-// V = max(L·|live|/E + G/2, G). The eager plan
+// takes the rows of one value of the first sort key together when the
+// order has more keys, so it tests all of the group of ties it stops in,
+// of G rows (estimated from the first key's in-memory order, tieGroup; a
+// walk of the ids has none, nor one of a single key in memory, which takes
+// ties in id order as its order keeps them): V = max(L·|live|/E + G/2, G). The eager plan
 // first builds the filter's bitmap and then walks (or heaps) over it; the
 // lazy one tests the V rows instead, each against every condition. In
 // units of about one in-memory row visit:
@@ -362,9 +363,13 @@ const tieSamples = 16
 // tieGroup estimates the rows of the group of equal values of o's first
 // key that a walk stops in: the mean size of the groups at evenly spaced
 // positions of the key's in-memory order, a mean weighted by size, as a
-// row of a large group is more likely the one that fills the window. It
-// is 0 for the ids' order, whose values are unique, and when the key has
-// no in-memory order (its index in storage is walked group by group).
+// row of a large group is more likely the one that fills the window. The
+// store keeps it with the order when it can (MemoOrderedValues), so that
+// it is found once per order, not per query. It is 0 for the ids' order,
+// whose values are unique; for an order of one key and the ids, whose
+// in-memory order keeps ties as the walk takes them (walkByRow), so that
+// it stops at the row that fills the window; and when the key has no
+// in-memory order (its index in storage is walked group by group).
 func tieGroup(src Source, o Order) (float64, error) {
 	if len(o.Keys) == 0 {
 		return 0, nil
@@ -374,14 +379,34 @@ func tieGroup(src Source, o Order) (float64, error) {
 	if err != nil || vals == nil {
 		return 0, err
 	}
-	fo, io, ok := ordered(vals, c.Type)
-	switch {
-	case !ok:
-		return 0, nil
-	case fo.order != nil:
-		return fo.meanGroup(tieSamples), nil
+	if len(o.Keys) == 1 && !o.Random {
+		ids, err := src.Values(IDColumn)
+		if err != nil {
+			return 0, err
+		}
+		if dv, ok := ids.(DenseValues); ok && dv.Strings().Len() > 0 {
+			return 0, nil
+		}
 	}
-	return io.meanGroup(tieSamples), nil
+	fo, io, ok := ordered(vals, c.Type)
+	if !ok {
+		return 0, nil
+	}
+	estimate := func(order []uint32) float64 {
+		if fo.order != nil {
+			fo.order = order
+			return fo.meanGroup(tieSamples)
+		}
+		io.order = order
+		return io.meanGroup(tieSamples)
+	}
+	if mv, ok := vals.(MemoOrderedValues); ok {
+		return mv.OrderMemo(estimate), nil
+	}
+	if fo.order != nil {
+		return estimate(fo.order), nil
+	}
+	return estimate(io.order), nil
 }
 
 // errLazySpent stops a lazy walk that tested more rows than its budget.

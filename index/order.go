@@ -22,9 +22,22 @@ import (
 type OrderedValues interface {
 	DenseValues
 	// Order returns the rows of Present in ascending order of their
-	// values (strings by bytes), rows of equal value in ascending row
-	// order; nil when the store keeps no order for the column.
+	// values (strings by bytes), rows of equal value in ascending order
+	// of their record ids, as a query orders them: a walk takes a sort's
+	// rows in order without sorting ties, and seeks a cursor's value and
+	// id. It is nil when the store keeps no order for the column.
 	Order() []uint32
+}
+
+// MemoOrderedValues is an OrderedValues that keeps one figure derived
+// from its order for as long as the order stays as it is.
+type MemoOrderedValues interface {
+	OrderedValues
+	// OrderMemo returns what estimate returns for the column's order,
+	// Order's result: computed on the first call, and again only once
+	// the order changed. It is 0 when the store keeps no order; the
+	// same estimate is always passed.
+	OrderMemo(estimate func(order []uint32) float64) float64
 }
 
 // RunOrderedValues is an OrderedValues that also describes its order as
@@ -211,6 +224,134 @@ func (o orderedColumn[T]) walk(b bounds[T], desc bool, cand func(row uint32) boo
 	}
 }
 
+// tiePos is a position of a sort's walk: a value and a record id.
+type tiePos[T int64 | float64] struct {
+	v  T
+	id string
+}
+
+// walkRows calls fn with each row of the order whose value lies in b and
+// that is a candidate, until fn returns false: values in ascending order
+// (descending when desc), rows of one value in ascending order of their
+// ids (descending when idDesc), which is the order's own (OrderedValues)
+// or its reverse, read from ids by row. With at set, b holds at's value
+// and the walk starts past at: the rows of at's value that come before
+// or at it are found by a binary search of their ids, not visited.
+//
+// Each row is tested as the walk reaches it and handed on at once: a walk
+// that stops in a group of ties visits none of it past the row it stops
+// at. When the two directions differ, each group is walked apart, its
+// other end found by a galloping search.
+func (o orderedColumn[T]) walkRows(b bounds[T], desc, idDesc bool, ids PackedStrings, at *tiePos[T], cand, fn func(row uint32) bool) {
+	i, j := o.span(b)
+	val := func(k int) T { return o.arr[o.order[k]] }
+	idAt := func(k int) string {
+		if row := o.order[k]; int(row) < ids.Len() {
+			return ids.At(row)
+		}
+		return ""
+	}
+	// run walks the positions [lo, hi), backward when back; it reports
+	// whether fn wants more.
+	run := func(lo, hi int, back bool) bool {
+		if back {
+			for k := hi - 1; k >= lo; k-- {
+				if row := o.order[k]; cand(row) && !fn(row) {
+					return false
+				}
+			}
+			return true
+		}
+		for k := lo; k < hi; k++ {
+			if row := o.order[k]; cand(row) && !fn(row) {
+				return false
+			}
+		}
+		return true
+	}
+	// at's group is [gs, ge); its rows of ids after at's are [past, ge),
+	// those of ids before it [gs, before).
+	var gs, ge, past, before int
+	if at != nil {
+		gs = i + sort.Search(j-i, func(x int) bool { return val(i+x) >= at.v })
+		ge = gs + sort.Search(j-gs, func(x int) bool { return val(gs+x) > at.v })
+		past = gs + sort.Search(ge-gs, func(x int) bool { return idAt(gs+x) > at.id })
+		before = gs + sort.Search(ge-gs, func(x int) bool { return idAt(gs+x) >= at.id })
+	}
+	switch {
+	case !desc && !idDesc:
+		if at != nil {
+			i = past
+		}
+		run(i, j, false)
+	case desc && idDesc:
+		if at != nil {
+			j = before
+		}
+		run(i, j, true)
+	case desc:
+		// Values downward, each group's ids upward.
+		if at != nil {
+			if !run(past, ge, false) {
+				return
+			}
+			j = gs
+		}
+		for j > i {
+			start := o.groupStart(i, j-1)
+			if !run(start, j, false) {
+				return
+			}
+			j = start
+		}
+	default:
+		// Values upward, each group's ids downward.
+		if at != nil {
+			if !run(gs, before, true) {
+				return
+			}
+			i = ge
+		}
+		for i < j {
+			end := o.groupEnd(i, j)
+			if !run(i, end, true) {
+				return
+			}
+			i = end
+		}
+	}
+}
+
+// groupEnd returns the end of the group of equal values that starts at
+// position k, no further than hi: a galloping search forward.
+func (o orderedColumn[T]) groupEnd(k, hi int) int {
+	v := o.arr[o.order[k]]
+	lo := k + 1 // the positions before lo hold v
+	for step := 1; ; step *= 2 {
+		p := k + step
+		if p >= hi || o.arr[o.order[p]] != v {
+			p = min(p, hi)
+			return lo + sort.Search(p-lo, func(x int) bool { return o.arr[o.order[lo+x]] != v })
+		}
+		lo = p + 1
+	}
+}
+
+// groupStart returns the start of the group of equal values that ends at
+// position k, no lower than lo: a galloping search backward.
+func (o orderedColumn[T]) groupStart(lo, k int) int {
+	v := o.arr[o.order[k]]
+	hi := k // the positions from hi to k hold v
+	for step := 1; ; step *= 2 {
+		p := k - step
+		if p < lo || o.arr[o.order[p]] != v {
+			from := max(p+1, lo)
+			return from + sort.Search(hi-from, func(x int) bool { return o.arr[o.order[from+x]] == v })
+		}
+		hi = p
+	}
+}
+
 // groupAt returns the number of positions of the order holding the value
 // at position k.
 func (o orderedColumn[T]) groupAt(k int) int {
@@ -304,6 +445,59 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand func(row uint
 	}
 	io.walk(ib, desc, cand, fn)
 	return true, nil
+}
+
+// walkRowsInMemory serves a walk of the rows of a sort on one column, c,
+// whose value store keeps an order (walkRows), starting past at (nil: at
+// the first row); served is false when the store keeps none or at's value
+// does not suit it. desc and idDesc are as walkRows takes them, ids the
+// record ids by row.
+func walkRowsInMemory(src Source, c *Column, at *Key, desc, idDesc bool, ids PackedStrings, cand, fn func(row uint32) bool) (served bool, err error) {
+	vals, err := src.Values(c)
+	if err != nil || vals == nil {
+		return false, err
+	}
+	fo, io, ok := ordered(vals, c.Type)
+	if !ok {
+		return false, nil
+	}
+	if fo.order != nil {
+		return walkFrom(fo, at, desc, idDesc, ids, cand, fn, func(v codec.Value) (float64, bool) {
+			switch v.Kind {
+			case codec.KindFloat:
+				return v.Float, true
+			case codec.KindInt:
+				return float64(v.Int), true
+			}
+			return 0, false
+		}), nil
+	}
+	kind := codec.KindInt
+	if c.Type == TypeDatetime {
+		kind = codec.KindDatetime
+	}
+	return walkFrom(io, at, desc, idDesc, ids, cand, fn, func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind }), nil
+}
+
+// walkFrom is walkRowsInMemory on an order of T: served is false when
+// at's value does not convert to T.
+func walkFrom[T int64 | float64](o orderedColumn[T], at *Key, desc, idDesc bool, ids PackedStrings, cand, fn func(row uint32) bool, conv func(codec.Value) (T, bool)) bool {
+	var b bounds[T]
+	var pos *tiePos[T]
+	if at != nil {
+		v, ok := conv(at.Values[0])
+		if !ok {
+			return false
+		}
+		pos = &tiePos[T]{v: v, id: at.ID}
+		if desc {
+			b.hi, b.hasHi, b.hiIncl = v, true, true
+		} else {
+			b.lo, b.hasLo, b.loIncl = v, true, true
+		}
+	}
+	o.walkRows(b, desc, idDesc, ids, pos, cand, fn)
+	return true
 }
 
 // walkRuns is walkIDOrder over an order in runs (RunOrderedValues),

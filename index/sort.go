@@ -702,6 +702,25 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		_, err := take(nulls())
 		return rows, keys, err
 	}
+	if byID {
+		served, err := walkByRow(src, kr, cc, o, w, pos, func(row uint32, k Key) bool {
+			rows = append(rows, row)
+			keys = append(keys, k)
+			return !full()
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		if served {
+			note.set("walk", "column order")
+			if !w.Reverse && !full() {
+				if _, err := take(nulls()); err != nil {
+					return nil, nil, err
+				}
+			}
+			return rows, keys, nil
+		}
+	}
 	var werr error
 	err = scanColumn(src, sk.Column, b, sk.Desc != w.Reverse, cc, note, func(group []uint32) bool {
 		more, err := take(group)
@@ -723,6 +742,45 @@ func walk(ctx context.Context, src Source, cc candidates, o Order, w Window, not
 		}
 	}
 	return rows, keys, nil
+}
+
+// walkByRow walks the non-null rows of a one-key order whose column and
+// ids the source keeps in memory, row by row in window order from past
+// pos (walkRowsInMemory): the column's order keeps ties in id order, as
+// the window does, so no group of ties is gathered or sorted. It calls fn
+// with each candidate within the window and its key until fn returns
+// false or a row reaches the window's far bound. served is false when the
+// source keeps no such order.
+func walkByRow(src Source, kr *keyReader, cc candidates, o Order, w Window, pos *Key, fn func(row uint32, k Key) bool) (served bool, err error) {
+	dv, ok := kr.ids.(DenseValues)
+	if !ok || dv.Strings().Len() == 0 {
+		return false, nil
+	}
+	if pos != nil && pos.Values[0].IsNull() {
+		pos = nil // every value comes before a null
+	}
+	far, stop := w.Before, 1
+	if w.Reverse {
+		far, stop = w.After, -1
+	}
+	sk := o.Keys[0]
+	var spent error
+	served, err = walkRowsInMemory(src, sk.Column, pos, sk.Desc != w.Reverse, w.Reverse, dv.Strings(), cc.has, func(row uint32) bool {
+		if cc.spent() {
+			spent = errLazySpent
+			return false
+		}
+		// Read from memory, a key is always there.
+		k, _, _ := kr.key(row)
+		if far != nil && o.compareKeys(k, *far)*stop >= 0 {
+			return false
+		}
+		return fn(row, k)
+	})
+	if err == nil {
+		err = spent
+	}
+	return served, err
 }
 
 // scanColumn is src.Scan, served from the column's in-memory order when

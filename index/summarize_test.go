@@ -213,7 +213,14 @@ func (d memIndexed) Order() []uint32 {
 		}
 		return d.strs[a] < d.strs[b]
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return less(rows[i], rows[j]) })
+	// Rows of equal value by record id, as OrderedValues asks.
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if less(a, b) || less(b, a) {
+			return less(a, b)
+		}
+		return d.m.rows[a].ID < d.m.rows[b].ID
+	})
 	return rows
 }
 

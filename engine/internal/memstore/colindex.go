@@ -20,8 +20,10 @@ import (
 // with the column from then on:
 //
 //   - an order (int, datetime, float and string columns): the rows holding
-//     a value sorted by value, so that a range is a binary search and a
-//     slice, and a sort walks values in order; the record ids' order walks
+//     a value sorted by value, rows of equal value by record id, as a
+//     query orders them, so that a range is a binary search and a slice,
+//     and a sort walks rows in order and seeks a cursor's (value, id)
+//     directly; the record ids' order walks
 //     the default order of a query, by its runs of rows that follow one
 //     another (rowRuns) when it has few. A write marks its row stale
 //     instead of moving it; the next reader merges the stale rows back
@@ -48,14 +50,19 @@ type colIndex struct {
 	mu sync.Mutex
 
 	// order is the rows of the column's present set by ascending value,
-	// rows of equal value by ascending row; it is meaningful when
-	// hasOrder. stale holds the rows written since it was built.
+	// rows of equal value by ascending record id (tieIDs); it is
+	// meaningful when hasOrder. stale holds the rows written since it
+	// was built. A row's id changes only with a write of every column
+	// of its store (TableStore.apply), which marks it stale in every
+	// order: the rows kept in place keep their ids.
 	order    []uint32
 	hasOrder bool
 	stale    roaring.Bitmap
 	noOrder  bool     // the values had no order (a NaN) when last tried
 	runs     []uint32 // where order's runs start (OrderRuns), or nil
 	hasRuns  bool     // runs is known for order
+	memo     float64  // what OrderMemo computed for order
+	hasMemo  bool     // memo is known for order
 
 	dict   *colDict
 	noDict bool // the column had too many values for a dictionary
@@ -90,14 +97,16 @@ func (c *Column) written(row uint32, v codec.Value) {
 }
 
 var (
-	_ index.OrderedValues    = (*Column)(nil)
-	_ index.RunOrderedValues = (*Column)(nil)
+	_ index.OrderedValues     = (*Column)(nil)
+	_ index.RunOrderedValues  = (*Column)(nil)
+	_ index.MemoOrderedValues = (*Column)(nil)
 )
 
 // Order returns the rows holding a value in ascending order of value, rows
-// of equal value in ascending row order, for an int, datetime, float or
-// string column (strings by bytes; nil for others, or for a float column
-// holding NaN). It implements index.OrderedValues.
+// of equal value in ascending order of their record ids (by row for a
+// column outside a store), for an int, datetime, float or string column
+// (strings by bytes; nil for others, or for a float column holding NaN).
+// It implements index.OrderedValues.
 func (c *Column) Order() []uint32 {
 	ix := &c.ix
 	ix.mu.Lock()
@@ -117,6 +126,23 @@ func (c *Column) OrderRuns() (order, runs []uint32) {
 		ix.runs, ix.hasRuns = rowRuns(order, &c.present), true
 	}
 	return order, ix.runs
+}
+
+// OrderMemo returns what estimate returns for the column's order, computed
+// on the first call after the order was built or changed; 0 when the
+// column has no order. It implements index.MemoOrderedValues.
+func (c *Column) OrderMemo(estimate func(order []uint32) float64) float64 {
+	ix := &c.ix
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	order := c.orderLocked()
+	if order == nil {
+		return 0
+	}
+	if !ix.hasMemo {
+		ix.memo, ix.hasMemo = estimate(order), true
+	}
+	return ix.memo
 }
 
 // orderLocked is Order, with ix.mu held.
@@ -146,6 +172,7 @@ func (c *Column) orderLocked() []uint32 {
 		order, ok = c.sortRows(c.present.ToArray())
 	}
 	ix.runs, ix.hasRuns = nil, false
+	ix.memo, ix.hasMemo = 0, false
 	if !ok {
 		ix.order, ix.hasOrder, ix.noOrder = nil, false, true
 		ix.stale.Clear()
@@ -231,9 +258,79 @@ func (c *Column) orderKey(row uint32) (uint64, bool) {
 	return uint64(c.ints[row]) ^ 1<<63, true
 }
 
-// sortRows orders rows, given in ascending order, by value; the sort is
-// stable, so rows of equal value stay in ascending order.
+// tieIDs returns the column of record ids that orders the rows of equal
+// value: the store's id column; nil for a column outside a store and for
+// the id column itself, whose values are unique, and whose rows of equal
+// value then stay in row order.
+//
+// A column's order may read the id column's order (inIDOrder) while it
+// holds its own ix.mu: the id column's ix.mu is taken inside another
+// column's, never the other way.
+func (c *Column) tieIDs() *Column {
+	if c.store == nil {
+		return nil
+	}
+	ids := c.store.cols[index.MetaIDColumn]
+	if ids == nil || ids == c {
+		return nil
+	}
+	return ids
+}
+
+// compareTies orders two rows of equal value: by record id (ids from
+// tieIDs), then by row.
+func compareTies(ids *Column, a, b uint32) int {
+	if ids != nil {
+		if x := strings.Compare(ids.strs.get(a), ids.strs.get(b)); x != 0 {
+			return x
+		}
+	}
+	return cmp.Compare(a, b)
+}
+
+// minIDOrderRows is the number of rows from which inIDOrder takes them
+// from the id column's order rather than comparing their ids.
+const minIDOrderRows = 4096
+
+// inIDOrder returns rows, given in ascending order, in ascending order of
+// their record ids (compareTies), so that a stable sort by value leaves
+// the rows of equal value in id order without comparing ids: many rows
+// are taken from the id column's order (built once, kept by its column),
+// as a comparison of ids reads strings all over memory. rows may be
+// reused.
+func (c *Column) inIDOrder(rows []uint32) []uint32 {
+	ids := c.tieIDs()
+	if ids == nil {
+		return rows
+	}
+	if len(rows) >= minIDOrderRows {
+		if order := ids.Order(); order != nil {
+			words := make([]uint64, rows[len(rows)-1]/64+1)
+			for _, row := range rows {
+				words[row>>6] |= 1 << (row & 63)
+			}
+			out := make([]uint32, 0, len(rows))
+			for _, row := range order {
+				if w := int(row >> 6); w < len(words) && words[w]&(1<<(row&63)) != 0 {
+					out = append(out, row)
+				}
+			}
+			if len(out) == len(rows) {
+				return out
+			}
+			// A row without an id, which a store's rows never are:
+			// compare them instead.
+		}
+	}
+	slices.SortFunc(rows, func(a, b uint32) int { return compareTies(ids, a, b) })
+	return rows
+}
+
+// sortRows orders rows, given in ascending order, by value, rows of equal
+// value by record id (compareTies): the rows are put in id order first,
+// and the sort by value is stable.
 func (c *Column) sortRows(rows []uint32) ([]uint32, bool) {
+	rows = c.inIDOrder(rows)
 	keys := make([]uint64, len(rows))
 	for i, row := range rows {
 		k, ok := c.orderKey(row)
@@ -297,7 +394,8 @@ func radixSort(keys []uint64, rows []uint32) []uint32 {
 }
 
 // mergeOrder returns a new order: old without the stale rows, merged with
-// the stale rows that hold a value, sorted.
+// the stale rows that hold a value, sorted; rows of equal value by record
+// id.
 func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool) {
 	fresh := roaring.And(stale, &c.present).ToArray()
 	fresh, ok := c.sortRows(fresh)
@@ -310,6 +408,7 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 		w := int(row >> 6)
 		return w < len(staleBits) && staleBits[w]&(1<<(row&63)) != 0
 	}
+	ids := c.tieIDs()
 	out := make([]uint32, 0, len(old)+len(fresh))
 	fi := 0
 	var fk uint64
@@ -321,7 +420,7 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 			continue
 		}
 		k, _ := c.orderKey(row)
-		for fi < len(fresh) && (fk < k || (fk == k && fresh[fi] < row)) {
+		for fi < len(fresh) && (fk < k || (fk == k && compareTies(ids, fresh[fi], row) < 0)) {
 			out = append(out, fresh[fi])
 			if fi++; fi < len(fresh) {
 				fk, _ = c.orderKey(fresh[fi])
@@ -332,19 +431,40 @@ func (c *Column) mergeOrder(old []uint32, stale *roaring.Bitmap) ([]uint32, bool
 	return append(out, fresh[fi:]...), true
 }
 
-// compareStrRows orders two rows of a string column by value, then by row.
-func (c *Column) compareStrRows(a, b uint32) int {
+// compareStrRows orders two rows of a string column by value, then by
+// record id (compareTies, ids from tieIDs).
+func (c *Column) compareStrRows(ids *Column, a, b uint32) int {
 	if x := strings.Compare(c.strs.get(a), c.strs.get(b)); x != 0 {
 		return x
 	}
-	return cmp.Compare(a, b)
+	return compareTies(ids, a, b)
 }
 
-// sortStrRows orders rows of a string column by value, rows of equal value
-// by row; rows is reused.
+// sortStrRows orders rows of a string column, given in ascending order,
+// by value, rows of equal value by record id: the rows are put in id order
+// first (inIDOrder), and rows of equal value then compare by that
+// position; rows may be reused.
 func (c *Column) sortStrRows(rows []uint32) []uint32 {
-	slices.SortFunc(rows, c.compareStrRows)
-	return rows
+	if c.tieIDs() == nil {
+		slices.SortFunc(rows, func(a, b uint32) int { return c.compareStrRows(nil, a, b) })
+		return rows
+	}
+	rows = c.inIDOrder(rows)
+	pos := make([]uint32, len(rows))
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	slices.SortFunc(pos, func(a, b uint32) int {
+		if x := strings.Compare(c.strs.get(rows[a]), c.strs.get(rows[b])); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]uint32, len(rows))
+	for i, p := range pos {
+		out[i] = rows[p]
+	}
+	return out
 }
 
 // mergeStrOrder returns a new order of a string column: old without the
@@ -353,6 +473,7 @@ func (c *Column) sortStrRows(rows []uint32) []uint32 {
 // comparison of every string.
 func (c *Column) mergeStrOrder(old []uint32, stale *roaring.Bitmap) []uint32 {
 	fresh := c.sortStrRows(roaring.And(stale, &c.present).ToArray())
+	ids := c.tieIDs()
 	staleBits := make([]uint64, stale.Maximum()/64+1)
 	stale.WriteDenseTo(staleBits)
 	kept := make([]uint32, 0, len(old))
@@ -366,7 +487,7 @@ func (c *Column) mergeStrOrder(old []uint32, stale *roaring.Bitmap) []uint32 {
 	out := make([]uint32, 0, len(kept)+len(fresh))
 	at := 0
 	for _, row := range fresh {
-		i := at + sort.Search(len(kept)-at, func(k int) bool { return c.compareStrRows(kept[at+k], row) > 0 })
+		i := at + sort.Search(len(kept)-at, func(k int) bool { return c.compareStrRows(ids, kept[at+k], row) > 0 })
 		out = append(out, kept[at:i]...)
 		out = append(out, row)
 		at = i

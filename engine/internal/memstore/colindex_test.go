@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/coppice-db/coppice/codec"
+	"github.com/coppice-db/coppice/index"
 )
 
 // TestColIndexFollowsWrites builds the orders, dictionary and trigram index
@@ -103,6 +104,106 @@ func TestColIndexFollowsWrites(t *testing.T) {
 		}
 		check(step)
 	}
+}
+
+// TestOrderTiesByID builds the orders of a store's columns of few values,
+// whose rows' ids do not follow the rows, then writes rows (new ids,
+// values, removals) in the store and in a copy of it, and checks the
+// orders of both after every few writes: rows of equal value are in
+// order of their ids.
+func TestOrderTiesByID(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	s := &TableStore{cols: map[uint32]*Column{
+		index.MetaIDColumn: {kind: codec.KindString},
+		1:                  {kind: codec.KindInt},
+		2:                  {kind: codec.KindFloat},
+		3:                  {kind: codec.KindString},
+	}}
+	for _, c := range s.cols {
+		c.store = s
+	}
+	// write changes a row as a store's apply does: every column.
+	write := func(s *TableStore, row uint32) {
+		if rng.Intn(6) == 0 {
+			for _, c := range s.cols {
+				c.set(row, codec.Null())
+			}
+			return
+		}
+		s.cols[index.MetaIDColumn].set(row, codec.String(fmt.Sprintf("id%06d", rng.Intn(1e6))))
+		s.cols[1].set(row, codec.Int(int64(rng.Intn(4))))
+		s.cols[2].set(row, codec.Float(float64(rng.Intn(3))/2))
+		s.cols[3].set(row, codec.String([]string{"a", "b", "c"}[rng.Intn(3)]))
+	}
+	// More rows than minIDOrderRows: the first sort takes them from the
+	// id column's order.
+	for row := range uint32(6000) {
+		write(s, row)
+	}
+	check := func(s *TableStore, step int) {
+		t.Helper()
+		ids := s.cols[index.MetaIDColumn]
+		for col := uint32(1); col <= 3; col++ {
+			c := s.cols[col]
+			want := c.present.ToArray()
+			slices.SortFunc(want, func(a, b uint32) int {
+				if x := codec.Compare(c.Get(a), c.Get(b)); x != 0 {
+					return x
+				}
+				if x := strings.Compare(ids.strs.get(a), ids.strs.get(b)); x != 0 {
+					return x
+				}
+				return int(a) - int(b)
+			})
+			if got := c.Order(); !slices.Equal(got, want) {
+				t.Fatalf("step %d: order of column %d is not by value and id", step, col)
+			}
+		}
+	}
+	check(s, 0)
+	var fork *TableStore
+	for step := 1; step <= 20; step++ {
+		if step == 10 {
+			fork = s.clone()
+		}
+		for range rng.Intn(40) + 1 {
+			write(s, uint32(rng.Intn(6100)))
+			if fork != nil {
+				write(fork, uint32(rng.Intn(6100)))
+			}
+		}
+		check(s, step)
+		if fork != nil {
+			check(fork, step)
+		}
+	}
+}
+
+// TestOrderMemo computes a column's memo once per order: again after a
+// write changed the order, not on every call.
+func TestOrderMemo(t *testing.T) {
+	c := &Column{kind: codec.KindInt}
+	for row := range uint32(100) {
+		c.set(row, codec.Int(int64(row%7)))
+	}
+	calls := 0
+	estimate := func(order []uint32) float64 {
+		calls++
+		return float64(len(order))
+	}
+	f := func(want float64, wantCalls int) {
+		t.Helper()
+		if got := c.OrderMemo(estimate); got != want || calls != wantCalls {
+			t.Fatalf("memo %v after %d estimates, want %v after %d", got, calls, want, wantCalls)
+		}
+	}
+	f(100, 1)
+	f(100, 1)
+	c.set(100, codec.Int(3))
+	f(101, 2)
+	f(101, 2)
+	c.set(5, codec.Null())
+	f(100, 3)
 }
 
 // TestDictionaryLimit drops a column's dictionary when it outgrows
