@@ -1,0 +1,15 @@
+//go:build !linux
+
+package api
+
+import (
+	"net"
+	"syscall"
+)
+
+// socketOf returns nil: connections are read and written through their own
+// methods (see sockio_linux.go).
+func socketOf(net.Conn) syscall.RawConn { return nil }
+
+func (c *trackedConn) rawRead(p []byte) (int, error)  { return c.Conn.Read(p) }
+func (c *trackedConn) rawWrite(p []byte) (int, error) { return c.Conn.Write(p) }
