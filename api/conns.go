@@ -103,7 +103,7 @@ func (l *connLimiter) admit(c net.Conn) *trackedConn {
 	ok := len(l.open) < l.max && (l.perAddr <= 0 || !addr.IsValid() || l.byAddr[addr] < l.perAddr)
 	var tc *trackedConn
 	if ok {
-		tc = &trackedConn{Conn: c, l: l, addr: addr, raw: socketOf(c)}
+		tc = newTrackedConn(c, l, addr)
 		l.open[tc] = struct{}{}
 		if addr.IsValid() {
 			l.byAddr[addr]++
@@ -164,6 +164,7 @@ type trackedConn struct {
 	// raw is the socket, read and written around the scheduler
 	// (sockio_linux.go); nil: through Conn.
 	raw syscall.RawConn
+	io  *sockIO // the state of raw's reads and writes
 	// busy is set when a request's handler starts and cleared when the
 	// connection is idle again, its response written.
 	busy   atomic.Bool
@@ -179,6 +180,16 @@ const (
 	lingerTime  = 3 * time.Second
 	lingerBytes = 64 << 20
 )
+
+// newTrackedConn returns c tracked by l under addr, read and written
+// around the scheduler when it is a socket.
+func newTrackedConn(c net.Conn, l *connLimiter, addr netip.Addr) *trackedConn {
+	tc := &trackedConn{Conn: c, l: l, addr: addr}
+	if tc.raw = socketOf(c); tc.raw != nil {
+		tc.io = newSockIO()
+	}
+	return tc
+}
 
 // Read reads from the connection as net.Conn.Read does.
 func (c *trackedConn) Read(p []byte) (int, error) {

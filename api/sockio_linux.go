@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -39,6 +40,56 @@ func socketOf(c net.Conn) syscall.RawConn {
 	return raw
 }
 
+// sockIO is the state of a raw socket's reads and writes. Its functions
+// are made once a connection, so that a read or a write allocates
+// nothing; each direction's mutex keeps concurrent calls apart, as the
+// net package's locks do.
+type sockIO struct {
+	rmu, wmu       sync.Mutex
+	rbuf, wbuf     []byte
+	rn, wn         int
+	rerrno, werrno syscall.Errno
+	read, write    func(fd uintptr) bool
+}
+
+// newSockIO returns the reads and writes of a raw socket.
+func newSockIO() *sockIO {
+	s := &sockIO{}
+	s.read, s.write = s.readFD, s.writeFD
+	return s
+}
+
+// readFD reads once into rbuf; false: nothing to read yet, wait for the
+// poller.
+func (s *sockIO) readFD(fd uintptr) bool {
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)))
+		if errno != syscall.EINTR {
+			s.rn, s.rerrno = int(n), errno
+			return errno != syscall.EAGAIN
+		}
+	}
+}
+
+// writeFD writes what is left of wbuf; false: the socket's buffer is
+// full, wait for the poller.
+func (s *sockIO) writeFD(fd uintptr) bool {
+	for s.wn < len(s.wbuf) {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&s.wbuf[s.wn])), uintptr(len(s.wbuf)-s.wn))
+		switch errno {
+		case 0:
+			s.wn += int(n)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			s.werrno = errno
+			return true
+		}
+	}
+	return true
+}
+
 // rawRead reads into p as net.Conn.Read does: at least one byte, or io.EOF
 // at the end of the stream, or an error (a deadline's is a net.Error whose
 // Timeout is true).
@@ -46,56 +97,39 @@ func (c *trackedConn) rawRead(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n uintptr
-	var errno syscall.Errno
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			n, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			if errno != syscall.EINTR {
-				// EAGAIN: nothing to read yet, wait for the poller.
-				return errno != syscall.EAGAIN
-			}
-		}
-	})
+	s := c.io
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.rbuf, s.rn, s.rerrno = p, 0, 0
+	err := c.raw.Read(s.read)
+	s.rbuf = nil
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
-	case errno != 0:
-		return 0, c.opError("read", errno)
-	case n == 0:
+	case s.rerrno != 0:
+		return 0, c.opError("read", s.rerrno)
+	case s.rn == 0:
 		return 0, io.EOF
 	}
-	return int(n), nil
+	return s.rn, nil
 }
 
 // rawWrite writes all of p as net.Conn.Write does, waiting for room in the
 // socket's buffer as often as it takes.
 func (c *trackedConn) rawWrite(p []byte) (int, error) {
-	written := 0
-	var errno syscall.Errno
-	err := c.raw.Write(func(fd uintptr) bool {
-		for written < len(p) {
-			n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[written])), uintptr(len(p)-written))
-			switch e {
-			case 0:
-				written += int(n)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the buffer is full: wait for the poller
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	s := c.io
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.wbuf, s.wn, s.werrno = p, 0, 0
+	err := c.raw.Write(s.write)
+	s.wbuf = nil
 	switch {
 	case err != nil:
-		return written, c.opError("write", err)
-	case errno != 0:
-		return written, c.opError("write", errno)
+		return s.wn, c.opError("write", err)
+	case s.werrno != 0:
+		return s.wn, c.opError("write", s.werrno)
 	}
-	return written, nil
+	return s.wn, nil
 }
 
 // opError wraps err as the net package wraps the errors of a connection's

@@ -11,5 +11,10 @@ import (
 // methods (see sockio_linux.go).
 func socketOf(net.Conn) syscall.RawConn { return nil }
 
+// sockIO is unused: see sockio_linux.go.
+type sockIO struct{}
+
+func newSockIO() *sockIO { return nil }
+
 func (c *trackedConn) rawRead(p []byte) (int, error)  { return c.Conn.Read(p) }
 func (c *trackedConn) rawWrite(p []byte) (int, error) { return c.Conn.Write(p) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"testing"
@@ -28,7 +29,7 @@ func tcpPair(t *testing.T) (*trackedConn, net.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &trackedConn{Conn: server, raw: socketOf(server)}
+	tc := newTrackedConn(server, nil, netip.Addr{})
 	t.Cleanup(func() {
 		client.Close()
 		server.Close()
@@ -103,4 +104,29 @@ func TestTrackedConnIO(t *testing.T) {
 			t.Fatalf("write to a reset connection: %v; want a write error", err)
 		}
 	})
+}
+
+// Reading and writing a served connection allocates nothing.
+func TestTrackedConnAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	tc, client := tcpPair(t)
+	out, in := make([]byte, 512), make([]byte, 512)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := tc.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(client, in); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(tc, in); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 0 {
+		t.Errorf("%v allocations a round trip, want none", n)
+	}
 }
