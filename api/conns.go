@@ -103,7 +103,7 @@ func (l *connLimiter) admit(c net.Conn) *trackedConn {
 	ok := len(l.open) < l.max && (l.perAddr <= 0 || !addr.IsValid() || l.byAddr[addr] < l.perAddr)
 	var tc *trackedConn
 	if ok {
-		tc = &trackedConn{Conn: c, l: l, addr: addr}
+		tc = newTrackedConn(c, l, addr)
 		l.open[tc] = struct{}{}
 		if addr.IsValid() {
 			l.byAddr[addr]++
@@ -161,6 +161,10 @@ type trackedConn struct {
 	net.Conn
 	l    *connLimiter
 	addr netip.Addr
+	// raw is the socket, read and written around the scheduler
+	// (sockio_linux.go); nil: through Conn.
+	raw syscall.RawConn
+	io  *sockIO // the state of raw's reads and writes
 	// busy is set when a request's handler starts and cleared when the
 	// connection is idle again, its response written.
 	busy   atomic.Bool
@@ -176,6 +180,32 @@ const (
 	lingerTime  = 3 * time.Second
 	lingerBytes = 64 << 20
 )
+
+// newTrackedConn returns c tracked by l under addr, read and written
+// around the scheduler when it is a socket.
+func newTrackedConn(c net.Conn, l *connLimiter, addr netip.Addr) *trackedConn {
+	tc := &trackedConn{Conn: c, l: l, addr: addr}
+	if tc.raw = socketOf(c); tc.raw != nil {
+		tc.io = newSockIO()
+	}
+	return tc
+}
+
+// Read reads from the connection as net.Conn.Read does.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.raw == nil {
+		return c.Conn.Read(p)
+	}
+	return c.rawRead(p)
+}
+
+// Write writes to the connection as net.Conn.Write does.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.raw == nil {
+		return c.Conn.Write(p)
+	}
+	return c.rawWrite(p)
+}
 
 // markUnreadBody notes that the connection of ctx will be closed after its
 // answer with part of the request body unread.
