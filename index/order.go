@@ -420,26 +420,14 @@ func scanInMemory(src Source, c *Column, b Bounds, desc bool, cand func(row uint
 		return false, nil
 	}
 	if fo.order != nil {
-		fb, ok := scanBounds(b, func(v codec.Value) (float64, bool) {
-			switch v.Kind {
-			case codec.KindFloat:
-				return v.Float, true
-			case codec.KindInt:
-				return float64(v.Int), true
-			}
-			return 0, false
-		})
+		fb, ok := scanBounds(b, floatOfValue)
 		if !ok {
 			return false, nil
 		}
 		fo.walk(fb, desc, cand, fn)
 		return true, nil
 	}
-	kind := codec.KindInt
-	if c.Type == TypeDatetime {
-		kind = codec.KindDatetime
-	}
-	ib, ok := scanBounds(b, func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind })
+	ib, ok := scanBounds(b, intOfValue(c.Type))
 	if !ok {
 		return false, nil
 	}
@@ -462,21 +450,31 @@ func walkRowsInMemory(src Source, c *Column, at *Key, desc, idDesc bool, ids Pac
 		return false, nil
 	}
 	if fo.order != nil {
-		return walkFrom(fo, at, desc, idDesc, ids, cand, fn, func(v codec.Value) (float64, bool) {
-			switch v.Kind {
-			case codec.KindFloat:
-				return v.Float, true
-			case codec.KindInt:
-				return float64(v.Int), true
-			}
-			return 0, false
-		}), nil
+		return walkFrom(fo, at, desc, idDesc, ids, cand, fn, floatOfValue), nil
 	}
+	return walkFrom(io, at, desc, idDesc, ids, cand, fn, intOfValue(c.Type)), nil
+}
+
+// floatOfValue is v as a float column's order holds it: a float, or an
+// integer; false for other kinds.
+func floatOfValue(v codec.Value) (float64, bool) {
+	switch v.Kind {
+	case codec.KindFloat:
+		return v.Float, true
+	case codec.KindInt:
+		return float64(v.Int), true
+	}
+	return 0, false
+}
+
+// intOfValue returns how a value is read as an integer column of type t's
+// order holds it: an integer, or a datetime for a datetime column.
+func intOfValue(t ColumnType) func(codec.Value) (int64, bool) {
 	kind := codec.KindInt
-	if c.Type == TypeDatetime {
+	if t == TypeDatetime {
 		kind = codec.KindDatetime
 	}
-	return walkFrom(io, at, desc, idDesc, ids, cand, fn, func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind }), nil
+	return func(v codec.Value) (int64, bool) { return v.Int, v.Kind == kind }
 }
 
 // walkFrom is walkRowsInMemory on an order of T: served is false when
