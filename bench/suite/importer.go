@@ -73,7 +73,7 @@ func (s *suite) coppiceImportW7(srv *server) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	time.Sleep(2 * time.Second) // the import is under way
-	_, busy, err := s.coppiceMix(srv, "main", 1)
+	_, busy, err := s.coppiceMix(srv, "main", w7Passes)
 	finished := false
 	select {
 	case werr := <-exited:
