@@ -12,10 +12,11 @@ package index
 // order has more keys, so it tests all of the group of ties it stops in,
 // of G rows (estimated from the first key's in-memory order, tieGroup; a
 // walk of the ids has none, nor one of a single key in memory, which takes
-// ties in id order as its order keeps them): V = max(L·|live|/E + G/2, G). The eager plan
-// first builds the filter's bitmap and then walks (or heaps) over it; the
-// lazy one tests the V rows instead, each against every condition. In
-// units of about one in-memory row visit:
+// ties in id order as its order keeps them):
+// V = max(L·|live|/E + G/2, G). The eager plan first builds the filter's
+// bitmap and then walks (or heaps) over it; the lazy one tests the V rows
+// instead, each against every condition. In units of about one in-memory
+// row visit:
 //
 //	eager build   Σ postings |P|/16 (set algebra runs on whole words)
 //	              + Σ ranges |live|/2 (a slice of the in-memory order)

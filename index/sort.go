@@ -1103,18 +1103,14 @@ func secondKeyAfter(kr *keyReader, o Order, w Window, top func() Key) func(row u
 	}
 	// Larger values come after in an ascending window.
 	larger := o.Keys[1].Desc == w.Reverse
-	switch o.Keys[1].Column.Type {
-	case "int", "datetime":
+	switch t := o.Keys[1].Column.Type; t {
+	case TypeInt, TypeDatetime:
 		if arr := dv.Ints(); arr != nil {
-			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (int64, bool) {
-				return v.Int, v.Kind == codec.KindInt || v.Kind == codec.KindDatetime
-			})
+			return valueAfter(arr, dv.Present(), larger, top, intOfValue(t))
 		}
-	case "float":
+	case TypeFloat:
 		if arr := dv.Floats(); arr != nil {
-			return valueAfter(arr, dv.Present(), larger, top, func(v codec.Value) (float64, bool) {
-				return v.Float, v.Kind == codec.KindFloat
-			})
+			return valueAfter(arr, dv.Present(), larger, top, floatOfValue)
 		}
 	}
 	return nil
