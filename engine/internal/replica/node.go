@@ -244,7 +244,9 @@ func (n *Node) Propose(ctx context.Context, cmd apply.Command) (any, error) {
 	n.waiters.Store(id, w)
 	defer n.waiters.Delete(id)
 	for {
-		out, err := n.host.Propose(ctx, group, payload)
+		actx, acancel := context.WithTimeout(ctx, proposeAttempt)
+		out, err := n.host.Propose(actx, group, payload)
+		acancel()
 		if err == nil {
 			if o := w.out.Load(); o != nil {
 				return o.res, o.err
@@ -260,6 +262,15 @@ func (n *Node) Propose(ctx context.Context, cmd apply.Command) (any, error) {
 		}
 	}
 }
+
+// proposeAttempt bounds one proposal of a request. A proposal that a
+// follower passes on to the leader and whose message is lost gets no
+// answer at all: the library neither sends it again nor reports it, and
+// while the leader's term holds nothing tells it apart from a slow one.
+// After this long without an outcome the request is proposed again,
+// under the same id: should both entries reach the log, the second
+// answers with the first's result and changes nothing.
+const proposeAttempt = 2 * time.Second
 
 // retry says whether a failed proposal or barrier may be tried again
 // within ctx, after a pause, or returns the error to give.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,6 +280,24 @@ func (c *testCluster) createDB(id uint64, name string) uint32 {
 	return db
 }
 
+// describe tells each running node's view of its groups, for a failure's
+// message.
+func (c *testCluster) describe() string {
+	var b strings.Builder
+	for id := uint64(1); id <= uint64(len(c.nodes)); id++ {
+		nd := c.nodes[id]
+		if nd.node == nil {
+			fmt.Fprintf(&b, "node %d: stopped\n", id)
+			continue
+		}
+		for _, g := range nd.node.Status().Groups {
+			fmt.Fprintf(&b, "node %d group %d: replica %d, leader %d (node %d), term %d, applied %d, log %d–%d\n",
+				id, g.Group, g.Replica, g.Leader, g.LeaderNode, g.Term, g.Applied, g.FirstIndex, g.LastIndex)
+		}
+	}
+	return b.String()
+}
+
 // write inserts record rec through node id.
 func (c *testCluster) write(id uint64, db uint32, rec string, n int) error {
 	return c.writeTo(id, db, "main", rec, n)
@@ -370,7 +389,10 @@ func TestReplicatedWrites(t *testing.T) {
 }
 
 // TestRequestAppliesOnce proposes the same request twice: the second entry
-// answers with the first's result and changes nothing.
+// answers with the first's result and changes nothing. A proposal whose
+// outcome is unknown (its message to the leader may be lost while the
+// nodes' connections come up) is proposed again with the same request id,
+// as a client retries: that is what the request id makes safe.
 func TestRequestAppliesOnce(t *testing.T) {
 	c := newTestCluster(t, 3, 0)
 	db := c.createDB(2, "once")
@@ -378,8 +400,8 @@ func TestRequestAppliesOnce(t *testing.T) {
 	// Node 1 starts its replica of the new group in the background, once
 	// it learns of the placement: propose through it after that.
 	for start := time.Now(); !n.Hosts(db); time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("node 1 did not start the database's group")
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("node 1 did not start the database's group (placed on it: %v)\n%s", n.Placed(db), c.describe())
 		}
 	}
 	cmd := apply.OnDatabase(db, &apply.WriteRecords{Branch: "main", Ops: []model.Op{{Kind: model.OpUpdate, Table: "t", ID: "x", Upsert: true,
@@ -389,20 +411,27 @@ func TestRequestAppliesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := encodeEntry(n.ids.next(), enc)
-	ctx, cancel := ctxFor(5 * time.Second)
+	ctx, cancel := ctxFor(30 * time.Second)
 	defer cancel()
-	var results [][]byte
-	for range 2 {
-		out, err := n.host.Propose(ctx, groupOf(db), payload)
-		if err != nil {
-			t.Fatal(err)
+	propose := func() []byte {
+		for {
+			actx, acancel := context.WithTimeout(ctx, proposeAttempt)
+			out, err := n.host.Propose(actx, groupOf(db), payload)
+			acancel()
+			if errors.Is(err, consensus.ErrUnavailable) && ctx.Err() == nil {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, c.describe())
+			}
+			return out
 		}
-		results = append(results, out)
 	}
-	if !bytes.Equal(results[0], results[1]) {
-		t.Errorf("results %q and %q", results[0], results[1])
+	first, second := propose(), propose()
+	if !bytes.Equal(first, second) {
+		t.Errorf("results %q and %q", first, second)
 	}
-	res, err := decodeResult(cmd, results[1])
+	res, err := decodeResult(cmd, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,6 +439,43 @@ func TestRequestAppliesOnce(t *testing.T) {
 		t.Errorf("the record after the one increment: %+v", rec)
 	}
 	c.converge(db)
+}
+
+// TestLostProposalProposedAgain loses a proposal on its way from a
+// follower to the leader: the leader's term holds, so nothing reports the
+// loss, and the node proposes the request again, which applies once.
+func TestLostProposalProposedAgain(t *testing.T) {
+	c := newTestCluster(t, 3, 0)
+	db := c.createDB(1, "lost")
+	leader := c.leaderOf(db)
+	follower := leader%3 + 1
+	for start := time.Now(); !c.node(follower).Hosts(db); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("node %d did not start the database's group\n%s", follower, c.describe())
+		}
+	}
+	from, to := fmt.Sprintf("node%d", follower), fmt.Sprintf("node%d", leader)
+	c.net.Cut(from, to)
+	healed := make(chan struct{})
+	go func() {
+		defer close(healed)
+		time.Sleep(100 * time.Millisecond)
+		c.net.Heal()
+	}()
+	// MaxWait (5s) bounds the request: without a second proposal it
+	// fails when it runs out.
+	start := time.Now()
+	err := c.write(follower, db, "r", 1)
+	<-healed
+	if err != nil {
+		t.Fatalf("write through node %d after %v: %v\n%s", follower, time.Since(start), err, c.describe())
+	}
+	c.converge(db)
+	for id := uint64(1); id <= 3; id++ {
+		if got := c.nodes[id].rows.Load(); got != 1 {
+			t.Errorf("node %d's observers saw %d rows, want 1", id, got)
+		}
+	}
 }
 
 // TestFollowerCatchesUpFromSnapshot stops a node while the others write
