@@ -268,7 +268,11 @@ func (c *testCluster) createDB(id uint64, name string) uint32 {
 	if err != nil {
 		c.t.Fatalf("create %s: %v", name, err)
 	}
-	db := res.(*catalog.Database).ID
+	placed := res.(*catalog.Database)
+	if len(placed.Replicas) != min(len(c.nodes), 3) {
+		c.t.Fatalf("create %s in a cluster of %d nodes: placed on %+v", name, len(c.nodes), placed.Replicas)
+	}
+	db := placed.ID
 	if _, err := c.node(id).Propose(ctx, apply.OnDatabase(db, &apply.Migrate{
 		SchemaHeader: apply.SchemaHeader{Branch: "main", ID: "mig_" + name, Now: now},
 		Ops: []model.MigrationOp{{AddTable: &model.TableOp{Table: "t"}},
@@ -698,7 +702,11 @@ func TestStartAfterCreatorDied(t *testing.T) {
 	ctx, cancel := ctxFor(10 * time.Second)
 	defer cancel()
 	first := &catalog.FirstBranch{Name: "trunk", PublicID: "bb_orphan", Now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	place := &catalog.PlaceDatabase{Database: catalog.Database{Name: "orphan", Region: "local", Replicas: c.node(1).Placement(), First: first}, First: first}
+	replicas, err := c.node(1).Placement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := &catalog.PlaceDatabase{Database: catalog.Database{Name: "orphan", Region: "local", Replicas: replicas, First: first}, First: first}
 	res, err := c.node(1).Propose(ctx, apply.OnCatalog(place))
 	if err != nil {
 		t.Fatal(err)

@@ -191,9 +191,15 @@ func (n *Node) Members() map[uint64]string {
 }
 
 // Placement returns the replicas of a new database: this node's, then the
-// members with the fewest replicas, up to Config.Replicas.
-func (n *Node) Placement() []catalog.Replica {
-	members := n.Members()
+// members with the fewest replicas, up to Config.Replicas. Right after the
+// node starts, the library may not know the meta group's members yet: a
+// placement made then would leave every other node out, so Placement
+// waits for them as long as ctx lasts.
+func (n *Node) Placement(ctx context.Context) ([]catalog.Replica, error) {
+	members, err := n.knownMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
 	load := map[uint64]int{}
 	for _, p := range n.cat.Placements() {
 		for _, r := range p.Replicas {
@@ -219,7 +225,24 @@ func (n *Node) Placement() []catalog.Replica {
 		}
 		out = append(out, catalog.Replica{ID: uint64(len(out) + 1), Node: id, Addr: members[id]})
 	}
-	return out
+	return out, nil
+}
+
+// knownMembers returns Members once the library knows them, waiting up to
+// ctx's deadline.
+func (n *Node) knownMembers(ctx context.Context) (map[uint64]string, error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if gi, err := n.host.GroupInfo(MetaGroup); err == nil && gi.Ready && len(gi.Members) > 0 {
+			return gi.Members, nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the cluster's members are not known yet: %w", consensus.ErrUnavailable)
+		}
+	}
 }
 
 // AddNode makes node id, reachable at raftAddr and started to join, a
@@ -399,7 +422,13 @@ func sortedNodes(members map[uint64]string) []uint64 {
 // first branch through its own group. The result is the *catalog.Database.
 func (n *Node) PlaceDatabase(ctx context.Context, cmd *catalog.PlaceDatabase) (any, error) {
 	place := *cmd
-	place.Database.Replicas = n.Placement()
+	pctx, cancel := n.bound(ctx)
+	replicas, err := n.Placement(pctx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	place.Database.Replicas = replicas
 	place.Database.First = cmd.First
 	res, err := n.Propose(ctx, apply.OnCatalog(&place))
 	if err != nil {
