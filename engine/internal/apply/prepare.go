@@ -401,19 +401,21 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 // written, so that staging them (flushJoins) leaves nothing to sort under
 // the lock. It sorts keys of the ids' first 16 bytes, which tell most ids
 // apart (a word's bitmap id holds its first 9 or 10 bytes) and compare
-// as two integers, with the postings' indexes: that moves less than
-// sorting the postings, and the strings are compared only where the keys
-// are equal.
+// as two integers, with the ids' lengths and the postings' indexes: that
+// moves less than sorting the postings. Ids of at most 16 bytes whose
+// keys are equal are a prefix of one another (a word's bitmap id and its
+// frequency bitmaps' ids, one byte longer), the shorter first; the
+// strings are compared only where a longer id's keys are equal.
 func sortPostings(ps []posting) []posting {
 	type key struct {
 		hi, lo uint64
-		k      int32
+		k, n   int32
 	}
 	keys := make([]key, len(ps))
 	for k := range ps {
 		var b [16]byte
 		copy(b[:], ps[k].id)
-		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k)}
+		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k), int32(len(ps[k].id))}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
@@ -421,6 +423,9 @@ func sortPostings(ps []posting) []posting {
 		}
 		if c := cmp.Compare(a.lo, b.lo); c != 0 {
 			return c
+		}
+		if a.n <= 16 && b.n <= 16 {
+			return cmp.Compare(a.n, b.n)
 		}
 		return strings.Compare(ps[a.k].id, ps[b.k].id)
 	})
