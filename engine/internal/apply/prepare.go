@@ -173,8 +173,15 @@ type gatherer struct {
 	joins []join
 	last  []int32
 	count []int32
-	buf   []byte
+	// ids are the ids of the word postings, one after another; spans say
+	// where each ends. They are made strings all at once (done), not one
+	// by one: a write of 1000 records meets tens of thousands of words.
+	ids   []byte
+	spans []idSpan
 }
+
+// idSpan is where the id of posting k ends in gatherer.ids.
+type idSpan struct{ k, to int32 }
 
 // colWords indexes gatherer.words by the words of one text column.
 type colWords struct {
@@ -189,7 +196,7 @@ type join struct{ k, op int32 }
 // sized for the postings met at most by the records of a write of this
 // size (hint): a write of 1000 records meets tens of thousands.
 func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
-	words, ids, postings, joins := hint.sizes(n)
+	words, ids, postings, joins, idBytes := hint.sizes(n)
 	g := &gatherer{
 		p:     p,
 		byID:  make(map[string]int32, ids),
@@ -200,6 +207,8 @@ func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
 		joins: make([]join, 0, joins),
 		last:  make([]int32, 0, postings),
 		count: make([]int32, 0, postings),
+		ids:   make([]byte, 0, idBytes),
+		spans: make([]idSpan, 0, postings),
 	}
 	p.postings = make([]posting, 0, postings)
 	return g
@@ -208,8 +217,9 @@ func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
 func (g *gatherer) Bitmap(id []byte) {
 	k, ok := g.byID[string(id)]
 	if !ok {
-		k = g.add(string(id), "")
-		g.byID[string(id)] = k
+		s := string(id)
+		k = g.add(s, "")
+		g.byID[s] = k
 	}
 	g.join(k)
 	if fl, ok := layers.LengthOfID(id); ok {
@@ -272,8 +282,8 @@ func (g *gatherer) wordOf(cw *colWords, term string) int32 {
 func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
 	ks := &g.words[wi]
 	if ks[0] < 0 {
-		g.buf = codec.TermBitmapID(g.buf[:0], col, term)
-		ks[0] = g.add(string(g.buf), term)
+		g.ids = codec.TermBitmapID(g.ids, col, term)
+		ks[0] = g.addWord(term)
 	}
 	g.join(ks[0])
 	for i, l := range fts.TFLevels {
@@ -281,8 +291,8 @@ func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
 			break
 		}
 		if ks[i+1] < 0 {
-			g.buf = codec.TermTFBitmapID(g.buf[:0], col, uint8(i), term)
-			ks[i+1] = g.add(string(g.buf), "")
+			g.ids = codec.TermTFBitmapID(g.ids, col, uint8(i), term)
+			ks[i+1] = g.addWord("")
 		}
 		g.join(ks[i+1])
 	}
@@ -295,6 +305,14 @@ func (g *gatherer) add(id, term string) int32 {
 	g.last = append(g.last, -1)
 	g.count = append(g.count, 0)
 	return int32(len(g.p.postings) - 1)
+}
+
+// addWord adds a posting whose id was just appended to g.ids, naming
+// word term or "", and returns its index; the id is set by done.
+func (g *gatherer) addWord(term string) int32 {
+	k := g.add("", term)
+	g.spans = append(g.spans, idSpan{k, int32(len(g.ids))})
+	return k
 }
 
 // join notes that the record being visited joins posting k.
@@ -327,25 +345,32 @@ func (g *gatherer) done(n int, hint *gatherHint) {
 		g.p.postings[k].ops = ops[from:to:to]
 		from = to
 	}
+	all := string(g.ids)
+	from = 0
+	for _, sp := range g.spans {
+		g.p.postings[sp.k].id = all[from:sp.to]
+		from = sp.to
+	}
 	g.p.joins = len(g.joins)
-	hint.note(n, len(g.words), len(g.byID), len(g.p.postings), len(g.joins))
+	hint.note(n, len(g.words), len(g.byID), len(g.p.postings), len(g.joins), len(g.ids))
 }
 
-// gatherHint remembers how many words, other bitmaps, postings and joins
-// the last write gathering postings met per record, so that the next one
+// gatherHint remembers how many words, other bitmaps, postings, joins and
+// bytes of word postings' ids the last write gathering postings met per
+// record, so that the next one
 // sizes its maps and lists once rather than growing them. It sizes
 // memory only: what a write prepares does not depend on it.
-type gatherHint struct{ words, ids, postings, joins atomic.Int64 }
+type gatherHint struct{ words, ids, postings, joins, idBytes atomic.Int64 }
 
 // hintScale is the number of records gatherHint's sizes are per.
 const hintScale = 1024
 
-func (h *gatherHint) sizes(n int) (words, ids, postings, joins int) {
+func (h *gatherHint) sizes(n int) (words, ids, postings, joins, idBytes int) {
 	f := func(v *atomic.Int64) int { return int(v.Load() * int64(n) / hintScale) }
-	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins)
+	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins), f(&h.idBytes)
 }
 
-func (h *gatherHint) note(n, words, ids, postings, joins int) {
+func (h *gatherHint) note(n, words, ids, postings, joins, idBytes int) {
 	if n == 0 {
 		return
 	}
@@ -354,6 +379,7 @@ func (h *gatherHint) note(n, words, ids, postings, joins int) {
 	f(&h.ids, ids)
 	f(&h.postings, postings)
 	f(&h.joins, joins)
+	f(&h.idBytes, idBytes)
 }
 
 // markKnown marks the postings whose words are remembered as stored,
@@ -375,19 +401,21 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 // written, so that staging them (flushJoins) leaves nothing to sort under
 // the lock. It sorts keys of the ids' first 16 bytes, which tell most ids
 // apart (a word's bitmap id holds its first 9 or 10 bytes) and compare
-// as two integers, with the postings' indexes: that moves less than
-// sorting the postings, and the strings are compared only where the keys
-// are equal.
+// as two integers, with the ids' lengths and the postings' indexes: that
+// moves less than sorting the postings. Ids of at most 16 bytes whose
+// keys are equal are a prefix of one another (a word's bitmap id and its
+// frequency bitmaps' ids, one byte longer), the shorter first; the
+// strings are compared only where a longer id's keys are equal.
 func sortPostings(ps []posting) []posting {
 	type key struct {
 		hi, lo uint64
-		k      int32
+		k, n   int32
 	}
 	keys := make([]key, len(ps))
 	for k := range ps {
 		var b [16]byte
 		copy(b[:], ps[k].id)
-		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k)}
+		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k), int32(len(ps[k].id))}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
@@ -395,6 +423,9 @@ func sortPostings(ps []posting) []posting {
 		}
 		if c := cmp.Compare(a.lo, b.lo); c != 0 {
 			return c
+		}
+		if a.n <= 16 && b.n <= 16 {
+			return cmp.Compare(a.n, b.n)
 		}
 		return strings.Compare(ps[a.k].id, ps[b.k].id)
 	})

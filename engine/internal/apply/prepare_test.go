@@ -3,6 +3,9 @@ package apply
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +79,39 @@ func TestPreparedBulkSameBytes(t *testing.T) {
 	prepared, unprepared := run(2), run(1<<30)
 	if !bytes.Equal(prepared, unprepared) {
 		t.Fatalf("prepared writes stored %d bytes of keys and values, unprepared ones %d, not the same", len(prepared), len(unprepared))
+	}
+}
+
+// TestSortPostingsOrdersIDs checks that prepared postings come out in the
+// order of their ids, among ids that share their first 16 bytes, are
+// prefixes of one another or end in zero bytes (a word's bitmap id and
+// its frequency bitmaps' ids are such).
+func TestSortPostingsOrdersIDs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 200 {
+		var ps []posting
+		seen := map[string]bool{}
+		for range 1 + r.IntN(60) {
+			id := make([]byte, r.IntN(24))
+			for i := range id {
+				id[i] = "\x00\x01ab\xff"[r.IntN(5)]
+			}
+			if r.IntN(3) == 0 && len(ps) > 0 {
+				// extend another id, by zero bytes or others
+				id = append([]byte(ps[r.IntN(len(ps))].id), id[:min(len(id), r.IntN(3))]...)
+			}
+			if !seen[string(id)] {
+				seen[string(id)] = true
+				ps = append(ps, posting{id: string(id)})
+			}
+		}
+		got := sortPostings(ps)
+		want := slices.Clone(ps)
+		slices.SortFunc(want, func(a, b posting) int { return strings.Compare(a.id, b.id) })
+		for i := range want {
+			if got[i].id != want[i].id {
+				t.Fatalf("round %d: at %d got %q, want %q", round, i, got[i].id, want[i].id)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/cockroachdb/pebble/v2"
@@ -31,15 +32,64 @@ type layerTable struct{ layer, table uint32 }
 // PendingTable holds the staged changes of one table of one layer.
 type PendingTable struct {
 	layer, table uint32
-	byID         map[string]*pendingBitmap
-	// ids are the keys of byID in the order they were staged first: a
-	// writer staging a batch's postings in id order spares Write the
-	// sort under the writer lock.
-	ids []string
+	// staged are the bitmaps with staged changes, in the order they were
+	// staged first; sorted says their ids strictly increase. A writer
+	// staging a batch's postings in id order appends them without
+	// looking any up, and spares Write the sort under the writer lock.
+	staged []stagedBitmap
+	sorted bool
+	// byID indexes the first indexed of staged by id. It is brought up to
+	// date by a lookup (find), not by appending in id order: a bulk write
+	// stages tens of thousands of bitmaps and looks none of them up.
+	byID    map[string]*pendingBitmap
+	indexed int
+	// expect is the number of bitmaps Expect was told of, the size byID
+	// is made for.
+	expect int
 	// bitmaps and ops are room made by Expect for the bitmaps AddRows
 	// stages and their rows, taken from the front.
 	bitmaps []pendingBitmap
 	ops     []uint64
+}
+
+// stagedBitmap is one bitmap of a PendingTable with its changes.
+type stagedBitmap struct {
+	id string
+	pb *pendingBitmap
+}
+
+// find returns the staged changes of the bitmap id, or nil.
+func (pt *PendingTable) find(id string) *pendingBitmap {
+	pt.index()
+	return pt.byID[id]
+}
+
+// index indexes the bitmaps staged since the last lookup.
+func (pt *PendingTable) index() {
+	if pt.indexed < len(pt.staged) {
+		if pt.byID == nil {
+			pt.byID = make(map[string]*pendingBitmap, max(pt.expect, len(pt.staged)))
+		}
+		for _, s := range pt.staged[pt.indexed:] {
+			pt.byID[s.id] = s.pb
+		}
+		pt.indexed = len(pt.staged)
+	}
+}
+
+// after reports whether id sorts after every staged bitmap's id while
+// those are in strictly increasing order: then it is not staged yet, and
+// appending it keeps them in order.
+func (pt *PendingTable) after(id string) bool {
+	return pt.sorted && (len(pt.staged) == 0 || pt.staged[len(pt.staged)-1].id < id)
+}
+
+// push appends a bitmap that is not staged yet.
+func (pt *PendingTable) push(id string, pb *pendingBitmap) {
+	if pt.sorted && len(pt.staged) > 0 && pt.staged[len(pt.staged)-1].id >= id {
+		pt.sorted = false
+	}
+	pt.staged = append(pt.staged, stagedBitmap{id, pb})
 }
 
 // pendingBitmap holds the changes of one bitmap.
@@ -65,6 +115,7 @@ func (p *Pending) get(layer, table uint32, bitmapID []byte) *pendingBitmap {
 	if pt == nil {
 		return nil
 	}
+	pt.index()
 	return pt.byID[string(bitmapID)]
 }
 
@@ -150,19 +201,20 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 	var rows []uint32
 	for _, pt := range tables {
 		_, forked := forks(pt.layer)
-		if !slices.IsSorted(pt.ids) {
-			slices.Sort(pt.ids)
+		if !pt.sorted {
+			slices.SortFunc(pt.staged, func(a, b stagedBitmap) int { return strings.Compare(a.id, b.id) })
+			pt.sorted = true // ids are distinct
 		}
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
-		for i, id := range pt.ids {
+		for i, s := range pt.staged {
 			if i%yieldBitmaps == yieldBitmaps-1 {
 				// A bulk write stages thousands of bitmaps in a row: let a
 				// waiting query run meanwhile.
 				runtime.Gosched()
 			}
-			key = append(append(key[:0], prefix...), id...)
+			key = append(append(key[:0], prefix...), s.id...)
 			n := len(key)
-			err := pt.byID[id].encode(&buf, &rows, func(chunk uint16, delta []byte) error {
+			err := s.pb.encode(&buf, &rows, func(chunk uint16, delta []byte) error {
 				key = binary.BigEndian.AppendUint16(key[:n], chunk)
 				if err := b.Merge(key, delta, nil); err != nil {
 					return err
@@ -232,7 +284,7 @@ func (p *Pending) Bitmaps() int {
 	}
 	n := 0
 	for _, pt := range p.tables {
-		n += len(pt.byID)
+		n += len(pt.staged)
 	}
 	return n
 }
@@ -247,7 +299,7 @@ func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
 	n := 0
 	for _, pt := range p.tables {
 		if pt.table == table {
-			n += len(pt.byID)
+			n += len(pt.staged)
 		}
 	}
 	if n > limit {
@@ -256,7 +308,9 @@ func (p *Pending) ChangedIDs(table uint32, limit int) (ids []string, ok bool) {
 	ids = make([]string, 0, n)
 	for _, pt := range p.tables {
 		if pt.table == table {
-			ids = append(ids, pt.ids...)
+			for _, s := range pt.staged {
+				ids = append(ids, s.id)
+			}
 		}
 	}
 	return ids, true
@@ -272,7 +326,7 @@ func (p *Pending) ApplyTo(layer, table uint32, bitmapID string, set *roaring.Bit
 	if pt == nil {
 		return false
 	}
-	pb := pt.byID[bitmapID]
+	pb := pt.find(bitmapID)
 	if pb == nil {
 		return false
 	}
@@ -302,7 +356,7 @@ func (p *Pending) Table(layer, table uint32) *PendingTable {
 	k := layerTable{layer, table}
 	pt := p.tables[k]
 	if pt == nil {
-		pt = &PendingTable{layer: layer, table: table, byID: map[string]*pendingBitmap{}}
+		pt = &PendingTable{layer: layer, table: table, sorted: true}
 		p.tables[k] = pt
 	}
 	return pt
@@ -311,12 +365,11 @@ func (p *Pending) Table(layer, table uint32) *PendingTable {
 // Add stages a change of one row in a bitmap of the table. Each call must
 // be exact: add only a row not in the set, remove only one in it.
 func (pt *PendingTable) Add(bitmapID []byte, row uint32, add bool) {
+	pt.index()
 	pb := pt.byID[string(bitmapID)]
 	if pb == nil {
 		pb = &pendingBitmap{simple: true}
-		id := string(bitmapID)
-		pt.byID[id] = pb
-		pt.ids = append(pt.ids, id)
+		pt.push(string(bitmapID), pb) // indexed by the next lookup
 	}
 	pb.stage(row, add)
 }
@@ -336,20 +389,24 @@ func (pb *pendingBitmap) stage(row uint32, add bool) {
 
 // Expect makes room for n bitmaps and rows changes of theirs in a table
 // with none staged yet, so that staging a batch's bitmaps does not grow
-// the table's map step by step nor allocate each bitmap apart.
+// the table's list and map step by step nor allocate each bitmap apart.
 func (pt *PendingTable) Expect(n, rows int) {
-	if len(pt.byID) == 0 && n > 0 {
-		pt.byID = make(map[string]*pendingBitmap, n)
-		pt.ids = make([]string, 0, n)
+	if len(pt.staged) == 0 && n > 0 {
+		pt.staged = make([]stagedBitmap, 0, n)
+		pt.expect = n
 		pt.bitmaps = make([]pendingBitmap, n)
 		pt.ops = make([]uint64, rows)
 	}
 }
 
 // AddRows stages the addition of rows, in increasing order, to a bitmap
-// of the table: Add of each row, with one lookup of the bitmap.
+// of the table: Add of each row, with one lookup of the bitmap, or none
+// when the bitmaps are staged in id order.
 func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
-	pb := pt.byID[bitmapID]
+	var pb *pendingBitmap
+	if !pt.after(bitmapID) {
+		pb = pt.find(bitmapID)
+	}
 	if pb == nil {
 		if len(pt.bitmaps) > 0 {
 			pb, pt.bitmaps = &pt.bitmaps[0], pt.bitmaps[1:]
@@ -363,8 +420,7 @@ func (pt *PendingTable) AddRows(bitmapID string, rows []uint32) {
 		} else {
 			pb.ops = make([]uint64, 0, len(rows))
 		}
-		pt.byID[bitmapID] = pb
-		pt.ids = append(pt.ids, bitmapID)
+		pt.push(bitmapID, pb)
 	}
 	for _, row := range rows {
 		pb.stage(row, true)
