@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/coppice-db/coppice/api"
@@ -165,6 +166,13 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	if plan.GoLimit > 0 {
 		debug.SetMemoryLimit(plan.GoLimit)
 	}
+	gcPacing.Do(func() {
+		headroom := int64(gcHeadroom)
+		if plan.Limit > 0 {
+			headroom = min(headroom, plan.Reserve)
+		}
+		paceGC(headroom)
+	})
 	log.Info("memory", slog.Int64("limit_bytes", plan.Limit), slog.Int64("cache_bytes", plan.CacheSize),
 		slog.Int64("memtables_bytes", plan.Memtables), slog.Int64("derived_bytes", plan.Derived), slog.Int64("go_limit_bytes", plan.GoLimit))
 	opts := engine.Options{MemoryLimit: cfg.MemoryLimit, CacheSize: cfg.CacheSize, Logger: log,
@@ -178,6 +186,10 @@ func openEngine(cfg serveConfig, log *slog.Logger) (*engine.Engine, error) {
 	}
 	return engine.Open(cfg.DataDir, opts)
 }
+
+// gcPacing starts the collector's pacer (paceGC) with the memory plan of
+// the first engine the process opens.
+var gcPacing sync.Once
 
 // testEngineOptions, set only in builds for tests (faultfs.go), changes
 // the engine's options.
