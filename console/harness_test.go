@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,9 +16,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -65,6 +68,12 @@ var chromium struct {
 
 	mu      sync.Mutex
 	current *session
+
+	// netChanged counts the loads Chromium aborted because the host's
+	// network changed (net::ERR_NETWORK_CHANGED): it aborts every load in
+	// flight, loopback ones included, when any interface of the machine
+	// comes, goes or changes address (a container starting elsewhere).
+	netChanged atomic.Int64
 }
 
 // TestMain stops the shared browser after the tests.
@@ -136,9 +145,14 @@ func startBrowser(t *testing.T) context.Context {
 	return chromium.tab
 }
 
-// pageEvent reports the page's exceptions and console errors.
+// pageEvent reports the page's exceptions and console errors, and counts
+// the loads a network change aborted.
 func pageEvent(ev any) {
 	switch e := ev.(type) {
+	case *network.EventLoadingFailed:
+		if e.ErrorText == netChangedError {
+			chromium.netChanged.Add(1)
+		}
 	case *runtime.EventExceptionThrown:
 		d := e.ExceptionDetails
 		msg := d.Text
@@ -385,10 +399,14 @@ func (s *session) waitJS(what, expr string) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, stepTimeout+time.Second)
 	defer cancel()
+	changes := chromium.netChanged.Load()
 	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](`(() => { try { return !!(`+expr+`); } catch (e) { return false; } })()`,
 		chromedp.WithPollingInterval(25*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout)))
 	if err != nil {
 		state, _ := chromedp.Run(s.ctx, chromedp.Evaluate[string](`location.href + '\n' + document.body.innerText.slice(0, 2000)`))
+		if n := chromium.netChanged.Load() - changes; n > 0 {
+			state += fmt.Sprintf("\n(meanwhile a change in the host's network aborted %d loads: %s)", n, netChangedError)
+		}
 		s.t.Fatalf("waiting for %s: %v\npage: %s", what, err, state)
 	}
 }
@@ -406,10 +424,13 @@ func (s *session) waitFor(sel string) {
 	s.waitJS(sel, fmt.Sprintf(`!!document.querySelector(%s)`, js(sel)))
 }
 
+// readyJS is true once the console finished rendering a view.
+const readyJS = `document.readyState === 'complete' && document.getElementById('main').getAttribute('aria-busy') === 'false'`
+
 // ready waits until the console finished rendering a view.
 func (s *session) ready() {
 	s.t.Helper()
-	s.waitJS("the view", `document.readyState === 'complete' && document.getElementById('main').getAttribute('aria-busy') === 'false'`)
+	s.waitJS("the view", readyJS)
 }
 
 // rerendered runs action, which makes the console render the view again,
@@ -467,11 +488,62 @@ func (s *session) keys(keys ...string) {
 	}
 }
 
-// open loads a console URL (path after the host) in the tab.
+// netChangedError is how Chromium fails a load that a change in the
+// host's network aborted.
+const netChangedError = "net::ERR_NETWORK_CHANGED"
+
+// open loads a console URL (path after the host) in the tab and waits
+// for its view. A load that a change in the host's network aborted (the
+// page itself, or a script it needs) is no answer of the server's: the
+// page is loaded again, for up to stepTimeout, and what the aborted
+// attempts made the page report is dropped.
 func (s *session) open(path string) {
 	s.t.Helper()
-	s.do("open "+path, chromedp.Navigate(s.url+path))
-	s.ready()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		changes := chromium.netChanged.Load()
+		chromium.mu.Lock()
+		reported := len(s.problems)
+		chromium.mu.Unlock()
+		err := chromedp.Do(s.ctx, chromedp.Navigate(s.url+path))
+		var le *chromedp.LoadError
+		if errors.As(err, &le) && le.ErrorText == netChangedError {
+			chromium.netChanged.Add(1)
+		}
+		if err == nil {
+			err = s.until(readyJS, func() bool { return chromium.netChanged.Load() != changes })
+		}
+		if err == nil {
+			return
+		}
+		if chromium.netChanged.Load() == changes || time.Now().After(deadline) {
+			s.t.Fatalf("open %s: %v", path, err)
+		}
+		s.t.Logf("open %s: a change in the host's network aborted a load (%v); loading it again", path, err)
+		chromium.mu.Lock()
+		s.problems = s.problems[:reported]
+		chromium.mu.Unlock()
+	}
+}
+
+// until polls the JavaScript expression until it is true, and fails
+// after stepTimeout, or at once when stop returns true.
+func (s *session) until(expr string, stop func() bool) error {
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		ok, err := chromedp.Run(s.ctx, chromedp.Evaluate[bool](`(() => { try { return !!(`+expr+`); } catch (e) { return false; } })()`))
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		case stop():
+			return errors.New("stopped waiting for " + expr)
+		case time.Now().After(deadline):
+			return errors.New("timed out waiting for " + expr)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 }
 
 // location returns the tab's path and query.

@@ -54,6 +54,8 @@ type Options struct {
 	// limit (MemoryPlan.GoLimit).
 	MemoryLimit int64
 	// Clock returns the current time; nil means time.Now. Tests fix it.
+	// Record timestamps, signed file links and the pauses of idle
+	// compaction (CompactIdle) are read on it.
 	Clock func() time.Time
 	// FlattenDepth is the lineage depth above which a branch's frozen
 	// ancestors are flattened in the background; 0 means 4.

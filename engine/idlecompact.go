@@ -139,7 +139,7 @@ func (c *idleCompactor) pending() int {
 func newIdleCompactor(e *Engine, idle time.Duration) *idleCompactor {
 	return &idleCompactor{e: e, idle: idle, written: map[layerTableKey]*idleTable{},
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
-		settle: aboveBottom(e.pdb.Metrics()), opened: time.Now()}
+		settle: aboveBottom(e.pdb.Metrics()), opened: e.opts.Clock()}
 }
 
 // aboveBottom reports whether a level above the deepest one holding files
@@ -196,7 +196,7 @@ func (o idleObserver) Dropped() {
 // database's state after the command.
 func (c *idleCompactor) note(d *apply.DB, rows []apply.RowChange) {
 	st := d.State()
-	now := time.Now()
+	now := c.e.opts.Clock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lastWrite = now
@@ -303,7 +303,8 @@ func (c *idleCompactor) next(now time.Time) (work idleWork, k layerTableKey, wai
 }
 
 // run compacts tables as they go idle until the engine closes; a
-// compaction under way then stops at its next step.
+// compaction under way then stops at its next step. Pauses are measured on
+// the engine's clock (Options.Clock).
 func (c *idleCompactor) run() {
 	defer close(c.done)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -318,7 +319,7 @@ func (c *idleCompactor) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		work, k, wait := c.next(time.Now())
+		work, k, wait := c.next(c.e.opts.Clock())
 		if work != idleNothing {
 			switch work {
 			case idleCompact:

@@ -117,8 +117,7 @@ func TestIdleCompaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The dump and the scan read no faster than the compactor may start:
-	// both see either side of it, which the comparison below covers.
+	// The clock stands still until the test moves it: no pause yet.
 	d, b, err := db.branchState("main")
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +135,7 @@ func TestIdleCompaction(t *testing.T) {
 		t.Fatalf("%d records before", len(recsBefore))
 	}
 
+	db.clock.advance(idle)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := db.e.Stats(0)
@@ -212,8 +212,8 @@ func TestIdleCompactionOff(t *testing.T) {
 // it had taken: a burst of a bulk's worth into a large table is not a
 // rewrite of the table.
 func TestIdleCompactionGrowth(t *testing.T) {
-	// Longer than a bulk request takes: the compactor finds no pause
-	// within a load.
+	// The engine's clock moves only when the test moves it: the compactor
+	// finds no pause within a load, however long its requests take.
 	const idle = 500 * time.Millisecond
 	db := openTestDB(t, Options{CompactIdle: idle})
 	n := 0
@@ -259,25 +259,36 @@ func TestIdleCompactionGrowth(t *testing.T) {
 		}
 	}
 	load(8000)
+	db.clock.advance(idle)
 	waitDone(1)
 	// 8,000 rows compacted: the next is due after 2,000 more.
 	load(1999)
 	if _, pending := stats(); pending != 0 {
 		t.Fatalf("after 1,999 rows more: %d idle compactions pending, want 0", pending)
 	}
-	time.Sleep(4 * idle)
-	if done, _ := stats(); done != 1 {
-		t.Fatalf("after 1,999 rows more and a pause: %d idle compactions, want 1", done)
+	// Not due for a compaction, but a bulk's worth: once idle, the memtable
+	// that holds their index updates is flushed, once. A compaction, had
+	// it been due, would have come first and left nothing to flush.
+	db.clock.advance(idle)
+	deadline := time.Now().Add(time.Minute)
+	for st := storage(); st.IdleFlushes == 0; st = storage() {
+		if st.IdleCompactions != 1 || time.Now().After(deadline) {
+			t.Fatalf("after 1,999 rows more and a pause: %d idle compactions, %d idle flushes, want 1 and 1",
+				st.IdleCompactions, st.IdleFlushes)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	// Not due for a compaction, but a bulk's worth: the memtable that holds
-	// their index updates was flushed, once.
-	if st := storage(); st.IdleFlushes != 1 || st.Flushes < 2 {
-		t.Fatalf("after 1,999 rows more and a pause: %d idle flushes, %d flushes, want 1 and at least 2", st.IdleFlushes, st.Flushes)
+	// Time for a second flush or a compaction, were either due.
+	time.Sleep(4 * idle)
+	if st := storage(); st.IdleCompactions != 1 || st.IdleFlushes != 1 || st.Flushes < 2 {
+		t.Fatalf("after 1,999 rows more and a pause: %d idle compactions, %d idle flushes, %d flushes, want 1, 1 and at least 2",
+			st.IdleCompactions, st.IdleFlushes, st.Flushes)
 	}
 	load(1)
 	if _, pending := stats(); pending != 1 {
 		t.Fatalf("after 2,000 rows more: %d idle compactions pending, want 1", pending)
 	}
+	db.clock.advance(idle)
 	waitDone(2)
 }
 
@@ -325,6 +336,7 @@ func TestIdleCompactionAfterOpen(t *testing.T) {
 	if len(before) != 1020 {
 		t.Fatalf("%d records", len(before))
 	}
+	db.clock.advance(idle)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := db.e.Stats(0)
@@ -361,6 +373,7 @@ func TestIdleCompactionAfterOpen(t *testing.T) {
 	if db.e.compactor.pending() != 0 {
 		t.Fatalf("%d idle compactions pending after opening a compacted store", db.e.compactor.pending())
 	}
+	db.clock.advance(idle)
 	time.Sleep(3 * idle)
 	if st, err := db.e.Stats(0); err != nil || st.Storage.IdleCompactions != 0 {
 		t.Fatalf("idle compactions %d after opening a compacted store (%v)", st.Storage.IdleCompactions, err)

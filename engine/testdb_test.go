@@ -41,6 +41,9 @@ func (c *testClock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
 // nanoseconds.
 func (c *testClock) tick() int64 { return c.ns.Add(int64(time.Millisecond)) }
 
+// advance moves the clock d forward: for the engine, d passes.
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
 // testDB is an engine with one database whose main branch has the tables of
 // testTables, in a directory that survives reopening.
 type testDB struct {

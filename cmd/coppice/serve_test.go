@@ -190,19 +190,27 @@ func serveInProcess(t *testing.T, cfg serveConfig) (addr string, out *bytes.Buff
 }
 
 // userOf answers GET /user on addr with key: the status and the user's
-// email.
+// email. A node of a cluster answers 503 until its groups have a leader,
+// which on a loaded machine can take longer than the cluster's MaxWait:
+// the request is sent again then, for up to 30 s.
 func userOf(t *testing.T, addr, key string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+addr+"/user", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/user", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var u struct{ Email string }
+		json.NewDecoder(resp.Body).Decode(&u)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return resp.StatusCode, u.Email
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	defer resp.Body.Close()
-	var u struct{ Email string }
-	json.NewDecoder(resp.Body).Decode(&u)
-	return resp.StatusCode, u.Email
 }
 
 // TestServeBootstrapAfterCrash: a data directory left by a crash between

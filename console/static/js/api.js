@@ -28,8 +28,12 @@ export function whenKeyRejected(fn) {
 
 // call sends one request and returns the decoded JSON answer ({} for an
 // empty body); a failure throws APIError with the server's message. With
-// raw, a successful response is returned as it is (file downloads).
-export async function call(method, path, body, { raw = false, key = session.key() } = {}) {
+// raw, a successful response is returned as it is (file downloads). A
+// request that got no answer at all (the browser aborts the requests in
+// flight when the machine's network changes) is sent once more when
+// sending it twice changes nothing: a GET, or a read the caller marks
+// safe (a query sent as POST).
+export async function call(method, path, body, { raw = false, key = session.key(), safe = method === 'GET' } = {}) {
   const headers = { Authorization: `Bearer ${key || ''}` };
   const init = { method, headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
   if (body !== undefined) {
@@ -37,10 +41,14 @@ export async function call(method, path, body, { raw = false, key = session.key(
     init.body = JSON.stringify(body);
   }
   let res;
-  try {
-    res = await fetch(path, init);
-  } catch (e) {
-    throw new APIError(0, `the server cannot be reached (${e.message})`);
+  for (let tries = safe ? 2 : 1; ; tries--) {
+    try {
+      res = await fetch(path, init);
+      break;
+    } catch (e) {
+      if (tries > 1) continue;
+      throw new APIError(0, `the server cannot be reached (${e.message})`);
+    }
   }
   if (raw && res.ok) return res;
   const text = res.status === 204 ? '' : await res.text();

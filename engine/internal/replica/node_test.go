@@ -71,10 +71,16 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// patience bounds the waits of the tests and of their requests
+// (consensus.Config.MaxWait): long enough for elections, and for a node to
+// start its replica of a new database's group, on a loaded machine, so
+// that only a hang reaches it.
+const patience = 30 * time.Second
+
 // newTestCluster starts n founding nodes.
 func newTestCluster(t *testing.T, n int, snapshotEvery uint64) *testCluster {
 	c := &testCluster{t: t, net: consensus.NewNetwork(), nodes: map[uint64]*testNode{},
-		cfg: consensus.Config{Tick: 10 * time.Millisecond, HeartbeatTicks: 2, ElectionTicks: 20, MaxWait: 5 * time.Second,
+		cfg: consensus.Config{Tick: 10 * time.Millisecond, HeartbeatTicks: 2, ElectionTicks: 20, MaxWait: patience,
 			SnapshotEvery: snapshotEvery, KeepEntries: snapshotEvery / 2, Logger: testLogger()}}
 	for i := 1; i <= n; i++ {
 		c.join = append(c.join, fmt.Sprintf("node%d", i))
@@ -164,7 +170,7 @@ func (c *testCluster) converge(dbs ...uint32) {
 	for _, db := range dbs {
 		prefixes = append(prefixes, codec.DatabasePrefix(db))
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		var diff string
 		for _, p := range prefixes {
@@ -196,7 +202,7 @@ func (c *testCluster) converge(dbs ...uint32) {
 // where every other running node's does, and returns that index.
 func (c *testCluster) lastIndexes(db uint32, id uint64) uint64 {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		last := map[uint64]uint64{}
 		for nid, nd := range c.nodes {
@@ -227,7 +233,7 @@ func (c *testCluster) lastIndexes(db uint32, id uint64) uint64 {
 // index for database db's group, as the cluster's status compares them.
 func (c *testCluster) sameApplied(db uint32) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		applied := map[uint64]uint64{}
 		for id, nd := range c.nodes {
@@ -258,7 +264,7 @@ func (c *testCluster) sameApplied(db uint32) {
 // id and returns its id.
 func (c *testCluster) createDB(id uint64, name string) uint32 {
 	c.t.Helper()
-	ctx, cancel := ctxFor(10 * time.Second)
+	ctx, cancel := ctxFor(patience)
 	defer cancel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	res, err := c.node(id).PlaceDatabase(ctx, &catalog.PlaceDatabase{
@@ -309,7 +315,7 @@ func (c *testCluster) write(id uint64, db uint32, rec string, n int) error {
 
 // writeTo inserts record rec on a branch through node id.
 func (c *testCluster) writeTo(id uint64, db uint32, branch, rec string, n int) error {
-	ctx, cancel := ctxFor(10 * time.Second)
+	ctx, cancel := ctxFor(patience)
 	defer cancel()
 	res, err := c.node(id).Propose(ctx, apply.OnDatabase(db, &apply.WriteRecords{Branch: branch, Now: time.Unix(int64(n), 0).UTC(),
 		Ops: []model.Op{{Kind: model.OpInsert, Table: "t", ID: rec, Values: map[string]any{"n": n, "s": "the quick brown fox"}}}}))
@@ -326,7 +332,7 @@ func (c *testCluster) writeTo(id uint64, db uint32, branch, rec string, n int) e
 // leaderOf returns the node that leads database db's group (0: meta).
 func (c *testCluster) leaderOf(db uint32) uint64 {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		for _, nd := range c.nodes {
 			if nd.node == nil {

@@ -85,8 +85,8 @@ export async function recordsView(ctx) {
       const countBody = { aggs: { n: { count: '*' } } };
       if (f !== undefined) countBody.filter = f;
       const [res, agg] = await Promise.all([
-        call('POST', `${api}/query`, queryBody(kind, f)),
-        kind === 'first' ? call('POST', `${api}/aggregate`, countBody) : null,
+        call('POST', `${api}/query`, queryBody(kind, f), { safe: true }),
+        kind === 'first' ? call('POST', `${api}/aggregate`, countBody, { safe: true }) : null,
       ]);
       filterErr.show(null);
       const recs = res.records || [];

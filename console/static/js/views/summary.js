@@ -90,7 +90,7 @@ export async function summaryView(ctx) {
     if (col.type === 'datetime') {
       const hist = { column: col.name, calendarInterval: interval };
       if (fn !== 'count') hist.aggs = { v: { [fn]: { column: of } } };
-      const res = await call('POST', `${api}/aggregate`, { aggs: { h: { dateHistogram: hist } } });
+      const res = await call('POST', `${api}/aggregate`, { aggs: { h: { dateHistogram: hist } } }, { safe: true });
       const buckets = res.aggs.h.values || [];
       const points = buckets.map((b) => ({
         t: new Date(b.$key), key: b.$key, label: bucketLabel(b.$key, interval),
