@@ -472,8 +472,8 @@ func TestLostProposalProposedAgain(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		c.net.Heal()
 	}()
-	// MaxWait (5s) bounds the request: without a second proposal it
-	// fails when it runs out.
+	// The request's deadline (patience) bounds it: without a second
+	// proposal it fails when that runs out.
 	start := time.Now()
 	err := c.write(follower, db, "r", 1)
 	<-healed
