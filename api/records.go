@@ -278,6 +278,7 @@ func (s *Server) bulkInsert(r *request) error {
 		return &bodyError{status: http.StatusBadRequest, body: map[string]any{"errors": nullErrs}}
 	}
 	wctx := engine.OnPrepareYield(s.writeContext(r, r.context()), func() { _ = s.bulkYield(r) })
+	wctx = engine.OnWriterYield(wctx, s.bulk.nudge)
 	res, err := s.eng.BulkInsert(wctx, c.ref.Ref, c.table, records)
 	var oe *engine.OpErrors
 	if errors.As(err, &oe) {

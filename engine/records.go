@@ -150,7 +150,7 @@ func (e *Engine) write(ctx context.Context, ref Ref, ops []Op, bulk bool) ([]OpR
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk, Queued: onGroupWait(ctx), Yield: onPrepareYield(ctx)})
+	res, err := e.apply(d, &apply.WriteRecords{Branch: ref.Branch, Now: now, Ops: ops, Bulk: bulk, Queued: onGroupWait(ctx), Yield: onPrepareYield(ctx), WriterYield: onWriterYield(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +199,25 @@ func OnPrepareYield(ctx context.Context, fn func()) context.Context {
 // onPrepareYield returns the function OnPrepareYield set on ctx, or nil.
 func onPrepareYield(ctx context.Context) func() {
 	fn, _ := ctx.Value(prepareYieldKey{}).(func())
+	return fn
+}
+
+// writerYieldKey is the context key of OnWriterYield's function.
+type writerYieldKey struct{}
+
+// OnWriterYield returns a context under which the writer applying a bulk
+// insert calls fn where it yields its processor, every few records and
+// every few hundred bitmaps it stages, holding the database's writer
+// lock. fn runs on the writer's goroutine and must return promptly (a
+// server may make its processor poll the network there, which a query
+// arriving meanwhile is waiting for).
+func OnWriterYield(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, writerYieldKey{}, fn)
+}
+
+// onWriterYield returns the function OnWriterYield set on ctx, or nil.
+func onWriterYield(ctx context.Context) func() {
+	fn, _ := ctx.Value(writerYieldKey{}).(func())
 	return fn
 }
 

@@ -33,6 +33,11 @@ type WriteRecords struct {
 	// caller prepares them (prepare.go), holding no lock; it may block.
 	// Neither is it part of the command.
 	Yield func() `json:"-"`
+	// WriterYield, when set, is called where the writer applying the
+	// command yields its processor under the writer lock: every
+	// yieldEvery records, and while it stages the bitmaps (Tx.yield). It
+	// must return promptly. Neither is it part of the command.
+	WriterYield func() `json:"-"`
 	// prep is what the caller worked out before the writer lock
 	// (prepare.go); neither is it part of the command.
 	prep *prepared
@@ -44,10 +49,16 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 		return nil, err
 	}
 	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk, prep: c.prep}
+	if c.WriterYield != nil && tx.yield == nil {
+		tx.yield = c.WriterYield
+	}
 	results := make([]OpResult, len(c.Ops))
 	for i := range c.Ops {
 		w.op = i
 		if i%yieldEvery == yieldEvery-1 {
+			if c.WriterYield != nil {
+				c.WriterYield()
+			}
 			runtime.Gosched()
 		}
 		r, err := w.apply(&c.Ops[i])

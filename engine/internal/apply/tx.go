@@ -43,6 +43,10 @@ type Tx struct {
 	// of them makes room for all of them (flushJoins), where each would
 	// otherwise grow the staged changes a little.
 	oneBitmaps, oneJoins int
+	// yield is called where staging the bitmaps yields the processor
+	// (layers.Pending.Yield): the first WriterYield of the commands
+	// applied, if any.
+	yield func()
 }
 
 // RowChange is one row written by a command: its new version, or nil when
@@ -223,6 +227,7 @@ func (tx *Tx) finish() error {
 	if tx.pending == nil {
 		return nil
 	}
+	tx.pending.Yield = tx.yield
 	return tx.pending.Write(tx.batch, tx.state().Fork, tx.seq)
 }
 

@@ -24,6 +24,9 @@ import (
 type Pending struct {
 	db     uint32
 	tables map[layerTable]*PendingTable
+	// Yield, when set, is called with runtime.Gosched between bitmaps
+	// while Write stages them (yieldBitmaps); it must return promptly.
+	Yield func()
 }
 
 // layerTable names a table of a layer.
@@ -210,6 +213,9 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 			if i%yieldBitmaps == yieldBitmaps-1 {
 				// A bulk write stages thousands of bitmaps in a row: let a
 				// waiting query run meanwhile.
+				if p.Yield != nil {
+					p.Yield()
+				}
 				runtime.Gosched()
 			}
 			key = append(append(key[:0], prefix...), s.id...)
