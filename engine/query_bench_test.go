@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -575,7 +577,9 @@ var cursorCases = []queryCase{
 // filter and sort of c, following page.after cursors. The walk to page 49
 // is done once, untimed; cursors are self-contained, so each op then times
 // a page 1 request and a request continuing from page 49's cursor, in
-// turns of which goes first. It reports both latencies and their ratio.
+// turns of which goes first. It reports both latencies, the p50 of each
+// page's CPU (its thread's) and their ratios; a CPU profile of it tells
+// the pages apart by the label "page" (pprof -tagfocus 'page=^50$').
 func benchCursorPages(b *testing.B, f *queryFixture, c queryCase, opts engine.QueryOptions) {
 	b.StopTimer()
 	if _, err := f.env.e.Summarize(context.Background(), f.ref, gen.DocsTable, engine.SummarizeRequest{}); err != nil {
@@ -606,24 +610,48 @@ func benchCursorPages(b *testing.B, f *queryFixture, c queryCase, opts engine.Qu
 	}
 	lat1 := make([]time.Duration, 0, b.N)
 	lat50 := make([]time.Duration, 0, b.N)
+	// The CPU of each page is its thread's (the query runs on the
+	// benchmark's goroutine), and a CPU profile tells the pages apart by
+	// the label "page".
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu1 := make([]time.Duration, 0, b.N)
+	cpu50 := make([]time.Duration, 0, b.N)
+	labels1, labels50 := pprof.WithLabels(context.Background(), pprof.Labels("page", "1")), pprof.WithLabels(context.Background(), pprof.Labels("page", "50"))
+	timePage := func(in queryBody, labels context.Context, cpu *[]time.Duration) time.Duration {
+		pprof.SetGoroutineLabels(labels)
+		c0 := threadCPU()
+		_, d := timeQuery(b, f, in)
+		*cpu = append(*cpu, threadCPU()-c0)
+		return d
+	}
 	b.ReportAllocs()
 	b.StartTimer()
 	b.ResetTimer()
 	for i := range b.N {
 		if i%2 == 0 {
-			_, d1 := timeQuery(b, f, first)
-			_, d50 := timeQuery(b, f, page50)
+			d1 := timePage(first, labels1, &cpu1)
+			d50 := timePage(page50, labels50, &cpu50)
 			lat1, lat50 = append(lat1, d1), append(lat50, d50)
 		} else {
-			_, d50 := timeQuery(b, f, page50)
-			_, d1 := timeQuery(b, f, first)
+			d50 := timePage(page50, labels50, &cpu50)
+			d1 := timePage(first, labels1, &cpu1)
 			lat1, lat50 = append(lat1, d1), append(lat50, d50)
 		}
 	}
 	b.StopTimer()
+	pprof.SetGoroutineLabels(context.Background())
 	p1 := reportLatency(b, "page1-", lat1)
 	p50 := reportLatency(b, "page50-", lat50)
 	b.ReportMetric(p50/p1, "page50/page1")
+	// The p50 of the CPU too: a mean takes in the collections that
+	// happen to run on the thread during some pages.
+	slices.Sort(cpu1)
+	slices.Sort(cpu50)
+	c1, c50 := latencyQuantile(cpu1, 0.5), latencyQuantile(cpu50, 0.5)
+	b.ReportMetric(c1, "page1-cpu-p50-ns")
+	b.ReportMetric(c50, "page50-cpu-p50-ns")
+	b.ReportMetric(c50/max(c1, 1), "cpu50/cpu1")
 	var sum1, sum50 time.Duration
 	for i := range lat1 {
 		sum1, sum50 = sum1+lat1[i], sum50+lat50[i]

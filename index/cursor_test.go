@@ -136,13 +136,22 @@ func FuzzOpenCursor(f *testing.F) {
 	})
 }
 
+// readCursorQueryValues is readCursorQuery's filter and sort.
+func readCursorQueryValues(filter, sort []byte) (Filter, Sort, error) {
+	q, err := readCursorQuery(filter, sort)
+	if err != nil {
+		return Filter{}, Sort{}, err
+	}
+	return q.filter, q.sort, nil
+}
+
 // TestCursorQueries checks that the filter and sort of cursors read
 // through the cache read as ReadFilter and ReadSort read them, do not
 // alias the cursor's bytes, and that the cache stays bounded.
 func TestCursorQueries(t *testing.T) {
 	filter, sort := []byte(`{"a":{"$gt":1},"b":"x"}`), []byte(`[{"a":"desc"}]`)
 	for range 2 {
-		f, s, err := readCursorQuery(filter, sort)
+		f, s, err := readCursorQueryValues(filter, sort)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,12 +162,12 @@ func TestCursorQueries(t *testing.T) {
 		}
 	}
 	// The same bytes split otherwise are another filter and sort.
-	if f, s, err := readCursorQuery(filter[:0], append(bytes.Clone(filter), sort...)); err == nil {
+	if f, s, err := readCursorQueryValues(filter[:0], append(bytes.Clone(filter), sort...)); err == nil {
 		t.Fatalf("read %s %s from a sort that is not one", f.JSON(), s.JSON())
 	}
 	// A cursor's buffer is the request's: the cache keeps copies.
 	mine := bytes.Clone(filter)
-	f, _, err := readCursorQuery(mine, sort)
+	f, _, err := readCursorQueryValues(mine, sort)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +175,11 @@ func TestCursorQueries(t *testing.T) {
 	if string(f.JSON()) != string(filter) {
 		t.Fatalf("cached filter %s changed with the cursor's bytes", f.JSON())
 	}
-	if f, _, err := readCursorQuery(filter, sort); err != nil || string(f.JSON()) != string(filter) {
+	if f, _, err := readCursorQueryValues(filter, sort); err != nil || string(f.JSON()) != string(filter) {
 		t.Fatalf("read %s, %v after the cursor's bytes changed", f.JSON(), err)
 	}
 	for i := range 2 * maxCursorQueries {
-		if _, _, err := readCursorQuery([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil); err != nil {
+		if _, _, err := readCursorQueryValues([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +191,7 @@ func TestCursorQueries(t *testing.T) {
 	}
 	// A filter larger than an entry may be is read, and not kept.
 	large := []byte(`{"s":"` + strings.Repeat("x", maxCursorQueryBytes) + `"}`)
-	if f, _, err := readCursorQuery(large, sort); err != nil || string(f.JSON()) != string(large) {
+	if f, _, err := readCursorQueryValues(large, sort); err != nil || string(f.JSON()) != string(large) {
 		t.Fatalf("read %.40s…, %v from a large filter", f.JSON(), err)
 	}
 	cursorQueries.mu.Lock()
@@ -190,5 +199,58 @@ func TestCursorQueries(t *testing.T) {
 	cursorQueries.mu.Unlock()
 	if kept {
 		t.Fatalf("a filter of %d bytes was kept, at most %d wanted", len(large), maxCursorQueryBytes)
+	}
+}
+
+// TestCursorQueryBinding checks that a cursor's filter and sort are bound
+// to a table once for the pages that follow, and bound again to another
+// version of the table: its columns, not the first's.
+func TestCursorQueryBinding(t *testing.T) {
+	filter, sort := []byte(`{"price":{"$gt":1},"tags":{"$includes":"x"}}`), []byte(`{"price":"asc"}`)
+	q, err := readCursorQuery(filter, sort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _, _ := filterTestTables("svc")
+	b1, err := q.bind(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := q.bind(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != b1 {
+		t.Fatal("the same table bound the cursor's query again")
+	}
+	if q2, _ := readCursorQuery(filter, sort); q2 != q {
+		t.Fatal("the next page read another cursor query")
+	}
+	// A later version of the table: price is another column now.
+	v2, _, _ := filterTestTables("svc")
+	v2.Columns["price"] = &Column{Path: "price", ID: 40, Type: "float"}
+	b2, err := q.bind(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2 == b1 || b2.order.Keys[0].Column != v2.Columns["price"] {
+		t.Fatalf("bound to the new table, the sort reads column %d", b2.order.Keys[0].Column.ID)
+	}
+	var price *Column
+	for _, c := range b2.root.(*andNode).children {
+		if r, ok := c.(*rangeNode); ok {
+			price = r.preds[0].Column
+		}
+	}
+	if price != v2.Columns["price"] {
+		t.Fatalf("bound to the new table, the filter reads column %v", price)
+	}
+	// A table the filter no longer binds to is an error on every page.
+	v3, _, _ := filterTestTables("svc")
+	delete(v3.Columns, "tags")
+	for range 2 {
+		if _, err := q.bind(v3); err == nil {
+			t.Fatal("bound a filter of a column the table no longer has")
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -124,11 +125,15 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 			incoming = beforeC
 		}
 	}
+	// cq is the incoming cursor's filter and sort, decoded, and bound to
+	// a table once for the pages that follow.
+	var cq *cursorQuery
 	if incoming != nil {
 		st.Filter, st.Sort, st.Seed = incoming.Filter, incoming.Sort, incoming.Seed
-		if filter, sort, err = readCursorQuery(st.Filter, st.Sort); err != nil {
+		if cq, err = readCursorQuery(st.Filter, st.Sort); err != nil {
 			return nil, err
 		}
+		filter, sort = cq.filter, cq.sort
 		if columns.IsZero() {
 			st.Columns = incoming.Columns
 			if columns, err = ReadColumns(st.Columns); err != nil {
@@ -165,15 +170,16 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	}
 	st.Size = size
 
-	t := src.Table()
-	node, err := filter.Bind(t)
+	var b *boundQuery
+	if cq != nil {
+		b, err = cq.bind(src.Table())
+	} else {
+		b, err = bindQuery(src.Table(), filter, sort)
+	}
 	if err != nil {
 		return nil, err
 	}
-	order, err := ParseSort(t, sort.v)
-	if err != nil {
-		return nil, err
-	}
+	order := b.order
 	order.Seed = st.Seed
 	var after, before *Key
 	if afterC != nil {
@@ -193,7 +199,7 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 
 	page := &Page{Columns: columns, Size: size}
 	qp := &page.Plan
-	*qp = QueryPlan{filter: Plan{root: compile(node)}, order: order, size: size, offset: offset}
+	*qp = QueryPlan{filter: Plan{root: b.root}, order: order, size: size, offset: offset}
 	w := Window{After: after, Before: before, Limit: offset + size + 1, Reverse: reverse}
 	if !tailEnd {
 		rows, keys, lazy, err := qp.selectLazy(ctx, src, w, in.Explain)
@@ -295,23 +301,64 @@ func Matching(ctx context.Context, src Source, f Filter) (*roaring.Bitmap, error
 	return Compile(n).Execute(ctx, src)
 }
 
-// cursorQueries keeps the filter and sort of recent cursors decoded: a
-// walk carries the same ones from page to page, and decoding their JSON
-// again costs a page read from the record cache about a tenth of its
-// time, which a first page, whose filter and sort come decoded, does not
-// pay here. Decoded values are only read (Bind, ParseSort), so pages
-// share them. At most maxCursorQueries are kept, each of at most
-// maxCursorQueryBytes of JSON (a larger one is decoded every time); a
-// full cache starts over.
-var cursorQueries struct {
-	mu sync.Mutex
-	m  map[string]cursorQuery
+// boundQuery is a filter and sort bound to a table: the filter's plan and
+// the order.
+type boundQuery struct {
+	table *Table
+	root  planNode
+	order Order
 }
 
-// cursorQuery is a cursor's filter and sort, decoded.
+// bindQuery binds a filter and a sort to t.
+func bindQuery(t *Table, filter Filter, sort Sort) (*boundQuery, error) {
+	node, err := filter.Bind(t)
+	if err != nil {
+		return nil, err
+	}
+	order, err := ParseSort(t, sort.v)
+	if err != nil {
+		return nil, err
+	}
+	return &boundQuery{table: t, root: compile(node), order: order}, nil
+}
+
+// cursorQueries keeps the filter and sort of recent cursors decoded, and
+// bound to the table their last page read: a walk carries the same ones
+// from page to page, and decoding their JSON again costs a page read from
+// the record cache about a tenth of its time, binding and planning them
+// about as much again, which a first page pays once and the pages after
+// it need not. A table is one version of its schema (a *Table is not
+// changed once made), so a binding is reused only for the same *Table,
+// and bound again for another. Decoded values and bindings are only read
+// (plans are not changed as they run, an order's keys are not), so pages
+// share them. At most maxCursorQueries are kept, each of at most
+// maxCursorQueryBytes of JSON (a larger one is decoded and bound every
+// time); a full cache starts over.
+var cursorQueries struct {
+	mu sync.Mutex
+	m  map[string]*cursorQuery
+}
+
+// cursorQuery is a cursor's filter and sort, decoded, and their binding
+// to the table of the latest page that read them.
 type cursorQuery struct {
 	filter Filter
 	sort   Sort
+	bound  atomic.Pointer[boundQuery]
+}
+
+// bind returns the query bound to t, binding it when its binding is not
+// to t.
+func (q *cursorQuery) bind(t *Table) (*boundQuery, error) {
+	if b := q.bound.Load(); b != nil && b.table == t {
+		return b, nil
+	}
+	b, err := bindQuery(t, q.filter, q.sort)
+	if err != nil {
+		return nil, err
+	}
+	q.bound.Store(b)
+	return b, nil
 }
 
 // maxCursorQueries and maxCursorQueryBytes bound cursorQueries: 512
@@ -323,14 +370,17 @@ const (
 
 // readCursorQuery reads the filter and sort a cursor carries, as
 // ReadFilter and ReadSort do, through cursorQueries.
-func readCursorQuery(filter, sort []byte) (Filter, Sort, error) {
+func readCursorQuery(filter, sort []byte) (*cursorQuery, error) {
 	if len(filter)+len(sort) > maxCursorQueryBytes {
 		f, err := ReadFilter(filter)
 		if err != nil {
-			return Filter{}, Sort{}, err
+			return nil, err
 		}
 		so, err := ReadSort(sort)
-		return f, so, err
+		if err != nil {
+			return nil, err
+		}
+		return &cursorQuery{filter: f, sort: so}, nil
 	}
 	key := binary.AppendUvarint(make([]byte, 0, 2+len(filter)+len(sort)), uint64(len(filter)))
 	key = append(append(key, filter...), sort...)
@@ -338,21 +388,22 @@ func readCursorQuery(filter, sort []byte) (Filter, Sort, error) {
 	q, ok := cursorQueries.m[string(key)]
 	cursorQueries.mu.Unlock()
 	if ok {
-		return q.filter, q.sort, nil
+		return q, nil
 	}
+	q = &cursorQuery{}
 	var err error
 	// The cache's copies: filter and sort are the request's.
 	if q.filter, err = ReadFilter(bytes.Clone(filter)); err != nil {
-		return Filter{}, Sort{}, err
+		return nil, err
 	}
 	if q.sort, err = ReadSort(bytes.Clone(sort)); err != nil {
-		return Filter{}, Sort{}, err
+		return nil, err
 	}
 	cursorQueries.mu.Lock()
 	if len(cursorQueries.m) >= maxCursorQueries || cursorQueries.m == nil {
-		cursorQueries.m = make(map[string]cursorQuery, 64)
+		cursorQueries.m = make(map[string]*cursorQuery, 64)
 	}
 	cursorQueries.m[string(key)] = q
 	cursorQueries.mu.Unlock()
-	return q.filter, q.sort, nil
+	return q, nil
 }
