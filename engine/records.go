@@ -179,10 +179,7 @@ func OnGroupWait(ctx context.Context, fn func()) context.Context {
 }
 
 // onGroupWait returns the function OnGroupWait set on ctx, or nil.
-func onGroupWait(ctx context.Context) func() {
-	fn, _ := ctx.Value(groupWaitKey{}).(func())
-	return fn
-}
+func onGroupWait(ctx context.Context) func() { return hookOf(ctx, groupWaitKey{}) }
 
 // prepareYieldKey is the context key of OnPrepareYield's function.
 type prepareYieldKey struct{}
@@ -197,10 +194,7 @@ func OnPrepareYield(ctx context.Context, fn func()) context.Context {
 }
 
 // onPrepareYield returns the function OnPrepareYield set on ctx, or nil.
-func onPrepareYield(ctx context.Context) func() {
-	fn, _ := ctx.Value(prepareYieldKey{}).(func())
-	return fn
-}
+func onPrepareYield(ctx context.Context) func() { return hookOf(ctx, prepareYieldKey{}) }
 
 // writerYieldKey is the context key of OnWriterYield's function.
 type writerYieldKey struct{}
@@ -216,8 +210,11 @@ func OnWriterYield(ctx context.Context, fn func()) context.Context {
 }
 
 // onWriterYield returns the function OnWriterYield set on ctx, or nil.
-func onWriterYield(ctx context.Context) func() {
-	fn, _ := ctx.Value(writerYieldKey{}).(func())
+func onWriterYield(ctx context.Context) func() { return hookOf(ctx, writerYieldKey{}) }
+
+// hookOf returns the function set on ctx under key, or nil.
+func hookOf(ctx context.Context, key any) func() {
+	fn, _ := ctx.Value(key).(func())
 	return fn
 }
 
