@@ -207,6 +207,9 @@ func (p *Pending) Write(b *pebble.Batch, forks func(layer uint32) (uint64, bool)
 		if !pt.sorted {
 			slices.SortFunc(pt.staged, func(a, b stagedBitmap) int { return strings.Compare(a.id, b.id) })
 			pt.sorted = true // ids are distinct
+			// The sort moved bitmaps in and out of the indexed prefix: a
+			// later lookup indexes them all again (the same entries).
+			pt.indexed = 0
 		}
 		prefix := codec.TablePrefix(nil, p.db, pt.layer, codec.KindBitmapCur, pt.table)
 		for i, s := range pt.staged {
