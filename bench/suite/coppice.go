@@ -485,8 +485,10 @@ func (s *suite) coppiceW3(srv *server) error {
 }
 
 // walksPerQuery is how many times each cursor query is walked, after a
-// warm-up walk.
-const walksPerQuery = 10
+// warm-up walk. A walk times each page once: forty give a p50 that a few
+// slow pages on a busy machine do not decide, for about a second a walk
+// kind and system.
+const walksPerQuery = 40
 
 // cursorWalks times page 1 and page 50 of each cursor query.
 func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Duration, time.Duration, error)) error {
