@@ -1,0 +1,335 @@
+package api
+
+import (
+	"encoding/json"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Record bodies, a bulk request's thousand records above all, are read by
+// one scan of the body that checks the JSON and builds each record's
+// map[string]any as it goes, with the values encoding/json gives with
+// UseNumber: strings with escapes and invalid UTF-8 decoded as it decodes
+// them, numbers as json.Number. encoding/json's Decoder reads each value
+// twice (once to find its end, once to decode it) through reflection.
+// The scan declines any body not of the plain shape (a record that is
+// not an object or null, keys other than the list's, nesting deeper than
+// maxScanDepth, and every error), and the caller then decodes the body
+// with encoding/json as before, so that errors and statuses are its.
+// FuzzRecordBody holds the scan to that.
+
+// recordScan is a bodyScan that decodes records; keys remembers the column
+// names seen, so that a thousand records of the same columns share their
+// key strings.
+type recordScan struct {
+	bodyScan
+	keys map[string]string
+	// width is the number of columns of the last record: the next one
+	// likely has as many.
+	width int
+	// stack holds the elements of the arrays being read, innermost last.
+	stack []any
+}
+
+// maxKeyCache bounds the column names a recordScan remembers, and
+// maxKeyLen their length.
+const (
+	maxKeyCache = 256
+	maxKeyLen   = 64
+)
+
+// newRecordScan scans b.
+func newRecordScan(b []byte) *recordScan {
+	return &recordScan{bodyScan: bodyScan{b: b}, keys: map[string]string{}}
+}
+
+// scanRecord reads b, a whole body, as one record: an object of column
+// values or null (nil). It reports false when the scan declines the body.
+func scanRecord(b []byte) (map[string]any, bool) {
+	s := newRecordScan(b)
+	rec, ok := s.record()
+	s.space()
+	return rec, ok && s.i == len(b)
+}
+
+// scanRecordList reads b, a whole body, as {"<field>": [records]},
+// calling fn with each record (nil for a null) once it is read. It reports
+// whether the scan read the whole body; when it did not, the records
+// already given to fn are to be dropped and the body decoded by
+// encoding/json. err is fn's: the scan stops at it.
+func scanRecordList(b []byte, field string, fn func(map[string]any) error) (ok bool, err error) {
+	s := newRecordScan(b)
+	if !s.next('{') {
+		return false, nil
+	}
+	s.space()
+	if key, ok := s.plainString(); !ok || string(key) != field || !s.next(':') || !s.next('[') {
+		return false, nil
+	}
+	if !s.next(']') {
+		for {
+			rec, ok := s.record()
+			if !ok {
+				return false, nil
+			}
+			if err := fn(rec); err != nil {
+				return true, err
+			}
+			if s.next(']') {
+				break
+			}
+			if !s.next(',') {
+				return false, nil
+			}
+		}
+	}
+	if !s.next('}') {
+		return false, nil
+	}
+	s.space()
+	return s.i == len(b), nil
+}
+
+// record reads an object of column values at s.i, or null for nil.
+func (s *recordScan) record() (map[string]any, bool) {
+	switch s.space() {
+	case 'n':
+		return nil, s.literal("null")
+	case '{':
+	default:
+		return nil, false
+	}
+	m, ok := s.object(make(map[string]any, s.width), 0)
+	s.width = len(m)
+	return m, ok
+}
+
+// object reads the members of an object at s.i into m, depth levels
+// down.
+func (s *recordScan) object(m map[string]any, depth int) (map[string]any, bool) {
+	s.i++ // '{'
+	if s.next('}') {
+		return m, true
+	}
+	for {
+		s.space()
+		k, ok := s.key()
+		if !ok || !s.next(':') {
+			return nil, false
+		}
+		if m[k], ok = s.value(depth + 1); !ok {
+			return nil, false
+		}
+		switch s.space() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// key reads an object key, the same string as the last time it was read
+// when it has no escapes.
+func (s *recordScan) key() (string, bool) {
+	raw, plain, ok := s.rawText()
+	switch {
+	case !ok:
+		return "", false
+	case !plain:
+		return string(unescape(raw)), true
+	case len(raw) > maxKeyLen:
+		return string(raw), true
+	}
+	if k, ok := s.keys[string(raw)]; ok {
+		return k, true
+	}
+	k := string(raw)
+	if len(s.keys) < maxKeyCache {
+		s.keys[k] = k
+	}
+	return k, true
+}
+
+// value reads the value at s.i, depth levels down, as encoding/json
+// decodes it into an any with UseNumber.
+func (s *recordScan) value(depth int) (any, bool) {
+	if depth > maxScanDepth {
+		return nil, false
+	}
+	switch c := s.space(); c {
+	case '{':
+		return s.object(map[string]any{}, depth)
+	case '[':
+		return s.array(depth)
+	case '"':
+		return s.text()
+	case 't':
+		return true, s.literal("true")
+	case 'f':
+		return false, s.literal("false")
+	case 'n':
+		return nil, s.literal("null")
+	}
+	start := s.i
+	if !s.number() {
+		return nil, false
+	}
+	return json.Number(s.b[start:s.i]), true
+}
+
+// array reads an array at s.i, depth levels down, into a slice of its
+// length: the elements gather on s.stack until the array ends.
+func (s *recordScan) array(depth int) (any, bool) {
+	s.i++ // '['
+	if s.next(']') {
+		return []any{}, true
+	}
+	base := len(s.stack)
+	for {
+		v, ok := s.value(depth + 1)
+		if !ok {
+			return nil, false
+		}
+		s.stack = append(s.stack, v)
+		switch s.space() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			l := make([]any, len(s.stack)-base)
+			copy(l, s.stack[base:])
+			clear(s.stack[base:])
+			s.stack = s.stack[:base]
+			return l, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// text reads the string at s.i and decodes it as encoding/json does:
+// escapes decoded, a \u escape of half a surrogate pair that is not
+// followed by the other half and each byte that is not part of valid
+// UTF-8 replaced by U+FFFD.
+func (s *recordScan) text() (string, bool) {
+	raw, plain, ok := s.rawText()
+	if !ok {
+		return "", false
+	}
+	if plain {
+		return string(raw), true
+	}
+	return string(unescape(raw)), true
+}
+
+// rawText reads the string at s.i, checking its escapes, and returns what
+// is between its quotes; plain reports that it has no escapes and is valid
+// UTF-8, that it decodes to itself.
+func (s *recordScan) rawText() (raw []byte, plain, ok bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, false
+	}
+	start := s.i + 1
+	plain = true
+	for i := start; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			s.i = i + 1
+			raw = s.b[start:i]
+			return raw, plain && utf8.Valid(raw), true
+		case c < 0x20:
+			return nil, false, false
+		case c == '\\':
+			plain = false
+			i++
+			if i == len(s.b) {
+				return nil, false, false
+			}
+			switch s.b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(s.b) || !isHex4(s.b[i+1:i+5]) {
+					return nil, false, false
+				}
+				i += 4
+			default:
+				return nil, false, false
+			}
+		}
+	}
+	return nil, false, false
+}
+
+// unescape decodes the contents of a JSON string whose escapes text
+// checked.
+func unescape(v []byte) []byte {
+	out := make([]byte, 0, len(v)+utf8.UTFMax)
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case c == '\\':
+			switch v[i+1] {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(v[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(v) && v[i] == '\\' && v[i+1] == 'u' {
+						if pair := utf16.DecodeRune(r, hex4(v[i+2:])); pair != unicode.ReplacementChar {
+							r = pair
+							i += 6
+						} else {
+							r = unicode.ReplacementChar
+						}
+					} else {
+						r = unicode.ReplacementChar
+					}
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default: // '"', '\\', '/'
+				out = append(out, v[i+1])
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(v[i:])
+			out = utf8.AppendRune(out, r)
+			i += size
+		}
+	}
+	return out
+}
+
+// hex4 is the value of the four hexadecimal digits that b starts with.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
