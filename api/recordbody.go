@@ -235,17 +235,25 @@ func (s *recordScan) rawText() (raw []byte, plain, ok bool) {
 		return nil, false, false
 	}
 	start := s.i + 1
-	plain = true
+	escaped, ascii := false, true
 	for i := start; i < len(s.b); i++ {
+		for i < len(s.b) && !textStop[s.b[i]] {
+			i++
+		}
+		if i == len(s.b) {
+			break
+		}
 		switch c := s.b[i]; {
 		case c == '"':
 			s.i = i + 1
 			raw = s.b[start:i]
-			return raw, plain && utf8.Valid(raw), true
+			return raw, !escaped && (ascii || utf8.Valid(raw)), true
+		case c >= utf8.RuneSelf:
+			ascii = false
 		case c < 0x20:
 			return nil, false, false
 		case c == '\\':
-			plain = false
+			escaped = true
 			i++
 			if i == len(s.b) {
 				return nil, false, false
@@ -264,6 +272,16 @@ func (s *recordScan) rawText() (raw []byte, plain, ok bool) {
 	}
 	return nil, false, false
 }
+
+// textStop marks the bytes that rawText looks at: the end of a string,
+// escapes, control characters and bytes of UTF-8 beyond ASCII. It passes
+// over the others without a look.
+var textStop = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // unescape decodes the contents of a JSON string whose escapes text
 // checked.
