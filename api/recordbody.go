@@ -19,17 +19,23 @@ import (
 // with encoding/json as before, so that errors and statuses are its.
 // FuzzRecordBody holds the scan to that.
 
-// recordScan is a bodyScan that decodes records; keys remembers the column
-// names seen, so that a thousand records of the same columns share their
-// key strings.
+// recordScan is a bodyScan that decodes records; keys, when not nil,
+// remembers the column names seen, so that a thousand records of the same
+// columns share their key strings.
 type recordScan struct {
 	bodyScan
 	keys map[string]string
-	// width is the number of columns of the last record: the next one
-	// likely has as many.
-	width int
-	// stack holds the elements of the arrays being read, innermost last.
-	stack []any
+	// elems and members hold the elements of the arrays and the members
+	// of the objects being read, innermost last, until each ends and is
+	// made a slice or map of its size.
+	elems   []any
+	members []member
+}
+
+// member is a key and value of an object being read.
+type member struct {
+	key string
+	val any
 }
 
 // maxKeyCache bounds the column names a recordScan remembers, and
@@ -39,15 +45,10 @@ const (
 	maxKeyLen   = 64
 )
 
-// newRecordScan scans b.
-func newRecordScan(b []byte) *recordScan {
-	return &recordScan{bodyScan: bodyScan{b: b}, keys: map[string]string{}}
-}
-
 // scanRecord reads b, a whole body, as one record: an object of column
 // values or null (nil). It reports false when the scan declines the body.
 func scanRecord(b []byte) (map[string]any, bool) {
-	s := newRecordScan(b)
+	s := recordScan{bodyScan: bodyScan{b: b}, elems: make([]any, 0, 8), members: make([]member, 0, 16)}
 	rec, ok := s.record()
 	s.space()
 	return rec, ok && s.i == len(b)
@@ -59,7 +60,7 @@ func scanRecord(b []byte) (map[string]any, bool) {
 // already given to fn are to be dropped and the body decoded by
 // encoding/json. err is fn's: the scan stops at it.
 func scanRecordList(b []byte, field string, fn func(map[string]any) error) (ok bool, err error) {
-	s := newRecordScan(b)
+	s := recordScan{bodyScan: bodyScan{b: b}, keys: map[string]string{}}
 	if !s.next('{') {
 		return false, nil
 	}
@@ -97,35 +98,42 @@ func (s *recordScan) record() (map[string]any, bool) {
 	case 'n':
 		return nil, s.literal("null")
 	case '{':
-	default:
-		return nil, false
+		return s.object(0)
 	}
-	m, ok := s.object(make(map[string]any, s.width), 0)
-	s.width = len(m)
-	return m, ok
+	return nil, false
 }
 
-// object reads the members of an object at s.i into m, depth levels
-// down.
-func (s *recordScan) object(m map[string]any, depth int) (map[string]any, bool) {
+// object reads an object at s.i, depth levels down. Its members gather on
+// s.members, and are put in a map of their number when it ends: a later
+// member replaces an earlier one of the same key, as in encoding/json.
+func (s *recordScan) object(depth int) (map[string]any, bool) {
 	s.i++ // '{'
 	if s.next('}') {
-		return m, true
+		return map[string]any{}, true
 	}
+	base := len(s.members)
 	for {
 		s.space()
 		k, ok := s.key()
 		if !ok || !s.next(':') {
 			return nil, false
 		}
-		if m[k], ok = s.value(depth + 1); !ok {
+		v, ok := s.value(depth + 1)
+		if !ok {
 			return nil, false
 		}
+		s.members = append(s.members, member{k, v})
 		switch s.space() {
 		case ',':
 			s.i++
 		case '}':
 			s.i++
+			m := make(map[string]any, len(s.members)-base)
+			for _, kv := range s.members[base:] {
+				m[kv.key] = kv.val
+			}
+			clear(s.members[base:])
+			s.members = s.members[:base]
 			return m, true
 		default:
 			return nil, false
@@ -133,8 +141,8 @@ func (s *recordScan) object(m map[string]any, depth int) (map[string]any, bool) 
 	}
 }
 
-// key reads an object key, the same string as the last time it was read
-// when it has no escapes.
+// key reads an object key: with s.keys, the same string as the last time
+// it was read when it has no escapes.
 func (s *recordScan) key() (string, bool) {
 	raw, plain, ok := s.rawText()
 	switch {
@@ -142,7 +150,7 @@ func (s *recordScan) key() (string, bool) {
 		return "", false
 	case !plain:
 		return string(unescape(raw)), true
-	case len(raw) > maxKeyLen:
+	case s.keys == nil || len(raw) > maxKeyLen:
 		return string(raw), true
 	}
 	if k, ok := s.keys[string(raw)]; ok {
@@ -163,7 +171,7 @@ func (s *recordScan) value(depth int) (any, bool) {
 	}
 	switch c := s.space(); c {
 	case '{':
-		return s.object(map[string]any{}, depth)
+		return s.object(depth)
 	case '[':
 		return s.array(depth)
 	case '"':
@@ -182,29 +190,29 @@ func (s *recordScan) value(depth int) (any, bool) {
 	return json.Number(s.b[start:s.i]), true
 }
 
-// array reads an array at s.i, depth levels down, into a slice of its
-// length: the elements gather on s.stack until the array ends.
+// array reads an array at s.i, depth levels down. Its elements gather on
+// s.elems, and are copied to a slice of their number when it ends.
 func (s *recordScan) array(depth int) (any, bool) {
 	s.i++ // '['
 	if s.next(']') {
 		return []any{}, true
 	}
-	base := len(s.stack)
+	base := len(s.elems)
 	for {
 		v, ok := s.value(depth + 1)
 		if !ok {
 			return nil, false
 		}
-		s.stack = append(s.stack, v)
+		s.elems = append(s.elems, v)
 		switch s.space() {
 		case ',':
 			s.i++
 		case ']':
 			s.i++
-			l := make([]any, len(s.stack)-base)
-			copy(l, s.stack[base:])
-			clear(s.stack[base:])
-			s.stack = s.stack[:base]
+			l := make([]any, len(s.elems)-base)
+			copy(l, s.elems[base:])
+			clear(s.elems[base:])
+			s.elems = s.elems[:base]
 			return l, true
 		default:
 			return nil, false
