@@ -55,10 +55,11 @@ func scanRecord(b []byte) (map[string]any, bool) {
 }
 
 // scanRecordList reads b, a whole body, as {"<field>": [records]},
-// calling fn with each record (nil for a null) once it is read. It reports
+// calling fn with each record (nil for a null) once it is read. An error
+// from fn stops the scan and is returned with ok set. Otherwise ok reports
 // whether the scan read the whole body; when it did not, the records
 // already given to fn are to be dropped and the body decoded by
-// encoding/json. err is fn's: the scan stops at it.
+// encoding/json.
 func scanRecordList(b []byte, field string, fn func(map[string]any) error) (ok bool, err error) {
 	s := recordScan{bodyScan: bodyScan{b: b}, keys: map[string]string{}}
 	if !s.next('{') {
