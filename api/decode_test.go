@@ -1,6 +1,9 @@
 package api
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestListBodyErrors: bulk and transaction bodies, decoded one element at
 // a time, answer malformed bodies with a 400 that names the problem, and
@@ -34,4 +37,25 @@ func TestListBodyErrors(t *testing.T) {
 	f(tx, `{"ops":[]}`, "invalid JSON body: unknown field [ops]")
 	ts.expect(200, "POST", bulk, `{"records":[{"id":"ok1","age":1}]}`)
 	ts.expect(404, "GET", "/db/db:main/tables/users/data/a", nil)
+}
+
+// TestRecordBodyValues: record bodies that the scan reads and bodies that
+// it leaves to encoding/json (a key with an escape, nesting deeper than
+// it reads) store the same values, escapes decoded.
+func TestRecordBodyValues(t *testing.T) {
+	ts := recordsFixture(t, Options{})
+	const T = "/db/db:main/tables/users"
+	const name = `"\u00e9\ud83d\ude00 \"q\"\t\ud800 \/"`
+	deep := strings.Repeat("[", 70) + strings.Repeat("]", 70)
+	ts.expect(201, "PUT", T+"/data/s1", `{"name":`+name+`,"tags":["a"]}`)
+	ts.expect(201, "PUT", T+"/data/s2", `{"name":`+name+`,"config":`+deep+`}`)
+	ts.expect(200, "PATCH", T+"/data/s2", `{"n\u0061me":`+name+`}`)
+	ts.expect(200, "POST", T+"/bulk", `{"records":[{"id":"b1","name":`+name+`}]}`)
+	ts.expect(200, "POST", T+"/bulk", `{"rec\u006frds":[{"id":"b2","name":`+name+`}]}`)
+	for _, id := range []string{"s1", "s2", "b1", "b2"} {
+		r := ts.expect(200, "GET", T+"/data/"+id, nil)
+		if got, want := r.obj()["name"], "é😀 \"q\"\t\uFFFD /"; got != want {
+			t.Errorf("%s: name %q, want %q", id, got, want)
+		}
+	}
 }

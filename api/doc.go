@@ -62,6 +62,9 @@
 //     keys are column names, and there the engine rejects unknown columns);
 //     null is the same as absent. Bodies above Options.MaxBody are a JSON 413.
 //     Bulk and transaction bodies are decoded one element at a time.
+//     Record bodies, single and bulk, are read by one scan
+//     (recordbody.go); a body the scan declines, every malformed one
+//     among them, is decoded by encoding/json, whose errors it answers.
 //   - Records: null columns are omitted, links are {"id"}, datetimes are RFC
 //     3339 UTC with milliseconds, json columns are JSON text. Selection and
 //     link expansion are the engine's (Engine.Project for records of writes

@@ -243,24 +243,9 @@ func (s *Server) bulkInsert(r *request) error {
 			return err
 		}
 	}
-	var records []map[string]any
-	present, err := r.decodeListBody("records", func(d *json.Decoder) error {
-		var rec map[string]any
-		if err := d.Decode(&rec); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return invalid("invalid JSON body: field [records] must be an object, got %s", te.Value)
-			}
-			return jsonError(err)
-		}
-		records = append(records, rec)
-		return s.bulkYield(r)
-	})
+	records, err := s.bulkRecords(r)
 	if err != nil {
 		return err
-	}
-	if !present {
-		return invalid("records is required")
 	}
 	if len(records) > engine.MaxBulkRecords {
 		return invalid("bulk insert takes at most %d records, got %d", engine.MaxBulkRecords, len(records))
@@ -305,6 +290,47 @@ func (s *Server) bulkInsert(r *request) error {
 	}
 	r.writeDocs(http.StatusOK, out)
 	return nil
+}
+
+// bulkRecords decodes the records of a bulk body, one at a time, giving
+// up the bulk turn between records when others wait (bulkYield). The scan
+// reads plain bodies; encoding/json reads the others and names what is
+// wrong with them.
+func (s *Server) bulkRecords(r *request) ([]map[string]any, error) {
+	var records []map[string]any
+	add := func(rec map[string]any) error {
+		records = append(records, rec)
+		return s.bulkYield(r)
+	}
+	if ok, err := scanRecordList(r.body(), "records", add); ok {
+		return records, err
+	}
+	clear(records)
+	records = records[:0]
+	present, err := r.decodeListBody("records", func(d *json.Decoder) error {
+		rec, err := decodeRecord(d)
+		if err != nil {
+			return err
+		}
+		return add(rec)
+	})
+	if err == nil && !present {
+		err = invalid("records is required")
+	}
+	return records, err
+}
+
+// decodeRecord decodes the next record of a bulk body from d.
+func decodeRecord(d *json.Decoder) (map[string]any, error) {
+	var rec map[string]any
+	if err := d.Decode(&rec); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, invalid("invalid JSON body: field [records] must be an object, got %s", te.Value)
+		}
+		return nil, jsonError(err)
+	}
+	return rec, nil
 }
 
 // bulkError is the bulk failure body. The status is the one all failures

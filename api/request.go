@@ -602,15 +602,19 @@ func jsonKind(t reflect.Type) string {
 }
 
 // recordBody decodes the body of a record write: a JSON object of column
-// values, numbers kept as json.Number.
+// values, numbers kept as json.Number. The scan reads plain bodies in one
+// pass (recordbody.go); decodeStrict reads the others.
 func (r *request) recordBody() (map[string]any, error) {
 	b := r.body()
 	if len(b) == 0 {
 		return map[string]any{}, nil
 	}
-	var v map[string]any
-	if err := decodeStrict(b, &v); err != nil {
-		return nil, err
+	v, ok := scanRecord(b)
+	if !ok {
+		v = nil
+		if err := decodeStrict(b, &v); err != nil {
+			return nil, err
+		}
 	}
 	if v == nil {
 		return nil, invalid("invalid JSON body: expected an object of column values")

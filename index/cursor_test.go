@@ -254,3 +254,74 @@ func TestCursorQueryBinding(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPageBinding checks that a first page read from JSON text binds
+// its filter and sort once for the first pages and cursors of the same
+// text, keeping copies of the text, and that one built from Go values, or
+// a filter that does not bind, keeps nothing.
+func TestFirstPageBinding(t *testing.T) {
+	cursorQueries.mu.Lock()
+	cursorQueries.m = nil
+	cursorQueries.mu.Unlock()
+	raw, rawSort := []byte(`{"price":{"$gt":2},"tags":{"$includes":"y"}}`), []byte(`{"price":"desc"}`)
+	filter, err := ReadFilter(bytes.Clone(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort, err := ReadSort(bytes.Clone(rawSort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _, _ := filterTestTables("svc")
+	b1, err := bindFirstPage(v1, filter, sort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request's buffer is reused once it is answered.
+	clear(filter.raw)
+	again, err := ReadFilter(bytes.Clone(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := bindFirstPage(v1, again, sort); err != nil || b != b1 {
+		t.Fatalf("the next first page bound its query again (%v)", err)
+	}
+	q, err := readCursorQuery(raw, rawSort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(q.filter.JSON()) != string(raw) || string(q.sort.JSON()) != string(rawSort) {
+		t.Fatalf("the cursor reads filter %s and sort %s", q.filter.JSON(), q.sort.JSON())
+	}
+	if b, err := q.bind(v1); err != nil || b != b1 {
+		t.Fatalf("the next page bound the first page's query again (%v)", err)
+	}
+	// Another version of the table binds again, as a cursor's page does.
+	v2, _, _ := filterTestTables("svc")
+	if b, err := bindFirstPage(v2, again, sort); err != nil || b == b1 || b.table != v2 {
+		t.Fatalf("a first page on another table took the binding of the first (%v)", err)
+	}
+	// Go values have no text of their own; a filter that does not bind
+	// is not kept.
+	cursorQueries.mu.Lock()
+	n := len(cursorQueries.m)
+	cursorQueries.mu.Unlock()
+	if _, err := bindFirstPage(v1, FilterOf(map[string]any{"price": map[string]any{"$gt": 3}}), sort); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := ReadFilter([]byte(`{"nope":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := bindFirstPage(v1, bad, sort); err == nil {
+			t.Fatal("bound a filter of a column the table does not have")
+		}
+	}
+	cursorQueries.mu.Lock()
+	m := len(cursorQueries.m)
+	cursorQueries.mu.Unlock()
+	if m != n {
+		t.Fatalf("%d entries kept, %d wanted", m, n)
+	}
+}

@@ -174,7 +174,7 @@ func Query(ctx context.Context, src Source, in QueryRequest, opts QueryOptions) 
 	if cq != nil {
 		b, err = cq.bind(src.Table())
 	} else {
-		b, err = bindQuery(src.Table(), filter, sort)
+		b, err = bindFirstPage(src.Table(), filter, sort)
 	}
 	if err != nil {
 		return nil, err
@@ -326,8 +326,9 @@ func bindQuery(t *Table, filter Filter, sort Sort) (*boundQuery, error) {
 // bound to the table their last page read: a walk carries the same ones
 // from page to page, and decoding their JSON again costs a page read from
 // the record cache about a tenth of its time, binding and planning them
-// about as much again, which a first page pays once and the pages after
-// it need not. A table is one version of its schema (a *Table is not
+// about as much again, which the pages after the first need not pay. A
+// first page read from the same JSON text takes the binding too
+// (bindFirstPage), and keeps its own when there is none. A table is one version of its schema (a *Table is not
 // changed once made), so a binding is reused only for the same *Table,
 // and bound again for another. Decoded values and bindings are only read
 // (plans are not changed as they run, an order's keys are not), so pages
@@ -382,15 +383,12 @@ func readCursorQuery(filter, sort []byte) (*cursorQuery, error) {
 		}
 		return &cursorQuery{filter: f, sort: so}, nil
 	}
-	key := binary.AppendUvarint(make([]byte, 0, 2+len(filter)+len(sort)), uint64(len(filter)))
-	key = append(append(key, filter...), sort...)
-	cursorQueries.mu.Lock()
-	q, ok := cursorQueries.m[string(key)]
-	cursorQueries.mu.Unlock()
-	if ok {
+	var buf [cursorKeyBuf]byte
+	key := cursorQueryKey(buf[:0], filter, sort)
+	if q := lookupCursorQuery(key); q != nil {
 		return q, nil
 	}
-	q = &cursorQuery{}
+	q := &cursorQuery{}
 	var err error
 	// The cache's copies: filter and sort are the request's.
 	if q.filter, err = ReadFilter(bytes.Clone(filter)); err != nil {
@@ -399,11 +397,67 @@ func readCursorQuery(filter, sort []byte) (*cursorQuery, error) {
 	if q.sort, err = ReadSort(bytes.Clone(sort)); err != nil {
 		return nil, err
 	}
+	keepCursorQuery(key, q)
+	return q, nil
+}
+
+// bindFirstPage binds the filter and sort of a query without a cursor.
+// Read from JSON text, they are the ones its cursor carries to the next
+// page, and the same text binds to the same plan on one table: the
+// binding is looked up in cursorQueries, where the following pages of
+// this query or an earlier one with the same text keep theirs, and kept
+// there when not found, for the next first page and for the next page's
+// cursor. A filter or sort built from Go values has no text of its own
+// and is bound every time.
+func bindFirstPage(t *Table, filter Filter, sort Sort) (*boundQuery, error) {
+	if (filter.raw == nil && filter.v != nil) || (sort.raw == nil && sort.v != nil) ||
+		len(filter.raw)+len(sort.raw) > maxCursorQueryBytes {
+		return bindQuery(t, filter, sort)
+	}
+	var buf [cursorKeyBuf]byte
+	key := cursorQueryKey(buf[:0], filter.raw, sort.raw)
+	if q := lookupCursorQuery(key); q != nil {
+		return q.bind(t)
+	}
+	b, err := bindQuery(t, filter, sort)
+	if err != nil {
+		return nil, err
+	}
+	// The cache's copies of the text: the request's may be reused once
+	// it is answered. The decoded values are only read, as a cursor's
+	// are.
+	q := &cursorQuery{filter: Filter{raw: bytes.Clone(filter.raw), v: filter.v}, sort: Sort{raw: bytes.Clone(sort.raw), v: sort.v}}
+	q.bound.Store(b)
+	keepCursorQuery(key, q)
+	return b, nil
+}
+
+// cursorKeyBuf is the size of the buffer a key of cursorQueries is built
+// in without allocating, when it fits.
+const cursorKeyBuf = 256
+
+// cursorQueryKey appends the key of a filter and sort in cursorQueries to
+// dst: the filter's length, the filter, the sort.
+func cursorQueryKey(dst, filter, sort []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(filter)))
+	return append(append(dst, filter...), sort...)
+}
+
+// lookupCursorQuery returns the entry of key in cursorQueries, or nil.
+func lookupCursorQuery(key []byte) *cursorQuery {
+	cursorQueries.mu.Lock()
+	q := cursorQueries.m[string(key)]
+	cursorQueries.mu.Unlock()
+	return q
+}
+
+// keepCursorQuery keeps q under key in cursorQueries, starting the cache
+// over when it is full.
+func keepCursorQuery(key []byte, q *cursorQuery) {
 	cursorQueries.mu.Lock()
 	if len(cursorQueries.m) >= maxCursorQueries || cursorQueries.m == nil {
 		cursorQueries.m = make(map[string]*cursorQuery, 64)
 	}
 	cursorQueries.m[string(key)] = q
 	cursorQueries.mu.Unlock()
-	return q, nil
 }
