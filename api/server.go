@@ -381,9 +381,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if start.IsZero() {
 		start = time.Now()
 	}
-	if s.metrics != nil {
-		s.metrics.begin()
-	}
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, seq: s.setRequestID(ctx)}
 	ctx.SetUserValue(keyRequest, r)
