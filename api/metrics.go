@@ -3,9 +3,9 @@ package api
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
-	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,7 +36,7 @@ type Metrics struct {
 	// which it keeps anyway, read at scrape time rather than a gauge
 	// moved twice per request. nil: none yet.
 	active atomic.Pointer[atomic.Int64]
-	events   *engineEvents // fed by EngineEvent, see metrics_engine.go
+	events *engineEvents // fed by EngineEvent, see metrics_engine.go
 	// rejections counts what the limits turn away, see metrics_limits.go.
 	rejections *prometheus.CounterVec
 
