@@ -3,11 +3,9 @@ package api
 import (
 	"errors"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,12 +38,9 @@ type Metrics struct {
 	// rejections counts what the limits turn away, see metrics_limits.go.
 	rejections *prometheus.CounterVec
 
-	// series are the children of requests and latency in use. Every
-	// request looks its series up: readers load the map without a lock,
-	// and a new series replaces the map by a copy with it, so that a map
-	// once published never changes.
-	series atomic.Pointer[map[seriesKey]*routeSeries]
-	mu     sync.Mutex // serializes the copies
+	// series are the children of requests and latency in use, which
+	// every request looks up.
+	series readMostly[seriesKey, *routeSeries]
 }
 
 // seriesKey names the series of one route (nil: unmatched), method and
@@ -166,29 +161,22 @@ func (m *Metrics) seriesOf(rt *route, method string, status int) *routeSeries {
 	} else {
 		k.method = methodLabel(method)
 	}
-	if cur := m.series.Load(); cur != nil {
-		if s := (*cur)[k]; s != nil {
-			return s
+	if s := m.series.load()[k]; s != nil {
+		return s
+	}
+	var s *routeSeries
+	m.series.update(func(next map[seriesKey]*routeSeries) bool {
+		if s = next[k]; s != nil {
+			return false // made by another request meanwhile
 		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := m.series.Load()
-	if cur != nil {
-		if s := (*cur)[k]; s != nil {
-			return s
+		label := routeLabel(rt)
+		s = &routeSeries{
+			requests: m.requests.WithLabelValues(label, k.method, strconv.Itoa(status)),
+			latency:  m.latency.WithLabelValues(label),
 		}
-	}
-	label := routeLabel(rt)
-	s := &routeSeries{
-		requests: m.requests.WithLabelValues(label, k.method, strconv.Itoa(status)),
-		latency:  m.latency.WithLabelValues(label),
-	}
-	next := map[seriesKey]*routeSeries{k: s}
-	if cur != nil {
-		maps.Copy(next, *cur)
-	}
-	m.series.Store(&next)
+		next[k] = s
+		return true
+	})
 	return s
 }
 

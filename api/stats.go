@@ -1,7 +1,6 @@
 package api
 
 import (
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,13 +34,12 @@ const maxStatsBranches = 1 << 14
 
 // accessStats are the per-branch counters. The zero value is ready to use;
 // it is safe for concurrent use. Every request that succeeds counts
-// itself: it finds its branch's counters in a map loaded without a lock (a
-// new branch replaces the map by a copy with it, so that a map once
-// published never changes) and adds one to its hour's count, one atomic
-// add; only a new hour takes the branch's lock.
+// itself: it finds its branch's counters in a map read without a lock and
+// adds one to its hour's count, one atomic add; only a new hour takes the
+// branch's lock. A branch counted for the first time copies the map, at
+// most maxStatsBranches entries, once per branch and server run.
 type accessStats struct {
-	m  atomic.Pointer[map[engine.Ref]*branchAccess]
-	mu sync.Mutex // serializes the copies of m
+	m readMostly[engine.Ref, *branchAccess]
 }
 
 // branchAccess is a ring of hourly buckets of one branch.
@@ -60,12 +58,7 @@ type accessBucket struct {
 }
 
 // branch returns the counters of a branch, or nil.
-func (a *accessStats) branch(ref engine.Ref) *branchAccess {
-	if m := a.m.Load(); m != nil {
-		return (*m)[ref]
-	}
-	return nil
-}
+func (a *accessStats) branch(ref engine.Ref) *branchAccess { return a.m.load()[ref] }
 
 // hourOf returns the hour number of t.
 func hourOf(t time.Time) int64 { return t.Unix() / int64(statsResolution/time.Second) }
@@ -99,14 +92,20 @@ func (a *accessStats) note(ref engine.Ref, write bool, now time.Time) {
 // add returns the counters of a branch, creating them; nil when the table
 // is full of branches active within the window.
 func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := map[engine.Ref]*branchAccess{}
-	if cur := a.m.Load(); cur != nil {
-		if b := (*cur)[ref]; b != nil {
-			return b
-		}
-		maps.Copy(m, *cur)
+	var b *branchAccess
+	a.m.update(func(m map[engine.Ref]*branchAccess) bool {
+		b = a.addTo(m, ref, now)
+		return b != nil
+	})
+	return b
+}
+
+// addTo adds the counters of a branch to m, forgetting idle branches when
+// m is full, and returns them; nil when m is full of branches active
+// within the window.
+func (a *accessStats) addTo(m map[engine.Ref]*branchAccess, ref engine.Ref, now time.Time) *branchAccess {
+	if b := m[ref]; b != nil {
+		return b
 	}
 	if len(m) >= maxStatsBranches {
 		oldest := hourOf(now) - statsHours + 1
@@ -130,7 +129,6 @@ func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
 	}
 	b := &branchAccess{}
 	m[ref] = b
-	a.m.Store(&m)
 	return b
 }
 
