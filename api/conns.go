@@ -186,7 +186,7 @@ const (
 func newTrackedConn(c net.Conn, l *connLimiter, addr netip.Addr) *trackedConn {
 	tc := &trackedConn{Conn: c, l: l, addr: addr}
 	if tc.raw = socketOf(c); tc.raw != nil {
-		tc.io = newSockIO()
+		tc.io = newSockIO(c)
 	}
 	return tc
 }

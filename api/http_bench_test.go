@@ -218,8 +218,13 @@ func startHTTPBenchServer(b *testing.B, cfg httpBenchConfig, n int) *httpBenchSe
 	if eng, err = engine.Open(dir, engine.Options{NoSync: cfg.noSync, CacheSize: int64(cfg.blockCache)}); err != nil {
 		b.Fatal(err)
 	}
-	// At warn, as the benchmark suite runs the server: no access log.
-	srv, err := New(eng, Options{RecordCacheSize: cfg.recordCache, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	// At warn and with metrics, as the benchmark suite runs the server:
+	// no access log, every request counted.
+	srv, err := New(eng, Options{
+		RecordCacheSize: cfg.recordCache,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Metrics:         NewMetrics(),
+	})
 	if err != nil {
 		eng.Close()
 		b.Fatal(err)
@@ -506,6 +511,40 @@ func BenchmarkHTTPPointGet(b *testing.B) {
 	body := fetchOnce(b, srv.addr, 200, fill)
 	trivial := startTrivialServer(b, 200, body)
 	compareLoads(b, cfg, cfg.gets, srv.addr, trivial, 200, 200, fill)
+}
+
+// BenchmarkHTTPServerOverhead is W2's load on requests of the server that
+// read nothing from storage, against the trivial handler answering the
+// same body: what the server costs a request outside its storage read
+// (connection, admission, authentication, routing, metrics, statistics,
+// response). "hot" gets one record over and over, which the record cache
+// answers from its encoding after the first; "healthz" is the health
+// check, which skips admission and authentication.
+func BenchmarkHTTPServerOverhead(b *testing.B) {
+	cfg := loadHTTPBenchConfig(b)
+	srv := startHTTPBenchServer(b, cfg, min(cfg.records, 1000))
+	hot := srv.base + "/data/" + httpBenchID(0)
+	routes := []struct {
+		name string
+		fill loadRequest
+	}{
+		{"hot", func(req *fasthttp.Request, _ int) {
+			req.Header.SetMethod("GET")
+			req.SetRequestURI(hot)
+			req.Header.Set("Authorization", "Bearer "+testKey)
+		}},
+		{"healthz", func(req *fasthttp.Request, _ int) {
+			req.Header.SetMethod("GET")
+			req.SetRequestURI("/healthz")
+		}},
+	}
+	for _, rt := range routes {
+		b.Run(rt.name, func(b *testing.B) {
+			body := fetchOnce(b, srv.addr, 200, rt.fill)
+			trivial := startTrivialServer(b, 200, body)
+			compareLoads(b, cfg, cfg.gets, srv.addr, trivial, 200, 200, rt.fill)
+		})
+	}
 }
 
 // postBodies fills request i of a load as a POST of bodies[i mod len] to

@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,13 +30,17 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	inFlight prometheus.Gauge
-	events   *engineEvents // fed by EngineEvent, see metrics_engine.go
+	// active counts the requests being handled: the server's own count,
+	// which it keeps anyway, read at scrape time rather than a gauge
+	// moved twice per request. nil: none yet.
+	active atomic.Pointer[atomic.Int64]
+	events *engineEvents // fed by EngineEvent, see metrics_engine.go
 	// rejections counts what the limits turn away, see metrics_limits.go.
 	rejections *prometheus.CounterVec
 
-	mu     sync.RWMutex
-	series map[seriesKey]*routeSeries // the children of requests and latency in use
+	// series are the children of requests and latency in use, which
+	// every request looks up.
+	series readMostly[seriesKey, *routeSeries]
 }
 
 // seriesKey names the series of one route (nil: unmatched), method and
@@ -74,14 +78,18 @@ func NewMetrics() *Metrics {
 			Help:    "Time from the start of a request's handling to its response, by route template.",
 			Buckets: latencyBuckets,
 		}, []string{"route"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "coppice_http_requests_in_flight",
-			Help: "HTTP requests being handled now.",
-		}),
 		events:     newEngineEvents(),
 		rejections: newRejections(),
-		series:     map[seriesKey]*routeSeries{},
 	}
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "coppice_http_requests_in_flight",
+		Help: "HTTP requests being handled now.",
+	}, func() float64 {
+		if n := m.active.Load(); n != nil {
+			return float64(n.Load())
+		}
+		return 0
+	})
 	bi := ReadBuildInfo()
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "coppice_build_info",
@@ -90,7 +98,7 @@ func NewMetrics() *Metrics {
 	})
 	build.Set(1)
 	m.reg.MustRegister(
-		m.requests, m.latency, m.inFlight, build,
+		m.requests, m.latency, inFlight, build,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -127,13 +135,13 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// begin counts a request that serve starts handling.
-func (m *Metrics) begin() { m.inFlight.Inc() }
+// countActive has the in-flight gauge read n, the count of requests a
+// server is handling.
+func (m *Metrics) countActive(n *atomic.Int64) { m.active.Store(n) }
 
-// observe counts a request that serve has handled (begin was called for
-// it); rt is nil when no route matched.
+// observe counts a request that serve has handled; rt is nil when no route
+// matched.
 func (m *Metrics) observe(rt *route, method string, status int, took time.Duration) {
-	m.inFlight.Dec()
 	s := m.seriesOf(rt, method, status)
 	s.requests.Inc()
 	s.latency.Observe(took.Seconds())
@@ -153,22 +161,22 @@ func (m *Metrics) seriesOf(rt *route, method string, status int) *routeSeries {
 	} else {
 		k.method = methodLabel(method)
 	}
-	m.mu.RLock()
-	s := m.series[k]
-	m.mu.RUnlock()
-	if s != nil {
+	if s := m.series.load()[k]; s != nil {
 		return s
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s = m.series[k]; s == nil {
+	var s *routeSeries
+	m.series.update(func(next map[seriesKey]*routeSeries) bool {
+		if s = next[k]; s != nil {
+			return false // made by another request meanwhile
+		}
 		label := routeLabel(rt)
 		s = &routeSeries{
 			requests: m.requests.WithLabelValues(label, k.method, strconv.Itoa(status)),
 			latency:  m.latency.WithLabelValues(label),
 		}
-		m.series[k] = s
-	}
+		next[k] = s
+		return true
+	})
 	return s
 }
 

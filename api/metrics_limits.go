@@ -57,6 +57,7 @@ func (s *Server) registerMetrics() error {
 	if s.metrics == nil {
 		return nil
 	}
+	s.metrics.countActive(&s.active)
 	if s.eng != nil {
 		if err := s.metrics.Register(engineCollector{s.eng}); err != nil {
 			return err

@@ -150,3 +150,38 @@ func TestNoMetricsByDefault(t *testing.T) {
 	}
 	ts.expect(404, "GET", ts.url+"/metrics", nil)
 }
+
+// The in-flight gauge reads the requests the server is handling at the
+// time of the scrape.
+func TestMetricsInFlight(t *testing.T) {
+	m := NewMetrics()
+	s, err := New(nil, Options{Metrics: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() float64 {
+		t.Helper()
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() == "coppice_http_requests_in_flight" {
+				return f.Metric[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no coppice_http_requests_in_flight")
+		return 0
+	}
+	if n := inFlight(); n != 0 {
+		t.Errorf("idle: %v in flight, want 0", n)
+	}
+	s.active.Add(3)
+	if n := inFlight(); n != 3 {
+		t.Errorf("%v in flight, want 3", n)
+	}
+	s.active.Add(-3)
+	if n := inFlight(); n != 0 {
+		t.Errorf("after: %v in flight, want 0", n)
+	}
+}

@@ -39,7 +39,7 @@ func TestPathPrefixes(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := len(*pp.m.Load()); n != maxPathPrefixes {
+	if n := len(pp.m.load()); n != maxPathPrefixes {
 		t.Fatalf("%d prefixes remembered, want %d", n, maxPathPrefixes)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -119,8 +118,7 @@ var headerAuthorization = []byte("Authorization")
 // copying the header. It is safe for concurrent use and holds at most
 // maxSecretHeaders headers.
 type secretHeaders struct {
-	mu sync.RWMutex // a leaf: nothing is taken under it
-	m  map[string]string
+	m readMostly[string, string] // every request reads it
 }
 
 // maxSecretHeaders bounds the headers secretHeaders holds.
@@ -128,30 +126,19 @@ const maxSecretHeaders = 1024
 
 // get returns the secret of a header seen before.
 func (sh *secretHeaders) get(header []byte) (string, bool) {
-	sh.mu.RLock()
-	secret, ok := sh.m[string(header)]
-	sh.mu.RUnlock()
+	secret, ok := sh.m.load()[string(header)]
 	return secret, ok
 }
 
 // put remembers the secret of a header that authenticated, while there is
 // room.
 func (sh *secretHeaders) put(header []byte, secret string) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil {
-		sh.m = map[string]string{}
-	}
-	if len(sh.m) < maxSecretHeaders {
-		sh.m[string(header)] = strings.Clone(secret)
-	}
+	sh.m.put(string(header), strings.Clone(secret), maxSecretHeaders)
 }
 
 // forget drops a header whose secret no longer authenticates.
 func (sh *secretHeaders) forget(header []byte) {
-	sh.mu.Lock()
-	delete(sh.m, string(header))
-	sh.mu.Unlock()
+	sh.m.remove(string(header))
 }
 
 // canAccess reports whether the caller may use a workspace (core id): the
@@ -177,19 +164,12 @@ func (r *request) workspaceByLabel(label string) (string, error) {
 // workspaceCore is engine.WorkspaceCore, remembered for the first
 // maxWorkspaceLabels valid labels: every data-plane request names one.
 func (s *Server) workspaceCore(label string) (string, bool) {
-	s.labels.RLock()
-	core, ok := s.labels.m[label]
-	s.labels.RUnlock()
-	if ok {
+	if core, ok := s.labels.load()[label]; ok {
 		return core, true
 	}
-	core, ok = engine.WorkspaceCore(label)
+	core, ok := engine.WorkspaceCore(label)
 	if ok {
-		s.labels.Lock()
-		if len(s.labels.m) < maxWorkspaceLabels {
-			s.labels.m[strings.Clone(label)] = core
-		}
-		s.labels.Unlock()
+		s.labels.put(strings.Clone(label), core, maxWorkspaceLabels)
 	}
 	return core, ok
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -117,10 +116,7 @@ type Server struct {
 	pointGetPaths pathPrefixes
 	secrets       secretHeaders // see authenticate
 
-	labels struct { // workspace label → core, see workspaceCore
-		sync.RWMutex
-		m map[string]string
-	}
+	labels readMostly[string, string] // workspace label → core, see workspaceCore
 
 	stats accessStats // reads and writes per branch and hour, see stats.go
 	ops   opsState    // backups and loads in progress, see admin_backup.go
@@ -207,7 +203,6 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err := s.registerMetrics(); err != nil {
 		return nil, fmt.Errorf("api: metrics: %w", err)
 	}
-	s.labels.m = map[string]string{}
 	if n := cmp.Or(opts.RecordCacheSize, DefaultRecordCacheSize); n > 0 {
 		s.records = engine.NewRecordCache(n)
 		s.encoded = newViewEncodings(n)
@@ -380,9 +375,6 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	start := ctx.Time()
 	if start.IsZero() {
 		start = time.Now()
-	}
-	if s.metrics != nil {
-		s.metrics.begin()
 	}
 	r := requests.Get().(*request)
 	*r = request{ctx: ctx, s: s, seq: s.setRequestID(ctx)}
@@ -572,12 +564,9 @@ type pathPrefix struct {
 
 // pathPrefixes remembers the prefixes of point read paths, which few
 // clients vary, up to maxPathPrefixes of them. It is safe for concurrent
-// use. Readers load the map without a lock, for every point read asks it:
-// a new prefix replaces the map by a copy with it, so that a map once
-// published never changes.
+// use; every point read asks it, without a lock.
 type pathPrefixes struct {
-	m  atomic.Pointer[map[string]*pathPrefix]
-	mu sync.Mutex // serializes the copies; a leaf
+	m readMostly[string, *pathPrefix]
 }
 
 // maxPathPrefixes bounds the prefixes pathPrefixes holds.
@@ -588,32 +577,12 @@ const maxPathPrefixes = 4096
 // or needs normalizing. Prefixes of other paths are remembered too, as
 // nil.
 func (pp *pathPrefixes) get(p []byte) *pathPrefix {
-	if m := pp.m.Load(); m != nil {
-		if v, ok := (*m)[string(p)]; ok {
-			return v
-		}
+	if v, ok := pp.m.load()[string(p)]; ok {
+		return v
 	}
 	v := parsePathPrefix(string(p))
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	old := pp.m.Load()
-	if old == nil || len(*old) < maxPathPrefixes {
-		m := make(map[string]*pathPrefix, 1+lenOf(old))
-		if old != nil {
-			maps.Copy(m, *old)
-		}
-		m[string(p)] = v
-		pp.m.Store(&m)
-	}
+	pp.m.put(string(p), v, maxPathPrefixes)
 	return v
-}
-
-// lenOf is the length of the map m points to; 0 for nil.
-func lenOf(m *map[string]*pathPrefix) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
 
 // parsePathPrefix returns the parameters of a point read's path up to

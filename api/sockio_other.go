@@ -14,7 +14,7 @@ func socketOf(net.Conn) syscall.RawConn { return nil }
 // sockIO is unused: see sockio_linux.go.
 type sockIO struct{}
 
-func newSockIO() *sockIO { return nil }
+func newSockIO(net.Conn) *sockIO { return nil }
 
 func (c *trackedConn) rawRead(p []byte) (int, error)  { return c.Conn.Read(p) }
 func (c *trackedConn) rawWrite(p []byte) (int, error) { return c.Conn.Write(p) }

@@ -106,6 +106,93 @@ func TestTrackedConnIO(t *testing.T) {
 	})
 }
 
+// A served connection's deadlines hold as net.Conn's do, however often
+// they move: a later deadline replaces an earlier one a read already
+// waited under, a deadline set during a wait ends it, a deadline that
+// passed fails a read that has bytes to read, no deadline means none, and
+// a write that waits for room fails at its deadline.
+func TestTrackedConnDeadlines(t *testing.T) {
+	timeout := func(t *testing.T, what string, err error) {
+		t.Helper()
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("%s: %v; want a timeout", what, err)
+		}
+	}
+	// readAfter reads from tc what client writes after d.
+	readAfter := func(t *testing.T, tc *trackedConn, client net.Conn, d time.Duration) error {
+		t.Helper()
+		go func() {
+			time.Sleep(d)
+			client.Write([]byte("x"))
+		}()
+		_, err := tc.Read(make([]byte, 8))
+		return err
+	}
+	t.Run("moved later", func(t *testing.T) {
+		tc, client := tcpPair(t)
+		tc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if err := readAfter(t, tc, client, 10*time.Millisecond); err != nil {
+			t.Fatalf("read within the deadline: %v", err)
+		}
+		// Past the first deadline, within the second.
+		for range 3 {
+			tc.SetReadDeadline(time.Now().Add(time.Second))
+			if err := readAfter(t, tc, client, 100*time.Millisecond); err != nil {
+				t.Fatalf("read within a deadline moved later: %v", err)
+			}
+		}
+		tc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err := tc.Read(make([]byte, 8))
+		timeout(t, "read past the deadline moved back", err)
+	})
+	t.Run("set during a wait", func(t *testing.T) {
+		tc, _ := tcpPair(t)
+		tc.SetReadDeadline(time.Now().Add(time.Minute))
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			tc.SetReadDeadline(time.Now())
+		}()
+		t0 := time.Now()
+		_, err := tc.Read(make([]byte, 8))
+		timeout(t, "read cut by a deadline set while it waits", err)
+		if d := time.Since(t0); d > 10*time.Second {
+			t.Fatalf("the read waited %v", d)
+		}
+	})
+	t.Run("passed with bytes to read", func(t *testing.T) {
+		tc, client := tcpPair(t)
+		tc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		client.Write([]byte("x"))
+		time.Sleep(30 * time.Millisecond)
+		_, err := tc.Read(make([]byte, 8))
+		timeout(t, "read past the deadline with bytes waiting", err)
+	})
+	t.Run("cleared", func(t *testing.T) {
+		tc, client := tcpPair(t)
+		tc.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+		if err := readAfter(t, tc, client, 5*time.Millisecond); err != nil {
+			t.Fatalf("read within the deadline: %v", err)
+		}
+		tc.SetReadDeadline(time.Time{})
+		if err := readAfter(t, tc, client, 100*time.Millisecond); err != nil {
+			t.Fatalf("read without a deadline: %v", err)
+		}
+	})
+	t.Run("write", func(t *testing.T) {
+		tc, _ := tcpPair(t)
+		tc.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		big := make([]byte, 1<<20)
+		var err error
+		for range 64 { // the peer reads nothing: the buffers fill up
+			if _, err = tc.Write(big); err != nil {
+				break
+			}
+		}
+		timeout(t, "write past the deadline", err)
+	})
+}
+
 // Reading and writing a served connection allocates nothing.
 func TestTrackedConnAllocs(t *testing.T) {
 	if raceEnabled {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -32,106 +33,118 @@ const (
 const maxStatsBranches = 1 << 14
 
 // accessStats are the per-branch counters. The zero value is ready to use;
-// it is safe for concurrent use.
+// it is safe for concurrent use. Every request that succeeds counts
+// itself: it finds its branch's counters in a map read without a lock and
+// adds one to its hour's count, one atomic add; only a new hour takes the
+// branch's lock. A branch counted for the first time copies the map, at
+// most maxStatsBranches entries, once per branch and server run.
 type accessStats struct {
-	mu sync.RWMutex
-	m  map[engine.Ref]*branchAccess
+	m readMostly[engine.Ref, *branchAccess]
 }
 
 // branchAccess is a ring of hourly buckets of one branch.
 type branchAccess struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // serializes the start of a slot's new hour
 	hours [statsHours]accessBucket
 }
 
 // accessBucket counts one hour; hour is in hours since the Unix epoch and
-// tells whether the slot still holds that hour or an older one.
+// tells whether the slot still holds that hour or an older one. A new hour
+// zeroes the counts before it is stored, so that a count made after the
+// hour was seen is never lost.
 type accessBucket struct {
-	hour          int64
-	reads, writes int64
+	hour          atomic.Int64
+	reads, writes atomic.Int64
 }
+
+// branch returns the counters of a branch, or nil.
+func (a *accessStats) branch(ref engine.Ref) *branchAccess { return a.m.load()[ref] }
 
 // hourOf returns the hour number of t.
 func hourOf(t time.Time) int64 { return t.Unix() / int64(statsResolution/time.Second) }
 
 // note counts one read or write of a branch at now.
 func (a *accessStats) note(ref engine.Ref, write bool, now time.Time) {
-	a.mu.RLock()
-	b := a.m[ref]
-	a.mu.RUnlock()
+	b := a.branch(ref)
 	if b == nil {
 		if b = a.add(ref, now); b == nil {
 			return
 		}
 	}
 	h := hourOf(now)
-	b.mu.Lock()
 	slot := &b.hours[h%statsHours]
-	if slot.hour != h {
-		*slot = accessBucket{hour: h}
+	if slot.hour.Load() != h {
+		b.mu.Lock()
+		if slot.hour.Load() != h {
+			slot.reads.Store(0)
+			slot.writes.Store(0)
+			slot.hour.Store(h)
+		}
+		b.mu.Unlock()
 	}
 	if write {
-		slot.writes++
+		slot.writes.Add(1)
 	} else {
-		slot.reads++
+		slot.reads.Add(1)
 	}
-	b.mu.Unlock()
 }
 
 // add returns the counters of a branch, creating them; nil when the table
 // is full of branches active within the window.
 func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = map[engine.Ref]*branchAccess{}
-	}
-	if b := a.m[ref]; b != nil {
+	var b *branchAccess
+	a.m.update(func(m map[engine.Ref]*branchAccess) bool {
+		b = a.addTo(m, ref, now)
+		return b != nil
+	})
+	return b
+}
+
+// addTo adds the counters of a branch to m, forgetting idle branches when
+// m is full, and returns them; nil when m is full of branches active
+// within the window.
+func (a *accessStats) addTo(m map[engine.Ref]*branchAccess, ref engine.Ref, now time.Time) *branchAccess {
+	if b := m[ref]; b != nil {
 		return b
 	}
-	if len(a.m) >= maxStatsBranches {
+	if len(m) >= maxStatsBranches {
 		oldest := hourOf(now) - statsHours + 1
-		for k, b := range a.m {
+		for k, b := range m {
 			b.mu.Lock()
 			idle := true
-			for _, s := range b.hours {
-				if s.hour >= oldest && s.reads+s.writes > 0 {
+			for i := range b.hours {
+				s := &b.hours[i]
+				if s.hour.Load() >= oldest && s.reads.Load()+s.writes.Load() > 0 {
 					idle = false
 				}
 			}
 			b.mu.Unlock()
 			if idle {
-				delete(a.m, k)
+				delete(m, k)
 			}
 		}
-		if len(a.m) >= maxStatsBranches {
+		if len(m) >= maxStatsBranches {
 			return nil
 		}
 	}
 	b := &branchAccess{}
-	a.m[ref] = b
+	m[ref] = b
 	return b
 }
 
 // series returns the reads and writes of a branch, one datapoint per hour
 // of the window, oldest first; the last is the current hour.
 func (a *accessStats) series(ref engine.Ref, now time.Time) (reads, writes []map[string]any) {
-	a.mu.RLock()
-	b := a.m[ref]
-	a.mu.RUnlock()
-	var hours [statsHours]accessBucket
-	if b != nil {
-		b.mu.Lock()
-		hours = b.hours
-		b.mu.Unlock()
-	}
+	b := a.branch(ref)
 	cur := hourOf(now)
 	reads = make([]map[string]any, 0, statsHours)
 	writes = make([]map[string]any, 0, statsHours)
 	for h := cur - statsHours + 1; h <= cur; h++ {
 		var r, w int64
-		if s := hours[h%statsHours]; s.hour == h {
-			r, w = s.reads, s.writes
+		if b != nil {
+			if s := &b.hours[h%statsHours]; s.hour.Load() == h {
+				r, w = s.reads.Load(), s.writes.Load()
+			}
 		}
 		ts := formatTime(time.Unix(h*int64(statsResolution/time.Second), 0))
 		reads = append(reads, map[string]any{"timestamp": ts, "value": r})
