@@ -363,16 +363,23 @@ func (g *gatherer) done(n int, hint *gatherHint) {
 
 // gatherHint remembers how many words, other bitmaps, postings, joins and
 // bytes of word postings' ids the last write gathering postings met per
-// record, so that the next one
-// sizes its maps and lists once rather than growing them. It sizes
-// memory only: what a write prepares does not depend on it.
+// record, so that the next one sizes its maps and lists once rather than
+// growing them. It sizes memory only: what a write prepares does not
+// depend on it.
 type gatherHint struct{ words, ids, postings, joins, idBytes atomic.Int64 }
 
 // hintScale is the number of records gatherHint's sizes are per.
 const hintScale = 1024
 
+// sizes returns the sizes for a write of n records: those of the last
+// write scaled to n, rounded up, and an eighth more. Writes of like
+// records meet a little more or less than one another; a list one short
+// of its size would double, copying all it holds.
 func (h *gatherHint) sizes(n int) (words, ids, postings, joins, idBytes int) {
-	f := func(v *atomic.Int64) int { return int(v.Load() * int64(n) / hintScale) }
+	f := func(v *atomic.Int64) int {
+		x := (v.Load()*int64(n) + hintScale - 1) / hintScale
+		return int(x + x/8)
+	}
 	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins), f(&h.idBytes)
 }
 
@@ -380,7 +387,7 @@ func (h *gatherHint) note(n, words, ids, postings, joins, idBytes int) {
 	if n == 0 {
 		return
 	}
-	f := func(v *atomic.Int64, x int) { v.Store(int64(x) * hintScale / int64(n)) }
+	f := func(v *atomic.Int64, x int) { v.Store((int64(x)*hintScale + int64(n) - 1) / int64(n)) }
 	f(&h.words, words)
 	f(&h.ids, ids)
 	f(&h.postings, postings)
