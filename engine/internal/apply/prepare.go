@@ -139,6 +139,7 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 		layers.Visit(t, rec, g)
 	}
 	g.done(len(c.Ops), &d.gatherHint)
+	g.release()
 	p.postings = sortPostings(p.postings)
 	p.markKnown(d, br)
 	c.prep = p
@@ -172,6 +173,9 @@ type gatherer struct {
 	// by one: a write of 1000 records meets tens of thousands of words.
 	ids   []byte
 	spans []idSpan
+	// spare are the word tables of a write gathered before, emptied, for
+	// the columns of this one.
+	spare []wordTable
 }
 
 // idSpan is where the id of posting k ends in gatherer.ids.
@@ -208,18 +212,57 @@ type join struct{ k, op int32 }
 // size (hint): a write of 1000 records meets tens of thousands.
 func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
 	words, ids, postings, joins, idBytes := hint.sizes(n)
-	g := &gatherer{
-		p:      p,
-		byID:   make(map[string]int32, ids),
-		words:  make([]wordPostings, 0, words),
-		term:   make([]string, 0, words),
-		joins:  make([]join, 0, joins),
-		joined: make([]joined, 0, postings),
-		ids:    make([]byte, 0, idBytes),
-		spans:  make([]idSpan, 0, postings),
+	g := gathererPool.Get().(*gatherer)
+	g.p = p
+	if g.byID == nil {
+		g.byID = make(map[string]int32, ids)
 	}
+	g.words = reuse(g.words, words)
+	g.term = reuse(g.term, words)
+	g.joins = reuse(g.joins, joins)
+	g.joined = reuse(g.joined, postings)
+	g.ids = reuse(g.ids, idBytes)
+	g.spans = reuse(g.spans, postings)
 	p.postings = make([]posting, 0, postings)
 	return g
+}
+
+// reuse returns s emptied if it has room for n, else a new slice that has.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// gathererPool recycles gatherers: a bulk write of 1000 records gathers
+// its postings in megabytes of lists and tables, which made anew for every
+// write would be zeroed and collected again each time.
+var gathererPool = sync.Pool{New: func() any { return new(gatherer) }}
+
+// maxPooledIDBytes is the most bytes of word postings' ids of a gatherer
+// that goes back to the pool: one that met a very large write does not
+// keep its room.
+const maxPooledIDBytes = 16 << 20
+
+// release empties g, once done, and puts it back in the pool. It drops
+// what refers to the write's records and postings: their words and ids.
+func (g *gatherer) release() {
+	if cap(g.ids) > maxPooledIDBytes {
+		return
+	}
+	g.p = nil
+	clear(g.byID)
+	clear(g.term[:cap(g.term)])
+	for i := range g.cols {
+		t := g.cols[i].words
+		clear(t.slots)
+		t.n = 0
+		g.spare = append(g.spare, t)
+	}
+	clear(g.cols)
+	g.cols = g.cols[:0]
+	gathererPool.Put(g)
 }
 
 func (g *gatherer) Bitmap(id []byte) {
@@ -267,7 +310,13 @@ func (g *gatherer) colWords(col uint32) *colWords {
 			return &g.cols[i]
 		}
 	}
-	g.cols = append(g.cols, colWords{col: col, words: newWordTable(cap(g.words))})
+	var t wordTable
+	if n := len(g.spare); n > 0 {
+		t, g.spare = g.spare[0], g.spare[1:]
+	} else {
+		t = newWordTable(cap(g.words))
+	}
+	g.cols = append(g.cols, colWords{col: col, words: t})
 	return &g.cols[len(g.cols)-1]
 }
 
