@@ -139,6 +139,7 @@ func (c *WriteRecords) prepare(d *DB, grouped bool) {
 		layers.Visit(t, rec, g)
 	}
 	g.done(len(c.Ops), &d.gatherHint)
+	g.release()
 	p.postings = sortPostings(p.postings)
 	p.markKnown(d, br)
 	c.prep = p
@@ -156,28 +157,25 @@ type gatherer struct {
 	// op is the operation whose record is being visited.
 	op   int32
 	byID map[string]int32
-	// cols are the words met by text column; words are the postings of
-	// each word, the term bitmap's then its frequency bitmaps', -1 for
-	// those not met yet.
+	// cols are the words met by text column; words and term are by
+	// word, term the word itself; seen are the words of the field being
+	// counted.
 	cols  []colWords
-	words [][1 + len(fts.TFLevels)]int32
-	// term, stamp and tf are by word: the word, the last operation that
-	// held it and how many times it did (Tokens); seen are the words of
-	// the field being counted.
+	words []wordPostings
 	term  []string
-	stamp []int32
-	tf    []int32
 	seen  []int32
-	// joins are the joins so far, a posting and an operation each; last
-	// is the last operation that joined each posting, count how many did.
-	joins []join
-	last  []int32
-	count []int32
+	// joins are the joins so far, a posting and an operation each; joined
+	// are by posting.
+	joins  []join
+	joined []joined
 	// ids are the ids of the word postings, one after another; spans say
 	// where each ends. They are made strings all at once (done), not one
 	// by one: a write of 1000 records meets tens of thousands of words.
 	ids   []byte
 	spans []idSpan
+	// spare are the word tables of a write gathered before, emptied, for
+	// the columns of this one.
+	spare []wordTable
 }
 
 // idSpan is where the id of posting k ends in gatherer.ids.
@@ -186,8 +184,25 @@ type idSpan struct{ k, to int32 }
 // colWords indexes gatherer.words by the words of one text column.
 type colWords struct {
 	col   uint32
-	words map[string]int32
+	words wordTable
 }
+
+// wordPostings is what a gatherer keeps of one word of a text column, in
+// one place since a token's lookup reads all of it.
+type wordPostings struct {
+	// stamp is the last operation that held the word, tf how many times
+	// it did (Tokens).
+	stamp, tf int32
+	// ks are the word's postings, the term bitmap's then its frequency
+	// bitmaps', -1 for those not met yet.
+	ks [1 + len(fts.TFLevels)]int32
+	// head is the word's first 8 bytes (wordHead).
+	head uint64
+}
+
+// joined is what a gatherer keeps of one posting: the last operation that
+// joined it and how many did.
+type joined struct{ last, count int32 }
 
 // join is one record joining one posting.
 type join struct{ k, op int32 }
@@ -197,21 +212,57 @@ type join struct{ k, op int32 }
 // size (hint): a write of 1000 records meets tens of thousands.
 func newGatherer(p *prepared, n int, hint *gatherHint) *gatherer {
 	words, ids, postings, joins, idBytes := hint.sizes(n)
-	g := &gatherer{
-		p:     p,
-		byID:  make(map[string]int32, ids),
-		words: make([][1 + len(fts.TFLevels)]int32, 0, words),
-		term:  make([]string, 0, words),
-		stamp: make([]int32, 0, words),
-		tf:    make([]int32, 0, words),
-		joins: make([]join, 0, joins),
-		last:  make([]int32, 0, postings),
-		count: make([]int32, 0, postings),
-		ids:   make([]byte, 0, idBytes),
-		spans: make([]idSpan, 0, postings),
+	g := gathererPool.Get().(*gatherer)
+	g.p = p
+	if g.byID == nil {
+		g.byID = make(map[string]int32, ids)
 	}
+	g.words = reuse(g.words, words)
+	g.term = reuse(g.term, words)
+	g.joins = reuse(g.joins, joins)
+	g.joined = reuse(g.joined, postings)
+	g.ids = reuse(g.ids, idBytes)
+	g.spans = reuse(g.spans, postings)
 	p.postings = make([]posting, 0, postings)
 	return g
+}
+
+// reuse returns s emptied if it has room for n, else a new slice that has.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// gathererPool recycles gatherers: a bulk write of 1000 records gathers
+// its postings in megabytes of lists and tables, which made anew for every
+// write would be zeroed and collected again each time.
+var gathererPool = sync.Pool{New: func() any { return new(gatherer) }}
+
+// maxPooledIDBytes is the most bytes of word postings' ids of a gatherer
+// that goes back to the pool: one that met a very large write does not
+// keep its room.
+const maxPooledIDBytes = 16 << 20
+
+// release empties g, once done, and puts it back in the pool. It drops
+// what refers to the write's records and postings: their words and ids.
+func (g *gatherer) release() {
+	if cap(g.ids) > maxPooledIDBytes {
+		return
+	}
+	g.p = nil
+	clear(g.byID)
+	clear(g.term[:cap(g.term)])
+	for i := range g.cols {
+		t := g.cols[i].words
+		clear(t.slots)
+		t.n = 0
+		g.spare = append(g.spare, t)
+	}
+	clear(g.cols)
+	g.cols = g.cols[:0]
+	gathererPool.Put(g)
 }
 
 func (g *gatherer) Bitmap(id []byte) {
@@ -240,14 +291,15 @@ func (g *gatherer) Tokens(col uint32, toks []fts.Token) {
 	g.seen = g.seen[:0]
 	for _, t := range toks {
 		wi := g.wordOf(cw, t.Term)
-		if g.stamp[wi] != g.op {
-			g.stamp[wi], g.tf[wi] = g.op, 0
+		wp := &g.words[wi]
+		if wp.stamp != g.op {
+			wp.stamp, wp.tf = g.op, 0
 			g.seen = append(g.seen, wi)
 		}
-		g.tf[wi]++
+		wp.tf++
 	}
 	for _, wi := range g.seen {
-		g.joinWord(col, wi, g.term[wi], int(g.tf[wi]))
+		g.joinWord(col, wi, g.term[wi], int(g.words[wi].tf))
 	}
 }
 
@@ -258,21 +310,23 @@ func (g *gatherer) colWords(col uint32) *colWords {
 			return &g.cols[i]
 		}
 	}
-	g.cols = append(g.cols, colWords{col: col, words: make(map[string]int32, cap(g.words))})
+	var t wordTable
+	if n := len(g.spare); n > 0 {
+		t, g.spare = g.spare[0], g.spare[1:]
+	} else {
+		t = newWordTable(cap(g.words))
+	}
+	g.cols = append(g.cols, colWords{col: col, words: t})
 	return &g.cols[len(g.cols)-1]
 }
 
 // wordOf returns the index of word term of cw in g.words, adding it if
 // it is new.
 func (g *gatherer) wordOf(cw *colWords, term string) int32 {
-	wi, ok := cw.words[term]
-	if !ok {
-		wi = int32(len(g.words))
-		g.words = append(g.words, [1 + len(fts.TFLevels)]int32{-1, -1, -1, -1})
+	wi, head, added := cw.words.index(term, g.words, g.term)
+	if added {
+		g.words = append(g.words, wordPostings{stamp: -1, ks: [...]int32{-1, -1, -1, -1}, head: head})
 		g.term = append(g.term, term)
-		g.stamp = append(g.stamp, -1)
-		g.tf = append(g.tf, 0)
-		cw.words[term] = wi
 	}
 	return wi
 }
@@ -280,7 +334,7 @@ func (g *gatherer) wordOf(cw *colWords, term string) int32 {
 // joinWord joins the record being visited to the postings of word wi of
 // column col, term, which it holds n times.
 func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
-	ks := &g.words[wi]
+	ks := &g.words[wi].ks
 	if ks[0] < 0 {
 		g.ids = codec.TermBitmapID(g.ids, col, term)
 		ks[0] = g.addWord(term)
@@ -302,8 +356,7 @@ func (g *gatherer) joinWord(col uint32, wi int32, term string, n int) {
 // its index.
 func (g *gatherer) add(id, term string) int32 {
 	g.p.postings = append(g.p.postings, posting{id: id, term: term})
-	g.last = append(g.last, -1)
-	g.count = append(g.count, 0)
+	g.joined = append(g.joined, joined{last: -1})
 	return int32(len(g.p.postings) - 1)
 }
 
@@ -317,11 +370,12 @@ func (g *gatherer) addWord(term string) int32 {
 
 // join notes that the record being visited joins posting k.
 func (g *gatherer) join(k int32) {
-	if g.last[k] == g.op {
+	jd := &g.joined[k]
+	if jd.last == g.op {
 		return // a value the record holds twice
 	}
-	g.last[k] = g.op
-	g.count[k]++
+	jd.last = g.op
+	jd.count++
 	g.joins = append(g.joins, join{k, g.op})
 }
 
@@ -329,19 +383,20 @@ func (g *gatherer) join(k int32) {
 // remembers the sizes met in hint.
 func (g *gatherer) done(n int, hint *gatherHint) {
 	ops := make([]int32, len(g.joins))
-	at := g.count // from here on, where each posting's next operation goes
+	at := g.joined // from here on, count is where each posting's next operation goes
 	from := int32(0)
-	for k, c := range g.count {
-		at[k] = from
+	for k := range at {
+		c := at[k].count
+		at[k].count = from
 		from += c
 	}
 	for _, j := range g.joins {
-		ops[at[j.k]] = j.op
-		at[j.k]++
+		ops[at[j.k].count] = j.op
+		at[j.k].count++
 	}
 	from = 0
 	for k := range g.p.postings {
-		to := at[k]
+		to := at[k].count
 		g.p.postings[k].ops = ops[from:to:to]
 		from = to
 	}
@@ -357,16 +412,23 @@ func (g *gatherer) done(n int, hint *gatherHint) {
 
 // gatherHint remembers how many words, other bitmaps, postings, joins and
 // bytes of word postings' ids the last write gathering postings met per
-// record, so that the next one
-// sizes its maps and lists once rather than growing them. It sizes
-// memory only: what a write prepares does not depend on it.
+// record, so that the next one sizes its maps and lists once rather than
+// growing them. It sizes memory only: what a write prepares does not
+// depend on it.
 type gatherHint struct{ words, ids, postings, joins, idBytes atomic.Int64 }
 
 // hintScale is the number of records gatherHint's sizes are per.
 const hintScale = 1024
 
+// sizes returns the sizes for a write of n records: those of the last
+// write scaled to n, rounded up, and an eighth more. Writes of like
+// records meet a little more or less than one another; a list one short
+// of its size would double, copying all it holds.
 func (h *gatherHint) sizes(n int) (words, ids, postings, joins, idBytes int) {
-	f := func(v *atomic.Int64) int { return int(v.Load() * int64(n) / hintScale) }
+	f := func(v *atomic.Int64) int {
+		x := (v.Load()*int64(n) + hintScale - 1) / hintScale
+		return int(x + x/8)
+	}
 	return f(&h.words), f(&h.ids), f(&h.postings), f(&h.joins), f(&h.idBytes)
 }
 
@@ -374,7 +436,7 @@ func (h *gatherHint) note(n, words, ids, postings, joins, idBytes int) {
 	if n == 0 {
 		return
 	}
-	f := func(v *atomic.Int64, x int) { v.Store(int64(x) * hintScale / int64(n)) }
+	f := func(v *atomic.Int64, x int) { v.Store((int64(x)*hintScale + int64(n) - 1) / int64(n)) }
 	f(&h.words, words)
 	f(&h.ids, ids)
 	f(&h.postings, postings)
