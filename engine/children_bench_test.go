@@ -408,7 +408,8 @@ func totalAlloc() uint64 {
 // reads and passes of the mix on main fill the record cache of the
 // server's default size, as the suite's earlier workloads do. Each op
 // forks a child, runs three passes of the mix, each query on main and on
-// the child in turn (which side goes first alternates), and deletes the
+// the child in turn (which side goes first alternates every eight queries,
+// one of each kind, and every pass), and deletes the
 // child. The first pass, where the child's reads are new to every cache
 // that keys them by branch, is reported apart from the later ones, each
 // as the child ÷ main ratio of the thread CPU time per query, over all
@@ -503,7 +504,7 @@ func BenchmarkChildQueryMix(b *testing.B) {
 					for i, q := range fx.mix {
 						refs := [2]engine.Ref{main, child}
 						for k := range 2 {
-							s := (k + i + pass) % 2
+							s := (k + i/8 + pass) % 2
 							t0, c0 := time.Now(), threadCPU()
 							pprof.Do(context.Background(), pprof.Labels("side", [2]string{"main", "child"}[s], "pass", [2]string{"first", "later"}[later]), func(context.Context) {
 								run(refs[s], q)
