@@ -268,7 +268,7 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 			return nil
 		}
 		i := at[j]
-		if bc == nil { // found through the ancestor's cache only: kept nowhere
+		if bc == nil { // no own cache to keep it in: a view of this page only
 			fillRecordView(pooled(i), &fields, s.t, rec, p)
 			byRow[i] = &views[i]
 			return nil
@@ -311,7 +311,7 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 // (viewsAlike: the same columns under the same paths, and no file column,
 // whose fields name the branch they were read on), the page first finds
 // the ancestor's entries at that epoch, as the ancestor's own pages do: a
-// fresh child's queries read none of the records its parent's reads
+// fresh child's pages read from storage no record its parent's reads have
 // cached. What it reads from storage it keeps under its own cache, at its
 // own epoch, which it takes as a point read does:
 //
