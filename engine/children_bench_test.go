@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -398,4 +399,143 @@ func totalAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.TotalAlloc
+}
+
+// BenchmarkChildQueryMix compares the query mix of the benchmark suite
+// (bench/gen's filter kinds) on a fresh child, forked from main with no
+// write on either since, with the same queries on main, as W6 measures
+// them over HTTP (target: child ≤ 1.3× main). Before the first op, point
+// reads and passes of the mix on main fill the record cache of the
+// server's default size, as the suite's earlier workloads do. Each op
+// forks a child, runs three passes of the mix, each query on main and on
+// the child in turn (which side goes first alternates every eight queries,
+// one of each kind, and every pass), and deletes the
+// child. The first pass, where the child's reads are new to every cache
+// that keys them by branch, is reported apart from the later ones, each
+// as the child ÷ main ratio of the thread CPU time per query, over all
+// and by kind.
+func BenchmarkChildQueryMix(b *testing.B) {
+	const (
+		passes = 3
+		cache  = 32 << 20 // the server's default record cache
+		gets   = 20_000   // point reads on main before the first op
+	)
+	type query struct {
+		kind string
+		req  engine.QueryRequest
+	}
+	type fixture struct {
+		f       *queryFixture
+		mix     []query
+		records *engine.RecordCache
+		forks   int
+	}
+	fixtures := queryFixtures(b)
+	built := map[int]*fixture{}
+	for _, n := range benchSizes(b, 1e4, 1e5, 1e6) {
+		b.Run(sizeLabel(n), func(b *testing.B) {
+			fx := built[n]
+			if fx == nil {
+				fx = &fixture{f: fixtures(b, n), records: engine.NewRecordCache(cache)}
+				for _, q := range fx.f.g.Queries(160).Filter {
+					req := engine.QueryRequest{Page: engine.PageInput{Size: &queryPage}}
+					var err error
+					if req.Filter, err = index.ReadFilter(q.Filter); err == nil && string(q.Sort) != "null" {
+						req.Sort, err = index.ReadSort(q.Sort)
+					}
+					if err != nil {
+						b.Fatalf("%s %s: %v", q.Filter, q.Sort, err)
+					}
+					fx.mix = append(fx.mix, query{q.Kind, req})
+				}
+				built[n] = fx
+			}
+			e, main := fx.f.env.e, fx.f.ref
+			opts := engine.QueryOptions{Views: true, Records: fx.records}
+			run := func(ref engine.Ref, q query) {
+				if _, err := e.Query(context.Background(), ref, gen.DocsTable, q.req, opts); err != nil {
+					b.Fatalf("query %v %s: %v", ref, q.kind, err)
+				}
+			}
+			b.StopTimer()
+			if fx.forks == 0 {
+				for range 2 {
+					for i := range gets {
+						id := gen.DocID(int(uint64(i) * 7919 % uint64(n)))
+						if _, err := e.GetView(fx.records, main, gen.DocsTable, id); err != nil {
+							b.Fatalf("get %s: %v", id, err)
+						}
+					}
+				}
+				for _, q := range fx.mix {
+					run(main, q)
+				}
+				waitForBuilds(b, e)
+				for range 2 {
+					for _, q := range fx.mix {
+						run(main, q)
+					}
+				}
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			// cost[later][side] by kind, "" for all; side 0 is main.
+			cost := [2]map[string]*[2]sideCost{{}, {}}
+			add := func(later int, kind string, s int, wall, cpu time.Duration) {
+				for _, k := range []string{"", kind} {
+					c := cost[later][k]
+					if c == nil {
+						c = new([2]sideCost)
+						cost[later][k] = c
+					}
+					c[s].wall += wall
+					c[s].cpu += cpu
+				}
+			}
+			b.StartTimer()
+			for range b.N {
+				child := engine.Ref{Workspace: main.Workspace, Database: main.Database, Branch: fmt.Sprintf("kid%04d", fx.forks)}
+				fx.forks++
+				if err := e.Branches().Create(child, engine.CreateBranchRequest{From: main.Branch}); err != nil {
+					b.Fatal(err)
+				}
+				for pass := range passes {
+					later := min(pass, 1)
+					for i, q := range fx.mix {
+						refs := [2]engine.Ref{main, child}
+						for k := range 2 {
+							s := (k + i/8 + pass) % 2
+							t0, c0 := time.Now(), threadCPU()
+							pprof.Do(context.Background(), pprof.Labels("side", [2]string{"main", "child"}[s], "pass", [2]string{"first", "later"}[later]), func(context.Context) {
+								run(refs[s], q)
+							})
+							add(later, q.kind, s, time.Since(t0), threadCPU()-c0)
+						}
+					}
+				}
+				if err := e.Branches().Delete(child); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			queries := func(later int) float64 {
+				if later == 0 {
+					return float64(b.N * len(fx.mix))
+				}
+				return float64(b.N * (passes - 1) * len(fx.mix))
+			}
+			for later, name := range []string{"first", "later"} {
+				all := cost[later][""]
+				b.ReportMetric(float64(all[0].cpu.Nanoseconds())/queries(later), name+"-main-cpu-ns/query")
+				b.ReportMetric(float64(all[1].cpu.Nanoseconds())/queries(later), name+"-child-cpu-ns/query")
+				b.ReportMetric(float64(all[1].cpu)/float64(all[0].cpu), name+"-child/main-cpu")
+				b.ReportMetric(float64(all[1].wall)/float64(all[0].wall), name+"-child/main")
+				for kind, c := range cost[later] {
+					if kind != "" {
+						b.ReportMetric(float64(c[1].cpu)/float64(c[0].cpu), name+"-"+kind+"-child/main-cpu")
+					}
+				}
+			}
+		})
+	}
 }

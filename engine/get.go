@@ -298,7 +298,11 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		// An odd epoch is a write in flight: the cache knows what it
 		// writes, and answers for what it leaves alone.
 		e0 = bc.Epoch()
-		if v, ok := memstore.LookupRecord(c, bc, rawID, e0, t); ok {
+		v, ok := memstore.LookupRecord(c, bc, rawID, e0, t)
+		if !ok {
+			v, ok = sharedView(c, d, b, t, rawID)
+		}
+		if ok {
 			if w != nil {
 				return nil, w.WriteView(v)
 			}
@@ -360,6 +364,19 @@ func getView[ID string | []byte](e *Engine, c *RecordCache, ref Ref, tableName s
 		return nil, w.WriteView(v)
 	}
 	return v, nil
+}
+
+// sharedView returns the view of record id of table t of a fork that
+// reads its ancestor's rows of the table, as the ancestor's entry in the
+// record cache c holds it, when the fork's views are the ancestor's
+// (viewsAlike): a fork finds the records its parent's reads cached, and
+// the views its own pages found there (query.go).
+func sharedView[ID string | []byte](c *RecordCache, d *database, b *model.Branch, t *model.Table, id ID) (*RecordView, bool) {
+	sc, epoch, rt, ok := d.SharedCache(b, t)
+	if !ok || !viewsAlike(t, rt) {
+		return nil, false
+	}
+	return memstore.LookupRecord(c, sc, id, epoch, rt)
 }
 
 // borrowString returns the bytes of a string or byte slice as a string

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -351,10 +352,8 @@ func TestForkPagesAtTheirSnapshot(t *testing.T) {
 		// Cached views are found before the read that puts them: count
 		// them before.
 		for _, row := range rows {
-			if pc.bc != nil {
-				if _, ok := c.GetRow(pc.bc, row, pc.epoch, src.t); ok {
-					hits++
-				}
+			if _, ok := pc.get(row, src.t); ok {
+				hits++
 			}
 		}
 		got, err := src.views(rows, p, pc)
@@ -418,5 +417,152 @@ func TestForkPagesAtTheirSnapshot(t *testing.T) {
 	}
 	if shared, hits := page(b, nothing); shared || hits != 8 {
 		t.Fatalf("fork after its parent wrote: shared %v, %d cached views, want 8", shared, hits)
+	}
+}
+
+// TestForkFindsParentRecords reads pages and records of forks through a
+// record cache that holds their parent's: a fresh fork, sharing its
+// parent's rows, is served the very views its parent's pages cached, by
+// its pages and its point reads alike, also after a reopen (which loads
+// the fork's table apart from its parent's); once the parent writes, the
+// fork reads its own rows, not the parent's new ones; and a fork that
+// renamed a column, which shares its parent's rows but not their views,
+// is never served the parent's.
+func TestForkFindsParentRecords(t *testing.T) {
+	db := openTestDB(t, Options{})
+	main := db.ref("main")
+	const ids = 12
+	for i := range ids {
+		if _, err := db.e.WriteOne(main, Op{Kind: OpInsert, Table: "items", ID: cacheItemID(i),
+			Values: map[string]any{"name": fmt.Sprintf("name %d", i), "n": json.Number(fmt.Sprint(i % 5))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cols, err := index.ReadColumns([]byte(`null`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *RecordCache
+	// page reads every row of ref through c, checks it against storage
+	// at the same snapshot, and returns it with whether ref shared its
+	// ancestor's rows.
+	page := func(ref Ref) ([]*RecordView, bool) {
+		t.Helper()
+		own := db.e.loadOwnEpoch(ref, "items", c)
+		src, release, err := db.e.openSource(context.Background(), ref, "items", memstore.Need{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+		p, err := index.ParseColumns(src.it, cols, src.tableByName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([]uint32, 2*ids)
+		for i := range rows {
+			rows[i] = uint32(i)
+		}
+		got, err := src.views(rows, p, src.cachedRecords(c, own))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := src.views(rows, p, pageCache{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := sameViews(got, want); msg != "" {
+			t.Fatalf("%s: through the cache %s", ref.Branch, msg)
+		}
+		if len(got) != ids {
+			t.Fatalf("%s: %d records, want %d", ref.Branch, len(got), ids)
+		}
+		return got, src.view.Root != src.b
+	}
+	fork := func(name string) Ref {
+		t.Helper()
+		ref := db.ref(name)
+		if err := db.e.Branches().Create(ref, CreateBranchRequest{From: main.Branch}); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	get := func(ref Ref, id string) *RecordView {
+		t.Helper()
+		v, err := db.e.GetView(c, ref, "items", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	field := func(v *RecordView, path string) string {
+		for _, f := range v.Fields {
+			if f.Path == path {
+				return f.Value.Str
+			}
+		}
+		return ""
+	}
+	// served pages main twice, then kid, which must get main's views.
+	served := func(when string, kid Ref) []*RecordView {
+		t.Helper()
+		page(main)
+		parent, _ := page(main) // cached now
+		got, shared := page(kid)
+		if !shared {
+			t.Fatalf("%s: not sharing its parent's rows", when)
+		}
+		for i, v := range got {
+			if v != parent[i] {
+				t.Fatalf("%s: record %s read again, not its parent's cached view", when, v.ID)
+			}
+			if get(kid, v.ID) != v {
+				t.Fatalf("%s: point read of %s does not find its parent's view", when, v.ID)
+			}
+		}
+		return parent
+	}
+
+	c = NewRecordCache(1 << 20)
+	kid := fork("kid")
+	served("fresh fork", kid)
+	db.reopen()
+	c = NewRecordCache(1 << 20)
+	parent := served("fresh fork reopened", kid)
+
+	// The parent writes: the fork reads its own rows from now on.
+	id := parent[2].ID
+	if _, err := db.e.WriteOne(main, Op{Kind: OpUpdate, Table: "items", ID: id, Values: map[string]any{"name": "main's"}}); err != nil {
+		t.Fatal(err)
+	}
+	page(main)
+	if s := field(get(main, id), "name"); s != "main's" {
+		t.Fatalf("main reads %s with name %q", id, s)
+	}
+	if _, shared := page(kid); shared {
+		t.Fatal("fork still sharing after its parent wrote")
+	}
+	if s, want := field(get(kid, id), "name"), field(parent[2], "name"); s != want {
+		t.Fatalf("fork reads %s with name %q, want %q", id, s, want)
+	}
+
+	// A fork that renamed a column shares its parent's rows, not their
+	// views.
+	parent, _ = page(main)
+	ren := fork("ren")
+	if _, err := db.e.Schema().RenameColumn(ren, "items", "name", "title"); err != nil {
+		t.Fatal(err)
+	}
+	got, shared := page(ren)
+	if !shared {
+		t.Fatal("fork that renamed a column: not sharing its parent's rows")
+	}
+	for i, v := range got {
+		w := get(ren, v.ID)
+		if v == parent[i] || w == parent[i] {
+			t.Fatalf("fork that renamed a column: served its parent's view of %s", v.ID)
+		}
+		if field(w, "name") != "" || field(w, "title") != field(parent[i], "name") {
+			t.Fatalf("fork that renamed a column: %s read as %+v", v.ID, w.Fields)
+		}
 	}
 }

@@ -244,10 +244,11 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 	}
 	read, at := rows, []int(nil) // the rows to read, and where they go in rows
 	c, bc := pc.c, pc.bc
-	if bc != nil {
+	through := pc.c != nil
+	if through {
 		read = nil
 		for i, row := range rows {
-			if v, ok := c.GetRow(bc, row, pc.epoch, s.t); ok {
+			if v, ok := pc.get(row, s.t); ok {
 				byRow[i] = v
 				if !p.All {
 					byRow[i] = projectView(v, p, pooled(i), &fields)
@@ -261,12 +262,17 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 	err := layers.ReadRows(s.snap, s.d.ID, lin, s.t.ID, read, func(j int, rec *codec.Record) error {
 		// A view takes the decoded values, which the next decode into
 		// rec leaves alone.
-		if bc == nil {
+		if !through {
 			fillRecordView(pooled(j), &fields, s.t, rec, p)
 			byRow[j] = &views[j]
 			return nil
 		}
 		i := at[j]
+		if bc == nil { // no own cache to keep it in: a view of this page only
+			fillRecordView(pooled(i), &fields, s.t, rec, p)
+			byRow[i] = &views[i]
+			return nil
+		}
 		v := newRecordView(s.t, rec, nil)
 		scopeViewFiles(v, s.e, s.d, s.b, s.t)
 		v.cached = true
@@ -296,10 +302,18 @@ func (s *source) views(rows []uint32, p *index.Projection, pc pageCache) ([]*Rec
 // it, whichever branch's structures the branch reads: GetView finds them
 // there by id, and pages by row. A branch that reads its own structures
 // (the view's Root is the branch) has its snapshot's epoch
-// (memstore.View.Epoch) of its own cache. A fork whose table neither it
-// nor its parent has written since the fork reads its ancestor's
-// structures, whose epochs say nothing of the fork's cache; the page
-// takes its epoch of the fork's cache as a point read does:
+// (memstore.View.Epoch) of its own cache.
+//
+// A fork whose table neither it nor its parent has written since the fork
+// reads its ancestor's structures (the view's Root). Its rows are then
+// exactly the ancestor's at the snapshot, whose epoch of the ancestor's
+// cache is the view's; when its views of them are the ancestor's too
+// (viewsAlike: the same columns under the same paths, and no file column,
+// whose fields name the branch they were read on), the page first finds
+// the ancestor's entries at that epoch, as the ancestor's own pages do: a
+// fresh child's pages read from storage no record its parent's reads have
+// cached. What it reads from storage it keeps under its own cache, at its
+// own epoch, which it takes as a point read does:
 //
 //   - loadOwnEpoch gets the cache (made, when there is none, under the
 //     table's lock, so that every write of the fork's table that starts
@@ -354,20 +368,41 @@ func (e *Engine) loadOwnEpoch(ref Ref, tableName string, c *RecordCache) ownEpoc
 	return ownEpoch{bc: bc, epoch: bc.Epoch(), branch: b.ID, table: t.ID}
 }
 
-// pageCache is a record cache a page is read through, with the table cache
-// and the epoch of it its entries are tagged with; bc is nil for none.
+// pageCache is a record cache a page is read through: the table cache and
+// the epoch of it its entries are found and kept under (bc nil for none),
+// and for a fork sharing its ancestor's rows and views, the ancestor's
+// table cache, epoch and table, under which it finds entries too (shared
+// nil for none); c is nil when it has neither.
 type pageCache struct {
-	c     *RecordCache
-	bc    *memstore.BitmapCache
-	epoch uint64
+	c      *RecordCache
+	bc     *memstore.BitmapCache
+	epoch  uint64
+	shared *memstore.BitmapCache
+	sEpoch uint64
+	sTable *model.Table
+}
+
+// get returns the cached view of row, of the source's table t: the
+// ancestor's entry, else the branch's own.
+func (pc pageCache) get(row uint32, t *model.Table) (*RecordView, bool) {
+	if pc.shared != nil {
+		if v, ok := pc.c.GetRow(pc.shared, row, pc.sEpoch, pc.sTable); ok {
+			return v, true
+		}
+	}
+	if pc.bc != nil {
+		return pc.c.GetRow(pc.bc, row, pc.epoch, t)
+	}
+	return nil, false
 }
 
 // cachedRecords returns how the record cache c serves the source's pages,
 // given its branch's own table cache loaded before the snapshot (own): at
-// the source's epoch when the branch reads its own structures, at own's
-// epoch when it reads an ancestor's and that epoch is still current and
-// even (see above), else not at all (none asked for, or a snapshot at no
-// known epoch).
+// the source's epoch when the branch reads its own structures; when it
+// reads an ancestor's, at own's epoch if that is still current and even
+// (see above), and, when the ancestor's views are its own, at the
+// source's epoch of the ancestor's cache too; else not at all (none asked
+// for, or a snapshot at no known epoch).
 func (s *source) cachedRecords(c *RecordCache, own ownEpoch) pageCache {
 	if c == nil || s.view == nil {
 		return pageCache{}
@@ -378,10 +413,38 @@ func (s *source) cachedRecords(c *RecordCache, own ownEpoch) pageCache {
 		}
 		return pageCache{c: c, bc: s.cache, epoch: s.epoch}
 	}
-	if own.bc == nil || own.branch != s.b.ID || own.table != s.t.ID || own.epoch%2 != 0 || own.bc.Epoch() != own.epoch {
+	pc := pageCache{c: c}
+	if s.cache != nil && viewsAlike(s.t, s.view.RootTable) {
+		pc.shared, pc.sEpoch, pc.sTable = s.cache, s.epoch, s.view.RootTable
+	}
+	if own.bc != nil && own.branch == s.b.ID && own.table == s.t.ID && own.epoch%2 == 0 && own.bc.Epoch() == own.epoch {
+		pc.bc, pc.epoch = own.bc, own.epoch
+	}
+	if pc.bc == nil && pc.shared == nil {
 		return pageCache{}
 	}
-	return pageCache{c: c, bc: own.bc, epoch: own.epoch}
+	return pc
+}
+
+// viewsAlike reports whether the records of tables t and u, of two branches
+// that share their rows, have the same views: their leaves have the same
+// ids, types and paths (a fork shares its parent's table object until
+// either changes the schema, and a reopened engine loads them apart), and
+// neither has a file column, whose fields name the branch they were read
+// on.
+func viewsAlike(t, u *model.Table) bool {
+	if t == nil || u == nil || t.Sig != u.Sig || hasFileColumns(t) {
+		return false
+	}
+	if t == u {
+		return true
+	}
+	for _, c := range t.Leaves {
+		if uc := u.ByID[c.ID]; uc == nil || uc.Path != c.Path {
+			return false
+		}
+	}
+	return true
 }
 
 // projectView builds in dst the view of the columns p selects of a whole

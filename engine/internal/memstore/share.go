@@ -50,3 +50,32 @@ func (d *DB) parentOf(st *apply.State, b *model.Branch, t *model.Table) (*model.
 	}
 	return p, pt
 }
+
+// SharedCache returns the table cache of the ancestor whose rows of table
+// t branch b sees exactly (shareRoot), its epoch and the ancestor's table,
+// read together under the table's lock: at that instant b's rows of t are
+// the ancestor's as of that epoch, and an entry of the ancestor's that
+// holds at it holds for b. ok is false when b reads its own rows, or when
+// the state shows b or t no more (gone, or its schema changed).
+func (d *DB) SharedCache(b *model.Branch, t *model.Table) (c *BitmapCache, epoch uint64, rt *model.Table, ok bool) {
+	if len(b.Lineage) < 2 {
+		return nil, 0, nil, false // a branch with no parent
+	}
+	tl := d.readTable(t.ID)
+	defer d.doneReading(tl)
+	st := d.State()
+	cur := st.ByID.At(b.ID)
+	if cur == nil || cur.Schema.TableByID(t.ID) != t {
+		return nil, 0, nil, false
+	}
+	root, rt := d.shareRoot(st, cur, t)
+	if root == cur {
+		return nil, 0, nil, false
+	}
+	c = d.cacheFor(storeKey{Branch: root.ID, Table: rt.ID})
+	// No write of the table is in flight under its lock: the epoch is even.
+	if epoch = c.Epoch(); epoch%2 != 0 {
+		return nil, 0, nil, false
+	}
+	return c, epoch, rt, true
+}
