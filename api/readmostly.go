@@ -41,6 +41,11 @@ func (c *readMostly[K, V]) update(fn func(next map[K]V) bool) {
 
 // put sets k to v while the map holds fewer than limit keys, or k already.
 func (c *readMostly[K, V]) put(k K, v V, limit int) {
+	if m := c.load(); len(m) >= limit {
+		if _, ok := m[k]; !ok {
+			return // full: no copy of the map for a key it will not take
+		}
+	}
 	c.update(func(next map[K]V) bool {
 		if _, ok := next[k]; !ok && len(next) >= limit {
 			return false

@@ -20,6 +20,9 @@ func TestReadMostly(t *testing.T) {
 	if got := m.load(); len(got) != 2 || got["a"] != 4 || got["b"] != 2 {
 		t.Fatalf("after puts: %v, want map[a:4 b:2]", got)
 	}
+	if n := testing.AllocsPerRun(10, func() { m.put("d", 5, 2) }); n != 0 {
+		t.Fatalf("a put the full map refused allocated %v times: copied the map", n)
+	}
 	before := m.load()
 	m.remove("a")
 	m.remove("nope")

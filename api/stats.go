@@ -40,6 +40,11 @@ const maxStatsBranches = 1 << 14
 // most maxStatsBranches entries, once per branch and server run.
 type accessStats struct {
 	m readMostly[engine.Ref, *branchAccess]
+	// fullHour is the hour (plus one; 0: none) in which a branch found no
+	// room: every branch counted was active within the window, and none
+	// goes idle before the window moves at the next hour, so until then a
+	// new branch is not counted without copying and scanning the map.
+	fullHour atomic.Int64
 }
 
 // branchAccess is a ring of hourly buckets of one branch.
@@ -92,11 +97,18 @@ func (a *accessStats) note(ref engine.Ref, write bool, now time.Time) {
 // add returns the counters of a branch, creating them; nil when the table
 // is full of branches active within the window.
 func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
+	h := hourOf(now) + 1
+	if a.fullHour.Load() == h {
+		return nil
+	}
 	var b *branchAccess
 	a.m.update(func(m map[engine.Ref]*branchAccess) bool {
 		b = a.addTo(m, ref, now)
 		return b != nil
 	})
+	if b == nil {
+		a.fullHour.Store(h)
+	}
 	return b
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -52,5 +53,34 @@ func TestAccessStatsCounts(t *testing.T) {
 	a.note(main, false, day)
 	if r, w := count(main, day); r != 2 || w != 0 {
 		t.Errorf("a day later: %d reads, %d writes; want 2 and 0", r, w)
+	}
+}
+
+// A table full of branches active within the window counts no new branch
+// until one goes idle, and does not copy itself for each one it refuses;
+// once the window has moved past the branches' hour, new ones are counted.
+func TestAccessStatsFull(t *testing.T) {
+	var a accessStats
+	now := time.Date(2026, 11, 27, 10, 30, 0, 0, time.UTC)
+	ref := func(i int) engine.Ref {
+		return engine.Ref{Workspace: "w", Database: "d", Branch: "b" + strconv.Itoa(i)}
+	}
+	for i := range maxStatsBranches {
+		a.note(ref(i), false, now)
+	}
+	a.note(ref(maxStatsBranches), false, now)
+	if a.branch(ref(maxStatsBranches)) != nil {
+		t.Fatal("a branch counted in a table full of active branches")
+	}
+	// Within the hour no counted branch goes idle: a refused branch costs
+	// neither a copy nor a scan of the table.
+	refused, later := ref(maxStatsBranches+1), now.Add(time.Minute)
+	if n := testing.AllocsPerRun(10, func() { a.note(refused, false, later) }); n != 0 {
+		t.Fatalf("a refused branch allocated %v times: copied the table", n)
+	}
+	day := now.Add(statsHours * time.Hour)
+	a.note(ref(maxStatsBranches), true, day)
+	if _, w := a.series(ref(maxStatsBranches), day); w[len(w)-1]["value"].(int64) != 1 {
+		t.Fatal("a new branch is not counted once the others went idle")
 	}
 }
