@@ -186,7 +186,8 @@ func (s *bodyScan) value(depth int) (any, bool) {
 	if depth > maxScanDepth {
 		return nil, false
 	}
-	switch c := s.space(); c {
+	c := s.space()
+	switch c {
 	case '{':
 		s.i++
 		m := map[string]any{}
@@ -236,6 +237,14 @@ func (s *bodyScan) value(depth int) (any, bool) {
 		}
 	case '"':
 		return s.string()
+	}
+	return s.scalar(c)
+}
+
+// scalar reads the literal or number at s.i, whose first byte is c, as
+// encoding/json decodes it into an any with UseNumber.
+func (s *bodyScan) scalar(c byte) (any, bool) {
+	switch c {
 	case 't':
 		return true, s.literal("true")
 	case 'f':

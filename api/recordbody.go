@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -170,25 +169,16 @@ func (s *recordScan) value(depth int) (any, bool) {
 	if depth > maxScanDepth {
 		return nil, false
 	}
-	switch c := s.space(); c {
+	c := s.space()
+	switch c {
 	case '{':
 		return s.object(depth)
 	case '[':
 		return s.array(depth)
 	case '"':
 		return s.text()
-	case 't':
-		return true, s.literal("true")
-	case 'f':
-		return false, s.literal("false")
-	case 'n':
-		return nil, s.literal("null")
 	}
-	start := s.i
-	if !s.number() {
-		return nil, false
-	}
-	return json.Number(s.b[start:s.i]), true
+	return s.scalar(c)
 }
 
 // array reads an array at s.i, depth levels down. Its elements gather on

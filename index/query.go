@@ -328,11 +328,11 @@ func bindQuery(t *Table, filter Filter, sort Sort) (*boundQuery, error) {
 // the record cache about a tenth of its time, binding and planning them
 // about as much again, which the pages after the first need not pay. A
 // first page read from the same JSON text takes the binding too
-// (bindFirstPage), and keeps its own when there is none. A table is one version of its schema (a *Table is not
-// changed once made), so a binding is reused only for the same *Table,
-// and bound again for another. Decoded values and bindings are only read
-// (plans are not changed as they run, an order's keys are not), so pages
-// share them. At most maxCursorQueries are kept, each of at most
+// (bindFirstPage), and keeps its own when there is none. A table is one
+// version of its schema (a *Table is not changed once made), so a binding
+// is reused only for the same *Table, and bound again for another.
+// Decoded values and bindings are only read (plans are not changed as they
+// run, an order's keys are not), so pages share them. At most maxCursorQueries are kept, each of at most
 // maxCursorQueryBytes of JSON (a larger one is decoded and bound every
 // time); a full cache starts over.
 var cursorQueries struct {
