@@ -170,15 +170,7 @@ func BenchmarkMainWithChildrenGets(b *testing.B) {
 		loadGenDatabase(b, env, g, f.main)
 		env.durable(b)
 		for _, q := range g.Queries(160).Filter {
-			req := engine.QueryRequest{Page: engine.PageInput{Size: &queryPage}}
-			var err error
-			if req.Filter, err = index.ReadFilter(q.Filter); err == nil && string(q.Sort) != "null" {
-				req.Sort, err = index.ReadSort(q.Sort)
-			}
-			if err != nil {
-				b.Fatalf("%s %s: %v", q.Filter, q.Sort, err)
-			}
-			f.mix = append(f.mix, req)
+			f.mix = append(f.mix, mixRequest(b, q))
 		}
 		return f
 	})
@@ -438,15 +430,7 @@ func BenchmarkChildQueryMix(b *testing.B) {
 			if fx == nil {
 				fx = &fixture{f: fixtures(b, n), records: engine.NewRecordCache(cache)}
 				for _, q := range fx.f.g.Queries(160).Filter {
-					req := engine.QueryRequest{Page: engine.PageInput{Size: &queryPage}}
-					var err error
-					if req.Filter, err = index.ReadFilter(q.Filter); err == nil && string(q.Sort) != "null" {
-						req.Sort, err = index.ReadSort(q.Sort)
-					}
-					if err != nil {
-						b.Fatalf("%s %s: %v", q.Filter, q.Sort, err)
-					}
-					fx.mix = append(fx.mix, query{q.Kind, req})
+					fx.mix = append(fx.mix, query{q.Kind, mixRequest(b, q)})
 				}
 				built[n] = fx
 			}
@@ -538,4 +522,18 @@ func BenchmarkChildQueryMix(b *testing.B) {
 			}
 		})
 	}
+}
+
+// mixRequest is the engine's request of a query of the suite's mix, a page
+// of queryPage records.
+func mixRequest(b *testing.B, q gen.FilterQuery) engine.QueryRequest {
+	req := engine.QueryRequest{Page: engine.PageInput{Size: &queryPage}}
+	var err error
+	if req.Filter, err = index.ReadFilter(q.Filter); err == nil && string(q.Sort) != "null" {
+		req.Sort, err = index.ReadSort(q.Sort)
+	}
+	if err != nil {
+		b.Fatalf("%s %s: %v", q.Filter, q.Sort, err)
+	}
+	return req
 }

@@ -356,17 +356,7 @@ func TestForkPagesAtTheirSnapshot(t *testing.T) {
 				hits++
 			}
 		}
-		got, err := src.views(rows, p, pc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := src.views(rows, p, pageCache{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := sameViews(got, want); msg != "" {
-			t.Fatalf("%s: through the cache %s", ref.Branch, msg)
-		}
+		viewsThrough(t, src, rows, p, pc, ref.Branch)
 		return shared, hits
 	}
 	update := func(ref Ref, id, s string) {
@@ -462,17 +452,7 @@ func TestForkFindsParentRecords(t *testing.T) {
 		for i := range rows {
 			rows[i] = uint32(i)
 		}
-		got, err := src.views(rows, p, src.cachedRecords(c, own))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := src.views(rows, p, pageCache{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := sameViews(got, want); msg != "" {
-			t.Fatalf("%s: through the cache %s", ref.Branch, msg)
-		}
+		got := viewsThrough(t, src, rows, p, src.cachedRecords(c, own), ref.Branch)
 		if len(got) != ids {
 			t.Fatalf("%s: %d records, want %d", ref.Branch, len(got), ids)
 		}
@@ -565,4 +545,22 @@ func TestForkFindsParentRecords(t *testing.T) {
 			t.Fatalf("fork that renamed a column: %s read as %+v", v.ID, w.Fields)
 		}
 	}
+}
+
+// viewsThrough reads rows of src through pc, checks them against the same
+// rows read from storage at the same snapshot, and returns them.
+func viewsThrough(t *testing.T, src *source, rows []uint32, p *index.Projection, pc pageCache, branch string) []*RecordView {
+	t.Helper()
+	got, err := src.views(rows, p, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := src.views(rows, p, pageCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := sameViews(got, want); msg != "" {
+		t.Fatalf("%s: through the cache %s", branch, msg)
+	}
+	return got
 }
