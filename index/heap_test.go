@@ -106,6 +106,14 @@ func TestSelectTyped(t *testing.T) {
 					f(ascending, nulls, desc, reverse, 21, 5, 20)
 					f(ascending, nulls, desc, reverse, 5000, -1, -1)
 					f(ascending, nulls, desc, reverse, 1, 0, -1)
+					// Deep cursors: the rows the window leaves out
+					// are the last candidates when the values grow
+					// with the row, fewer and more of them than the
+					// seed reads past.
+					f(ascending, nulls, desc, reverse, 21, 150, -1)
+					f(ascending, nulls, desc, reverse, 21, 700, -1)
+					f(ascending, nulls, desc, reverse, 21, -1, 150)
+					f(ascending, nulls, desc, reverse, 21, -1, 700)
 				}
 			}
 		}

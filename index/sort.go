@@ -1027,45 +1027,57 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 	// Looking a row up in present costs more than the rest of weighing
 	// it: skipped when every candidate has a value.
 	nulls := cand.AndCardinality(present) != cand.GetCardinality()
-	weigh := func(row uint32) {
+	// weigh reports whether the row is in the window.
+	weigh := func(row uint32) bool {
 		r := typedRow[T]{row: row, null: nulls && !present.Contains(row)}
 		if !r.null {
 			r.v = arr[row]
 		}
 		if w.After != nil && toBound(r, after, w.After.ID) <= 0 {
-			return
+			return false
 		}
 		if w.Before != nil && toBound(r, before, w.Before.ID) >= 0 {
-			return
+			return false
 		}
 		if len(h) < w.Limit {
 			h = append(h, r)
 			up(len(h) - 1)
-			return
+			return true
 		}
 		if dir*cmp(r, h[0]) < 0 {
 			h[0] = r
 			down(0)
 		}
+		return true
 	}
 	// Rows are mostly inserted in ascending order of a time or a counter,
 	// so a window that runs from the largest values down has its rows at
 	// the end of the candidates: fed from the front, every row would
 	// replace the heap's top. The heap is seeded with the last Limit
-	// candidates instead, and the pass from the front stops where they
-	// start, having rejected most rows with one comparison. Only the seed
-	// is read backwards: a reverse iterator costs about three times a
-	// forward one per row, more than a rejected row's comparison.
+	// candidates in the window instead, and the pass from the front stops
+	// where they start, having rejected most rows with one comparison. A
+	// cursor's window leaves out the rows of the pages before it, which
+	// are the last candidates then: the seed reads past them, or the heap
+	// would start from rows the window leaves out, and a page deep into
+	// such an order would replace the heap's top at every row, as an
+	// unseeded heap does. Only the seed is read backwards: a reverse
+	// iterator costs about three times a forward one per row, more than a
+	// rejected row's comparison, so the seed reads past at most a quarter
+	// of the candidates (a window at the other end of an order the rows
+	// were not inserted in would have it read them all); every row is
+	// read once either way.
 	end := uint64(math.MaxUint32) + 1 // the forward pass takes rows below end
 	if desc != w.Reverse {
 		rit := cand.ReverseIterator()
-		for range w.Limit {
-			if !rit.HasNext() {
+		skips := max(cand.GetCardinality()/4, 1)
+		for kept := 0; kept < w.Limit && rit.HasNext(); {
+			row := rit.Next()
+			end = uint64(row)
+			if weigh(row) {
+				kept++
+			} else if skips--; skips == 0 {
 				break
 			}
-			row := rit.Next()
-			weigh(row)
-			end = uint64(row)
 		}
 	}
 	var buf [256]uint32
