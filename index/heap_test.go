@@ -119,3 +119,41 @@ func TestSelectTyped(t *testing.T) {
 		}
 	}
 }
+
+// countedIDs is an id store that counts the ids read.
+type countedIDs struct {
+	rowIDs
+	reads *int
+}
+
+func (c countedIDs) Get(row uint32) codec.Value {
+	*c.reads++
+	return c.rowIDs.Get(row)
+}
+
+// TestSelectTypedCursorSeed checks that a cursor's window deep into an
+// order the rows were inserted in, newest first, is seeded from its own
+// rows: the pass from the front then rejects each row with one comparison
+// of values, reading no ids but those of ties with the heap's top, where
+// a heap seeded with rows outside the window replaces its top at every
+// row and reads ids to break the ties among its rows.
+func TestSelectTypedCursorSeed(t *testing.T) {
+	kr, cand, col := heapFixture(30000, true, false, 0.3, 1)
+	o := Order{Keys: []SortKey{{Column: col, Desc: true}}}
+	kr.order = o
+	d := kr.vals[0].(denseInts)
+	key := func(row uint32) Key { return Key{Values: []codec.Value{d.Get(row)}, ID: kr.ids.Get(row).Str} }
+	all := cand.ToArray()
+	slices.SortFunc(all, func(a, b uint32) int { return o.compareKeys(key(a), key(b)) })
+	// Page 50 of 20: after the 980th row.
+	after := key(all[979])
+	reads := 0
+	kr.ids = countedIDs{kr.ids.(rowIDs), &reads}
+	got := selectTyped(kr, cand, o, Window{Limit: 21, After: &after}, d.arr, d.present, func(v codec.Value) int64 { return v.Int })
+	if want := all[980:1001]; !slices.Equal(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+	if reads > 100 {
+		t.Errorf("%d ids read for a window of 21 rows over %d candidates", reads, len(all))
+	}
+}
