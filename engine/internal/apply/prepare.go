@@ -471,7 +471,10 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 // shorter first; the strings are compared only where a longer id's keys
 // are equal.
 func sortPostings(ps []posting) []posting {
-	keys := make([]postingKey, len(ps), 2*len(ps))
+	bp := postingKeys.Get().(*[]postingKey)
+	buf := slices.Grow((*bp)[:0], 2*len(ps))
+	defer func() { *bp = buf[:0]; postingKeys.Put(bp) }()
+	keys := buf[:len(ps)]
 	for k := range ps {
 		var b [16]byte
 		copy(b[:], ps[k].id)
@@ -494,7 +497,7 @@ func sortPostings(ps []posting) []posting {
 			return tie(a, b)
 		})
 	} else {
-		keys = sortKeys(keys, keys[len(keys):cap(keys)])
+		keys = sortKeys(keys, buf[len(ps):2*len(ps)])
 		for i := 0; i < len(keys); {
 			j := i + 1
 			for j < len(keys) && keys[j].hi == keys[i].hi && keys[j].lo == keys[i].lo {
@@ -519,6 +522,10 @@ type postingKey struct {
 	hi, lo uint64
 	k, n   int32
 }
+
+// postingKeys holds sortPostings' room for keys, a megabyte for a bulk
+// write's postings, from one write to the next.
+var postingKeys = sync.Pool{New: func() any { return new([]postingKey) }}
 
 // radixMin is the fewest keys sortPostings sorts by radix: below it,
 // clearing and reading the counts of 16 bytes costs more than comparing.
