@@ -211,8 +211,8 @@ func (a *Applier) applyGroup(d *DB, reqs []*groupReq) {
 		tx.batch.Close()
 		return
 	}
-	if tx.pending.Bitmaps() >= unindexAt {
-		tx.batch = a.unindexed(tx.batch)
+	if n := tx.pending.Bitmaps(); n >= unindexAt {
+		tx.batch = a.unindexed(tx.batch, n)
 	}
 	if err := tx.finish(); err != nil {
 		tx.batch.Close()

@@ -464,38 +464,114 @@ func (p *prepared) markKnown(d *DB, br *model.Branch) {
 // the lock. It sorts keys of the ids' first 16 bytes, which tell most ids
 // apart (a word's bitmap id holds its first 9 or 10 bytes) and compare
 // as two integers, with the ids' lengths and the postings' indexes: that
-// moves less than sorting the postings. Ids of at most 16 bytes whose
-// keys are equal are a prefix of one another (a word's bitmap id and its
-// frequency bitmaps' ids, one byte longer), the shorter first; the
-// strings are compared only where a longer id's keys are equal.
+// moves less than sorting the postings. A bulk write's tens of thousands
+// of keys are sorted by radix (sortKeys), a few by comparing them. Ids of
+// at most 16 bytes whose keys are equal are a prefix of one another (a
+// word's bitmap id and its frequency bitmaps' ids, one byte longer), the
+// shorter first; the strings are compared only where a longer id's keys
+// are equal.
 func sortPostings(ps []posting) []posting {
-	type key struct {
-		hi, lo uint64
-		k, n   int32
-	}
-	keys := make([]key, len(ps))
+	bp := postingKeys.Get().(*[]postingKey)
+	buf := slices.Grow((*bp)[:0], 2*len(ps))
+	defer func() { *bp = buf[:0]; postingKeys.Put(bp) }()
+	keys := buf[:len(ps)]
 	for k := range ps {
 		var b [16]byte
 		copy(b[:], ps[k].id)
-		keys[k] = key{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k), int32(len(ps[k].id))}
+		keys[k] = postingKey{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), int32(k), int32(len(ps[k].id))}
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(a.hi, b.hi); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.lo, b.lo); c != 0 {
-			return c
-		}
+	tie := func(a, b postingKey) int {
 		if a.n <= 16 && b.n <= 16 {
 			return cmp.Compare(a.n, b.n)
 		}
 		return strings.Compare(ps[a.k].id, ps[b.k].id)
-	})
+	}
+	if len(keys) < radixMin {
+		slices.SortFunc(keys, func(a, b postingKey) int {
+			if c := cmp.Compare(a.hi, b.hi); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.lo, b.lo); c != 0 {
+				return c
+			}
+			return tie(a, b)
+		})
+	} else {
+		keys = sortKeys(keys, buf[len(ps):2*len(ps)])
+		for i := 0; i < len(keys); {
+			j := i + 1
+			for j < len(keys) && keys[j].hi == keys[i].hi && keys[j].lo == keys[i].lo {
+				j++
+			}
+			if j-i > 1 {
+				slices.SortFunc(keys[i:j], tie)
+			}
+			i = j
+		}
+	}
 	sorted := make([]posting, len(ps))
 	for i, k := range keys {
 		sorted[i] = ps[k.k]
 	}
 	return sorted
+}
+
+// postingKey is a posting's sort key: the first 16 bytes of its id, its
+// index and its id's length.
+type postingKey struct {
+	hi, lo uint64
+	k, n   int32
+}
+
+// postingKeys holds sortPostings' room for keys, a megabyte for a bulk
+// write's postings, from one write to the next.
+var postingKeys = sync.Pool{New: func() any { return new([]postingKey) }}
+
+// radixMin is the fewest keys sortPostings sorts by radix: below it,
+// clearing and reading the counts of 16 bytes costs more than comparing.
+const radixMin = 512
+
+// sortKeys sorts keys by hi, then lo, keeping the order of equal ones, a
+// byte at a time from the last (a least significant digit radix sort),
+// with tmp as room for as many keys; it returns the slice, keys or tmp,
+// that holds them sorted. A byte that all keys share is not sorted by:
+// the kind and column bytes a write's ids begin with mostly are.
+func sortKeys(keys, tmp []postingKey) []postingKey {
+	// counts[d] counts the keys by their byte d, 0 being lo's last.
+	var counts [16][256]int32
+	for _, k := range keys {
+		for d := range 8 {
+			counts[d][byte(k.lo>>(8*d))]++
+			counts[8+d][byte(k.hi>>(8*d))]++
+		}
+	}
+	n := int32(len(keys))
+	for d := range 16 {
+		c := &counts[d]
+		shift := uint(8 * (d % 8))
+		if c[byte(keys[0].lo>>shift)] == n && d < 8 || c[byte(keys[0].hi>>shift)] == n && d >= 8 {
+			continue // every key has the same byte d
+		}
+		var at int32
+		for b := range c {
+			c[b], at = at, at+c[b]
+		}
+		if d < 8 {
+			for _, k := range keys {
+				b := byte(k.lo >> shift)
+				tmp[c[b]] = k
+				c[b]++
+			}
+		} else {
+			for _, k := range keys {
+				b := byte(k.hi >> shift)
+				tmp[c[b]] = k
+				c[b]++
+			}
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
 }
 
 // opZero is the operations of a posting of a single-record write.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
 )
@@ -98,4 +99,41 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSortPostings measures sorting a bulk write's postings by id: of
+// 1000 records like BenchmarkPrepareBulk's, about 25,000, most of them
+// words' bitmaps (some with frequency bitmaps), the rest values' of a
+// few columns. One op sorts them once.
+func BenchmarkSortPostings(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var ps []posting
+	seen := map[string]bool{}
+	add := func(id []byte) {
+		if !seen[string(id)] {
+			seen[string(id)] = true
+			ps = append(ps, posting{id: string(id)})
+		}
+	}
+	for len(ps) < 25_000 {
+		w := make([]byte, 3+r.IntN(8))
+		for j := range w {
+			w[j] = byte('a' + r.IntN(26))
+		}
+		col := uint32(1 + r.IntN(2))
+		switch r.IntN(10) {
+		case 0:
+			add(codec.AppendU64(codec.AppendU32([]byte{codec.BitmapPosting}, uint32(4+r.IntN(3))), r.Uint64()))
+		case 1:
+			add(codec.TermTFBitmapID(nil, col, uint8(r.IntN(3)), string(w)))
+		default:
+			add(codec.TermBitmapID(nil, col, string(w)))
+		}
+	}
+	r.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	cpu0 := processCPU(b)
+	for b.Loop() {
+		sortPostings(ps)
+	}
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
