@@ -56,7 +56,7 @@ func (s *suite) runCoppice() error {
 	s.settleAfter(srv, "the W1 load")
 	// The import runs on a server of its own, started on an empty data
 	// directory as this one was: here it would write into a tree that
-	// holds the loader's docs, and pay for their compactions.
+	// already holds the loader's docs, where its compactions take longer.
 	s.try("W1 import", func() error { return s.coppiceImportW1(load.Summary, loader) })
 	// One summary builds the docs table's column store, as the first
 	// queries of a server that has been up for a while would have.
