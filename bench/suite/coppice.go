@@ -53,11 +53,11 @@ func (s *suite) runCoppice() error {
 		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request; %s", batchSize, s.cfg.loaders, loader))
 	s.coppiceDisk = dirSize(dataDir)
 	s.rssAfterLoad = srv.peakRSS()
-	s.settleAfter(srv, "the W1 load")
+	settled := s.settleAfter(srv, "the W1 load")
 	// The import runs on a server of its own, started on an empty data
 	// directory as this one was: here it would write into a tree that
 	// already holds the loader's docs, where its compactions take longer.
-	s.try("W1 import", func() error { return s.coppiceImportW1(load.Summary, loader) })
+	s.try("W1 import", func() error { return s.coppiceImportW1(load.Summary, settled) })
 	// One summary builds the docs table's column store, as the first
 	// queries of a server that has been up for a while would have.
 	// It may run out of its time limit before the store is built (a busy
@@ -96,18 +96,21 @@ func (s *suite) runCoppice() error {
 
 // settleAfter waits for the server's background work (compactions,
 // column-store builds) to stop after a load, and notes how long that took
-// in the report.
-func (s *suite) settleAfter(srv *server, what string) {
+// in the report; it also returns that note.
+func (s *suite) settleAfter(srv *server, what string) string {
 	waited, ok, err := srv.settle(5 * time.Minute)
+	var note string
 	switch {
 	case err != nil:
-		s.rep.note("waiting for background work after %s: %v", what, err)
+		note = fmt.Sprintf("waiting for background work after %s: %v", what, err)
 	case !ok:
-		s.rep.note("background work after %s still ran after %v; the next workloads ran during it", what, waited.Round(time.Second))
+		note = fmt.Sprintf("background work after %s still ran after %v; the next workloads ran during it", what, waited.Round(time.Second))
 	default:
 		logf("background work settled %v after %s", waited.Round(100*time.Millisecond), what)
-		s.rep.note("background work after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))
+		note = fmt.Sprintf("background work after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))
 	}
+	s.rep.note("%s", note)
+	return note
 }
 
 // tablePath is the path of a docs-table endpoint on a branch.

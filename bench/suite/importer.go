@@ -58,9 +58,10 @@ func (c w1Conditions) String() string {
 // a server of its own, started on an empty data directory as the
 // loader's was and with the users loaded first as the loader has them,
 // timing the process from start to exit and charging the docs the
-// server's CPU. The loader's server has settled and stays idle
-// meanwhile; the import's server and its data go once it is done.
-func (s *suite) coppiceImportW1(loaderSum Summary, loader w1Conditions) error {
+// server's CPU. The loader's server has settled (settled is the note
+// that says how long it took) and stays idle meanwhile; the import's
+// server and its data go once it is done.
+func (s *suite) coppiceImportW1(loader Summary, settled string) error {
 	dataDir := filepath.Join(s.cfg.work, "coppice-import")
 	srv, err := startServer(s.cfg.bin, dataDir, filepath.Join(s.cfg.work, "coppice-import.log"))
 	if err != nil {
@@ -83,11 +84,11 @@ func (s *suite) coppiceImportW1(loaderSum Summary, loader w1Conditions) error {
 		return err
 	}
 	logf("coppice import: loading %d docs into %s of a server of its own", s.ds.n, importDB)
-	out := &progressLog{at: time.Now()}
+	out := &progressLog{}
 	cmd := s.importCmd(srv, importDB, gen.DocsTable, out)
 	cond := w1Conditions{load: [2]float64{loadAverage(), 0}}
 	cpu0, t0 := srv.cpu(), time.Now()
-	out.at = t0
+	out.slices.at = t0
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("coppice import: %v: %s", err, trim(out.all.Bytes(), 600))
 	}
@@ -100,9 +101,10 @@ func (s *suite) coppiceImportW1(loaderSum Summary, loader w1Conditions) error {
 		fmt.Sprintf("`coppice import` of the dataset's NDJSON, %d requests in flight, on a server of its own started on an empty data directory "+
 			"(at its start %s); the whole process, start to exit; its CPU %s per 1000 docs; %s",
 			s.cfg.loaders, st, fmtDur(client*1000/time.Duration(max(1, s.ds.n))), cond))
-	s.rep.note("W1: `coppice import` ran on a second server started on an empty data directory, as the loader's was, once the loader's server had settled; "+
-		"neither load paid for the other's compactions. Server CPU per doc: loader %s, import %s",
-		fmtCPU(loaderSum.CPU), fmtCPU(sum.CPU))
+	s.rep.note("W1: `coppice import` ran on a second server started on an empty data directory, as the loader's was, "+
+		"once the loader's server had had no compaction, idle compaction or column-store build running or pending for two seconds (%s); "+
+		"neither load wrote into a tree the other had filled. Server CPU per doc: loader %s, import %s",
+		settled, fmtCPU(loader.CPU), fmtCPU(sum.CPU))
 	return nil
 }
 
@@ -111,9 +113,8 @@ func (s *suite) coppiceImportW1(loaderSum Summary, loader w1Conditions) error {
 // records since the line before.
 type progressLog struct {
 	all    bytes.Buffer
-	part   []byte // the start of a line not yet ended
-	at     time.Time
-	slices sliceRates
+	part   []byte     // the start of a line not yet ended
+	slices sliceRates // its at is set to the start of the process
 }
 
 // Write takes output as the process writes it (one writer at a time:
@@ -142,9 +143,6 @@ func (w *progressLog) line(l string) {
 	}
 	if _, err := fmt.Sscanf(rest, "%d records,", &n); err != nil {
 		return
-	}
-	if w.slices.at.IsZero() {
-		w.slices.at = w.at
 	}
 	logf("coppice import: %d docs, %.0f docs/s since the last line", n, w.slices.add(n))
 }

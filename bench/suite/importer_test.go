@@ -14,7 +14,7 @@ func TestProgressLog(t *testing.T) {
 		"line 7: not a JSON object\n" +
 		"import: 200000 records, 236.4 MiB, 9000 records/s, 20%, eta 50s\n" +
 		"import: read 200000 records, imported 199999, failed 1 in 20s\n"
-	w := &progressLog{at: time.Now().Add(-10 * time.Second)}
+	w := &progressLog{slices: sliceRates{at: time.Now().Add(-10 * time.Second)}}
 	for chunk := range strings.SplitSeq(out, "MiB") {
 		w.Write([]byte(chunk))
 		if !strings.HasSuffix(chunk, "\n") {
