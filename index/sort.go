@@ -1080,6 +1080,14 @@ func selectTyped[T int64 | float64](kr *keyReader, cand *roaring.Bitmap, o Order
 			}
 		}
 	}
+	// Once the heap is full, a row whose value comes strictly after the
+	// top's in the window's order cannot enter it, whatever its id and
+	// the window's bounds: with every candidate holding a value, most
+	// rows of a large candidate set are turned away by this one compare
+	// of array entries instead of being weighed. Ties, and NaN, which
+	// compares false, are weighed.
+	fast := !nulls && w.Limit > 0
+	largerLast := desc == w.Reverse // the window takes smaller values first
 	var buf [256]uint32
 	it := cand.ManyIterator()
 rows:
@@ -1087,6 +1095,11 @@ rows:
 		for _, row := range buf[:n] {
 			if uint64(row) >= end {
 				break rows
+			}
+			if fast && len(h) == w.Limit {
+				if v, top := arr[row], h[0].v; (largerLast && v > top) || (!largerLast && v < top) {
+					continue
+				}
 			}
 			weigh(row)
 		}

@@ -43,17 +43,21 @@ func (s *suite) runCoppice() error {
 	if _, err := s.coppiceLoad(srv, smallDB, smallN); err != nil {
 		return fmt.Errorf("load %s: %w", smallDB, err)
 	}
+	load0 := loadAverage()
 	load, err := s.coppiceLoad(srv, benchDB, s.ds.n)
 	if err != nil {
 		return fmt.Errorf("W1: %w", err)
 	}
-	s.rep.add("W1", "bulk insert, everything indexed", sysCoppice, load,
-		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request", batchSize, s.cfg.loaders))
+	loader := w1Conditions{load: [2]float64{load0, loadAverage()}, slices: load.slices}
+	s.rep.add("W1", "bulk insert, everything indexed", sysCoppice, load.Summary,
+		fmt.Sprintf("%d docs per request, %d requests in flight; latency per request; %s", batchSize, s.cfg.loaders, loader))
 	s.coppiceDisk = dirSize(dataDir)
 	s.rssAfterLoad = srv.peakRSS()
-	s.settleAfter(srv, "the W1 load")
-	s.try("W1 import", func() error { return s.coppiceImportW1(srv) })
-	s.settleAfter(srv, "the W1 import and the deletion of its database")
+	settled := s.settleAfter(srv, "the W1 load")
+	// The import runs on a server of its own, started on an empty data
+	// directory as this one was: here it would write into a tree that
+	// already holds the loader's docs, where its compactions take longer.
+	s.try("W1 import", func() error { return s.coppiceImportW1(load.Summary, settled) })
 	// One summary builds the docs table's column store, as the first
 	// queries of a server that has been up for a while would have.
 	// It may run out of its time limit before the store is built (a busy
@@ -92,18 +96,21 @@ func (s *suite) runCoppice() error {
 
 // settleAfter waits for the server's background work (compactions,
 // column-store builds) to stop after a load, and notes how long that took
-// in the report.
-func (s *suite) settleAfter(srv *server, what string) {
+// in the report; it also returns that note.
+func (s *suite) settleAfter(srv *server, what string) string {
 	waited, ok, err := srv.settle(5 * time.Minute)
+	var note string
 	switch {
 	case err != nil:
-		s.rep.note("waiting for background work after %s: %v", what, err)
+		note = fmt.Sprintf("waiting for background work after %s: %v", what, err)
 	case !ok:
-		s.rep.note("background work after %s still ran after %v; the next workloads ran during it", what, waited.Round(time.Second))
+		note = fmt.Sprintf("background work after %s still ran after %v; the next workloads ran during it", what, waited.Round(time.Second))
 	default:
 		logf("background work settled %v after %s", waited.Round(100*time.Millisecond), what)
-		s.rep.note("background work after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))
+		note = fmt.Sprintf("background work after %s settled in %v before the next workload", what, waited.Round(100*time.Millisecond))
 	}
+	s.rep.note("%s", note)
+	return note
 }
 
 // tablePath is the path of a docs-table endpoint on a branch.
@@ -137,15 +144,22 @@ func (s *suite) coppiceSchema(srv *server, db string) error {
 	return nil
 }
 
+// bulkLoad is a timed load of docs, with the server's CPU per doc, and
+// the rate of each 100k docs of it.
+type bulkLoad struct {
+	Summary
+	slices []float64
+}
+
 // coppiceLoad creates database db and bulk-loads the first n docs into
-// it, timing the docs.
-func (s *suite) coppiceLoad(srv *server, db string, n int) (Summary, error) {
+// it, timing the docs and charging them the server's CPU.
+func (s *suite) coppiceLoad(srv *server, db string, n int) (bulkLoad, error) {
 	if err := s.coppiceSchema(srv, db); err != nil {
-		return Summary{}, err
+		return bulkLoad{}, err
 	}
 	logf("coppice: loading %d docs into %s", n, db)
-	res, err := s.coppiceBulk(srv, db, gen.DocsTable, n, false, nil)
-	return res.summary("docs/s"), err
+	res, err := withCPU(srv.cpu, func() (series, error) { return s.coppiceBulk(srv, db, gen.DocsTable, n, false, nil) })
+	return bulkLoad{res.summary("docs/s"), res.slices}, err
 }
 
 // coppiceBulk inserts the first n docs into table in bulk requests, with
@@ -181,6 +195,7 @@ func (s *suite) coppiceBulk(srv *server, db, table string, n int, wrap bool, sto
 		written atomic.Int64
 	)
 	start := time.Now()
+	slices := sliceRates{at: start}
 	for range conc {
 		wg.Add(1)
 		go func() {
@@ -211,7 +226,10 @@ func (s *suite) coppiceBulk(srv *server, db, table string, n int, wrap bool, sto
 					return
 				}
 				if n := written.Add(int64(b.docs)); n%100_000 < batchSize {
-					logf("coppice: %d docs into %s.%s", n, db, table)
+					mu.Lock()
+					rate := slices.add(n)
+					mu.Unlock()
+					logf("coppice: %d docs into %s.%s, %.0f docs/s since the last line", n, db, table, rate)
 				}
 			}
 		}()
@@ -219,6 +237,7 @@ func (s *suite) coppiceBulk(srv *server, db, table string, n int, wrap bool, sto
 	wg.Wait()
 	out.elapsed = time.Since(start)
 	out.units = int(written.Load())
+	out.slices = slices.rates
 	return out, failed
 }
 

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,13 +18,13 @@ import (
 // sysImport labels the rows measured through `coppice import`.
 const sysImport = "coppice import"
 
-// importDB is the database the W1 import loads; it is deleted after.
+// importDB is the database the W1 import loads.
 const importDB = "imported"
 
 // importCmd is `coppice import` of the dataset's NDJSON into a table of
 // srv, with the loader's requests in flight and a progress line per 100k
 // records into out.
-func (s *suite) importCmd(srv *server, db, table string, out *bytes.Buffer) *exec.Cmd {
+func (s *suite) importCmd(srv *server, db, table string, out io.Writer) *exec.Cmd {
 	cmd := exec.Command(s.cfg.bin, "import", "--url", "http://"+srv.addr, "--workspace", srv.ws,
 		"--db", db, "--table", table, "--format", "ndjson", "--concurrency", strconv.Itoa(s.cfg.loaders),
 		"--progress", "lines", s.ds.jsonPath)
@@ -30,28 +33,135 @@ func (s *suite) importCmd(srv *server, db, table string, out *bytes.Buffer) *exe
 	return cmd
 }
 
+// w1Conditions are what the machine and the load's own pace were like
+// during a W1 load: the loader and the import run one after the other
+// on shared cores, so their ratio is read next to these.
+type w1Conditions struct {
+	load   [2]float64 // the 1-minute load average at the start and the end
+	slices []float64  // docs per second of each 100k docs
+}
+
+// String gives the load average and the slowest and fastest 100k docs.
+func (c w1Conditions) String() string {
+	s := fmt.Sprintf("load average %.1f → %.1f", c.load[0], c.load[1])
+	if len(c.slices) > 0 {
+		lo, hi := c.slices[0], c.slices[0]
+		for _, r := range c.slices {
+			lo, hi = min(lo, r), max(hi, r)
+		}
+		s += fmt.Sprintf("; each 100k docs at %.0f–%.0f docs/s", lo, hi)
+	}
+	return s
+}
+
 // coppiceImportW1 loads the dataset's docs through `coppice import` into
-// a database of its own (users loaded first, as the suite's loader has
-// them), timing the process from start to exit, then deletes the
-// database so that the workloads after W1 see the same server.
-func (s *suite) coppiceImportW1(srv *server) error {
+// a server of its own, started on an empty data directory as the
+// loader's was and with the users loaded first as the loader has them,
+// timing the process from start to exit and charging the docs the
+// server's CPU. The loader's server has settled (settled is the note
+// that says how long it took) and stays idle meanwhile; the import's
+// server and its data go once it is done.
+func (s *suite) coppiceImportW1(loader Summary, settled string) error {
+	dataDir := filepath.Join(s.cfg.work, "coppice-import")
+	srv, err := startServer(s.cfg.bin, dataDir, filepath.Join(s.cfg.work, "coppice-import.log"))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.stop(); err != nil {
+			logf("coppice import: stopping its server: %v", err)
+		}
+		os.RemoveAll(dataDir)
+	}()
+	if err := srv.ready(time.Minute); err != nil {
+		return err
+	}
 	if err := s.coppiceSchema(srv, importDB); err != nil {
 		return err
 	}
-	logf("coppice import: loading %d docs into %s", s.ds.n, importDB)
-	var out bytes.Buffer
-	cmd := s.importCmd(srv, importDB, gen.DocsTable, &out)
-	t0 := time.Now()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("coppice import: %v: %s", err, trim(out.Bytes(), 600))
+	st, err := srv.storage()
+	if err != nil {
+		return err
 	}
-	load := series{elapsed: time.Since(t0), units: s.ds.n}
+	logf("coppice import: loading %d docs into %s of a server of its own", s.ds.n, importDB)
+	out := &progressLog{}
+	cmd := s.importCmd(srv, importDB, gen.DocsTable, out)
+	cond := w1Conditions{load: [2]float64{loadAverage(), 0}}
+	cpu0, t0 := srv.cpu(), time.Now()
+	out.slices.at = t0
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("coppice import: %v: %s", err, trim(out.all.Bytes(), 600))
+	}
+	sum := series{elapsed: time.Since(t0), units: s.ds.n}.summary("docs/s")
+	sum.CPU = (srv.cpu() - cpu0) / time.Duration(max(1, s.ds.n))
+	cond.load[1], cond.slices = loadAverage(), out.slices.rates
 	// The import's own CPU shares the cores with the server's.
 	client := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	s.rep.add("W1", "bulk insert, everything indexed", sysImport, load.summary("docs/s"),
-		fmt.Sprintf("`coppice import` of the dataset's NDJSON, %d requests in flight; the whole process, start to exit; its CPU %s per 1000 docs",
-			s.cfg.loaders, fmtDur(client*1000/time.Duration(max(1, s.ds.n)))))
-	return srv.call("DELETE", "/workspaces/"+srv.ws+"/dbs/"+importDB, nil, 200, nil)
+	s.rep.add("W1", "bulk insert, everything indexed", sysImport, sum,
+		fmt.Sprintf("`coppice import` of the dataset's NDJSON, %d requests in flight, on a server of its own started on an empty data directory "+
+			"(at its start %s); the whole process, start to exit; its CPU %s per 1000 docs; %s",
+			s.cfg.loaders, st, fmtDur(client*1000/time.Duration(max(1, s.ds.n))), cond))
+	s.rep.note("W1: `coppice import` ran on a second server started on an empty data directory, as the loader's was, "+
+		"once the loader's server had had no compaction, idle compaction or column-store build running or pending for two seconds (%s); "+
+		"neither load wrote into a tree the other had filled. Server CPU per doc: loader %s, import %s",
+		settled, fmtCPU(loader.CPU), fmtCPU(sum.CPU))
+	return nil
+}
+
+// progressLog keeps the output of `coppice import` for error messages and
+// passes its progress lines on to the log, each with the rate of the
+// records since the line before.
+type progressLog struct {
+	all    bytes.Buffer
+	part   []byte     // the start of a line not yet ended
+	slices sliceRates // its at is set to the start of the process
+}
+
+// Write takes output as the process writes it (one writer at a time:
+// exec.Cmd calls it from one goroutine when Stdout and Stderr are the
+// same).
+func (w *progressLog) Write(p []byte) (int, error) {
+	w.all.Write(p)
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.part[:i]))
+		w.part = w.part[i+1:]
+	}
+	return len(p), nil
+}
+
+// line logs a progress line ("import: 100000 records, …") with its slice's rate.
+func (w *progressLog) line(l string) {
+	var n int64
+	rest, ok := strings.CutPrefix(l, "import: ")
+	if !ok {
+		return
+	}
+	if _, err := fmt.Sscanf(rest, "%d records,", &n); err != nil {
+		return
+	}
+	logf("coppice import: %d docs, %.0f docs/s since the last line", n, w.slices.add(n))
+}
+
+// sliceRates turns running counts into the rate between each count and
+// the one before.
+type sliceRates struct {
+	at    time.Time // when the last count was taken
+	count int64
+	rates []float64
+}
+
+// add takes count now and returns the rate since the last one.
+func (r *sliceRates) add(count int64) float64 {
+	now := time.Now()
+	rate := float64(count-r.count) / now.Sub(r.at).Seconds()
+	r.at, r.count = now, count
+	r.rates = append(r.rates, rate)
+	return rate
 }
 
 // coppiceImportW7 runs the query mix while `coppice import` loads the
@@ -95,4 +205,15 @@ func (s *suite) coppiceImportW7(srv *server) error {
 	}
 	s.rep.add("W7", "query mix during coppice import", sysCoppice, busy.summary("q/s"), note)
 	return nil
+}
+
+// loadAverage is the machine's 1-minute load average; 0 when /proc does
+// not say.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
 }

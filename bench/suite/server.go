@@ -152,29 +152,58 @@ func (s *server) settle(limit time.Duration) (time.Duration, bool, error) {
 // and column-store builds are in progress, and how many idle compactions
 // are pending.
 func (s *server) backgroundRunning() (float64, error) {
-	names := []string{"coppice_storage_compactions_in_progress", "coppice_store_builds_in_progress", "coppice_storage_idle_compactions_pending"}
+	v, err := s.readMetrics("coppice_storage_compactions_in_progress", "coppice_store_builds_in_progress", "coppice_storage_idle_compactions_pending")
+	if err != nil {
+		return 0, err
+	}
+	return v[0] + v[1] + v[2], nil
+}
+
+// storageState is what the storage was doing at one moment.
+type storageState struct {
+	compactions, l0Files, debt float64
+}
+
+// String reads like "0 compactions running, 2 files in L0, compaction debt 152 MiB".
+func (st storageState) String() string {
+	return fmt.Sprintf("%.0f compactions running, %.0f files in L0, compaction debt %.0f MiB", st.compactions, st.l0Files, st.debt/(1<<20))
+}
+
+// storage reads from the server's metrics the compactions running, the
+// files in L0 and the estimated compaction debt.
+func (s *server) storage() (storageState, error) {
+	v, err := s.readMetrics("coppice_storage_compactions_in_progress", `coppice_storage_level_files{level="0"}`, "coppice_storage_compaction_debt_bytes")
+	if err != nil {
+		return storageState{}, err
+	}
+	return storageState{compactions: v[0], l0Files: v[1], debt: v[2]}, nil
+}
+
+// readMetrics reads samples from the server's metrics, each named as the
+// exposition names it (with its labels); every one must be there.
+func (s *server) readMetrics(names ...string) ([]float64, error) {
 	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
 	if err != nil || status != 200 {
-		return 0, fmt.Errorf("metrics: status %d, %v", status, err)
+		return nil, fmt.Errorf("metrics: status %d, %v", status, err)
 	}
-	var sum float64
+	values := make([]float64, len(names))
 	found := 0
 	for line := range strings.Lines(string(body)) {
-		for _, name := range names {
+		for i, name := range names {
 			if value, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 				v, err := strconv.ParseFloat(value, 64)
 				if err != nil {
-					return 0, fmt.Errorf("metrics: %s: %w", name, err)
+					return nil, fmt.Errorf("metrics: %s: %w", name, err)
 				}
-				sum += v
+				values[i] = v
 				found++
 			}
 		}
 	}
 	if found != len(names) {
-		return 0, fmt.Errorf("metrics: %d of %v in %d bytes", found, names, len(body))
+		return nil, fmt.Errorf("metrics: %d of %v in %d bytes", found, names, len(body))
 	}
-	return sum, nil
+	return values, nil
 }
 
 // gcCycles reads from the server's metrics how many garbage collections

@@ -54,6 +54,8 @@ type series struct {
 	units   int
 	cpu     time.Duration
 	cpuN    int
+	// slices are the units per second of each 100k units of a bulk load.
+	slices []float64
 }
 
 // add appends the latencies, time, units and CPU time of o.

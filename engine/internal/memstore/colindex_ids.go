@@ -13,8 +13,8 @@ import (
 // is built by the first reader that asks for it and kept exactly current by
 // the writes of the store, as the other structures of a column are
 // (colindex.go). The index keeps no strings: a slot holds 32 bits of an
-// id's hash and its row, and a match is confirmed against the column's own
-// value of that row.
+// id's hash and its row, and the point read that asks confirms the row it
+// gets against storage (RowHint).
 
 // idIndex is an open-addressing hash table of the rows holding a value,
 // probed linearly from the slot the low bits of a value's hash name, with
@@ -144,16 +144,21 @@ func (c *Column) idsWritten(row uint32, newStr string, isNull bool) {
 	}
 }
 
-// RowOf returns the row holding id in the store's record-id column, or
-// false when none does, building the column's id index on first use. The
-// caller holds the store for reading.
-func (s *TableStore) RowOf(id string) (uint32, bool) {
+// RowHint returns the row holding id in the store's record-id column, or
+// false when none does, building the column's id index on first use. It
+// does not read the column's value of the row: the row is the first of the
+// index under the id's 32-bit hash, which is id's unless another id of the
+// store has the same hash (one chance in about four billion per other id
+// its probe passes). A point read confirms the row against storage anyway,
+// and the column's value lies elsewhere in memory: at a million ids, a
+// cache miss of its own. The caller holds the store for reading.
+func (s *TableStore) RowHint(id string) (uint32, bool) {
 	c := s.cols[index.MetaIDColumn]
 	x := c.ix.ids.Load()
 	if x == nil {
 		x = c.buildIDs()
 	}
-	return x.lookup(hashID(id), func(row uint32) bool { return c.strs.get(row) == id })
+	return x.lookup(hashID(id), func(uint32) bool { return true })
 }
 
 // buildIDs builds the column's id index, once among its readers.

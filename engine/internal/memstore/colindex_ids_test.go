@@ -49,18 +49,18 @@ func TestIDIndexModel(t *testing.T) {
 	}
 }
 
-// TestTableStoreRowOf: the id index of a store follows inserts, deletes,
+// TestTableStoreRowHint: the id index of a store follows inserts, deletes,
 // an id moving to another row, and clones that change apart.
-func TestTableStoreRowOf(t *testing.T) {
+func TestTableStoreRowHint(t *testing.T) {
 	s := newTableStore(&model.Table{})
 	put := func(row uint32, id string) { s.apply(row, &codec.Record{ID: id}) }
 	put(0, "a")
 	put(1, "b")
 	f := func(s *TableStore, id string, wantRow uint32, wantOK bool) {
 		t.Helper()
-		row, ok := s.RowOf(id)
+		row, ok := s.RowHint(id)
 		if ok != wantOK || (ok && row != wantRow) {
-			t.Fatalf("RowOf(%q) = %d %v, want %d %v", id, row, ok, wantRow, wantOK)
+			t.Fatalf("RowHint(%q) = %d %v, want %d %v", id, row, ok, wantRow, wantOK)
 		}
 	}
 	f(s, "a", 0, true) // builds the index

@@ -406,11 +406,12 @@ func (d *DB) Peek(b *model.Branch, t *model.Table) (store *TableStore, building 
 }
 
 // RowOf returns the row of record id in table t of branch b as the column
-// store the table reads shows it; ok is false when the store cannot tell:
+// store the table reads shows it (TableStore.RowHint: rarely the row of
+// another id of the same hash); ok is false when the store cannot tell:
 // it has no such id, or no store shows the table at once (none is built,
 // one is being built, or its readers hold back changes). It builds no
 // store: a point read uses the stores that queries and summaries built,
-// and only adds their id index on its first use (TableStore.RowOf).
+// and only adds their id index on its first use (TableStore.RowHint).
 // The store shows no write that is not visible when RowOf is called, and
 // may miss the last ones: a caller that reads the row afterwards confirms
 // that it still holds id, and reads the id map when it does not.
@@ -427,7 +428,7 @@ func (d *DB) RowOf(b *model.Branch, t *model.Table, id string) (row uint32, ok b
 		if s := v.(*slot); s.sig == t.Sig && s.mu.TryRLock() {
 			if !s.pending() {
 				s.entry.Touch()
-				row, ok = s.table.RowOf(id)
+				row, ok = s.table.RowHint(id)
 				s.mu.RUnlock()
 				return row, ok
 			}
@@ -459,7 +460,7 @@ func (d *DB) RowOf(b *model.Branch, t *model.Table, id string) (row uint32, ok b
 	}
 	d.doneReading(tl)
 	s.entry.Touch()
-	row, ok = s.table.RowOf(id)
+	row, ok = s.table.RowHint(id)
 	s.mu.RUnlock()
 	return row, ok
 }
