@@ -807,10 +807,11 @@ func BenchmarkServeQuery(b *testing.B) {
 }
 
 // queryPoster returns a function that posts a query body to srv's table
-// over one kept connection, as the W3 client does, failing b unless the
-// answer is 200. The request's deadline needs the arrival time that only
-// a served connection stamps.
-func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) {
+// over one kept connection, as the W3 client does, and returns the answer's
+// body (valid until the next call), failing b unless the answer is 200.
+// The request's deadline needs the arrival time that only a served
+// connection stamps.
+func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) []byte {
 	client := &fasthttp.HostClient{Addr: srv.addr}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	b.Cleanup(func() {
@@ -821,7 +822,7 @@ func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) {
 	req.SetRequestURI(srv.base + "/query")
 	req.URI().SetHost(srv.addr)
 	req.Header.Set("Authorization", "Bearer "+testKey)
-	return func(body []byte) {
+	return func(body []byte) []byte {
 		req.SetBodyRaw(body)
 		if err := client.Do(req, resp); err != nil {
 			b.Fatal(err)
@@ -829,6 +830,7 @@ func queryPoster(b *testing.B, srv *httpBenchServer) func(body []byte) {
 		if resp.StatusCode() != 200 {
 			b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
 		}
+		return resp.Body()
 	}
 }
 
