@@ -30,7 +30,7 @@ func (s *suite) judge() {
 		if unit != "" {
 			show = func(v float64) string { return fmtRate(v, unit) }
 		}
-		r.check(w, target, fmt.Sprintf("%s (%s / %s)", ratioText(x), show(num), show(den)), met)
+		r.check(w, target, fmt.Sprintf("%s (%s / %s)", judgedRatioText(x, want), show(num), show(den)), met)
 	}
 	rate := func(sm *Summary) float64 {
 		if sm == nil {

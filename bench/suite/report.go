@@ -183,6 +183,18 @@ func logf(format string, args ...any) {
 // ratioText prints a ratio like "2.31×".
 func ratioText(x float64) string { return fmt.Sprintf("%.2f×", x) }
 
+// judgedRatioText prints a ratio judged against want like ratioText, with
+// as many more digits (up to six) as it takes to tell x from want when
+// they differ: 2.998 judged against 3 reads "2.998×", not "3.00×".
+func judgedRatioText(x, want float64) string {
+	for digits := 2; digits <= 6; digits++ {
+		if x == want || fmt.Sprintf("%.*f", digits, x) != fmt.Sprintf("%.*f", digits, want) {
+			return fmt.Sprintf("%.*f×", digits, x)
+		}
+	}
+	return fmt.Sprintf("%.6f×", x)
+}
+
 // bytesText prints a size in MiB or GiB.
 func bytesText(n int64) string {
 	if n >= 1<<30 {
