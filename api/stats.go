@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,10 +37,15 @@ const maxStatsBranches = 1 << 14
 // it is safe for concurrent use. Every request that succeeds counts
 // itself: it finds its branch's counters in a map read without a lock and
 // adds one to its hour's count, one atomic add; only a new hour takes the
-// branch's lock. A branch counted for the first time copies the map, at
-// most maxStatsBranches entries, once per branch and server run.
+// branch's lock. A branch counted for the first time joins a small map of
+// recent branches, read under a lock, which is merged into the read-mostly
+// map once it holds an eighth of that map's size (at once while that map
+// holds fewer than 16): the copies the merges make come to a few per
+// branch counted, not a copy of the whole table each.
 type accessStats struct {
-	m readMostly[engine.Ref, *branchAccess]
+	settled readMostly[engine.Ref, *branchAccess]
+	mu      sync.Mutex                   // guards recent and the adding of branches
+	recent  map[engine.Ref]*branchAccess // counted since the last merge, not in settled
 	// fullHour is the hour (plus one; 0: none) in which a branch found no
 	// room: every branch counted was active within the window, and none
 	// goes idle before the window moves at the next hour, so until then a
@@ -63,7 +69,14 @@ type accessBucket struct {
 }
 
 // branch returns the counters of a branch, or nil.
-func (a *accessStats) branch(ref engine.Ref) *branchAccess { return a.m.load()[ref] }
+func (a *accessStats) branch(ref engine.Ref) *branchAccess {
+	if b := a.settled.load()[ref]; b != nil {
+		return b
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.recent[ref]
+}
 
 // hourOf returns the hour number of t.
 func hourOf(t time.Time) int64 { return t.Unix() / int64(statsResolution/time.Second) }
@@ -95,53 +108,67 @@ func (a *accessStats) note(ref engine.Ref, write bool, now time.Time) {
 }
 
 // add returns the counters of a branch, creating them; nil when the table
-// is full of branches active within the window.
+// is full of branches active within the window. Idle branches are forgotten
+// when the table is full.
 func (a *accessStats) add(ref engine.Ref, now time.Time) *branchAccess {
 	h := hourOf(now) + 1
 	if a.fullHour.Load() == h {
 		return nil
 	}
-	var b *branchAccess
-	a.m.update(func(m map[engine.Ref]*branchAccess) bool {
-		b = a.addTo(m, ref, now)
-		return b != nil
-	})
-	if b == nil {
-		a.fullHour.Store(h)
-	}
-	return b
-}
-
-// addTo adds the counters of a branch to m, forgetting idle branches when
-// m is full, and returns them; nil when m is full of branches active
-// within the window.
-func (a *accessStats) addTo(m map[engine.Ref]*branchAccess, ref engine.Ref, now time.Time) *branchAccess {
-	if b := m[ref]; b != nil {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	settled := a.settled.load()
+	if b := settled[ref]; b != nil {
 		return b
 	}
-	if len(m) >= maxStatsBranches {
-		oldest := hourOf(now) - statsHours + 1
-		for k, b := range m {
-			b.mu.Lock()
-			idle := true
-			for i := range b.hours {
-				s := &b.hours[i]
-				if s.hour.Load() >= oldest && s.reads.Load()+s.writes.Load() > 0 {
-					idle = false
-				}
-			}
-			b.mu.Unlock()
-			if idle {
-				delete(m, k)
-			}
-		}
-		if len(m) >= maxStatsBranches {
+	if b := a.recent[ref]; b != nil {
+		return b
+	}
+	if len(settled)+len(a.recent) >= maxStatsBranches {
+		a.settled.update(func(m map[engine.Ref]*branchAccess) bool { return forgetIdle(m, now) > 0 })
+		forgetIdle(a.recent, now)
+		settled = a.settled.load()
+		if len(settled)+len(a.recent) >= maxStatsBranches {
+			a.fullHour.Store(h)
 			return nil
 		}
 	}
 	b := &branchAccess{}
-	m[ref] = b
+	if a.recent == nil {
+		a.recent = map[engine.Ref]*branchAccess{}
+	}
+	a.recent[ref] = b
+	if len(a.recent) >= max(1, len(settled)/8) {
+		a.settled.update(func(m map[engine.Ref]*branchAccess) bool {
+			maps.Copy(m, a.recent)
+			return true
+		})
+		a.recent = nil
+	}
 	return b
+}
+
+// forgetIdle deletes the branches of m with no read or write within the
+// window at now, and returns how many it deleted.
+func forgetIdle(m map[engine.Ref]*branchAccess, now time.Time) int {
+	oldest := hourOf(now) - statsHours + 1
+	n := 0
+	for k, b := range m {
+		b.mu.Lock()
+		idle := true
+		for i := range b.hours {
+			s := &b.hours[i]
+			if s.hour.Load() >= oldest && s.reads.Load()+s.writes.Load() > 0 {
+				idle = false
+			}
+		}
+		b.mu.Unlock()
+		if idle {
+			delete(m, k)
+			n++
+		}
+	}
+	return n
 }
 
 // series returns the reads and writes of a branch, one datapoint per hour

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -82,5 +83,41 @@ func TestAccessStatsFull(t *testing.T) {
 	a.note(ref(maxStatsBranches), true, day)
 	if _, w := a.series(ref(maxStatsBranches), day); w[len(w)-1]["value"].(int64) != 1 {
 		t.Fatal("a new branch is not counted once the others went idle")
+	}
+}
+
+// Counting a table's worth of new branches, each read at once after it is
+// added, copies the read-mostly map a few times per branch, not once per
+// branch: a copy per branch would allocate about 8 GB here.
+func TestAccessStatsManyBranches(t *testing.T) {
+	var a accessStats
+	now := time.Date(2026, 11, 27, 10, 30, 0, 0, time.UTC)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range maxStatsBranches {
+		ref := engine.Ref{Workspace: "w", Database: "d", Branch: "b" + strconv.Itoa(i)}
+		a.note(ref, false, now)
+		a.note(ref, true, now)
+		if a.branch(ref) == nil {
+			t.Fatalf("branch %d not counted", i)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 512<<20 {
+		t.Fatalf("counting %d new branches allocated %d MiB", maxStatsBranches, n>>20)
+	}
+	counted := engine.Ref{Workspace: "w", Database: "d", Branch: "b0"}
+	if n := testing.AllocsPerRun(10, func() { a.note(counted, false, now) }); n != 0 {
+		t.Fatalf("counting a request of a counted branch allocated %v times", n)
+	}
+	for i := range maxStatsBranches {
+		ref := engine.Ref{Workspace: "w", Database: "d", Branch: "b" + strconv.Itoa(i)}
+		want := int64(1)
+		if i == 0 {
+			want = 12 // and the eleven calls of AllocsPerRun above
+		}
+		if r, w := a.series(ref, now); r[len(r)-1]["value"].(int64) != want || w[len(w)-1]["value"].(int64) != 1 {
+			t.Fatalf("branch %d: counts lost across merges", i)
+		}
 	}
 }
