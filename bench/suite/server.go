@@ -209,18 +209,11 @@ func (s *server) readMetrics(names ...string) ([]float64, error) {
 // gcCycles reads from the server's metrics how many garbage collections
 // its Go runtime has completed; -1 when the metrics do not say.
 func (s *server) gcCycles() float64 {
-	status, body, err := fasthttp.GetTimeout(nil, "http://"+s.metrics+"/metrics", 10*time.Second)
-	if err != nil || status != 200 {
+	v, err := s.readMetrics("go_gc_duration_seconds_count")
+	if err != nil {
 		return -1
 	}
-	for line := range strings.Lines(string(body)) {
-		if value, ok := strings.CutPrefix(strings.TrimSpace(line), "go_gc_duration_seconds_count "); ok {
-			if v, err := strconv.ParseFloat(value, 64); err == nil {
-				return v
-			}
-		}
-	}
-	return -1
+	return v[0]
 }
 
 // core returns the engine's workspace id: the part after the slug.
