@@ -549,7 +549,11 @@ func sortKeys(keys, tmp []postingKey) []postingKey {
 	for d := range 16 {
 		c := &counts[d]
 		shift := uint(8 * (d % 8))
-		if c[byte(keys[0].lo>>shift)] == n && d < 8 || c[byte(keys[0].hi>>shift)] == n && d >= 8 {
+		first := keys[0].lo
+		if d >= 8 {
+			first = keys[0].hi
+		}
+		if c[byte(first>>shift)] == n {
 			continue // every key has the same byte d
 		}
 		var at int32
