@@ -85,26 +85,14 @@ func BenchmarkServeCursor(b *testing.B) {
 		first := q.body(0)
 		b.Run(q.name+"/page=1", func(b *testing.B) {
 			walk(q, cursorWalkPages)
-			b.ReportAllocs()
-			c0 := processCPU()
-			for b.Loop() {
-				post(first)
-			}
-			reportCPU(b, c0)
+			loopCPU(b, func(int) { post(first) })
 		})
 		b.Run(q.name+"/page=50", func(b *testing.B) {
 			bodies := make([][]byte, 40)
 			for i := range bodies {
 				bodies[i] = afterBody(walk(q, cursorWalkPages))
 			}
-			b.ReportAllocs()
-			c0 := processCPU()
-			i := 0
-			for b.Loop() {
-				post(bodies[i%len(bodies)])
-				i++
-			}
-			reportCPU(b, c0)
+			loopCPU(b, func(i int) { post(bodies[i%len(bodies)]) })
 		})
 		b.Run(q.name+"/walk", func(b *testing.B) {
 			var p1, p50 []time.Duration

@@ -653,11 +653,17 @@ func benchServePointGets(b *testing.B, warm int) {
 			serve(i)
 		}
 	}
+	loopCPU(b, serve)
+}
+
+// loopCPU runs op(0), op(1), … for the benchmark's iterations, reporting
+// allocations and the process's CPU time per op.
+func loopCPU(b *testing.B, op func(i int)) {
 	b.ReportAllocs()
-	i := 0
 	c0 := processCPU()
+	i := 0
 	for b.Loop() {
-		serve(i)
+		op(i)
 		i++
 	}
 	reportCPU(b, c0)
@@ -794,14 +800,7 @@ func BenchmarkServeQuery(b *testing.B) {
 			for i := range bodies {
 				bodies[i] = q.body(i)
 			}
-			b.ReportAllocs()
-			c0 := processCPU()
-			i := 0
-			for b.Loop() {
-				post(bodies[i%len(bodies)])
-				i++
-			}
-			reportCPU(b, c0)
+			loopCPU(b, func(i int) { post(bodies[i%len(bodies)]) })
 		})
 	}
 }
