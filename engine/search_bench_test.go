@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"syscall"
 	"testing"
 	"time"
 
@@ -134,17 +133,6 @@ func benchSearchClass(b *testing.B, f *queryFixture, c searchClass) {
 	reportLatency(b, "", lat)
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(total)/float64(b.N), "matches")
-}
-
-// processCPU returns the CPU time the process has used, user and system,
-// its garbage collection and background work included: on a shared
-// machine it drifts less than the wall clock.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSearchIndexing bulk-inserts generated docs, 1000 per op, into a

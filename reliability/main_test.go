@@ -1,10 +1,13 @@
+//go:build unix
+
 // Package reliability drives a real `coppice serve` process through
 // crashes, signals and hostile clients, checks that it keeps its promises
 // (every acknowledged write survives, bulk requests and transactions are
 // all or nothing, cheap requests keep their latency, no API key reaches a
 // log or a response), and prints the figures it measured. `go test
 // -short` runs a small form of every scenario; `make test-reliability`
-// runs the full one.
+// runs the full one. It signals and limits processes as Unix does, so it
+// builds on Unix systems only.
 package reliability
 
 import (

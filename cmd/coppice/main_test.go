@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("COPPICE_TEST_RUN_MAIN") == "1" {
 		if n, err := strconv.ParseUint(os.Getenv("COPPICE_TEST_NOFILE"), 10, 64); err == nil {
-			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+			if err := limitOpenFiles(n); err != nil {
 				panic(err)
 			}
 		}

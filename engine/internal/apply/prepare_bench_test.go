@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,15 +89,6 @@ func BenchmarkPrepareBulk(b *testing.B) {
 	// The process's CPU time says more than the elapsed time on a machine
 	// shared with other work.
 	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*len(w.Ops))/1e3, "cpu-µs/record")
-}
-
-// processCPU returns the CPU time the process has used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkSortPostings measures sorting a bulk write's postings by id: of
