@@ -498,7 +498,7 @@ func (s *suite) coppiceW3(srv *server) error {
 	}
 	s.addMix(sysCoppice, byKind, "HTTP, one client")
 	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/query")
-	return s.cursorWalks(sysCoppice, func(q cursorQuery) (time.Duration, time.Duration, error) {
+	return s.cursorWalks(sysCoppice, func(q cursorQuery) (series, series, error) {
 		return coppiceWalk(srv, path, q)
 	})
 }
@@ -509,8 +509,10 @@ func (s *suite) coppiceW3(srv *server) error {
 // kind and system.
 const walksPerQuery = 40
 
-// cursorWalks times page 1 and page 50 of each cursor query.
-func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Duration, time.Duration, error)) error {
+// cursorWalks times page 1 and page 50 of each cursor query. walk returns
+// the two pages' timings, each with the server CPU spent across its
+// request where the system can say (see coppiceWalk).
+func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (series, series, error)) error {
 	for _, q := range cursorQueries {
 		var p1, p50 series
 		for r := range walksPerQuery + 1 {
@@ -519,8 +521,8 @@ func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Durati
 				return fmt.Errorf("cursor walk %s: %w", q.name, err)
 			}
 			if r > 0 {
-				p1.add(series{lat: []time.Duration{a}, elapsed: a})
-				p50.add(series{lat: []time.Duration{b}, elapsed: b})
+				p1.add(a)
+				p50.add(b)
 			}
 		}
 		s.rep.add("W3", q.name+" page 1", system, p1.summary("q/s"), "")
@@ -534,15 +536,23 @@ func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Durati
 // PostgreSQL walk, which prepares its statements first, it encodes the
 // request of page 1 before it starts the clock; a page's time covers
 // sending the request, reading the whole answer (readPage) and taking
-// the cursor from it.
-func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.Duration, error) {
+// the cursor from it. The server CPU of pages 1 and 50 is read across
+// each of their requests, as the mix reads it across each query, outside
+// the clock: one client, one request at a time, so it is that page's,
+// plus whatever the server did in the background meanwhile.
+func coppiceWalk(srv *server, path string, q cursorQuery) (series, series, error) {
+	var first, last series
 	body, err := json.Marshal(map[string]any{"filter": q.filter, "sort": q.sortJSON(), "page": map[string]any{"size": pageSize}})
 	if err != nil {
-		return 0, 0, err
+		return first, last, err
 	}
-	var first, last time.Duration
 	var out pageAnswer
 	for page := 1; page <= cursorPages; page++ {
+		timed := page == 1 || page == cursorPages
+		var c0 time.Duration
+		if timed {
+			c0 = srv.cpu()
+		}
 		t0 := time.Now()
 		if page > 1 {
 			body = nextPageBody(out.cursor)
@@ -556,14 +566,16 @@ func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.D
 		}
 		d := time.Since(t0)
 		if err != nil {
-			return 0, 0, fmt.Errorf("page %d: %w", page, err)
+			return first, last, fmt.Errorf("page %d: %w", page, err)
+		}
+		if timed {
+			last = series{lat: []time.Duration{d}, elapsed: d, cpu: srv.cpu() - c0, cpuN: 1}
 		}
 		if page == 1 {
-			first = d
+			first = last
 		}
-		last = d
 		if page < cursorPages && (!out.more || out.cursor == "" || len(out.records) < pageSize) {
-			return 0, 0, fmt.Errorf("only %d pages", page)
+			return first, last, fmt.Errorf("only %d pages", page)
 		}
 	}
 	return first, last, nil
