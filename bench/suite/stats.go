@@ -81,15 +81,6 @@ func (s series) summary(unit string) Summary {
 	return sum
 }
 
-// timesOnly adapts a cursor walk that reports only the times of its two
-// pages, with no server CPU to read.
-func timesOnly(walk func(q cursorQuery) (time.Duration, time.Duration, error)) func(q cursorQuery) (series, series, error) {
-	return func(q cursorQuery) (series, series, error) {
-		a, b, err := walk(q)
-		return series{lat: []time.Duration{a}, elapsed: a}, series{lat: []time.Duration{b}, elapsed: b}, err
-	}
-}
-
 // withCPU runs a measurement and charges it the CPU time cpu reports
 // across it; cpu nil measures nothing.
 func withCPU(cpu func() time.Duration, run func() (series, error)) (series, error) {
