@@ -109,7 +109,7 @@ func (s *Server) appendView(b []byte, v *engine.RecordView) []byte {
 	}
 	for i := range v.Fields {
 		f := &v.Fields[i]
-		path := f.Path
+		path := f.Path()
 		// The open objects are the first depth segments of prev: keep those
 		// this path shares, close the others.
 		shared, common := 0, 0 // segments kept, and their length with dots
@@ -161,7 +161,7 @@ func (s *Server) appendView(b []byte, v *engine.RecordView) []byte {
 // appendField appends one value of a view as appendValue appends the value
 // engine.Record holds for it.
 func (s *Server) appendField(b []byte, f *engine.FieldView) []byte {
-	switch f.Type {
+	switch f.Type() {
 	case engine.TypeString, engine.TypeText, engine.TypeEmail:
 		return appendString(b, f.Value.Str)
 	case engine.TypeInt:

@@ -121,7 +121,7 @@ func scopeViewFiles(v *RecordView, e *Engine, d *database, b *model.Branch, t *m
 	var scope *fileScope
 	for i := range v.Fields {
 		f := &v.Fields[i]
-		if !model.IsFileType(f.Type) {
+		if !model.IsFileType(f.Type()) {
 			continue
 		}
 		if scope == nil {

@@ -63,18 +63,22 @@ type RecordView struct {
 // it. Other views are a single read's.
 func (v *RecordView) Cached() bool { return v.cached }
 
-// FieldView is one value of a RecordView.
+// FieldView is one value of a RecordView. A record cache keeps thousands
+// of views, which every garbage collection scans: a field carries its
+// column once, and reads its path and type from it.
 type FieldView struct {
-	// Path is the dotted path of the column from the table root.
-	Path string
-	// Type is the column's type; it says which member of Value is set, as
-	// FromValue reads them.
-	Type  ColumnType
 	Value codec.Value
 
 	col   *model.Column
 	files *fileScope // the record's location, for file fields (files_output.go)
 }
+
+// Path is the dotted path of the field's column from the table root.
+func (f *FieldView) Path() string { return f.col.Path }
+
+// Type is the field's column type; it says which member of Value is set,
+// as FromValue reads them.
+func (f *FieldView) Type() ColumnType { return f.col.Type }
 
 // Any returns the value in the form Record.Values holds it; files carry
 // their access ids.
@@ -168,7 +172,7 @@ func fillRecordView(v *RecordView, pool *[]FieldView, t *model.Table, rec *codec
 	}
 	for j, i := range order {
 		c := cols[i]
-		v.Fields[j] = FieldView{Path: c.Path, Type: c.Type, Value: rec.Fields[i].Val, col: c}
+		v.Fields[j] = FieldView{Value: rec.Fields[i].Val, col: c}
 	}
 }
 

@@ -21,7 +21,7 @@ func viewRecord(v *RecordView) *Record {
 	}
 	r := &Record{ID: v.ID, Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Values: map[string]any{}}
 	for i := range v.Fields {
-		index.SetPath(r.Values, v.Fields[i].Path, v.Fields[i].Any())
+		index.SetPath(r.Values, v.Fields[i].Path(), v.Fields[i].Any())
 	}
 	return r
 }
@@ -263,7 +263,7 @@ func TestGetViewConcurrentWrites(t *testing.T) {
 				}
 				n := int64(-1)
 				for _, f := range v.Fields {
-					if f.Path == "n" {
+					if f.Path() == "n" {
 						n = f.Value.Int
 					}
 				}

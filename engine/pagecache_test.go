@@ -293,7 +293,7 @@ func sameViews(got, want []*RecordView) string {
 	flat := func(v *RecordView) []field {
 		out := make([]field, len(v.Fields))
 		for i, f := range v.Fields {
-			out[i] = field{f.Path, f.Type, f.Value}
+			out[i] = field{f.Path(), f.Type(), f.Value}
 		}
 		return out
 	}
@@ -476,7 +476,7 @@ func TestForkFindsParentRecords(t *testing.T) {
 	}
 	field := func(v *RecordView, path string) string {
 		for _, f := range v.Fields {
-			if f.Path == path {
+			if f.Path() == path {
 				return f.Value.Str
 			}
 		}

@@ -454,7 +454,7 @@ func projectView(v *RecordView, p *index.Projection, dst *RecordView, pool *[]Fi
 	*dst = RecordView{ID: v.ID, Version: v.Version, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 	n := 0
 	for i := range v.Fields {
-		if p.Selected(v.Fields[i].Path) {
+		if p.Selected(v.Fields[i].Path()) {
 			n++
 		}
 	}
@@ -466,7 +466,7 @@ func projectView(v *RecordView, p *index.Projection, dst *RecordView, pool *[]Fi
 		dst.Fields = make([]FieldView, 0, n)
 	}
 	for _, f := range v.Fields {
-		if p.Selected(f.Path) {
+		if p.Selected(f.Path()) {
 			dst.Fields = append(dst.Fields, f)
 		}
 	}

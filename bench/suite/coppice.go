@@ -499,7 +499,9 @@ func (s *suite) coppiceW3(srv *server) error {
 	s.addMix(sysCoppice, byKind, "HTTP, one client")
 	path := s.tablePath(srv, benchDB, "main", gen.DocsTable, "/query")
 	return s.cursorWalks(sysCoppice, func(q cursorQuery) (time.Duration, time.Duration, error) {
-		return coppiceWalk(srv, path, q)
+		return coppiceWalk(srv, path, q, wallClock)
+	}, func(q cursorQuery) (time.Duration, time.Duration, error) {
+		return coppiceWalk(srv, path, q, srv.cpu)
 	})
 }
 
@@ -509,8 +511,13 @@ func (s *suite) coppiceW3(srv *server) error {
 // kind and system.
 const walksPerQuery = 40
 
-// cursorWalks times page 1 and page 50 of each cursor query.
-func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Duration, time.Duration, error)) error {
+// cursorWalks times page 1 and page 50 of each cursor query with walk.
+// With cpuWalk, which returns the server CPU of a walk's pages 1 and 50,
+// each timed walk is followed by one whose CPU is read instead: reading
+// the server's CPU takes the client a while, and a timed walk reads
+// nothing between its pages, so the pauses its pages follow stay those
+// of a client reading pages.
+func (s *suite) cursorWalks(system string, walk, cpuWalk func(q cursorQuery) (time.Duration, time.Duration, error)) error {
 	for _, q := range cursorQueries {
 		var p1, p50 series
 		for r := range walksPerQuery + 1 {
@@ -518,10 +525,19 @@ func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Durati
 			if err != nil {
 				return fmt.Errorf("cursor walk %s: %w", q.name, err)
 			}
-			if r > 0 {
-				p1.add(series{lat: []time.Duration{a}, elapsed: a})
-				p50.add(series{lat: []time.Duration{b}, elapsed: b})
+			if r == 0 {
+				continue
 			}
+			p1.add(series{lat: []time.Duration{a}, elapsed: a})
+			p50.add(series{lat: []time.Duration{b}, elapsed: b})
+			if cpuWalk == nil {
+				continue
+			}
+			if a, b, err = cpuWalk(q); err != nil {
+				return fmt.Errorf("cursor walk %s: %w", q.name, err)
+			}
+			p1.cpu, p1.cpuN = p1.cpu+a, p1.cpuN+1
+			p50.cpu, p50.cpuN = p50.cpu+b, p50.cpuN+1
 		}
 		s.rep.add("W3", q.name+" page 1", system, p1.summary("q/s"), "")
 		s.rep.add("W3", q.name+" page 50", system, p50.summary("q/s"), "following cursors")
@@ -530,12 +546,14 @@ func (s *suite) cursorWalks(system string, walk func(q cursorQuery) (time.Durati
 }
 
 // coppiceWalk fetches page 1 of q, then follows page.after cursors to
-// page 50, and returns the times of page 1 and of page 50. Like the
-// PostgreSQL walk, which prepares its statements first, it encodes the
-// request of page 1 before it starts the clock; a page's time covers
-// sending the request, reading the whole answer (readPage) and taking
-// the cursor from it.
-func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.Duration, error) {
+// page 50, and returns what clock counted across page 1 and across
+// page 50: their times with wallClock, the server's CPU with srv.cpu
+// (one client, one request at a time: that page's, and whatever the
+// server did in the background meanwhile). Like the PostgreSQL walk,
+// which prepares its statements first, it encodes the request of page 1
+// before it starts the clock; a page's time covers sending the request,
+// reading the whole answer (readPage) and taking the cursor from it.
+func coppiceWalk(srv *server, path string, q cursorQuery, clock func() time.Duration) (time.Duration, time.Duration, error) {
 	body, err := json.Marshal(map[string]any{"filter": q.filter, "sort": q.sortJSON(), "page": map[string]any{"size": pageSize}})
 	if err != nil {
 		return 0, 0, err
@@ -543,7 +561,7 @@ func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.D
 	var first, last time.Duration
 	var out pageAnswer
 	for page := 1; page <= cursorPages; page++ {
-		t0 := time.Now()
+		t0 := clock()
 		if page > 1 {
 			body = nextPageBody(out.cursor)
 		}
@@ -554,7 +572,7 @@ func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.D
 		if err == nil {
 			out, err = readPage(resp)
 		}
-		d := time.Since(t0)
+		d := clock() - t0
 		if err != nil {
 			return 0, 0, fmt.Errorf("page %d: %w", page, err)
 		}
@@ -568,6 +586,12 @@ func coppiceWalk(srv *server, path string, q cursorQuery) (time.Duration, time.D
 	}
 	return first, last, nil
 }
+
+// wallClock is the time since the suite started, for coppiceWalk.
+func wallClock() time.Duration { return time.Since(suiteStart) }
+
+// suiteStart is wallClock's origin.
+var suiteStart = time.Now()
 
 // nextPageBody is the request of the page after cursor.
 func nextPageBody(cursor string) []byte {

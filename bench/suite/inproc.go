@@ -256,7 +256,7 @@ func (s *suite) runInProcess(dataDir string) error {
 			after = &cursor
 		}
 		return first, last, nil
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 

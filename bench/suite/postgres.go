@@ -341,7 +341,7 @@ func (s *suite) pgW3(ctx context.Context, pool *pgxpool.Pool) error {
 	s.addMix(sysPG, byKind, "prepared; $contains as ILIKE")
 	return s.cursorWalks(sysPG, func(q cursorQuery) (time.Duration, time.Duration, error) {
 		return pgKeysetWalk(ctx, conn, q)
-	})
+	}, nil)
 }
 
 // pgKeysetWalk fetches page 1 of q, then pages by keyset (sort value, id)
