@@ -112,8 +112,8 @@ func BenchmarkMerger(b *testing.B) {
 // codec.AppendAddsDelta writes without a bitmap), and a batch's few rows,
 // written back as the result, with and without the base.
 func BenchmarkMergerOneOperand(b *testing.B) {
-	runs, array := make([]uint32, 0, 4200), make([]uint32, 0, 4000)
-	for i := range 4200 {
+	runs, array := make([]uint32, 0, 4300), make([]uint32, 0, 4000)
+	for i := range 4300 {
 		if i%20 != 19 {
 			runs = append(runs, 7<<16|uint32(i))
 		}
