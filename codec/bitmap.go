@@ -389,6 +389,60 @@ func AppendAddsDelta(dst []byte, rows []uint32) []byte {
 	return append(dst, 0) // no removals
 }
 
+// IsCanonicalAddsDelta reports whether src is what AppendAddsDelta writes
+// for the rows it holds: a delta that only adds rows, all in one array or
+// run container of up to roaringMaxArray of them, written as runs exactly
+// when they take fewer bytes than the array. Such a value is the encoding
+// of its set, so a merge of it alone may keep its bytes instead of
+// decoding and writing them again. It reads the value without allocating;
+// any other value, well-formed or not, gives false.
+func IsCanonicalAddsDelta(src []byte) bool {
+	if len(src) < 2 || src[0] != deltaTagDelta || src[len(src)-1] != 0 {
+		return false
+	}
+	n, k := binary.Uvarint(src[1:])
+	var minimal [binary.MaxVarintLen64]byte
+	if k <= 0 || n == 0 || uint64(len(src)) != 1+uint64(k)+n+1 || binary.PutUvarint(minimal[:], n) != k {
+		return false
+	}
+	body := src[1+k : len(src)-1]
+	le := binary.LittleEndian
+	switch {
+	case len(body) >= 13 && le.Uint32(body) == roaringCookieRuns && body[4] == 1:
+		card, runs := int(le.Uint16(body[7:]))+1, int(le.Uint16(body[9:]))
+		if runs == 0 || len(body) != 11+4*runs || card > roaringMaxArray || 2+4*runs >= 2*card {
+			return false
+		}
+		next, rows := 0, 0 // the lowest value the next run may start at
+		for i := range runs {
+			first, length := int(le.Uint16(body[11+4*i:])), int(le.Uint16(body[13+4*i:]))
+			if first < next || first+length > 0xFFFF {
+				return false
+			}
+			rows += length + 1
+			next = first + length + 2 // runs neither overlap nor touch
+		}
+		return rows == card
+	case len(body) >= 16 && le.Uint32(body) == roaringCookieNoRuns && le.Uint32(body[4:]) == 1 && le.Uint32(body[12:]) == 16:
+		card := int(le.Uint16(body[10:])) + 1
+		if card > roaringMaxArray || len(body) != 16+2*card {
+			return false
+		}
+		runs := 1
+		for i := 1; i < card; i++ {
+			v, prev := le.Uint16(body[16+2*i:]), le.Uint16(body[14+2*i:])
+			if v <= prev {
+				return false
+			}
+			if v != prev+1 {
+				runs++
+			}
+		}
+		return 2+4*runs >= 2*card
+	}
+	return false
+}
+
 // AppendAddsDeltaRows is the inverse of AppendAddsDelta for its cheap
 // shape: if src is a delta that only adds rows, all in one array or run
 // container, it appends those rows, increasing, to dst and returns the

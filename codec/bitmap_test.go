@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -686,4 +687,91 @@ func TestAppendAddsDeltaRows(t *testing.T) {
 			t.Errorf("% x: accepted %v", v, got)
 		}
 	}
+}
+
+// IsCanonicalAddsDelta accepts exactly the values AppendAddsDelta writes
+// for one container of up to 4096 rows, each of which reads back and
+// encodes again to the same bytes, and declines the same sets written in
+// the other container form, corrupted values and other deltas.
+func TestIsCanonicalAddsDelta(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 3))
+	for range 3000 {
+		set := map[uint32]bool{}
+		chunk := uint32(rng.IntN(3)) << 16
+		size := 1 + rng.IntN(40)
+		if rng.IntN(10) == 0 {
+			size = 1 + rng.IntN(5000)
+		}
+		row := chunk + uint32(rng.IntN(100))
+		for len(set) < size && row < chunk+1<<16 {
+			set[row] = true
+			row += uint32(1 + rng.IntN(3)*rng.IntN(3))
+		}
+		if rng.IntN(10) == 0 {
+			set[uint32(rng.IntN(1<<18))] = true
+		}
+		var rows []uint32
+		for r := range set {
+			rows = append(rows, r)
+		}
+		slices.Sort(rows)
+		enc := codec.AppendAddsDelta(nil, rows)
+		want := rows[0]>>16 == rows[len(rows)-1]>>16 && len(rows) <= 4096
+		if got := codec.IsCanonicalAddsDelta(enc); got != want {
+			t.Fatalf("%d rows in chunks %d..%d: %v, want %v", len(rows), rows[0]>>16, rows[len(rows)-1]>>16, got, want)
+		}
+		if !want {
+			continue
+		}
+		back, _ := codec.AppendAddsDeltaRows(nil, enc)
+		if again := codec.AppendAddsDelta(nil, back); !bytes.Equal(again, enc) {
+			t.Fatalf("% x encodes again as % x", enc, again)
+		}
+		for i := range len(enc) {
+			if codec.IsCanonicalAddsDelta(enc[:i]) {
+				t.Fatalf("% x cut to %d bytes accepted", enc, i)
+			}
+		}
+	}
+	f := func(v []byte, what string) {
+		t.Helper()
+		if codec.IsCanonicalAddsDelta(v) {
+			t.Errorf("%s (% x) accepted", what, v)
+		}
+	}
+	f(codec.AppendDelta(nil, codec.DelDelta(3)), "a removal")
+	f(codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1, 2), Full: true}), "a full value")
+	f(codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1, 1<<16)}), "adds in two chunks")
+	// The same sets in the container form AppendAddsDelta does not pick:
+	// ten consecutive rows as an array, three scattered ones as runs.
+	array := []byte{1, 36}
+	array = binary.LittleEndian.AppendUint32(array, 12346)
+	array = binary.LittleEndian.AppendUint32(array, 1)
+	array = binary.LittleEndian.AppendUint16(array, 0)
+	array = binary.LittleEndian.AppendUint16(array, 9)
+	array = binary.LittleEndian.AppendUint32(array, 16)
+	for r := range 10 {
+		array = binary.LittleEndian.AppendUint16(array, uint16(r))
+	}
+	array = append(array, 0)
+	runs := []byte{1, 23, 0x3b, 0x30, 0, 0, 1, 0, 0, 2, 0, 3, 0}
+	for _, r := range []uint16{1, 5, 9} {
+		runs = binary.LittleEndian.AppendUint16(runs, r)
+		runs = binary.LittleEndian.AppendUint16(runs, 0)
+	}
+	runs = append(runs, 0)
+	for _, v := range [][]byte{array, runs} {
+		if rows, ok := codec.AppendAddsDeltaRows(nil, v); !ok {
+			t.Fatalf("% x: not a delta of one container", v)
+		} else if bytes.Equal(codec.AppendAddsDelta(nil, rows), v) {
+			t.Fatalf("% x: the form AppendAddsDelta writes", v)
+		}
+		f(v, "the other container form")
+	}
+	unsorted := codec.AppendAddsDelta(nil, []uint32{1, 5, 9})
+	unsorted[len(unsorted)-3] = 2
+	f(unsorted, "rows out of order")
+	overlap := codec.AppendAddsDelta(nil, []uint32{1, 2, 3, 4, 10, 11, 12, 13})
+	overlap[len(overlap)-5] = 3
+	f(overlap, "overlapping runs")
 }

@@ -32,6 +32,14 @@ var Merger = &pebble.Merger{
 	Name: "coppice.bitmap.v1",
 	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
 		m := mergers.Get().(*bitmapValueMerger)
+		if codec.IsCanonicalAddsDelta(value) {
+			// Kept as it is until a second operand comes: a key
+			// a compaction finds once (a chunk no write has touched
+			// since the last compaction, more of them the larger the
+			// store) keeps its bytes.
+			m.one = append(m.one[:0], value...)
+			return m, nil
+		}
 		if rows, ok := codec.AppendAddsDeltaRows(m.rows[:0], value); ok {
 			// Reversed, as MergeOlder collects rows: the older
 			// operands that mostly follow leave them decreasing.
@@ -62,7 +70,7 @@ func (m *bitmapValueMerger) Close() error {
 	if cap(m.rows) > mergerMaxRows {
 		m.rows = nil
 	}
-	*m = bitmapValueMerger{rows: m.rows[:0]}
+	*m = bitmapValueMerger{rows: m.rows[:0], one: m.one[:0]}
 	mergers.Put(m)
 	return nil
 }
@@ -87,14 +95,33 @@ const mergerMaxRows = 1 << 16
 // their union composes to the same result. rows sit on the side of acc the
 // operands came from (newer for MergeNewer, older for MergeOlder) and are
 // folded before an operand of another kind or direction, and at Finish.
+//
+// The first operand, when it is the canonical encoding of the rows it
+// adds (codec.IsCanonicalAddsDelta), is only copied into one: if no other
+// operand follows, Finish writes those bytes back as they are, which is
+// what folding it would write, and otherwise the next operand reads its
+// rows (unpack).
 type bitmapValueMerger struct {
 	acc       codec.Delta
 	rows      []uint32 // adds of add-only operands not yet folded into acc
 	rowsNewer bool     // rows are newer than acc (came from MergeNewer)
+	one       []byte   // the first operand, unread, while it is the only one
+}
+
+// unpack reads the rows of the operand kept in one into rows, as Merge
+// reads an add-only operand, and empties one.
+func (m *bitmapValueMerger) unpack() {
+	if len(m.one) == 0 {
+		return
+	}
+	rows, _ := codec.AppendAddsDeltaRows(m.rows[:0], m.one)
+	slices.Reverse(rows)
+	m.rows, m.one = rows, m.one[:0]
 }
 
 // MergeNewer composes value after everything merged so far.
 func (m *bitmapValueMerger) MergeNewer(value []byte) error {
+	m.unpack()
 	if len(m.rows) > 0 && !m.rowsNewer || len(m.rows) >= mergerMaxRows {
 		m.fold()
 	}
@@ -113,6 +140,7 @@ func (m *bitmapValueMerger) MergeNewer(value []byte) error {
 
 // MergeOlder composes value before everything merged so far.
 func (m *bitmapValueMerger) MergeOlder(value []byte) error {
+	m.unpack()
 	if len(m.rows) > 0 && m.rowsNewer || len(m.rows) >= mergerMaxRows {
 		m.fold()
 	}
@@ -184,6 +212,14 @@ func (m *bitmapValueMerger) fold() {
 // operands may lie below, so the result stays a delta, or Full if one of the
 // operands was. The returned slice is freshly allocated and never changed.
 func (m *bitmapValueMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
+	if len(m.one) > 0 {
+		v := slices.Clone(m.one)
+		if includesBase {
+			v[0] = fullTag // as finishRows writes a Full value
+			v = v[:len(v)-1]
+		}
+		return v, m, nil
+	}
 	if m.acc.Adds == nil && m.acc.Dels == nil && !m.acc.Full && len(m.rows) > 0 {
 		return m.finishRows(includesBase), m, nil
 	}

@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -103,4 +104,43 @@ func BenchmarkMerger(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMergerOneOperand merges a key that has one add-only operand, as
+// a compaction finds each chunk no write touched since the last one: 4,000
+// rows as runs and as an array (the most a chunk holds in the form
+// codec.AppendAddsDelta writes without a bitmap), and a batch's few rows,
+// written back as the result, with and without the base.
+func BenchmarkMergerOneOperand(b *testing.B) {
+	runs, array := make([]uint32, 0, 4300), make([]uint32, 0, 4000)
+	for i := range 4300 {
+		if i%20 != 19 {
+			runs = append(runs, 7<<16|uint32(i))
+		}
+	}
+	for i := range 4000 {
+		array = append(array, 7<<16|uint32(16*i+i%5))
+	}
+	for _, c := range []struct {
+		name string
+		rows []uint32
+	}{{"runs-4e3", runs[:4000]}, {"array-4e3", array}, {"array-5", array[:5]}} {
+		op := codec.AppendAddsDelta(nil, c.rows)
+		for _, includesBase := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/base=%v", c.name, includesBase), func(b *testing.B) {
+				b.SetBytes(int64(len(op)))
+				for b.Loop() {
+					vm, err := Merger.Merge(nil, op)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, closer, err := vm.Finish(includesBase)
+					if err != nil {
+						b.Fatal(err)
+					}
+					closer.Close()
+				}
+			})
+		}
+	}
 }

@@ -3,6 +3,7 @@ package layers
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -638,4 +639,82 @@ func TestMergerMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A key with one operand, as compactions find every chunk that no write
+// touched since the last one: a canonical add-only operand is kept
+// unread and written back as it is (Full when the merge includes the
+// base); any other operand is folded. Either way the value is the plain
+// fold's, and a second operand reads the kept one's rows.
+func TestMergerOneOperand(t *testing.T) {
+	dense := make([]uint32, 3000)
+	for i := range dense {
+		dense[i] = 5<<16 | uint32(i)
+	}
+	spread := make([]uint32, 4000)
+	for i := range spread {
+		spread[i] = 5<<16 | uint32(16*i)
+	}
+	// Ten consecutive rows written as an array: the set's other form.
+	array := []byte{1, 36}
+	array = binary.LittleEndian.AppendUint32(array, 12346)
+	array = binary.LittleEndian.AppendUint32(array, 1)
+	array = binary.LittleEndian.AppendUint16(array, 0)
+	array = binary.LittleEndian.AppendUint16(array, 9)
+	array = binary.LittleEndian.AppendUint32(array, 16)
+	for r := range 10 {
+		array = binary.LittleEndian.AppendUint16(array, uint16(r))
+	}
+	array = append(array, 0)
+	f := func(op []byte, kept bool) {
+		t.Helper()
+		for _, includesBase := range []bool{true, false} {
+			vm, err := Merger.Merge(nil, op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := vm.(*bitmapValueMerger); kept != (bytes.Equal(m.one, op) && len(m.rows) == 0) {
+				t.Fatalf("% x: kept unread %v, want %v", op, !kept, kept)
+			}
+			got, closer, err := vm.Finish(includesBase)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closer.Close()
+			if want := mergerFoldReference(t, [][]byte{op}, true, includesBase); !bytes.Equal(got, want) {
+				t.Fatalf("% x includesBase=%v: got % x, want % x", op, includesBase, got, want)
+			}
+			// A second operand, older or newer, reads the kept rows.
+			other := codec.AppendAddsDelta(nil, []uint32{5<<16 | 7, 5<<16 | 60001})
+			for _, newer := range []bool{true, false} {
+				vm, _ := Merger.Merge(nil, op)
+				ops := [][]byte{other, op}
+				if newer {
+					err = vm.MergeNewer(other)
+					ops = [][]byte{op, other}
+				} else {
+					err = vm.MergeOlder(other)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ib := includesBase || newer // reverse reads always include the base
+				got, _, err := vm.Finish(ib)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := mergerFoldReference(t, ops, !newer, ib); !bytes.Equal(got, want) {
+					t.Fatalf("% x then % x (newer %v): got % x, want % x", op, other, newer, got, want)
+				}
+			}
+		}
+	}
+	f(codec.AppendAddsDelta(nil, []uint32{3}), true)
+	f(codec.AppendAddsDelta(nil, []uint32{5<<16 | 1, 5<<16 | 9, 5<<16 | 700}), true)
+	f(codec.AppendAddsDelta(nil, dense), true)
+	f(codec.AppendAddsDelta(nil, spread), true)
+	f(array, false)
+	f(codec.AppendDelta(nil, codec.DelDelta(4)), false)
+	f(codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1, 2), Full: true}), false)
+	f(codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1, 1<<16)}), false)
 }
