@@ -16,6 +16,7 @@ import (
 
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // BenchmarkHTTPBulkLoad measures W1 of BENCHMARKS.md over HTTP in one
@@ -50,11 +51,11 @@ func BenchmarkHTTPBulkLoad(b *testing.B) {
 		b.StopTimer()
 		addr, base := startBulkServer(b, g)
 		stop := startLoadProfile(b)
-		cpu0 := processCPU()
+		cpu0 := proccpu.Process()
 		b.StartTimer()
 		lat, elapsed := postBulk(b, addr, base, bodies, 2)
 		b.StopTimer()
-		cpu := processCPU() - cpu0
+		cpu := proccpu.Process() - cpu0
 		stop()
 		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/doc")
 		slices.Sort(lat)

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // BenchmarkServeQueryChild is W6's query mix on a child against main over
@@ -61,10 +62,10 @@ func BenchmarkServeQueryChild(b *testing.B) {
 	}
 	var wall, cpu [2]time.Duration
 	run := func(side int, body []byte) {
-		t0, c0 := time.Now(), processCPU()
+		t0, c0 := time.Now(), proccpu.Process()
 		send(bases[side]+"/query", body)
 		wall[side] += time.Since(t0)
-		cpu[side] += processCPU() - c0
+		cpu[side] += proccpu.Process() - c0
 	}
 	b.ResetTimer()
 	for i := range b.N {

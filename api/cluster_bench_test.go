@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/internal/proccpu"
 	"github.com/coppice-db/coppice/internal/testnet"
 )
 
@@ -167,7 +168,7 @@ func BenchmarkCluster(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/c%d", l.name, clients), func(b *testing.B) {
 				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 				var worker atomic.Int64
-				start, cpu := time.Now(), processCPU()
+				start, cpu := time.Now(), proccpu.Process()
 				b.RunParallel(func(pb *testing.PB) {
 					n := l.targets[int(worker.Add(1))%len(l.targets)]
 					for pb.Next() {
@@ -175,7 +176,7 @@ func BenchmarkCluster(b *testing.B) {
 					}
 				})
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/req")
+				b.ReportMetric(float64((proccpu.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/req")
 			})
 		}
 	}

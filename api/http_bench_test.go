@@ -24,6 +24,7 @@ import (
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // The HTTP benchmarks measure W2 of BENCHMARKS.md and its write twin: the
@@ -450,12 +451,12 @@ func compareLoads(b *testing.B, cfg httpBenchConfig, n int, server, trivial stri
 	run := func(addr string, count, want int, cpu *time.Duration) time.Duration {
 		from := offset
 		offset += count
-		c0 := processCPU()
+		c0 := proccpu.Process()
 		d, err := runLoad(addr, cfg.conns, count, want, func(req *fasthttp.Request, i int) { fill(req, from+i) })
 		if err != nil {
 			b.Fatal(err)
 		}
-		*cpu += processCPU() - c0
+		*cpu += proccpu.Process() - c0
 		return d
 	}
 	var cServer, cTrivial time.Duration
@@ -660,7 +661,7 @@ func benchServePointGets(b *testing.B, warm int) {
 // allocations and the process's CPU time per op.
 func loopCPU(b *testing.B, op func(i int)) {
 	b.ReportAllocs()
-	c0 := processCPU()
+	c0 := proccpu.Process()
 	i := 0
 	for b.Loop() {
 		op(i)
@@ -672,7 +673,7 @@ func loopCPU(b *testing.B, op func(i int)) {
 // reportCPU reports the process's CPU time per op since c0, which waits
 // for a core on a shared machine do not inflate as they do ns/op.
 func reportCPU(b *testing.B, c0 time.Duration) {
-	if c := processCPU() - c0; c > 0 {
+	if c := proccpu.Process() - c0; c > 0 {
 		b.ReportMetric(float64(c.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -776,7 +777,7 @@ func BenchmarkServeQuery(b *testing.B) {
 			opts := srv.srv.queryOptions()
 			opts.Views, opts.Records = true, srv.srv.records // as the handler asks
 			b.ReportAllocs()
-			c0 := processCPU()
+			c0 := proccpu.Process()
 			i := 0
 			for b.Loop() {
 				// Reading the filter is part of the query, as in the handler.

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/coppice-db/coppice/bench/gen"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // recordBodies are record bodies the scan reads: every kind of value,
@@ -165,11 +166,11 @@ func BenchmarkRecordBody(b *testing.B) {
 	per := func(b *testing.B, decode func() int) {
 		b.ReportAllocs()
 		n := 0
-		cpu0 := processCPU()
+		cpu0 := proccpu.Process()
 		for b.Loop() {
 			n += decode()
 		}
-		b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(n), "cpu-ns/doc")
+		b.ReportMetric(float64((proccpu.Process()-cpu0).Nanoseconds())/float64(n), "cpu-ns/doc")
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/doc")
 		b.ReportMetric(0, "ns/op")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // summarizeBenchBody is W4's request on the benchmark table: the cheapest
@@ -49,7 +50,7 @@ func BenchmarkServeSummarize(b *testing.B) {
 		}
 		in.PageSize = body.Page.Size
 		b.ReportAllocs()
-		c0 := processCPU()
+		c0 := proccpu.Process()
 		for b.Loop() {
 			if _, err := srv.srv.eng.Summarize(context.Background(), srv.ref, httpBenchTable, in); err != nil {
 				b.Fatal(err)
@@ -65,7 +66,7 @@ func BenchmarkServeSummarize(b *testing.B) {
 		fill(req, 0)
 		req.URI().SetHost(srv.addr)
 		b.ReportAllocs()
-		c0 := processCPU()
+		c0 := proccpu.Process()
 		for b.Loop() {
 			if err := client.Do(req, resp); err != nil {
 				b.Fatal(err)

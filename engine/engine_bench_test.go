@@ -17,6 +17,7 @@ import (
 
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // Benchmarks of the storage engine, sized by powers of ten: 1e3, 1e4 and 1e5
@@ -310,7 +311,7 @@ func BenchmarkBulkInsert1000(b *testing.B) {
 		b.Run(sizeLabel(n), func(b *testing.B) {
 			f := get(b, n)
 			cost := startWriteCost(b, f.env.e)
-			cpu := processCPU(b)
+			cpu := proccpu.Process()
 			b.ResetTimer()
 			for range b.N {
 				if _, err := f.env.e.BulkInsert(context.Background(), f.ref, benchTable, batch); err != nil {
@@ -318,7 +319,7 @@ func BenchmarkBulkInsert1000(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "records/s")
-			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*len(batch)), "cpu-µs/doc")
+			b.ReportMetric(float64((proccpu.Process()-cpu).Microseconds())/float64(b.N*len(batch)), "cpu-µs/doc")
 			cost.report(b, b.N*len(batch))
 		})
 	}
@@ -336,13 +337,13 @@ func BenchmarkBulkInsertConcurrent(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/clients%d", sizeLabel(n), clients), func(b *testing.B) {
 				f := get(b, n)
 				cost := startWriteCost(b, f.env.e)
-				cpu := processCPU(b)
+				cpu := proccpu.Process()
 				runClients(b, clients, func(int) error {
 					_, err := f.env.e.BulkInsert(context.Background(), f.ref, benchTable, batch)
 					return err
 				})
 				b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "records/s")
-				b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*len(batch)), "cpu-µs/doc")
+				b.ReportMetric(float64((proccpu.Process()-cpu).Microseconds())/float64(b.N*len(batch)), "cpu-µs/doc")
 				cost.report(b, b.N*len(batch))
 			})
 		}

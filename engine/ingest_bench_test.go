@@ -13,6 +13,7 @@ import (
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // BenchmarkQueriesDuringIngest measures W7 of BENCHMARKS.md in process: the
@@ -248,7 +249,7 @@ func BenchmarkBulkLoadDocs(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cpu := processCPU(b)
+			cpu := proccpu.Process()
 			runClients(b, clients, func(i int) error {
 				_, err := env.e.BulkInsert(context.Background(), ref, gen.DocsTable, batches[i])
 				batches[i] = nil
@@ -261,7 +262,7 @@ func BenchmarkBulkLoadDocs(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(docs/b.Elapsed().Seconds(), "docs/s")
-			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/docs, "cpu-µs/doc")
+			b.ReportMetric(float64((proccpu.Process()-cpu).Microseconds())/docs, "cpu-µs/doc")
 			b.ReportMetric(float64((st.Storage.WriterLockHeld-st0.Storage.WriterLockHeld).Microseconds())/docs, "lock-µs/doc")
 		})
 	}

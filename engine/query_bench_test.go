@@ -17,6 +17,7 @@ import (
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
 	"github.com/coppice-db/coppice/index"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // Query benchmarks (W3 of BENCHMARKS.md) on the generated dataset of
@@ -429,7 +430,7 @@ func timeQueryTurns(b *testing.B, f *queryFixture, ins []queryBody) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := proccpu.Process()
 	b.StartTimer()
 	b.ResetTimer()
 	for i := range b.N {
@@ -439,7 +440,7 @@ func timeQueryTurns(b *testing.B, f *queryFixture, ins []queryBody) {
 		lat = append(lat, d)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proccpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 	reportLatency(b, "", lat)
 	reportThreadCPU(b, cpu)
 }
@@ -563,7 +564,7 @@ func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := proccpu.Process()
 	b.StartTimer()
 	b.ResetTimer()
 	for range b.N {
@@ -573,7 +574,7 @@ func benchQueryCase(b *testing.B, f *queryFixture, in queryBody) {
 		lat = append(lat, d)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proccpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 	reportLatency(b, "", lat)
 	reportThreadCPU(b, cpu)
 	b.ReportMetric(float64(rows.GetCardinality()), "matches")

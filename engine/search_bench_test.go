@@ -8,6 +8,7 @@ import (
 
 	"github.com/coppice-db/coppice/bench/gen"
 	"github.com/coppice-db/coppice/engine"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // Search benchmarks (W5 of BENCHMARKS.md) on the generated dataset the
@@ -122,7 +123,7 @@ func benchSearchClass(b *testing.B, f *queryFixture, c searchClass) {
 	total := 0
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU(b)
+	cpu0 := proccpu.Process()
 	b.StartTimer()
 	for i := range b.N {
 		res, d := run(c.queries[i%len(c.queries)])
@@ -131,7 +132,7 @@ func benchSearchClass(b *testing.B, f *queryFixture, c searchClass) {
 	}
 	b.StopTimer()
 	reportLatency(b, "", lat)
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proccpu.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(total)/float64(b.N), "matches")
 }
 
@@ -183,14 +184,14 @@ func BenchmarkSearchIndexing(b *testing.B) {
 				clients = 4
 			}
 			cost := startWriteCost(b, env.e)
-			cpu := processCPU(b)
+			cpu := proccpu.Process()
 			runClients(b, clients, func(i int) error {
 				_, err := env.e.BulkInsert(context.Background(), ref, "docs", batches[i])
 				return err
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*engine.MaxBulkRecords)/b.Elapsed().Seconds(), "docs/s")
-			b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N*engine.MaxBulkRecords), "cpu-µs/doc")
+			b.ReportMetric(float64((proccpu.Process()-cpu).Microseconds())/float64(b.N*engine.MaxBulkRecords), "cpu-µs/doc")
 			cost.report(b, b.N*engine.MaxBulkRecords)
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/coppice-db/coppice/codec"
 	"github.com/coppice-db/coppice/engine/internal/layers"
 	"github.com/coppice-db/coppice/engine/internal/model"
+	"github.com/coppice-db/coppice/internal/proccpu"
 )
 
 // BenchmarkPrepareBulk measures what a bulk insert of 1000 records works
@@ -79,7 +80,7 @@ func BenchmarkPrepareBulk(b *testing.B) {
 	}
 	d := a.DB(db)
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := proccpu.Process()
 	for b.Loop() {
 		w.prepare(d, false)
 	}
@@ -88,7 +89,7 @@ func BenchmarkPrepareBulk(b *testing.B) {
 	}
 	// The process's CPU time says more than the elapsed time on a machine
 	// shared with other work.
-	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N*len(w.Ops))/1e3, "cpu-µs/record")
+	b.ReportMetric(float64((proccpu.Process()-cpu0).Nanoseconds())/float64(b.N*len(w.Ops))/1e3, "cpu-µs/record")
 }
 
 // BenchmarkSortPostings measures sorting a bulk write's postings by id: of
@@ -121,9 +122,9 @@ func BenchmarkSortPostings(b *testing.B) {
 		}
 	}
 	r.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
-	cpu0 := processCPU(b)
+	cpu0 := proccpu.Process()
 	for b.Loop() {
 		sortPostings(ps)
 	}
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((proccpu.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
