@@ -620,6 +620,29 @@ func TestAppendAddsDeltaMatchesAppendDelta(t *testing.T) {
 	}
 }
 
+// randomAddRows returns sorted rows as a bulk write adds them to a
+// posting: mostly a few dozen rows of one chunk, close together, now and
+// then thousands, and now and then one row perhaps in another chunk.
+func randomAddRows(rng *rand.Rand) []uint32 {
+	set := map[uint32]bool{}
+	chunk := uint32(rng.IntN(3)) << 16
+	size := 1 + rng.IntN(40)
+	if rng.IntN(10) == 0 {
+		size = 1 + rng.IntN(5000)
+	}
+	row := chunk + uint32(rng.IntN(100))
+	for len(set) < size && row < chunk+1<<16 {
+		set[row] = true
+		row += uint32(1 + rng.IntN(3)*rng.IntN(3))
+	}
+	if rng.IntN(10) == 0 {
+		set[uint32(rng.IntN(1<<18))] = true
+	}
+	rows := slices.Collect(maps.Keys(set))
+	slices.Sort(rows)
+	return rows
+}
+
 // AppendAddsDeltaRows reads back exactly the rows AppendAddsDelta wrote
 // when they fit one array or run container, and declines every other
 // value, valid or not, leaving dst as it was.
@@ -627,25 +650,7 @@ func TestAppendAddsDeltaRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	prefix := []uint32{42}
 	for range 3000 {
-		set := map[uint32]bool{}
-		chunk := uint32(rng.IntN(3)) << 16
-		size := 1 + rng.IntN(40)
-		if rng.IntN(10) == 0 {
-			size = 1 + rng.IntN(5000)
-		}
-		row := chunk + uint32(rng.IntN(100))
-		for len(set) < size && row < chunk+1<<16 {
-			set[row] = true
-			row += uint32(1 + rng.IntN(3)*rng.IntN(3))
-		}
-		if rng.IntN(10) == 0 {
-			set[uint32(rng.IntN(1<<18))] = true // perhaps in another chunk
-		}
-		var rows []uint32
-		for r := range set {
-			rows = append(rows, r)
-		}
-		slices.Sort(rows)
+		rows := randomAddRows(rng)
 		enc := codec.AppendAddsDelta(nil, rows)
 		got, ok := codec.AppendAddsDeltaRows(slices.Clone(prefix), enc)
 		// One chunk of up to 4096 rows is an array or runs; more rows may
@@ -696,25 +701,7 @@ func TestAppendAddsDeltaRows(t *testing.T) {
 func TestIsCanonicalAddsDelta(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 3))
 	for range 3000 {
-		set := map[uint32]bool{}
-		chunk := uint32(rng.IntN(3)) << 16
-		size := 1 + rng.IntN(40)
-		if rng.IntN(10) == 0 {
-			size = 1 + rng.IntN(5000)
-		}
-		row := chunk + uint32(rng.IntN(100))
-		for len(set) < size && row < chunk+1<<16 {
-			set[row] = true
-			row += uint32(1 + rng.IntN(3)*rng.IntN(3))
-		}
-		if rng.IntN(10) == 0 {
-			set[uint32(rng.IntN(1<<18))] = true
-		}
-		var rows []uint32
-		for r := range set {
-			rows = append(rows, r)
-		}
-		slices.Sort(rows)
+		rows := randomAddRows(rng)
 		enc := codec.AppendAddsDelta(nil, rows)
 		want := rows[0]>>16 == rows[len(rows)-1]>>16 && len(rows) <= 4096
 		if got := codec.IsCanonicalAddsDelta(enc); got != want {
