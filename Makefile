@@ -12,7 +12,7 @@ PREFIX    ?= /usr/local
 DESTDIR   ?=
 CONTAINER ?= podman
 
-.PHONY: help build install image image-test run cluster test test-long test-reliability bench bench-engine bench-cluster fuzz vet lint chromium
+.PHONY: help build install image image-test run cluster test test-long test-reliability bench bench-engine bench-cluster fuzz vet lint chromium nettools
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-13s %s\n", $$1, $$2}'
@@ -36,7 +36,7 @@ run: build ## start the server; ADDR=… DATA=… pass --addr/--data, else COPPI
 cluster: build ## start 3 nodes on loopback (API 127.0.0.1:8081-8083, Raft :7081-7083, data in CLUSTER_DATA=./data-cluster); Ctrl-C stops them
 	./deploy/cluster.sh $(or $(CLUSTER_DATA),./data-cluster)
 
-test: vet chromium ## run the test suite (what CI runs): unit, model, fuzz-seed and browser tests
+test: vet chromium nettools ## run the test suite (what CI runs): unit, model, fuzz-seed and browser tests
 	$(GO) test -tags $(GOTAGS) -short -count=1 ./...
 	cd bench/suite && $(GO) test -tags $(GOTAGS) -short -count=1 ./...
 
@@ -51,8 +51,20 @@ chromium: ## install chromium for the browser tests when it is missing and this 
 	  echo "chromium is missing (install it as root: apt-get install chromium): the browser tests will skip"; \
 	fi
 
+# The cluster's partition tests cut real processes apart with ip(8) and
+# iptables(8) in network namespaces, and skip without them.
+nettools: ## install ip and iptables for the partition tests when missing and this is root with apt-get
+	@if command -v ip >/dev/null 2>&1 && command -v iptables >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing iproute2 and iptables for the partition tests"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; } \
+	    || echo "iproute2 and iptables could not be installed: the partition tests will skip"; \
+	else \
+	  echo "ip or iptables is missing (install them as root: apt-get install iproute2 iptables): the partition tests will skip"; \
+	fi
+
 # Its short form runs in `make test`. Latency targets need a quiet machine.
-test-reliability: ## run the reliability suite in full (kill loops, signals, hostile clients) and print its figures
+test-reliability: nettools ## run the reliability suite in full (kill loops, signals, hostile clients) and print its figures
 	$(GO) test -tags $(GOTAGS) -count=1 -timeout 30m -v ./reliability/
 
 test-long: ## run the long tests and fuzz every fuzz target for $(FUZZTIME)
