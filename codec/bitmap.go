@@ -397,18 +397,16 @@ func AppendAddsDelta(dst []byte, rows []uint32) []byte {
 // decoding and writing them again. It reads the value without allocating;
 // any other value, well-formed or not, gives false.
 func IsCanonicalAddsDelta(src []byte) bool {
-	if len(src) < 2 || src[0] != deltaTagDelta || src[len(src)-1] != 0 {
+	body, isRuns, ok := addsDeltaContainer(src)
+	if !ok {
 		return false
 	}
-	n, k := binary.Uvarint(src[1:])
 	var minimal [binary.MaxVarintLen64]byte
-	if k <= 0 || n == 0 || uint64(len(src)) != 1+uint64(k)+n+1 || binary.PutUvarint(minimal[:], n) != k {
-		return false
+	if binary.PutUvarint(minimal[:], uint64(len(body))) != len(src)-2-len(body) {
+		return false // the body's length not written in its fewest bytes
 	}
-	body := src[1+k : len(src)-1]
 	le := binary.LittleEndian
-	switch {
-	case len(body) >= 13 && le.Uint32(body) == roaringCookieRuns && body[4] == 1:
+	if isRuns {
 		card, runs := int(le.Uint16(body[7:]))+1, int(le.Uint16(body[9:]))
 		if runs == 0 || len(body) != 11+4*runs || card > roaringMaxArray || 2+4*runs >= 2*card {
 			return false
@@ -423,24 +421,45 @@ func IsCanonicalAddsDelta(src []byte) bool {
 			next = first + length + 2 // runs neither overlap nor touch
 		}
 		return rows == card
-	case len(body) >= 16 && le.Uint32(body) == roaringCookieNoRuns && le.Uint32(body[4:]) == 1 && le.Uint32(body[12:]) == 16:
-		card := int(le.Uint16(body[10:])) + 1
-		if card > roaringMaxArray || len(body) != 16+2*card {
+	}
+	card := int(le.Uint16(body[10:])) + 1
+	if card > roaringMaxArray || len(body) != 16+2*card {
+		return false
+	}
+	runs := 1
+	for i := 1; i < card; i++ {
+		v, prev := le.Uint16(body[16+2*i:]), le.Uint16(body[14+2*i:])
+		if v <= prev {
 			return false
 		}
-		runs := 1
-		for i := 1; i < card; i++ {
-			v, prev := le.Uint16(body[16+2*i:]), le.Uint16(body[14+2*i:])
-			if v <= prev {
-				return false
-			}
-			if v != prev+1 {
-				runs++
-			}
+		if v != prev+1 {
+			runs++
 		}
-		return 2+4*runs >= 2*card
 	}
-	return false
+	return 2+4*runs >= 2*card
+}
+
+// addsDeltaContainer returns the serialized roaring bitmap of src when src
+// is a delta that only adds rows and that bitmap holds one container, run
+// or array (isRuns says which), checked as far as its header; ok is false
+// for any other value.
+func addsDeltaContainer(src []byte) (body []byte, isRuns, ok bool) {
+	if len(src) < 2 || src[0] != deltaTagDelta || src[len(src)-1] != 0 {
+		return nil, false, false
+	}
+	n, k := binary.Uvarint(src[1:])
+	if k <= 0 || n == 0 || uint64(len(src)) != 1+uint64(k)+n+1 {
+		return nil, false, false
+	}
+	body = src[1+k : len(src)-1]
+	le := binary.LittleEndian
+	switch {
+	case len(body) >= 13 && le.Uint32(body) == roaringCookieRuns && body[4] == 1:
+		return body, true, true
+	case len(body) >= 16 && le.Uint32(body) == roaringCookieNoRuns && le.Uint32(body[4:]) == 1 && le.Uint32(body[12:]) == 16:
+		return body, false, true
+	}
+	return nil, false, false
 }
 
 // AppendAddsDeltaRows is the inverse of AppendAddsDelta for its cheap
@@ -450,18 +469,13 @@ func IsCanonicalAddsDelta(src []byte) bool {
 // well-formed or not, it returns dst unchanged and false, and the caller
 // decodes src with DecodeDeltaStored, which reports any corruption.
 func AppendAddsDeltaRows(dst []uint32, src []byte) ([]uint32, bool) {
-	if len(src) < 2 || src[0] != deltaTagDelta || src[len(src)-1] != 0 {
+	body, isRuns, ok := addsDeltaContainer(src)
+	if !ok {
 		return dst, false
 	}
-	n, k := binary.Uvarint(src[1:])
-	if k <= 0 || n == 0 || uint64(len(src)) != 1+uint64(k)+n+1 {
-		return dst, false
-	}
-	body := src[1+k : len(src)-1]
 	le := binary.LittleEndian
 	start := len(dst)
-	switch {
-	case len(body) >= 13 && le.Uint32(body) == roaringCookieRuns && body[4] == 1:
+	if isRuns {
 		// One run container: key, cardinality - 1, run count, runs.
 		key, card, runs := uint32(le.Uint16(body[5:]))<<16, int(le.Uint16(body[7:]))+1, int(le.Uint16(body[9:]))
 		if runs == 0 || len(body) != 11+4*runs {
@@ -481,21 +495,19 @@ func AppendAddsDeltaRows(dst []uint32, src []byte) ([]uint32, bool) {
 		if len(dst)-start != card {
 			return dst[:start], false
 		}
-	case len(body) >= 16 && le.Uint32(body) == roaringCookieNoRuns && le.Uint32(body[4:]) == 1 && le.Uint32(body[12:]) == 16:
-		// One array container: key, cardinality - 1, offset, values.
-		key, card := uint32(le.Uint16(body[8:]))<<16, int(le.Uint16(body[10:]))+1
-		if card > roaringMaxArray || len(body) != 16+2*card {
-			return dst, false
-		}
-		for i := range card {
-			v := le.Uint16(body[16+2*i:])
-			if i > 0 && v <= le.Uint16(body[14+2*i:]) {
-				return dst[:start], false
-			}
-			dst = append(dst, key|uint32(v))
-		}
-	default:
+		return dst, true
+	}
+	// One array container: key, cardinality - 1, offset, values.
+	key, card := uint32(le.Uint16(body[8:]))<<16, int(le.Uint16(body[10:]))+1
+	if card > roaringMaxArray || len(body) != 16+2*card {
 		return dst, false
+	}
+	for i := range card {
+		v := le.Uint16(body[16+2*i:])
+		if i > 0 && v <= le.Uint16(body[14+2*i:]) {
+			return dst[:start], false
+		}
+		dst = append(dst, key|uint32(v))
 	}
 	return dst, true
 }
