@@ -28,10 +28,54 @@ import (
 //
 // It is safe for concurrent use. Its memory is 12 bits per id of room,
 // which grows fourfold when full: about 2 MB for a table of a million
-// records, 24 KiB for a small one.
+// records, 24 KiB for a small one. Under a memory budget (SetBudget) it
+// counts what it holds, and the budget may drop every filter (Clear):
+// they are built again when next needed.
 type IDFilters struct {
-	mu sync.Mutex
-	m  map[layerTable]*idFilter
+	mu     sync.Mutex
+	m      map[layerTable]*idFilter
+	bytes  int64   // what the filters of m hold
+	budget Charger // told of bytes and uses; nil: none
+}
+
+// A Charger is the memory budget's account of a structure: told of the
+// bytes it gains or loses, and that it was used.
+type Charger interface {
+	Grow(n int64)
+	Touch()
+}
+
+// SetBudget puts the filters under a memory budget's account c, charged
+// with what they hold now and later.
+func (f *IDFilters) SetBudget(c Charger) {
+	f.mu.Lock()
+	f.budget = c
+	c.Grow(f.bytes)
+	f.mu.Unlock()
+}
+
+// Clear drops every filter, for the memory budget.
+func (f *IDFilters) Clear() {
+	f.mu.Lock()
+	clear(f.m)
+	f.charge(-f.bytes)
+	f.mu.Unlock()
+}
+
+// charge counts n more bytes held (negative: fewer). The caller holds mu.
+func (f *IDFilters) charge(n int64) {
+	f.bytes += n
+	if f.budget != nil && n != 0 {
+		f.budget.Grow(n)
+	}
+}
+
+// drop forgets the filter of lt, if any. The caller holds mu.
+func (f *IDFilters) drop(lt layerTable) {
+	if flt := f.m[lt]; flt != nil {
+		delete(f.m, lt)
+		f.charge(-flt.size())
+	}
 }
 
 // idSeed seeds the hash of the ids filters hold; filters live only in
@@ -43,7 +87,7 @@ var idSeed = maphash.MakeSeed()
 func (f *IDFilters) Add(layer, table uint32, id string) {
 	f.mu.Lock()
 	if flt := f.m[layerTable{layer, table}]; flt != nil {
-		flt.add(maphash.String(idSeed, id))
+		f.charge(flt.add(maphash.String(idSeed, id)))
 	}
 	f.mu.Unlock()
 }
@@ -52,7 +96,7 @@ func (f *IDFilters) Add(layer, table uint32, id string) {
 // again from the keys the layer holds when next needed.
 func (f *IDFilters) Forget(layer, table uint32) {
 	f.mu.Lock()
-	delete(f.m, layerTable{layer, table})
+	f.drop(layerTable{layer, table})
 	f.mu.Unlock()
 }
 
@@ -66,7 +110,7 @@ func (f *IDFilters) ForgetLayers(dropped []uint32) {
 	for lt := range f.m {
 		for _, l := range dropped {
 			if lt.layer == l {
-				delete(f.m, lt)
+				f.drop(lt)
 				break
 			}
 		}
@@ -82,6 +126,9 @@ func (f *IDFilters) LookupID(r pebble.Reader, db uint32, lin model.Lineage, tabl
 	h := maphash.String(idSeed, id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.budget != nil {
+		f.budget.Touch()
+	}
 	return lookupID(r, db, lin, tableID, id, func(layer uint32) (bool, error) {
 		flt, err := f.filter(r, db, layer, tableID)
 		if err != nil {
@@ -120,6 +167,7 @@ func (f *IDFilters) filter(r pebble.Reader, db, layer, table uint32) (*idFilter,
 		f.m = map[layerTable]*idFilter{}
 	}
 	f.m[lt] = flt
+	f.charge(flt.size())
 	return flt, nil
 }
 
@@ -161,16 +209,27 @@ func (f *idFilter) grow(capacity int) {
 	f.parts = append(f.parts, idFilterPart{words: make([]uint64, (capacity*idFilterBits+63)/64), capacity: capacity})
 }
 
-// add adds a hashed id.
-func (f *idFilter) add(h uint64) {
+// add adds a hashed id, and returns the bytes the filter grew by.
+func (f *idFilter) add(h uint64) (grown int64) {
 	p := &f.parts[len(f.parts)-1]
 	if p.n == p.capacity {
 		f.grow(4 * p.capacity)
 		p = &f.parts[len(f.parts)-1]
+		grown = 8 * int64(len(p.words))
 	}
 	w, m := idFilterBlock(h, len(p.words))
 	p.words[w] |= m
 	p.n++
+	return grown
+}
+
+// size is the bytes the filter's parts hold.
+func (f *idFilter) size() int64 {
+	var n int64
+	for i := range f.parts {
+		n += 8 * int64(len(f.parts[i].words))
+	}
+	return n
 }
 
 // mayHold reports whether a hashed id may have been added.
