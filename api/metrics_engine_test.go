@@ -133,7 +133,7 @@ func TestEngineMetrics(t *testing.T) {
 	}
 	for _, name := range []string{"coppice_memory_used_bytes", "coppice_memory_structures", "coppice_memory_evictions_total",
 		"coppice_memory_evicted_bytes_total"} {
-		if n := len(fams[name].GetMetric()); n != 5 {
+		if n := len(fams[name].GetMetric()); n != 6 {
 			t.Errorf("%s: %d kinds", name, n)
 		}
 	}

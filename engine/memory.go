@@ -4,7 +4,7 @@ package engine
 // storage engine's block cache and memtables, the structures derived in
 // memory (column stores with their orders, dictionaries and trigram
 // indexes, search vocabularies and field lengths, vector stores, bitmap
-// and record caches), and room for the requests in flight. PlanMemory
+// and record caches, the writers' filters of table ids), and room for the requests in flight. PlanMemory
 // shares it out; the derived structures live under one budget that evicts
 // the least recently used past it (internal/memstore).
 
@@ -90,7 +90,7 @@ type MemoryStats struct {
 	// stay within the budget since Open, and EvictedBytes their sizes.
 	Evictions, EvictedBytes int64
 	// Kinds are the same figures by kind of structure: column_store,
-	// search_store, vector_store, bitmap_cache, record_cache.
+	// search_store, vector_store, bitmap_cache, record_cache, id_filter.
 	Kinds map[string]MemoryKindStats
 }
 

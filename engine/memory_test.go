@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -356,5 +357,30 @@ func TestPlanMemoryWithinLimit(t *testing.T) {
 				t.Fatalf("%d (cache %d): Go limit %d and %d outside the heap: %+v", limit, cache, p.GoLimit, offHeap, p)
 			}
 		}
+	}
+}
+
+// TestIDFiltersUnderBudget checks that the writers' filters of table ids
+// are counted by the memory budget, that the budget may drop them, and
+// that a write after that still finds the ids the table holds.
+func TestIDFiltersUnderBudget(t *testing.T) {
+	const rows = 3000
+	e, main := memFixture(t, rows)
+	k := e.MemoryStats().Kinds["id_filter"]
+	if k.Used <= 0 || k.Structures != 1 {
+		t.Fatalf("id filters after a load of %d rows: %+v", rows, k)
+	}
+	e.mem.Budget().SetLimit(1)
+	e.mem.Reclaim()
+	e.mem.Budget().SetLimit(0)
+	if k := e.MemoryStats().Kinds["id_filter"]; k.Used != 0 || k.Evictions == 0 {
+		t.Fatalf("id filters after the budget dropped them: %+v", k)
+	}
+	_, err := e.BulkInsert(ctx, main, "t", []map[string]any{{"id": "new", "n": json.Number("1")}, {"id": "r00042", "n": json.Number("2")}})
+	if err == nil || !strings.Contains(err.Error(), "record [r00042] already exists") {
+		t.Fatalf("insert of an id the table holds, its filter dropped: %v", err)
+	}
+	if k := e.MemoryStats().Kinds["id_filter"]; k.Used <= 0 {
+		t.Fatalf("id filters not counted once built again: %+v", k)
 	}
 }

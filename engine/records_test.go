@@ -401,3 +401,57 @@ func TestUpsertNumericOperatorsStartFromZero(t *testing.T) {
 	_, err = e.WriteOne(ref, Op{Kind: OpInsert, Table: "t", Values: inc})
 	mustCode(t, err, CodeInvalid, "column [n]")
 }
+
+// TestBulkInsertFindsEveryID checks that a bulk insert, which looks up
+// ids mostly new to the table, still finds each id a layer holds: one
+// written before the data directory was reopened, one earlier in the same
+// request, one only in an ancestor's layer of a branch (deep enough to be
+// flattened), and not one whose record was deleted.
+func TestBulkInsertFindsEveryID(t *testing.T) {
+	db := openTestDB(t, Options{})
+	main := db.ref("main")
+	bulk := func(ref Ref, ids ...string) error {
+		t.Helper()
+		recs := make([]map[string]any, len(ids))
+		for i, id := range ids {
+			recs[i] = map[string]any{"id": id, "name": id}
+		}
+		_, err := db.e.BulkInsert(context.Background(), ref, "items", recs)
+		return err
+	}
+	exists := func(err error, id string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), "record ["+id+"] already exists") {
+			t.Fatalf("error %v, want record [%s] already exists", err, id)
+		}
+	}
+	if err := bulk(main, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	exists(bulk(main, "c", "a"), "a")
+	db.reopen()
+	exists(bulk(main, "d", "b"), "b")
+	exists(bulk(main, "e", "f", "e"), "e")
+	ref, ids := main, []string{"a", "b"}
+	for i := range 6 {
+		child := db.ref(fmt.Sprintf("child%d", i))
+		if err := db.e.Branches().Create(child, CreateBranchRequest{From: ref.Branch}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			exists(bulk(child, "new", id), id)
+		}
+		id := fmt.Sprintf("g%d", i)
+		if err := bulk(child, id); err != nil {
+			t.Fatal(err)
+		}
+		ref, ids = child, append(ids, id)
+	}
+	if _, err := db.e.WriteOne(ref, Op{Kind: OpDelete, Table: "items", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bulk(ref, "a"); err != nil {
+		t.Fatalf("insert of a deleted id: %v", err)
+	}
+	exists(bulk(main, "a"), "a")
+}

@@ -47,6 +47,9 @@ type DB struct {
 	// Filled knows the key ranges that are empty, for point reads;
 	// writers mark what they fill.
 	Filled layers.FillSet
+	// IDs filters the ids each table's id-map of a layer may hold, for
+	// writers' lookups; writers add what they write.
+	IDs layers.IDFilters
 
 	// marks holds, for each layer and table, the seq of the last command
 	// that wrote rows of the table in the layer (MetaWriteMark), as
@@ -226,6 +229,7 @@ func (d *DB) publish(tx *Tx) {
 		d.state.Store(tx.next)
 	}
 	d.forgetTerms(tx.dropLayers)
+	d.IDs.ForgetLayers(tx.dropLayers)
 	d.learnTerms(tx.newTerms)
 }
 

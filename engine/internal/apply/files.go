@@ -203,7 +203,7 @@ func (cmd *WriteFile) apply(tx *Tx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ent, _, exists, err := layers.LookupID(tx.batch, d.ID, b.Lineage, t.ID, tg.Record)
+	ent, _, exists, err := d.IDs.LookupID(tx.batch, d.ID, b.Lineage, t.ID, tg.Record)
 	if err != nil {
 		return nil, err
 	}

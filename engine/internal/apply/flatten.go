@@ -76,6 +76,7 @@ func (a *Applier) Flatten(d *DB, branchID uint32) error {
 	for _, t := range b.Schema.Tables {
 		d.Filled.MarkFilled(layer, t.ID, codec.KindRecordCur)
 		d.Filled.MarkFilled(layer, t.ID, codec.KindIDMapCur)
+		d.IDs.Forget(layer, t.ID)
 	}
 	_, err = a.Apply(OnDatabase(d.ID, &FinishFlatten{Branch: branchID, Frozen: frozen, Layer: layer}))
 	return err

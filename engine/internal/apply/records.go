@@ -155,7 +155,7 @@ func (w *writer) applyTable(t *model.Table, op *model.Op) (OpResult, error) {
 	tx := w.tx
 	lin := w.br.Lineage
 	w.prepRec = false
-	ent, idLevel, exists, err := layers.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
+	ent, idLevel, exists, err := tx.d.IDs.LookupID(tx.batch, tx.d.ID, lin, t.ID, op.ID)
 	if err != nil {
 		return OpResult{}, err
 	}
@@ -466,7 +466,7 @@ func (w *writer) checkLink(c *model.Column, id string) error {
 	if _, ok := w.linked[key]; ok {
 		return nil
 	}
-	_, _, ok, err := layers.LookupID(w.tx.batch, w.tx.d.ID, w.br.Lineage, target.ID, id)
+	_, _, ok, err := w.tx.d.IDs.LookupID(w.tx.batch, w.tx.d.ID, w.br.Lineage, target.ID, id)
 	if err != nil {
 		return err
 	}
@@ -638,6 +638,7 @@ func (w *writer) writeID(t *model.Table, id string, row uint32, level int, delet
 	tx := w.tx
 	top := w.br.Lineage[0].Layer
 	tx.d.Filled.MarkFilled(top, t.ID, codec.KindIDMapCur)
+	tx.d.IDs.Add(top, t.ID, id)
 	key := codec.IDMapKey(nil, tx.d.ID, top, t.ID, id)
 	forkSeq, forked := tx.state().Fork(top)
 	if forked && level == 0 {

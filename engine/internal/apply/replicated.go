@@ -70,6 +70,7 @@ func (a *Applier) copyForFlatten(db uint32, c *FinishFlatten) error {
 	for _, t := range cur.Schema.Tables {
 		d.Filled.MarkFilled(c.Layer, t.ID, codec.KindRecordCur)
 		d.Filled.MarkFilled(c.Layer, t.ID, codec.KindIDMapCur)
+		d.IDs.Forget(c.Layer, t.ID)
 	}
 	return nil
 }

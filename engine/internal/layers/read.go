@@ -128,10 +128,25 @@ const idKeySize = 32
 // record), -1 when no layer holds one. ok is false when the record does
 // not exist (never written, or deleted).
 func LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
+	return lookupID(r, db, lin, tableID, id, nil)
+}
+
+// lookupID is LookupID, reading only the layers for which mayHold, when
+// not nil, says the layer may hold an id-map key of id.
+func lookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string, mayHold func(layer uint32) (bool, error)) (e IDEntry, level int, ok bool, err error) {
 	kp := keyBufs.Get().(*[]byte) // one buffer for every layer's key
 	kb := *kp
 	defer func() { *kp = kb[:0]; keyBufs.Put(kp) }()
 	for i, lr := range lin {
+		if mayHold != nil {
+			may, err := mayHold(lr.Layer)
+			if err != nil {
+				return IDEntry{}, 0, false, err
+			}
+			if !may {
+				continue
+			}
+		}
 		kb = codec.IDMapKey(kb[:0], db, lr.Layer, tableID, id)
 		var hp []byte // the top layer (maxSeq) reads no history
 		if lr.Seq != model.MaxSeq {

@@ -11,8 +11,8 @@ import (
 
 // One memory budget covers every structure derived in memory: column
 // stores with their orders, dictionaries and trigram indexes, search
-// stores (vocabularies and field lengths), vector stores, and the bitmap
-// and record caches. Each structure is an Entry that says its size; past
+// stores (vocabularies and field lengths), vector stores, the bitmap
+// and record caches, and the writers' filters of each table's ids. Each structure is an Entry that says its size; past
 // the limit the least recently used entries are evicted until the total
 // is back under it. An evicted store is gone for new readers (those
 // holding it finish with it, and the memory goes with the last of them):
@@ -33,6 +33,7 @@ const (
 	KindVectorStore
 	KindBitmapCache
 	KindRecordCache
+	KindIDFilter
 	kinds
 )
 
@@ -49,6 +50,8 @@ func (k Kind) String() string {
 		return "bitmap_cache"
 	case KindRecordCache:
 		return "record_cache"
+	case KindIDFilter:
+		return "id_filter"
 	}
 	return "unknown"
 }

@@ -128,10 +128,15 @@ func (r *Registry) event(ev model.Event) { r.opts.Event(ev) }
 // readers ask for them, and returns the observers that keep them current:
 // what apply.Options.Observe returns.
 func (r *Registry) Open(ad *apply.DB) []apply.Observer {
-	d := &DB{DB: ad, reg: r}
+	d := &DB{DB: ad, reg: r, ids: r.budget.AddCache(KindIDFilter, ad.IDs.Clear)}
+	ad.IDs.SetBudget(d.ids)
 	r.mu.Lock()
+	old := r.dbs[d.ID] // a database whose range was replaced
 	r.dbs[d.ID] = d
 	r.mu.Unlock()
+	if old != nil && old != d {
+		old.ids.Remove()
+	}
 	return []apply.Observer{d}
 }
 
@@ -196,6 +201,7 @@ func (r *Registry) BuildsInProgress() int { return int(r.backgroundBuilds.Load()
 type DB struct {
 	*apply.DB
 	reg *Registry
+	ids *Entry // the budget's account of the writers' id filters (apply.DB.IDs)
 
 	storeMu sync.RWMutex
 	// tables holds the *tableLock of each table id; entries are made

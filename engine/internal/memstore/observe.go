@@ -161,8 +161,12 @@ func (d *DB) queue(k storeKey, c change) {
 // the last of them.
 func (d *DB) Dropped() {
 	d.reg.mu.Lock()
-	delete(d.reg.dbs, d.ID)
+	if d.reg.dbs[d.ID] == d {
+		delete(d.reg.dbs, d.ID)
+	}
 	d.reg.mu.Unlock()
+	d.ids.Remove()
+	d.IDs.Clear()
 	d.storeMu.Lock()
 	d.tables.Range(func(_, tl any) bool {
 		for _, ts := range tl.(*tableLock).slots {
