@@ -185,6 +185,26 @@ const l0CompactionThreshold = 8
 // 2 GB, with its column stores.
 const DefaultCacheSize = 256 << 20
 
+// restingMemtables is how many memtables the storage engine holds between
+// loads: the one filling and the one it keeps to reuse at the next flush.
+const restingMemtables = 2
+
+// storageCacheSize is the size of the storage engine's cache for a plan.
+// Pebble charges the memtables it holds to its block cache (each one
+// reserves its size there while it lives), and the plan counts them apart
+// from the blocks: a cache of plan.CacheSize would keep blocks only in
+// what the memtables leave of it, half of it between loads with the
+// default plan (two 64 MiB memtables in 256 MiB) and none during a load
+// that holds four. The cache takes the resting memtables on top, so that
+// blocks have plan.CacheSize between loads (a memtable's size more before
+// the first flush, with no memtable kept to reuse yet); during a load the
+// memtables queued for flushing take their room from the blocks, and the
+// cache and the memtables together stay within plan.CacheSize +
+// plan.Memtables.
+func storageCacheSize(plan MemoryPlan) int64 {
+	return plan.CacheSize + restingMemtables*plan.MemtableSize
+}
+
 // Open opens (creating if needed) the data directory dir.
 func Open(dir string, opts Options) (*Engine, error) {
 	plan := PlanMemory(opts.MemoryLimit, opts.CacheSize)
@@ -211,7 +231,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Meta == "" {
 		opts.Meta = "svc"
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	cache := pebble.NewCache(storageCacheSize(plan))
 	defer cache.Unref()
 	popts := &pebble.Options{
 		Cache:                       cache,

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/coppice-db/coppice/engine/internal/memstore"
 )
@@ -382,5 +385,59 @@ func TestIDFiltersUnderBudget(t *testing.T) {
 	}
 	if k := e.MemoryStats().Kinds["id_filter"]; k.Used <= 0 {
 		t.Fatalf("id filters not counted once built again: %+v", k)
+	}
+}
+
+// TestBlockCacheBesideMemtables fills the storage engine's cache with
+// blocks between loads and checks that they take the plan's block cache
+// beside the memtables, which Pebble charges to the same cache, and that
+// the cache and the memtables stay within what the plan gives them.
+func TestBlockCacheBesideMemtables(t *testing.T) {
+	e, err := Open(t.TempDir(), Options{MemoryLimit: 128 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	plan := e.plan
+	if plan.CacheSize != 16<<20 || plan.MemtableSize != 4<<20 {
+		t.Fatalf("plan %+v", plan)
+	}
+	// Twice the block cache of values under keys of their own, written in
+	// rounds flushed one by one (Pebble grows its memtables to their full
+	// size over its first flushes), then read back: the blocks read last
+	// stay.
+	prefix := []byte{0xfe, 'b', 'c'}
+	val := make([]byte, 1000)
+	n := int(2 * plan.CacheSize / int64(len(val)))
+	key := func(i int) []byte { return fmt.Appendf(slices.Clone(prefix), "%08d", i) }
+	const rounds = 10
+	for r := range rounds {
+		b := e.pdb.NewBatch()
+		for i := r * n / rounds; i < (r+1)*n/rounds; i++ {
+			if err := b.Set(key(i), val, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pdb.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		_, closer, err := e.pdb.Get(key(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closer.Close()
+	}
+	m := e.pdb.Metrics()
+	held := m.BlockCache.Size
+	if held < plan.CacheSize*9/10 {
+		t.Errorf("blocks take %d of the cache, want about %d beside %d memtables of %d", held, plan.CacheSize, m.MemTable.Count, plan.MemtableSize)
+	}
+	if total := held + int64(m.MemTable.Count)*plan.MemtableSize; total > plan.CacheSize+plan.Memtables {
+		t.Errorf("blocks %d and %d memtables of %d take more than the plan's %d", held, m.MemTable.Count, plan.MemtableSize, plan.CacheSize+plan.Memtables)
 	}
 }
