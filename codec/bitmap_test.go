@@ -731,16 +731,13 @@ func TestIsCanonicalAddsDelta(t *testing.T) {
 	f(codec.AppendDelta(nil, codec.Delta{Adds: roaring.BitmapOf(1, 1<<16)}), "adds in two chunks")
 	// The same sets in the container form AppendAddsDelta does not pick:
 	// ten consecutive rows as an array, three scattered ones as runs.
-	array := []byte{1, 36}
-	array = binary.LittleEndian.AppendUint32(array, 12346)
-	array = binary.LittleEndian.AppendUint32(array, 1)
-	array = binary.LittleEndian.AppendUint16(array, 0)
-	array = binary.LittleEndian.AppendUint16(array, 9)
-	array = binary.LittleEndian.AppendUint32(array, 16)
-	for r := range 10 {
-		array = binary.LittleEndian.AppendUint16(array, uint16(r))
+	// roaring keeps an array container until RunOptimize, which AppendDelta
+	// calls: the delta frame around its bytes is the array form.
+	raw, err := roaring.BitmapOf(0, 1, 2, 3, 4, 5, 6, 7, 8, 9).ToBytes()
+	if err != nil {
+		t.Fatal(err)
 	}
-	array = append(array, 0)
+	array := append(append(binary.AppendUvarint([]byte{1}, uint64(len(raw))), raw...), 0)
 	runs := []byte{1, 23, 0x3b, 0x30, 0, 0, 1, 0, 0, 2, 0, 3, 0}
 	for _, r := range []uint16{1, 5, 9} {
 		runs = binary.LittleEndian.AppendUint16(runs, r)

@@ -656,16 +656,13 @@ func TestMergerOneOperand(t *testing.T) {
 		spread[i] = 5<<16 | uint32(16*i)
 	}
 	// Ten consecutive rows written as an array: the set's other form.
-	array := []byte{1, 36}
-	array = binary.LittleEndian.AppendUint32(array, 12346)
-	array = binary.LittleEndian.AppendUint32(array, 1)
-	array = binary.LittleEndian.AppendUint16(array, 0)
-	array = binary.LittleEndian.AppendUint16(array, 9)
-	array = binary.LittleEndian.AppendUint32(array, 16)
-	for r := range 10 {
-		array = binary.LittleEndian.AppendUint16(array, uint16(r))
+	// roaring keeps an array container until RunOptimize, which AppendDelta
+	// calls: the delta frame around its bytes is the array form.
+	raw, err := roaring.BitmapOf(0, 1, 2, 3, 4, 5, 6, 7, 8, 9).ToBytes()
+	if err != nil {
+		t.Fatal(err)
 	}
-	array = append(array, 0)
+	array := append(append(binary.AppendUvarint([]byte{1}, uint64(len(raw))), raw...), 0)
 	f := func(op []byte, kept bool) {
 		t.Helper()
 		for _, includesBase := range []bool{true, false} {
