@@ -4,9 +4,10 @@ package engine
 // storage engine's block cache and memtables, the structures derived in
 // memory (column stores with their orders, dictionaries and trigram
 // indexes, search vocabularies and field lengths, vector stores, bitmap
-// and record caches, the writers' filters of table ids), and room for the requests in flight. PlanMemory
-// shares it out; the derived structures live under one budget that evicts
-// the least recently used past it (internal/memstore).
+// and record caches, the writers' filters of table ids), and room for
+// the requests in flight. PlanMemory shares it out; the derived
+// structures live under one budget that evicts the least recently used
+// past it (internal/memstore).
 
 // MemoryPlan is how a memory limit is shared out.
 type MemoryPlan struct {

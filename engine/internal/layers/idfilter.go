@@ -119,9 +119,10 @@ func (f *IDFilters) ForgetLayers(dropped []uint32) {
 }
 
 // LookupID resolves a record id as LookupID does, without reading the
-// layers whose filter says they cannot hold it. r must see every key of the lineage's id-maps that
-// was written (a writer's indexed batch reading through to the store): a
-// filter built by a lookup is built from r.
+// layers whose filter says they cannot hold it. r must see every key of
+// the lineage's id-maps that was written (a writer's indexed batch
+// reading through to the store): a filter built by a lookup is built
+// from r.
 func (f *IDFilters) LookupID(r pebble.Reader, db uint32, lin model.Lineage, tableID uint32, id string) (e IDEntry, level int, ok bool, err error) {
 	h := maphash.String(idSeed, id)
 	f.mu.Lock()

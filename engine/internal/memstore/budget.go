@@ -12,12 +12,13 @@ import (
 // One memory budget covers every structure derived in memory: column
 // stores with their orders, dictionaries and trigram indexes, search
 // stores (vocabularies and field lengths), vector stores, the bitmap
-// and record caches, and the writers' filters of each table's ids. Each structure is an Entry that says its size; past
-// the limit the least recently used entries are evicted until the total
-// is back under it. An evicted store is gone for new readers (those
-// holding it finish with it, and the memory goes with the last of them):
-// the next reader that needs it builds it again, or answers from storage
-// as it does while a store is built. A cache that is evicted is emptied.
+// and record caches, and the writers' filters of each table's ids. Each
+// structure is an Entry that says its size; past the limit the least
+// recently used entries are evicted until the total is back under it. An
+// evicted store is gone for new readers (those holding it finish with it,
+// and the memory goes with the last of them): the next reader that needs
+// it builds it again, or answers from storage as it does while a store
+// is built. A cache that is evicted is emptied.
 //
 // Eviction takes the locks of the structures it drops, so it runs where
 // the caller holds none: Reclaim is called after a store is built, when a

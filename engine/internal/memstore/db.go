@@ -131,12 +131,8 @@ func (r *Registry) Open(ad *apply.DB) []apply.Observer {
 	d := &DB{DB: ad, reg: r, ids: r.budget.AddCache(KindIDFilter, ad.IDs.Clear)}
 	ad.IDs.SetBudget(d.ids)
 	r.mu.Lock()
-	old := r.dbs[d.ID] // a database whose range was replaced
 	r.dbs[d.ID] = d
 	r.mu.Unlock()
-	if old != nil && old != d {
-		old.ids.Remove()
-	}
 	return []apply.Observer{d}
 }
 

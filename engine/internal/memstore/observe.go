@@ -161,9 +161,7 @@ func (d *DB) queue(k storeKey, c change) {
 // the last of them.
 func (d *DB) Dropped() {
 	d.reg.mu.Lock()
-	if d.reg.dbs[d.ID] == d {
-		delete(d.reg.dbs, d.ID)
-	}
+	delete(d.reg.dbs, d.ID)
 	d.reg.mu.Unlock()
 	d.ids.Remove()
 	d.IDs.Clear()
