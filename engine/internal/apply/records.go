@@ -2,9 +2,11 @@ package apply
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +53,9 @@ func (c *WriteRecords) apply(tx *Tx) (any, error) {
 	w := &writer{tx: tx, br: b, now: c.Now, bulk: c.Bulk, prep: c.prep}
 	if c.WriterYield != nil && tx.yield == nil {
 		tx.yield = c.WriterYield
+	}
+	if err := w.resolveLinks(); err != nil {
+		return nil, err
 	}
 	results := make([]OpResult, len(c.Ops))
 	for i := range c.Ops {
@@ -483,6 +488,66 @@ func (w *writer) checkLink(c *model.Column, id string) error {
 		w.linked[key] = struct{}{}
 	}
 	return nil
+}
+
+// resolveLinks looks up the link targets of a prepared write's records
+// before its operations are applied, in the order of their id-map keys
+// through one iterator (layers.SeekReader), and notes those found in
+// w.linked: the records of a bulk write link to hundreds of records, each
+// of which checkLink would otherwise look up with a storage read of its
+// own. Every operation of a prepared write inserts, so a target found now
+// is there when its record is applied; one not found is looked up again
+// then (an earlier record of the write may insert it), and reported
+// missing from there. A write of fewer than prepareMinOps records looks
+// its targets up one by one.
+func (w *writer) resolveLinks() error {
+	p := w.prep
+	if p == nil || len(p.recs) < prepareMinOps {
+		return nil
+	}
+	t, err := w.br.Schema.Table(p.table.Name)
+	if err != nil || t != p.table {
+		return nil // applied as unprepared records
+	}
+	var links []*model.Column
+	for _, c := range t.Leaves {
+		if c.Type == model.TypeLink && w.br.Schema.TableByID(c.LinkTable) != nil {
+			links = append(links, c)
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	var targets []linkTarget
+	for _, rec := range p.recs {
+		if rec == nil {
+			continue
+		}
+		for _, c := range links {
+			if v, ok := rec.Get(c.ID); ok && !v.IsNull() {
+				targets = append(targets, linkTarget{c.LinkTable, v.Str})
+			}
+		}
+	}
+	slices.SortFunc(targets, func(a, b linkTarget) int {
+		return cmp.Or(cmp.Compare(a.table, b.table), strings.Compare(a.id, b.id))
+	})
+	targets = slices.Compact(targets)
+	r := layers.NewSeekReader(w.tx.batch)
+	defer r.Close()
+	for _, k := range targets {
+		_, _, ok, err := w.tx.d.IDs.LookupID(r, w.tx.d.ID, w.br.Lineage, k.table, k.id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if w.linked == nil {
+				w.linked = make(map[linkTarget]struct{}, len(targets))
+			}
+			w.linked[k] = struct{}{}
+		}
+	}
+	return r.Close()
 }
 
 // linkTarget is a record a link names: its table's id and its id.
