@@ -129,6 +129,9 @@ type writer struct {
 	// linked are the link targets found to exist, while every operation
 	// inserts (prep is set).
 	linked map[linkTarget]struct{}
+	// given marks, by column id, the columns fill was given a value for;
+	// one slice for every record the writer fills (givenOf).
+	given []bool
 }
 
 // apply applies one operation; its errors name the table unless the
@@ -314,7 +317,7 @@ func (w *writer) fill(t *model.Table, rec *codec.Record, values map[string]any, 
 		}
 		rec.Fields = kept
 	}
-	given := map[uint32]bool{}
+	given := w.givenOf(t)
 	var walk func(prefix string, m map[string]any) error
 	walk = func(prefix string, m map[string]any) error {
 		keys := model.SortedKeys(m)
@@ -396,6 +399,18 @@ func (w *writer) fill(t *model.Table, rec *codec.Record, values map[string]any, 
 		}
 	}
 	return nil
+}
+
+// givenOf returns w.given emptied, with room for the id of every leaf
+// column of t.
+func (w *writer) givenOf(t *model.Table) []bool {
+	n := int(t.NextCol) + 1
+	for _, c := range t.Leaves {
+		n = max(n, int(c.ID)+1)
+	}
+	w.given = slices.Grow(w.given[:0], n)[:n]
+	clear(w.given)
+	return w.given
 }
 
 // numericOp applies $increment, $decrement, $multiply or $divide to the
