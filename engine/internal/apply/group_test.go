@@ -73,46 +73,13 @@ func TestGroupPreparedWrites(t *testing.T) {
 		}
 		return ws
 	}
-	run := func(ap *Applier, ws []*WriteRecords, prepared bool) []*groupReq {
-		d := ap.DB(dbA)
-		var reqs []*groupReq
-		for _, w := range ws {
-			if prepared {
-				w.prepare(d, true)
-			}
-			reqs = append(reqs, &groupReq{cmd: w, done: make(chan struct{})})
-		}
-		d.mu.Lock()
-		ap.applyGroup(d, reqs) // releases d.mu
-		return reqs
-	}
 	for round := range 3 {
 		wa := group(round)
-		wb := make([]*WriteRecords, len(wa))
-		for i, w := range wa {
-			c := *w
-			c.Ops = slices.Clone(w.Ops)
-			wb[i] = &c
-		}
-		ra, rb := run(a, wa, true), run(b, wb, false)
+		applyGroupBothWays(t, fmt.Sprint("round ", round), a, b, dbA, dbB, wa)
 		nPrepared := 0
-		for i := range ra {
-			if wa[i].prep != nil {
+		for _, w := range wa {
+			if w.prep != nil {
 				nPrepared++
-			}
-			if fmt.Sprint(ra[i].err) != fmt.Sprint(rb[i].err) {
-				t.Fatalf("round %d write %d: %v / %v", round, i, ra[i].err, rb[i].err)
-			}
-			if ra[i].err != nil {
-				continue
-			}
-			x, err := EncodeResult(OnDatabase(dbA, wa[i]), ra[i].res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, _ := EncodeResult(OnDatabase(dbB, wb[i]), rb[i].res)
-			if !bytes.Equal(x, y) {
-				t.Fatalf("round %d write %d: results %s and %s", round, i, x, y)
 			}
 		}
 		// The 12 inserts and the insert of an existing id; not the update,
@@ -179,6 +146,25 @@ func TestGroupPreparedLinks(t *testing.T) {
 			bulk("f", "p02", "b07", "f00"),
 		},
 	}
+	for g, wa := range groups {
+		applyGroupBothWays(t, fmt.Sprint("group ", g), a, b, dbA, dbB, wa)
+		for i, w := range wa {
+			if len(w.Ops) > 1 && w.prep == nil {
+				t.Fatalf("group %d write %d not prepared", g, i)
+			}
+		}
+		compareReplicas(t, 0, g, a, b)
+	}
+}
+
+// applyGroupBothWays applies ws as one group to database dbA of a,
+// preparing each write first as a concurrent writer does, and a copy of
+// ws as one group to database dbB of b, unprepared, applied record by
+// record. Every write must get the same answer on both sides; label
+// names the group in a failure. The writes of ws keep what preparing
+// them left (prep).
+func applyGroupBothWays(t *testing.T, label string, a, b *Applier, dbA, dbB uint32, ws []*WriteRecords) {
+	t.Helper()
 	run := func(ap *Applier, db uint32, ws []*WriteRecords, prepared bool) []*groupReq {
 		d := ap.DB(db)
 		var reqs []*groupReq
@@ -192,34 +178,28 @@ func TestGroupPreparedLinks(t *testing.T) {
 		ap.applyGroup(d, reqs) // releases d.mu
 		return reqs
 	}
-	for g, wa := range groups {
-		wb := make([]*WriteRecords, len(wa))
-		for i, w := range wa {
-			c := *w
-			c.Ops = slices.Clone(w.Ops)
-			wb[i] = &c
+	copies := make([]*WriteRecords, len(ws))
+	for i, w := range ws {
+		c := *w
+		c.Ops = slices.Clone(w.Ops)
+		copies[i] = &c
+	}
+	ra, rb := run(a, dbA, ws, true), run(b, dbB, copies, false)
+	for i := range ra {
+		if fmt.Sprint(ra[i].err) != fmt.Sprint(rb[i].err) {
+			t.Fatalf("%s write %d: %v / %v", label, i, ra[i].err, rb[i].err)
 		}
-		ra, rb := run(a, dbA, wa, true), run(b, dbB, wb, false)
-		for i := range ra {
-			if len(wa[i].Ops) > 1 && wa[i].prep == nil {
-				t.Fatalf("group %d write %d not prepared", g, i)
-			}
-			if fmt.Sprint(ra[i].err) != fmt.Sprint(rb[i].err) {
-				t.Fatalf("group %d write %d: %v / %v", g, i, ra[i].err, rb[i].err)
-			}
-			if ra[i].err != nil {
-				t.Logf("group %d write %d: %v", g, i, ra[i].err)
-				continue
-			}
-			x, err := EncodeResult(OnDatabase(dbA, wa[i]), ra[i].res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			y, _ := EncodeResult(OnDatabase(dbB, wb[i]), rb[i].res)
-			if !bytes.Equal(x, y) {
-				t.Fatalf("group %d write %d: results %s and %s", g, i, x, y)
-			}
+		if ra[i].err != nil {
+			t.Logf("%s write %d: %v", label, i, ra[i].err)
+			continue
 		}
-		compareReplicas(t, 0, g, a, b)
+		x, err := EncodeResult(OnDatabase(dbA, ws[i]), ra[i].res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, _ := EncodeResult(OnDatabase(dbB, copies[i]), rb[i].res)
+		if !bytes.Equal(x, y) {
+			t.Fatalf("%s write %d: results %s and %s", label, i, x, y)
+		}
 	}
 }
