@@ -52,7 +52,6 @@ package index
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -101,7 +100,6 @@ type rowTest struct {
 
 	bits    *roaring.Bitmap // testBits: the posting; testLive, testNot: the live rows
 	dense   []uint64        // testDense: the posting as one bit a row
-	pooled  *[]uint64       // testDense: dense's words, the pool's (densify)
 	present *roaring.Bitmap // testInts, testFloats: the rows with a value (nil: all, see sparse)
 	ints    []int64
 	floats  []float64
@@ -463,8 +461,9 @@ func (p *QueryPlan) selectLazy(ctx context.Context, src Source, w Window, explai
 		return nil, nil, false, err
 	}
 	p.limit, p.reverse = w.Limit, w.Reverse
-	defer t.release()
-	t.densify(lazyVisits(t, w.Limit, b.n, group))
+	var held denseHeld
+	defer held.release()
+	held.densify(t, lazyVisits(t, w.Limit, b.n, group))
 	cc := candidates{set: live, test: t, budget: lazyBudget(t, w.Limit, b.n, group)}
 	rows, keys, err = walk(ctx, src, cc, p.order, w, &p.sel)
 	switch {
@@ -529,78 +528,56 @@ func (p *QueryPlan) explainLazy(t *rowTest, start time.Time, rows int) {
 }
 
 // A posting's Contains finds the row's container among the posting's,
-// then the row in it: a bit test of a bitmap container, a binary search of
-// an array container for a sparse posting, which costs about a unit a
-// step (a branch that goes either way) and more for the larger arrays of
-// a posting of a few percent of the rows. A walk that tests many rows
-// against a posting tests them instead on the posting written out as one
-// bit a row (testDense): that costs clearing the words and setting the
-// posting's bits once, and pays when the tests it is expected to run save
-// more:
+// then the row in it: a binary search of an array container for a sparse
+// posting, several times the cost of a value array's compare. A walk that
+// tests many rows against a posting tests them instead on the posting
+// written out as one bit a row (testDense): that costs clearing the words
+// and setting the posting's bits once, and pays when the tests it is
+// expected to run save more:
 //
 //	dense build   2·words/lazyDenseWords (clearing them, and writing the
 //	              containers of a dense part of the posting a word at a
 //	              time) + |A|/lazyDenseRows (|A|: the rows in the array
 //	              containers of its sparse parts, set one by one)
-//	saved         tests · (probe - lazyDenseTest), where a probe costs
-//	              lazyPostingTest in a bitmap or run container and
-//	              max(lazyPostingTest, log2 of the mean array's rows) in
-//	              an array container, weighted by the containers' counts
+//	saved         tests · (lazyPostingTest - lazyDenseTest)
 //
-// (measured: clearing and writing a word about 0.5 ns, setting a bit
-// 1.3 ns, probing a bitmap container 25 ns and an array container 40 ns
-// at 30 rows to 150 ns at 1,600, against under 1 ns on the dense words).
 // The words come from a pool and go back once the walk ends.
 const (
-	lazyDenseWords = 32 // words cleared per unit
-	lazyDenseRows  = 6  // bits of a posting set per unit
+	lazyDenseWords = 16 // words cleared per unit
+	lazyDenseRows  = 4  // bits of a posting set per unit
 	lazyDenseTest  = 1
 )
-
-// denseSaving is what testing a row on the dense words of a posting saves
-// over probing its containers, in units of the cost rule.
-func denseSaving(st roaring.Statistics) float64 {
-	containers := st.Containers
-	if containers == 0 {
-		return 0
-	}
-	probe := float64(lazyPostingTest)
-	if st.ArrayContainers > 0 {
-		steps := max(probe, math.Log2(float64(st.ArrayContainerValues)/float64(st.ArrayContainers)))
-		a := float64(st.ArrayContainers) / float64(containers)
-		probe = (1-a)*probe + a*steps
-	}
-	return probe - lazyDenseTest
-}
 
 // denseWords holds the word slices of dense postings between walks.
 var denseWords = sync.Pool{New: func() any { return new([]uint64) }}
 
+// denseHeld is the pooled words a walk's tests hold, given back by
+// release.
+type denseHeld []*[]uint64
+
 // densify turns the postings of t that are expected to be tested often
 // enough into dense tests, given the rows t itself is expected to test.
-// The words are the pool's until release.
-func (t *rowTest) densify(tests float64) {
+func (h *denseHeld) densify(t *rowTest, tests float64) {
 	switch t.kind {
 	case testAnd:
 		// Each child tests the rows its earlier siblings passed.
 		for _, c := range t.children {
-			c.densify(tests)
+			h.densify(c, tests)
 			tests *= c.share
 		}
 	case testOr:
 		// Each child tests the rows its earlier siblings failed.
 		for _, c := range t.children {
-			c.densify(tests)
+			h.densify(c, tests)
 			tests *= 1 - c.share
 		}
 	case testNot:
-		t.children[0].densify(tests)
+		h.densify(t.children[0], tests)
 	case testBits:
 		words := t.bits.DenseSize()
 		// Bitmap and run containers are written a word at a time.
-		st := t.bits.Stats()
-		cost := float64(2*words)/lazyDenseWords + float64(st.ArrayContainerValues)/lazyDenseRows
-		if words == 0 || tests*denseSaving(st) <= cost {
+		cost := float64(2*words)/lazyDenseWords + float64(t.bits.Stats().ArrayContainerValues)/lazyDenseRows
+		if words == 0 || tests*(lazyPostingTest-lazyDenseTest) <= cost {
 			return
 		}
 		buf := denseWords.Get().(*[]uint64)
@@ -611,18 +588,15 @@ func (t *rowTest) densify(tests float64) {
 			clear(*buf)
 		}
 		t.bits.WriteDenseTo(*buf)
-		t.kind, t.dense, t.pooled = testDense, *buf, buf
+		t.kind, t.dense = testDense, *buf
+		*h = append(*h, buf)
 	}
 }
 
-// release gives the words of t's dense tests back to the pool, and has
-// those tests probe their postings again.
-func (t *rowTest) release() {
-	for _, c := range t.children {
-		c.release()
+// release gives the held words back to the pool.
+func (h *denseHeld) release() {
+	for _, buf := range *h {
+		denseWords.Put(buf)
 	}
-	if t.pooled != nil {
-		denseWords.Put(t.pooled)
-		t.kind, t.dense, t.pooled = testBits, nil, nil
-	}
+	*h = nil
 }

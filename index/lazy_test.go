@@ -40,8 +40,9 @@ func TestDensify(t *testing.T) {
 	f := func(tests float64, want []testKind) {
 		t.Helper()
 		plain, test := build(), build()
-		defer test.release()
-		test.densify(tests)
+		var held denseHeld
+		defer held.release()
+		held.densify(test, tests)
 		if got := kinds(test); !slices.Equal(got, want) {
 			t.Fatalf("%v tests: kinds %v, want %v", tests, got, want)
 		}
@@ -55,38 +56,4 @@ func TestDensify(t *testing.T) {
 	f(1e6, []testKind{testDense, testDense, testDense})
 	// The pool's words, written again, hold no bit of the last posting.
 	f(1e6, []testKind{testDense, testDense, testDense})
-}
-
-// TestDensifyArrays checks the threshold of a posting of array containers
-// of a few percent of the rows, as a small category is: a walk that fills
-// a page through it (about a thousand tests) tests on its dense words, one
-// that visits a few hundred rows probes the containers.
-func TestDensifyArrays(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 40))
-	posting := roaring.New()
-	const rows = 1_000_000
-	for row := range uint32(rows) {
-		if r.IntN(40) == 0 {
-			posting.Add(row)
-		}
-	}
-	if st := posting.Stats(); st.ArrayContainers != st.Containers {
-		t.Fatalf("%d of %d containers are arrays", st.ArrayContainers, st.Containers)
-	}
-	f := func(tests float64, want testKind) {
-		t.Helper()
-		test := &rowTest{kind: testBits, bits: posting, share: 1.0 / 40, test: lazyPostingTest}
-		defer test.release()
-		test.densify(tests)
-		if test.kind != want {
-			t.Fatalf("%v tests: kind %v, want %v", tests, test.kind, want)
-		}
-		for row := range uint32(rows + 100) {
-			if got, want := test.holds(row), posting.Contains(row); got != want {
-				t.Fatalf("%v tests: row %d holds %v, want %v", tests, row, got, want)
-			}
-		}
-	}
-	f(200, testBits)
-	f(1200, testDense)
 }
