@@ -33,19 +33,6 @@ type source struct {
 	cols  []*model.Column // t.ByID as a slice (columnsByID)
 }
 
-// checkEvery is how many rows a loop of the engine visits between two
-// looks at the request's context.
-const checkEvery = 256
-
-// stopped returns the source's context error on every checkEvery-th call
-// of a loop counting n from 1, else nil.
-func (s *source) stopped(n int) error {
-	if n%checkEvery != 0 {
-		return nil
-	}
-	return s.ctx.Err()
-}
-
 // resolveTable finds the database, branch and table a request names.
 func (e *Engine) resolveTable(ref Ref, tableName string) (*database, *model.Branch, *model.Table, error) {
 	d, err := e.database(ref.Workspace, ref.Database)

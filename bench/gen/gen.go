@@ -140,9 +140,6 @@ func (g *Gen) rank() {
 	g.words = append(head, tail...)
 }
 
-// N returns the number of docs.
-func (g *Gen) N() int { return g.n }
-
 // Word returns the word of a rank: 0 is the most frequent.
 func (g *Gen) Word(rank int) string { return g.words[rank] }
 

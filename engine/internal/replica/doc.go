@@ -1,6 +1,6 @@
 // Package replica makes a data directory a node of a cluster: the catalog
 // is one Raft group (the meta group, id 1) and each database another
-// (GroupOf), on package consensus, and every replica applies its group's
+// (groupOf), on package consensus, and every replica applies its group's
 // log through package apply, the one write path, so that the observers of
 // each database (its column, search and vector stores) stay current on
 // followers as on the leader.

@@ -30,9 +30,6 @@ func groupOf(db uint32) uint64 {
 	return 1<<32 | uint64(db)
 }
 
-// GroupOf returns the group id of database db.
-func GroupOf(db uint32) uint64 { return groupOf(db) }
-
 // DatabaseOf returns the database of a group id, 0 for the meta group.
 func DatabaseOf(group uint64) uint32 {
 	if group>>32 != 1 {
